@@ -1,5 +1,30 @@
 //! braid-proto: the sans-IO core of braid.
+//!
+//! Wire format, handshake, sessions over several connections, ACKs, loss
+//! detection, RTO, congestion controllers, scheduling, flow control and
+//! statistics. No sockets, no threads, no clock, no global RNG: time is an
+//! argument ([`Instant`]) and the same code runs in the simulator and on
+//! real sockets, so every run in virtual time is reproducible.
+
+pub mod cc;
+mod config;
 mod ecn;
+mod error;
+mod path;
+mod range_set;
+mod recv_stream;
+mod rtt;
+mod send_stream;
+mod session;
+mod stats;
 mod time;
+mod varint;
+pub mod wire;
+
+pub use config::{ConfigError, SessionConfig};
 pub use ecn::Ecn;
+pub use error::SessionError;
+pub use rtt::RtoConfig;
+pub use session::{AcceptError, Event, Role, Session, Transmit};
+pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

@@ -1,0 +1,45 @@
+//! `braid sim`: run a scenario in virtual time.
+
+use anyhow::Context;
+use braid_sim::Scenario;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct SimArgs {
+    /// Scenario file (TOML); see docs/scenarios.md. Omitted: the built-in example.
+    file: Option<PathBuf>,
+    /// Seed overriding the scenario's.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// With --json, include each connection's time series.
+    #[arg(long, requires = "json")]
+    series: bool,
+}
+
+pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
+    let scenario = match &args.file {
+        Some(path) => Scenario::from_file(path)
+            .with_context(|| format!("cannot load scenario {}", path.display()))?,
+        None => Scenario::example(),
+    };
+    let result = braid_sim::run(&scenario, args.seed);
+    if args.json {
+        println!("{}", serde_json::to_string(&result.to_json(args.series))?);
+    } else {
+        print!("{}", result.summary());
+    }
+    let ok = result
+        .flows
+        .iter()
+        .all(|f| f.forward.completed && f.reverse.as_ref().is_none_or(|r| r.completed));
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,138 @@
+//! NCP's window control, NKP-0024 ("Dynamically adjust send window size based
+//! on connection throughput in NCP") as implemented in nknorg/ncp-go.
+//!
+//! - initial window = `sendWindowPacketCount / n`, where
+//!   `sendWindowPacketCount = sendWindowSize / sendMtu`;
+//! - +1 packet for each ACKed packet that was never retransmitted;
+//! - halved for each packet that times out and on a failed send; braid's
+//!   threshold loss detection only finds earlier the losses NCP's per-packet
+//!   timer would find, so a detected loss halves too;
+//! - minimum 1 packet; no maximum beyond the session window;
+//! - after each ACK and each timeout the session rescales all windows so
+//!   they sum to `sendWindowPacketCount` (see `Session::normalize_windows`).
+//!
+//! ECN marks are not part of NKP-0024 and are ignored.
+
+use super::{Acked, CcContext, CongestionEvent, Controller};
+use crate::rtt::RttEstimator;
+use crate::Instant;
+
+/// NKP-0024's minimum window, packets.
+const MIN_WINDOW_PACKETS: f64 = 1.0;
+
+#[derive(Debug, Clone)]
+pub struct Ncp {
+    /// Window in packets; fractional after normalisation.
+    window: f64,
+    max: f64,
+    mtu: u64,
+}
+
+impl Ncp {
+    pub fn new(ctx: CcContext) -> Self {
+        let total = ctx.session_window_packets.max(1) as f64;
+        Ncp {
+            window: (total / ctx.paths.max(1) as f64).max(MIN_WINDOW_PACKETS),
+            max: total,
+            mtu: ctx.mtu.max(1),
+        }
+    }
+
+    /// Window in packets.
+    pub fn window_packets(&self) -> f64 {
+        self.window
+    }
+}
+
+impl Controller for Ncp {
+    fn name(&self) -> &'static str {
+        "ncp"
+    }
+
+    fn on_ack(&mut self, _now: Instant, acked: &Acked, _rtt: &RttEstimator) {
+        if !acked.retransmission {
+            self.window = (self.window + 1.0).min(self.max);
+        }
+    }
+
+    fn on_congestion(&mut self, _now: Instant, event: &CongestionEvent) -> bool {
+        use super::Cause::*;
+        let halvings = match event.cause {
+            Loss | Timeout => event.packets.min(64) as i32,
+            SendFailure => 1,
+            Ecn => 0,
+        };
+        let before = self.window;
+        self.window = (self.window / 2f64.powi(halvings)).max(MIN_WINDOW_PACKETS);
+        self.window < before
+    }
+
+    fn window(&self) -> u64 {
+        (self.window * self.mtu as f64) as u64
+    }
+
+    fn is_normalized(&self) -> bool {
+        true
+    }
+
+    fn set_window(&mut self, bytes: u64) {
+        self.window = (bytes as f64 / self.mtu as f64).clamp(MIN_WINDOW_PACKETS, self.max);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Cause;
+    use super::*;
+
+    fn ctx(paths: usize) -> CcContext {
+        CcContext {
+            mtu: 1024,
+            session_window_packets: 4096,
+            paths,
+        }
+    }
+
+    fn ack(retransmission: bool) -> Acked {
+        Acked {
+            bytes: 1024,
+            sent_at: Instant::ZERO,
+            retransmission,
+        }
+    }
+
+    #[test]
+    fn follows_nkp0024() {
+        let mut c = Ncp::new(ctx(4));
+        assert_eq!(c.window_packets(), 1024.0, "4096 / 4");
+        let rtt = RttEstimator::default();
+        c.on_ack(Instant::ZERO, &ack(false), &rtt);
+        c.on_ack(Instant::ZERO, &ack(true), &rtt);
+        assert_eq!(
+            c.window_packets(),
+            1025.0,
+            "+1 only for never-retransmitted packets"
+        );
+        // NKP-0024's example: two timed-out packets halve twice.
+        let ev = CongestionEvent {
+            cause: Cause::Timeout,
+            sent_at: Instant::ZERO,
+            packets: 2,
+        };
+        assert!(c.on_congestion(Instant::ZERO, &ev));
+        assert_eq!(c.window_packets(), 1025.0 / 4.0);
+        let fail = CongestionEvent {
+            cause: Cause::SendFailure,
+            sent_at: Instant::ZERO,
+            packets: 1,
+        };
+        for _ in 0..20 {
+            c.on_congestion(Instant::ZERO, &fail);
+        }
+        assert_eq!(c.window_packets(), 1.0, "never below one packet");
+        for _ in 0..10_000 {
+            c.on_ack(Instant::ZERO, &ack(false), &rtt);
+        }
+        assert_eq!(c.window_packets(), 4096.0, "no cap but the session window");
+    }
+}

@@ -1,0 +1,214 @@
+//! Session configuration.
+
+use crate::cc;
+use crate::rtt::RtoConfig;
+use std::time::Duration;
+use thiserror::Error;
+
+/// A configuration value out of range.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// The value named is outside its documented range.
+    #[error("{field} out of range: {value} (allowed {allowed})")]
+    OutOfRange {
+        field: &'static str,
+        value: String,
+        allowed: &'static str,
+    },
+    /// No controller of that name.
+    #[error(transparent)]
+    UnknownController(#[from] cc::UnknownController),
+}
+
+/// Everything a session can be tuned with. Defaults are tuned for paths of
+/// up to ~100 Mbit/s × 300 ms (a 4 MiB window, NCP's default).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// Largest stream payload per packet, bytes (64..=16384). The default
+    /// keeps a full datagram, with a piggybacked ACK, inside a 1500-byte IP MTU.
+    pub mtu: u16,
+    /// Bytes written but not yet acknowledged, at most; also bounds
+    /// segments in flight to `send_window / mtu` (NKP-0024).
+    pub send_window: u64,
+    /// Bytes the peer may send beyond what the application has read.
+    pub recv_window: u64,
+    /// Connections the client opens (1..=255). The server accepts up to `max_paths`.
+    pub paths: u8,
+    /// Most connections a session accepts (1..=255).
+    pub max_paths: u8,
+    /// Congestion controller name; see [`cc::CONTROLLERS`].
+    pub cc: String,
+    /// Retransmission timeout parameters.
+    pub rto: RtoConfig,
+    /// Times one segment may be retransmitted before the session fails;
+    /// `None` is unlimited (catchunks' `-1`).
+    pub retry_limit: Option<u32>,
+    /// The session fails after this long without receiving anything.
+    pub idle_timeout: Duration,
+    /// The handshake fails after this long without an answer.
+    pub handshake_timeout: Duration,
+    /// Send a PING after this long without sending anything; `None` disables.
+    pub keep_alive: Option<Duration>,
+    /// ACK after this many ack-eliciting packets ...
+    pub ack_every: u32,
+    /// ... or this long after the first unacknowledged one.
+    pub max_ack_delay: Duration,
+    /// Packets acknowledged after a packet before it is declared lost (RFC 9002 §6.1.1: 3).
+    pub packet_threshold: u32,
+    /// Interval of the per-connection time series; `None` disables sampling.
+    pub sample_interval: Option<Duration>,
+    /// Longest interval between probes of a connection that seems down.
+    pub max_probe_interval: Duration,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            mtu: 1380,
+            send_window: 4 << 20,
+            recv_window: 4 << 20,
+            paths: 1,
+            max_paths: 16,
+            cc: cc::DEFAULT_CONTROLLER.to_owned(),
+            rto: RtoConfig::default(),
+            retry_limit: Some(15),
+            idle_timeout: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(10),
+            keep_alive: Some(Duration::from_secs(10)),
+            ack_every: 2,
+            max_ack_delay: Duration::from_millis(10),
+            packet_threshold: 3,
+            sample_interval: Some(Duration::from_millis(100)),
+            max_probe_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+fn check(
+    ok: bool,
+    field: &'static str,
+    value: impl ToString,
+    allowed: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange {
+            field,
+            value: value.to_string(),
+            allowed,
+        })
+    }
+}
+
+impl SessionConfig {
+    /// Checks every value; sessions refuse a configuration that fails.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            (64..=16384).contains(&self.mtu),
+            "mtu",
+            self.mtu,
+            "64..=16384",
+        )?;
+        let min_window = u64::from(self.mtu);
+        check(
+            self.send_window >= min_window,
+            "send_window",
+            self.send_window,
+            ">= mtu",
+        )?;
+        check(
+            self.recv_window >= min_window,
+            "recv_window",
+            self.recv_window,
+            ">= mtu",
+        )?;
+        check(
+            self.send_window <= 1 << 40,
+            "send_window",
+            self.send_window,
+            "<= 1 TiB",
+        )?;
+        check(
+            self.recv_window <= 1 << 40,
+            "recv_window",
+            self.recv_window,
+            "<= 1 TiB",
+        )?;
+        check(self.paths >= 1, "paths", self.paths, "1..=255")?;
+        check(self.max_paths >= 1, "max_paths", self.max_paths, "1..=255")?;
+        check(
+            self.rto.k >= 0.0 && self.rto.k.is_finite(),
+            "rto.k",
+            self.rto.k,
+            ">= 0",
+        )?;
+        check(
+            self.rto.backoff >= 1.0 && self.rto.backoff <= 16.0,
+            "rto.backoff",
+            self.rto.backoff,
+            "1..=16",
+        )?;
+        check(
+            !self.rto.min_rto.is_zero(),
+            "rto.min_rto",
+            format!("{:?}", self.rto.min_rto),
+            "> 0",
+        )?;
+        check(
+            self.rto.min_rto <= self.rto.max_rto,
+            "rto.max_rto",
+            format!("{:?}", self.rto.max_rto),
+            ">= min_rto",
+        )?;
+        check(!self.idle_timeout.is_zero(), "idle_timeout", "0", "> 0")?;
+        check(
+            !self.handshake_timeout.is_zero(),
+            "handshake_timeout",
+            "0",
+            "> 0",
+        )?;
+        check(self.ack_every >= 1, "ack_every", self.ack_every, ">= 1")?;
+        check(
+            self.packet_threshold >= 1,
+            "packet_threshold",
+            self.packet_threshold,
+            ">= 1",
+        )?;
+        check(
+            !self.max_probe_interval.is_zero(),
+            "max_probe_interval",
+            "0",
+            "> 0",
+        )?;
+        if !cc::is_known(&self.cc) {
+            return Err(cc::UnknownController(self.cc.clone()).into());
+        }
+        Ok(())
+    }
+
+    /// NKP-0024's `sendWindowPacketCount`.
+    pub fn send_window_packets(&self) -> u64 {
+        (self.send_window / u64::from(self.mtu.max(1))).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_bad_values_are_named() {
+        SessionConfig::default().validate().unwrap();
+        let cfg = SessionConfig {
+            mtu: 10,
+            ..SessionConfig::default()
+        };
+        assert!(cfg.validate().unwrap_err().to_string().contains("mtu"));
+        let cfg = SessionConfig {
+            cc: "vegas".into(),
+            ..SessionConfig::default()
+        };
+        assert!(cfg.validate().unwrap_err().to_string().contains("vegas"));
+    }
+}

@@ -1,0 +1,41 @@
+//! Why a session ended without completing.
+
+use std::time::Duration;
+use thiserror::Error;
+
+/// A session failure. Every variant says what happened in its message.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SessionError {
+    /// No answer to the handshake within the handshake timeout.
+    #[error("handshake timed out after {0:?}: no answer from the peer")]
+    HandshakeTimeout(Duration),
+    /// The peer speaks another protocol version.
+    #[error("peer speaks protocol version {peer}, we speak {ours}")]
+    VersionMismatch { ours: u8, peer: u8 },
+    /// The peer does not know the requested congestion controller.
+    #[error("peer refused congestion controller {0:?}")]
+    UnknownController(String),
+    /// One segment was retransmitted more often than the retry limit allows.
+    #[error("segment {segment} (stream offset {offset}) was retransmitted {retries} times, over the retry limit of {limit}")]
+    RetryLimit {
+        segment: u64,
+        offset: u64,
+        retries: u32,
+        limit: u32,
+    },
+    /// Nothing arrived from the peer for the whole idle timeout.
+    #[error("idle timeout: nothing received from the peer for {0:?}")]
+    IdleTimeout(Duration),
+    /// The peer aborted the session.
+    #[error("peer aborted the session (code {code}): {reason}")]
+    PeerAborted { code: u64, reason: String },
+    /// This side aborted the session.
+    #[error("session aborted locally (code {code}): {reason}")]
+    LocallyAborted { code: u64, reason: String },
+    /// The peer broke the protocol.
+    #[error("protocol violation by the peer: {0}")]
+    Protocol(&'static str),
+    /// Every connection was closed.
+    #[error("all connections of the session are closed")]
+    AllPathsClosed,
+}

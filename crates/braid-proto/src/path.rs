@@ -1,0 +1,457 @@
+//! One connection of a session: its packet-number space, what it has in
+//! flight, loss detection and retransmission timer, its congestion
+//! controller, and the packets it has received and must acknowledge.
+//!
+//! Loss detection follows RFC 9002 §6 and RFC 8985 (RACK): a packet is lost
+//! when `packet_threshold` later packets were acknowledged, or when a later
+//! packet was acknowledged and the packet is older than the reordering time
+//! threshold. Reordering raises the packet threshold to the distance seen,
+//! and each loss that proves spurious widens the time threshold.
+
+use crate::cc::{Acked, Cause, CongestionEvent, Controller};
+use crate::range_set::RangeSet;
+use crate::rtt::{RtoConfig, RttEstimator};
+use crate::send_stream::SendStream;
+use crate::stats::{PathSample, PathState, PathStats};
+use crate::wire::{AckFrame, MAX_ACK_RANGES};
+use crate::Instant;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Packet threshold ceiling after reordering is seen.
+const MAX_PACKET_THRESHOLD: u64 = 1024;
+/// RACK's reordering-window multiplier ceiling (RFC 8985 §6.2: 16? it grows with DSACKs; we cap here).
+const MAX_REO_MULT: u32 = 16;
+/// Lost packets are remembered this many RTOs to detect spurious losses.
+const LOST_MEMORY_RTOS: u32 = 4;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentPacket {
+    pub sent_at: Instant,
+    /// Window charge: stream payload bytes (at least 1 for a data packet).
+    pub charge: u64,
+    /// Offset of the segment carried, if any.
+    pub segment: Option<u64>,
+    pub retransmission: bool,
+}
+
+/// What an ACK frame did, for the session to act on.
+#[derive(Debug, Default)]
+pub(crate) struct AckOutcome {
+    /// Packets newly acknowledged.
+    pub newly_acked: u64,
+    /// Lost packets found to have arrived after all.
+    pub spurious: u64,
+    /// Packets declared lost by this ACK's evidence.
+    pub lost: u64,
+    /// Whether the path came back from probing.
+    pub revived: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Path {
+    pub id: u8,
+    pub state: PathState,
+    next_pn: u64,
+    /// In flight, keyed by packet number.
+    sent: BTreeMap<u64, SentPacket>,
+    /// Declared lost, remembered for a while to detect spurious losses.
+    lost: BTreeMap<u64, SentPacket>,
+    in_flight: u64,
+    largest_acked: Option<u64>,
+    pub rtt: RttEstimator,
+    pub cc: Box<dyn Controller>,
+    /// Consecutive RTO expiries without an acknowledgement.
+    pub backoffs: u32,
+    /// Time the retransmission timer counts from.
+    rto_anchor: Instant,
+    pub loss_deadline: Option<Instant>,
+    packet_threshold: u64,
+    reo_mult: u32,
+    // Receiving side.
+    pub received: RangeSet,
+    largest_received_at: Instant,
+    /// Ack-eliciting packets since our last ACK on this path.
+    pub unacked_eliciting: u32,
+    pub ack_deadline: Option<Instant>,
+    /// Reordering or a gap: acknowledge at once.
+    pub ack_now: bool,
+    pub ce_received: u64,
+    peer_ce: u64,
+    // Frames waiting for a packet on this path.
+    pub probe_pending: bool,
+    pub close_pending: bool,
+    pub hello_pending: bool,
+    pub hello_ack_pending: bool,
+    pub last_sent: Instant,
+    pub stats: PathStats,
+    sampled_acked: u64,
+}
+
+impl Path {
+    pub fn new(id: u8, cc: Box<dyn Controller>, packet_threshold: u32, now: Instant) -> Self {
+        Path {
+            id,
+            state: PathState::Active,
+            next_pn: 0,
+            sent: BTreeMap::new(),
+            lost: BTreeMap::new(),
+            in_flight: 0,
+            largest_acked: None,
+            rtt: RttEstimator::default(),
+            cc,
+            backoffs: 0,
+            rto_anchor: now,
+            loss_deadline: None,
+            packet_threshold: u64::from(packet_threshold),
+            reo_mult: 0,
+            received: RangeSet::new(MAX_ACK_RANGES),
+            largest_received_at: now,
+            unacked_eliciting: 0,
+            ack_deadline: None,
+            ack_now: false,
+            ce_received: 0,
+            peer_ce: 0,
+            probe_pending: false,
+            close_pending: false,
+            hello_pending: false,
+            hello_ack_pending: false,
+            last_sent: now,
+            stats: PathStats::default(),
+            sampled_acked: 0,
+        }
+    }
+
+    pub fn next_packet_number(&mut self) -> u64 {
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        pn
+    }
+
+    pub fn is_usable(&self) -> bool {
+        self.state != PathState::Closed
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    pub fn has_in_flight(&self) -> bool {
+        !self.sent.is_empty()
+    }
+
+    /// Whether the window admits a data packet of `charge` bytes.
+    pub fn can_send_data(&self, charge: u64) -> bool {
+        self.state == PathState::Active
+            && (self.in_flight == 0 || self.in_flight + charge <= self.cc.window())
+    }
+
+    /// Records an ack-eliciting packet.
+    pub fn on_sent(&mut self, now: Instant, pn: u64, packet: SentPacket) {
+        if self.sent.is_empty() {
+            self.rto_anchor = now;
+        }
+        self.in_flight += packet.charge;
+        self.cc.on_sent(now, packet.charge);
+        self.sent.insert(pn, packet);
+    }
+
+    /// When the retransmission (or, while probing, the probe) timer fires.
+    pub fn rto_deadline(&self, cfg: &RtoConfig, max_probe: Duration) -> Option<Instant> {
+        if self.state == PathState::Closed {
+            return None;
+        }
+        if self.state == PathState::Probing {
+            let wait = self.rtt.rto(cfg, self.backoffs).min(max_probe);
+            return Some(self.last_sent + wait);
+        }
+        (!self.sent.is_empty()).then(|| self.rto_anchor + self.rtt.rto(cfg, self.backoffs))
+    }
+
+    /// The time threshold of RFC 8985 §6.2: RTT plus a reordering window
+    /// that starts at RTT/8 (RFC 9002's 9/8) and widens per spurious loss.
+    fn loss_delay(&self) -> Duration {
+        let rtt = self
+            .rtt
+            .srtt_or(Duration::from_millis(100))
+            .max(self.rtt.latest());
+        let reo = (self.rtt.min() / 4) * self.reo_mult;
+        rtt + (rtt / 8).max(reo).max(Duration::from_millis(1))
+    }
+
+    /// Processes an ACK frame for this path's packets.
+    pub fn on_ack_frame(
+        &mut self,
+        now: Instant,
+        ack: &AckFrame,
+        send: &mut SendStream,
+    ) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        let largest_before = self.largest_acked;
+        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
+        for &(lo, hi) in &ack.ranges {
+            if hi >= self.next_pn {
+                continue; // acknowledges what we never sent: ignore the range
+            }
+            newly.extend(self.sent.range(lo..=hi).map(|(&pn, &p)| (pn, p)));
+            let spurious: Vec<(u64, SentPacket)> =
+                self.lost.range(lo..=hi).map(|(&pn, &p)| (pn, p)).collect();
+            for (pn, p) in spurious {
+                self.lost.remove(&pn);
+                out.spurious += 1;
+                self.stats.spurious_losses += 1;
+                self.reo_mult = (self.reo_mult + 1).min(MAX_REO_MULT);
+                self.cc.on_spurious_loss(now);
+                if let Some(offset) = p.segment {
+                    self.stats.stream_bytes_acked += send.on_acked(offset);
+                }
+            }
+        }
+        if newly.is_empty() {
+            return out;
+        }
+        newly.sort_unstable_by_key(|&(pn, _)| pn);
+        let (largest_pn, largest) = *newly.last().expect("non-empty");
+        if largest_before.is_none_or(|l| largest_pn > l) {
+            self.largest_acked = Some(largest_pn);
+            if largest_pn == ack.largest() {
+                let delay = Duration::from_micros(ack.ack_delay_us).min(Duration::from_secs(1));
+                self.rtt.update(now - largest.sent_at, delay);
+            }
+        }
+        if let Some(before) = largest_before {
+            if let Some(&(first, _)) = newly.first() {
+                if first < before {
+                    let distance = before - first + 1;
+                    self.packet_threshold = self
+                        .packet_threshold
+                        .max(distance.min(MAX_PACKET_THRESHOLD));
+                }
+            }
+        }
+        for &(pn, p) in &newly {
+            self.sent.remove(&pn);
+            self.in_flight -= p.charge;
+            out.newly_acked += 1;
+            let acked = Acked {
+                bytes: p.charge,
+                sent_at: p.sent_at,
+                retransmission: p.retransmission,
+            };
+            self.cc.on_ack(now, &acked, &self.rtt);
+            if let Some(offset) = p.segment {
+                self.stats.stream_bytes_acked += send.on_acked(offset);
+            }
+        }
+        self.rto_anchor = now;
+        self.backoffs = 0;
+        if self.state == PathState::Probing {
+            self.state = PathState::Active;
+            out.revived = true;
+        }
+        if ack.ce_count > self.peer_ce {
+            let marks = ack.ce_count - self.peer_ce;
+            self.peer_ce = ack.ce_count;
+            self.stats.ecn_marks += marks;
+            let ev = CongestionEvent {
+                cause: Cause::Ecn,
+                sent_at: largest.sent_at,
+                packets: marks,
+            };
+            if self.cc.on_congestion(now, &ev) {
+                self.stats.ecn_decreases += 1;
+            }
+        }
+        out.lost = self.detect_losses(now, send);
+        out
+    }
+
+    /// Declares lost what the threshold rules say is; arms the loss timer for the rest.
+    pub fn detect_losses(&mut self, now: Instant, send: &mut SendStream) -> u64 {
+        self.loss_deadline = None;
+        let Some(largest) = self.largest_acked else {
+            return 0;
+        };
+        let delay = self.loss_delay();
+        let mut lost = 0;
+        let mut newest_lost = None;
+        while let Some((&pn, &p)) = self.sent.first_key_value() {
+            if pn >= largest {
+                break;
+            }
+            let by_count = largest - pn >= self.packet_threshold;
+            let by_time = p.sent_at + delay <= now;
+            if !(by_count || by_time) {
+                self.loss_deadline = Some(p.sent_at + delay);
+                break;
+            }
+            self.declare_lost(pn, send);
+            newest_lost = Some(p.sent_at);
+            lost += 1;
+        }
+        if let Some(sent_at) = newest_lost {
+            let ev = CongestionEvent {
+                cause: Cause::Loss,
+                sent_at,
+                packets: lost,
+            };
+            if self.cc.on_congestion(now, &ev) {
+                self.stats.loss_decreases += 1;
+            }
+        }
+        self.forget_old_losses(now);
+        lost
+    }
+
+    fn declare_lost(&mut self, pn: u64, send: &mut SendStream) {
+        let p = self.sent.remove(&pn).expect("declared packet is in flight");
+        self.in_flight -= p.charge;
+        self.stats.lost_packets += 1;
+        if let Some(offset) = p.segment {
+            send.on_lost(offset);
+        }
+        self.lost.insert(pn, p);
+    }
+
+    fn forget_old_losses(&mut self, now: Instant) {
+        let keep = self
+            .rtt
+            .srtt_or(Duration::from_secs(1))
+            .max(Duration::from_millis(250))
+            * LOST_MEMORY_RTOS;
+        while let Some((&pn, p)) = self.lost.first_key_value() {
+            if p.sent_at + keep > now && self.lost.len() <= 4 * MAX_PACKET_THRESHOLD as usize {
+                break;
+            }
+            self.lost.remove(&pn);
+        }
+    }
+
+    /// The retransmission timer fired: everything in flight is lost. Returns
+    /// whether the path just started probing (two expiries in a row).
+    pub fn on_rto(&mut self, now: Instant, send: &mut SendStream) -> bool {
+        self.stats.timeouts += 1;
+        let count = self.sent.len() as u64;
+        let newest = self.sent.last_key_value().map(|(_, p)| p.sent_at);
+        let pns: Vec<u64> = self.sent.keys().copied().collect();
+        for pn in pns {
+            self.declare_lost(pn, send);
+        }
+        self.loss_deadline = None;
+        self.backoffs += 1;
+        self.rto_anchor = now;
+        if let Some(sent_at) = newest {
+            let ev = CongestionEvent {
+                cause: Cause::Timeout,
+                sent_at,
+                packets: count,
+            };
+            if self.cc.on_congestion(now, &ev) {
+                self.stats.timeout_decreases += 1;
+            }
+        }
+        let started = self.state == PathState::Active && self.backoffs >= 2;
+        if self.state != PathState::Closed && self.backoffs >= 2 {
+            self.state = PathState::Probing;
+            self.probe_pending = true;
+        }
+        started
+    }
+
+    /// The path is closed: all it had in flight must travel elsewhere.
+    pub fn close(&mut self, send: &mut SendStream) {
+        let pns: Vec<u64> = self.sent.keys().copied().collect();
+        for pn in pns {
+            self.declare_lost(pn, send);
+        }
+        self.state = PathState::Closed;
+        self.loss_deadline = None;
+        self.ack_deadline = None;
+        self.unacked_eliciting = 0;
+        self.probe_pending = false;
+    }
+
+    /// Records a received packet number; returns false for a duplicate.
+    pub fn on_received(
+        &mut self,
+        now: Instant,
+        pn: u64,
+        ack_eliciting: bool,
+        cfg_delay: Duration,
+        ack_every: u32,
+    ) -> bool {
+        let largest = self.received.max();
+        if !self.received.insert(pn) {
+            return false;
+        }
+        if largest.is_none_or(|l| pn > l) {
+            self.largest_received_at = now;
+            if largest.is_some_and(|l| pn > l + 1) {
+                self.ack_now = true; // a gap: tell the sender soon
+            }
+        } else {
+            self.ack_now = true; // reordered or filling a gap
+        }
+        if ack_eliciting {
+            self.unacked_eliciting += 1;
+            if self.unacked_eliciting >= ack_every {
+                self.ack_now = true;
+            }
+            self.ack_deadline.get_or_insert(now + cfg_delay);
+        }
+        true
+    }
+
+    /// Whether an ACK should go out now.
+    pub fn ack_due(&self, now: Instant) -> bool {
+        self.unacked_eliciting > 0 && (self.ack_now || self.ack_deadline.is_some_and(|d| d <= now))
+    }
+
+    /// Builds the ACK frame for this path's received packets.
+    pub fn ack_frame(&self, now: Instant, cumulative: u64, fin: bool, max_data: u64) -> AckFrame {
+        AckFrame {
+            ranges: self.received.iter_desc(MAX_ACK_RANGES).collect(),
+            ack_delay_us: (now - self.largest_received_at).as_micros() as u64,
+            cumulative,
+            fin,
+            max_data,
+            ce_count: self.ce_received,
+        }
+    }
+
+    pub fn on_ack_sent(&mut self) {
+        self.unacked_eliciting = 0;
+        self.ack_deadline = None;
+        self.ack_now = false;
+    }
+
+    /// Refreshes the snapshot fields of `stats`.
+    pub fn snapshot(&self, cfg: &RtoConfig) -> PathStats {
+        let mut s = self.stats;
+        s.state = self.state;
+        s.window = self.cc.window();
+        s.in_flight = self.in_flight;
+        s.srtt = self.rtt.srtt_or(Duration::ZERO);
+        s.rto = self.rtt.rto(cfg, self.backoffs);
+        if let Some((min, avg, max)) = self.rtt.min_avg_max() {
+            (s.rtt_min, s.rtt_avg, s.rtt_max) = (min, avg, max);
+        }
+        s.rtt_samples = self.rtt.samples();
+        s
+    }
+
+    /// A time-series point; `interval` is the time since the previous one.
+    pub fn sample(&mut self, now: Instant, interval: Duration, cfg: &RtoConfig) -> PathSample {
+        let acked = self.stats.stream_bytes_acked - self.sampled_acked;
+        self.sampled_acked = self.stats.stream_bytes_acked;
+        PathSample {
+            at_s: now.as_secs_f64(),
+            path: self.id,
+            window: self.cc.window(),
+            srtt: self.rtt.srtt_or(Duration::ZERO),
+            rto: self.rtt.rto(cfg, self.backoffs),
+            in_flight: self.in_flight,
+            throughput_bps: acked as f64 * 8.0 / interval.as_secs_f64().max(1e-9),
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The receiving half of the session's byte stream: reassembly in order,
+//! bounded by the receive window (flow control).
+
+use std::collections::{BTreeMap, VecDeque};
+
+/// Why incoming stream data was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecvError {
+    /// Bytes beyond the window we advertised.
+    FlowControl,
+    /// A FIN that contradicts an earlier one or data past it.
+    FinalSize,
+}
+
+#[derive(Debug)]
+pub(crate) struct RecvStream {
+    /// In-order bytes not yet read by the application.
+    readable: VecDeque<u8>,
+    /// Offset of the first byte of `readable`.
+    read_offset: u64,
+    /// Bytes received contiguously from offset 0.
+    cumulative: u64,
+    /// Out-of-order pieces, keyed by offset.
+    pending: BTreeMap<u64, Vec<u8>>,
+    final_size: Option<u64>,
+    window: u64,
+    /// `max_data` last told to the peer.
+    advertised: u64,
+    /// Bytes that arrived more than once.
+    pub duplicate_bytes: u64,
+}
+
+impl RecvStream {
+    pub fn new(window: u64) -> Self {
+        RecvStream {
+            readable: VecDeque::new(),
+            read_offset: 0,
+            cumulative: 0,
+            pending: BTreeMap::new(),
+            final_size: None,
+            window,
+            advertised: window,
+            duplicate_bytes: 0,
+        }
+    }
+
+    pub fn set_window(&mut self, window: u64) {
+        self.window = window;
+        self.advertised = self.max_data();
+    }
+
+    /// Flow-control limit to advertise: what the application has read plus the window.
+    pub fn max_data(&self) -> u64 {
+        self.read_offset + self.window
+    }
+
+    /// Records `max_data` as advertised; returns whether it grew enough since
+    /// the last advertisement to be worth an immediate update (a quarter window).
+    pub fn needs_window_update(&self) -> bool {
+        self.max_data() >= self.advertised + self.window / 4
+    }
+
+    pub fn on_advertised(&mut self) {
+        self.advertised = self.max_data();
+    }
+
+    pub fn cumulative(&self) -> u64 {
+        self.cumulative
+    }
+
+    /// Whether every byte up to the FIN has arrived.
+    pub fn is_fin_received(&self) -> bool {
+        self.final_size == Some(self.cumulative)
+    }
+
+    /// Whether the application has read everything up to the FIN.
+    pub fn is_finished(&self) -> bool {
+        self.final_size == Some(self.read_offset)
+    }
+
+    /// Accepts a STREAM frame.
+    pub fn insert(&mut self, offset: u64, data: &[u8], fin: bool) -> Result<(), RecvError> {
+        let end = offset + data.len() as u64;
+        if end > self.advertised.max(self.max_data()) {
+            return Err(RecvError::FlowControl);
+        }
+        if let Some(size) = self.final_size {
+            if end > size || (fin && end != size) {
+                return Err(RecvError::FinalSize);
+            }
+        } else if fin {
+            if end < self.cumulative
+                || self
+                    .pending
+                    .last_key_value()
+                    .is_some_and(|(&o, d)| o + d.len() as u64 > end)
+            {
+                return Err(RecvError::FinalSize);
+            }
+            self.final_size = Some(end);
+        }
+        if end <= self.cumulative {
+            self.duplicate_bytes += data.len() as u64;
+            return Ok(());
+        }
+        let skip = self.cumulative.saturating_sub(offset) as usize;
+        let (offset, data) = (offset + skip as u64, &data[skip..]);
+        if offset == self.cumulative {
+            self.append(data);
+            self.drain_pending();
+        } else if data.is_empty() {
+            // A bare FIN beyond a gap: its offset is recorded in final_size.
+        } else {
+            match self.pending.get(&offset) {
+                Some(existing) if existing.len() >= data.len() => {
+                    self.duplicate_bytes += data.len() as u64
+                }
+                _ => {
+                    self.pending.insert(offset, data.to_vec());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, data: &[u8]) {
+        self.readable.extend(data);
+        self.cumulative += data.len() as u64;
+    }
+
+    fn drain_pending(&mut self) {
+        while let Some(entry) = self.pending.first_entry() {
+            let offset = *entry.key();
+            if offset > self.cumulative {
+                break;
+            }
+            let data = entry.remove();
+            let skip = (self.cumulative - offset) as usize;
+            if skip < data.len() {
+                self.duplicate_bytes += skip as u64;
+                self.append(&data[skip..]);
+            } else {
+                self.duplicate_bytes += data.len() as u64;
+            }
+        }
+    }
+
+    /// Bytes waiting to be read.
+    pub fn readable(&self) -> usize {
+        self.readable.len()
+    }
+
+    /// Moves up to `out.len()` in-order bytes to `out`.
+    pub fn read(&mut self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.readable.len());
+        for (dst, src) in out.iter_mut().zip(self.readable.drain(..n)) {
+            *dst = src;
+        }
+        self.read_offset += n as u64;
+        n
+    }
+
+    /// Calls `f` with every readable in-order chunk, then drops them; returns the count.
+    pub fn read_with(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        let (a, b) = self.readable.as_slices();
+        f(a);
+        f(b);
+        let n = self.readable.len();
+        self.readable.clear();
+        self.read_offset += n as u64;
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(r: &mut RecvStream) -> Vec<u8> {
+        let mut v = Vec::new();
+        r.read_with(|c| v.extend_from_slice(c));
+        v
+    }
+
+    #[test]
+    fn reassembles_out_of_order_and_duplicates() {
+        let mut r = RecvStream::new(100);
+        r.insert(4, b"efgh", false).unwrap();
+        r.insert(8, b"ij", true).unwrap();
+        assert_eq!(r.readable(), 0);
+        r.insert(0, b"abcd", false).unwrap();
+        r.insert(4, b"efgh", false).unwrap();
+        assert_eq!(read_all(&mut r), b"abcdefghij");
+        assert!(r.is_fin_received() && r.is_finished());
+        assert_eq!(r.duplicate_bytes, 4);
+    }
+
+    #[test]
+    fn overlapping_pieces_are_trimmed() {
+        let mut r = RecvStream::new(100);
+        r.insert(2, b"cdef", false).unwrap();
+        r.insert(0, b"abcd", false).unwrap();
+        assert_eq!(read_all(&mut r), b"abcdef");
+    }
+
+    #[test]
+    fn enforces_the_window_and_final_size() {
+        let mut r = RecvStream::new(10);
+        assert_eq!(r.insert(8, b"xyz", false), Err(RecvError::FlowControl));
+        r.insert(0, b"0123456789", false).unwrap();
+        assert_eq!(r.max_data(), 10);
+        let mut buf = [0; 6];
+        assert_eq!(r.read(&mut buf), 6);
+        assert_eq!(r.max_data(), 16);
+        assert!(r.needs_window_update());
+        r.on_advertised();
+        r.insert(10, b"ab", true).unwrap();
+        assert_eq!(r.insert(12, b"c", false), Err(RecvError::FinalSize));
+        assert_eq!(r.insert(10, b"a", true), Err(RecvError::FinalSize));
+    }
+}

@@ -1,0 +1,199 @@
+//! Round-trip time estimation and the retransmission timeout.
+//!
+//! RFC 6298 §2: `SRTT = 7/8 SRTT + 1/8 R`, `RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|`,
+//! `RTO = SRTT + k·RTTVAR` (RFC 6298 fixes k = 4; catchunks showed a larger k
+//! avoids spurious timeouts on long paths, so it is configuration), clamped to
+//! `[min_rto, max_rto]` and multiplied by the backoff factor per expiry.
+
+use std::time::Duration;
+
+/// RTO parameters; see [`crate::SessionConfig`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RtoConfig {
+    /// Multiplier of RTTVAR in the RTO (RFC 6298: 4).
+    pub k: f64,
+    /// Floor (RFC 6298 §2.4: 1 s; catchunks and braid: 200 ms).
+    pub min_rto: Duration,
+    /// Ceiling (RFC 6298 §2.5 allows ≥ 60 s).
+    pub max_rto: Duration,
+    /// RTO before the first sample (RFC 6298 §2.1: 1 s).
+    pub initial_rto: Duration,
+    /// Factor applied per consecutive expiry (RFC 6298 §5.5: 2).
+    pub backoff: f64,
+}
+
+impl Default for RtoConfig {
+    fn default() -> Self {
+        RtoConfig {
+            k: 4.0,
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            initial_rto: Duration::from_secs(1),
+            backoff: 2.0,
+        }
+    }
+}
+
+/// RTT state of one path.
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    latest: Duration,
+    min: Duration,
+    max: Duration,
+    sum_nanos: u128,
+    samples: u64,
+}
+
+impl Default for RttEstimator {
+    fn default() -> Self {
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            latest: Duration::ZERO,
+            min: Duration::MAX,
+            max: Duration::ZERO,
+            sum_nanos: 0,
+            samples: 0,
+        }
+    }
+}
+
+impl RttEstimator {
+    /// Folds in a sample measured from an unambiguous packet; `ack_delay` is
+    /// the peer's reported hold time, removed when that keeps the sample
+    /// above the minimum (RFC 9002 §5.3).
+    pub fn update(&mut self, measured: Duration, ack_delay: Duration) {
+        self.min = self.min.min(measured);
+        self.max = self.max.max(measured);
+        self.sum_nanos += measured.as_nanos();
+        self.samples += 1;
+        let adjusted = if measured >= self.min + ack_delay {
+            measured - ack_delay
+        } else {
+            measured
+        };
+        self.latest = adjusted;
+        match self.srtt {
+            None => {
+                self.srtt = Some(adjusted);
+                self.rttvar = adjusted / 2;
+            }
+            Some(srtt) => {
+                let diff = srtt.abs_diff(adjusted);
+                self.rttvar = (self.rttvar * 3 + diff) / 4;
+                self.srtt = Some((srtt * 7 + adjusted) / 8);
+            }
+        }
+    }
+
+    /// Whether any sample has been taken.
+    pub fn has_sample(&self) -> bool {
+        self.srtt.is_some()
+    }
+
+    /// Smoothed RTT, or `fallback` before the first sample.
+    pub fn srtt_or(&self, fallback: Duration) -> Duration {
+        self.srtt.unwrap_or(fallback)
+    }
+
+    /// Latest sample, after ack-delay adjustment.
+    pub fn latest(&self) -> Duration {
+        self.latest
+    }
+
+    /// RTT variation.
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
+    /// Minimum, average and maximum of all raw samples; `None` before any.
+    pub fn min_avg_max(&self) -> Option<(Duration, Duration, Duration)> {
+        (self.samples > 0).then(|| {
+            let avg = Duration::from_nanos((self.sum_nanos / u128::from(self.samples)) as u64);
+            (self.min, avg, self.max)
+        })
+    }
+
+    /// Smallest raw sample, zero before any.
+    pub fn min(&self) -> Duration {
+        if self.samples == 0 {
+            Duration::ZERO
+        } else {
+            self.min
+        }
+    }
+
+    /// Number of samples.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// The RTO after `backoffs` consecutive expiries.
+    pub fn rto(&self, cfg: &RtoConfig, backoffs: u32) -> Duration {
+        let base = match self.srtt {
+            None => cfg.initial_rto,
+            Some(srtt) => {
+                // RFC 6298 §2.3 uses max(G, K·RTTVAR); 1 ms stands in for the clock granularity G.
+                let var = self.rttvar.mul_f64(cfg.k).max(Duration::from_millis(1));
+                (srtt + var).clamp(cfg.min_rto, cfg.max_rto)
+            }
+        };
+        let factor = cfg.backoff.max(1.0).powi(backoffs.min(64) as i32);
+        Duration::from_secs_f64((base.as_secs_f64() * factor).min(cfg.max_rto.as_secs_f64()))
+            .max(base.min(cfg.max_rto))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn follows_rfc6298_and_clamps() {
+        let cfg = RtoConfig::default();
+        let mut rtt = RttEstimator::default();
+        assert_eq!(rtt.rto(&cfg, 0), Duration::from_secs(1));
+        rtt.update(100 * MS, Duration::ZERO);
+        // SRTT = 100, RTTVAR = 50: RTO = 100 + 4·50 = 300 ms.
+        assert_eq!(rtt.rto(&cfg, 0), 300 * MS);
+        rtt.update(100 * MS, Duration::ZERO);
+        // RTTVAR = 3/4·50 = 37.5: RTO = 250 ms.
+        assert_eq!(rtt.rto(&cfg, 0), 250 * MS);
+        assert_eq!(rtt.rto(&cfg, 1), 500 * MS);
+        assert_eq!(rtt.rto(&cfg, 30), Duration::from_secs(60));
+        let mut fast = RttEstimator::default();
+        for _ in 0..50 {
+            fast.update(MS, Duration::ZERO);
+        }
+        assert_eq!(fast.rto(&cfg, 0), cfg.min_rto);
+    }
+
+    #[test]
+    fn k_and_backoff_are_configuration() {
+        let cfg = RtoConfig {
+            k: 8.0,
+            backoff: 3.0,
+            ..RtoConfig::default()
+        };
+        let mut rtt = RttEstimator::default();
+        rtt.update(100 * MS, Duration::ZERO);
+        assert_eq!(rtt.rto(&cfg, 0), 500 * MS);
+        assert_eq!(rtt.rto(&cfg, 1), 1500 * MS);
+    }
+
+    #[test]
+    fn ack_delay_is_removed_only_above_the_minimum() {
+        let mut rtt = RttEstimator::default();
+        rtt.update(50 * MS, Duration::ZERO);
+        rtt.update(60 * MS, 5 * MS);
+        assert_eq!(rtt.latest(), 55 * MS);
+        rtt.update(52 * MS, 5 * MS);
+        assert_eq!(rtt.latest(), 52 * MS);
+        let (min, _, max) = rtt.min_avg_max().unwrap();
+        assert_eq!((min, max), (50 * MS, 60 * MS));
+    }
+}

@@ -1,0 +1,340 @@
+//! The sending half of the session's byte stream: what the application wrote,
+//! cut into segments, and which segments are in flight, lost or acknowledged.
+//!
+//! A segment keeps its byte range for life, so a retransmission carries the
+//! same bytes in a new packet and the retry limit counts per segment.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// One segment of the stream.
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
+    pub len: u32,
+    pub fin: bool,
+    /// Times it was sent again after a loss.
+    pub retries: u32,
+    /// Packets carrying it that are still in flight.
+    pub in_flight: u32,
+}
+
+/// What the scheduler may send next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pending {
+    pub offset: u64,
+    pub len: u32,
+    pub fin: bool,
+    pub retransmission: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct SendStream {
+    /// Bytes from `base` up to `written`.
+    buf: VecDeque<u8>,
+    base: u64,
+    written: u64,
+    /// Offset of the first byte never sent.
+    next_new: u64,
+    /// Sent, not yet acknowledged, keyed by offset.
+    segments: BTreeMap<u64, Segment>,
+    /// Offsets of segments declared lost and waiting for a new packet.
+    lost: BTreeSet<u64>,
+    /// Set by `finish`: the stream ends at `written`.
+    finishing: bool,
+    fin_sent: bool,
+    /// Everything, FIN included, has been acknowledged.
+    complete: bool,
+    /// Peer's flow-control limit.
+    max_data: u64,
+    /// Most bytes buffered (unacked + unsent) at once.
+    buffer_limit: u64,
+    /// Most segments outstanding at once (NKP-0024's session window in packets).
+    pub window_packets: u64,
+    pub mtu: u32,
+    /// Bytes acknowledged, counted once per byte.
+    pub acked_bytes: u64,
+}
+
+impl SendStream {
+    pub fn new(mtu: u32, buffer_limit: u64, window_packets: u64, max_data: u64) -> Self {
+        SendStream {
+            buf: VecDeque::new(),
+            base: 0,
+            written: 0,
+            next_new: 0,
+            segments: BTreeMap::new(),
+            lost: BTreeSet::new(),
+            finishing: false,
+            fin_sent: false,
+            complete: false,
+            max_data,
+            buffer_limit,
+            window_packets: window_packets.max(1),
+            mtu: mtu.max(1),
+            acked_bytes: 0,
+        }
+    }
+
+    /// Buffers as much of `data` as the window allows; returns the count taken.
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        if self.finishing {
+            return 0;
+        }
+        let room = self.buffer_limit.saturating_sub(self.buf.len() as u64);
+        let n = data.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        self.buf.extend(&data[..n]);
+        self.written += n as u64;
+        n
+    }
+
+    /// Bytes the application may still write now.
+    pub fn writable(&self) -> u64 {
+        if self.finishing {
+            0
+        } else {
+            self.buffer_limit.saturating_sub(self.buf.len() as u64)
+        }
+    }
+
+    pub fn finish(&mut self) {
+        self.finishing = true;
+    }
+
+    pub fn is_finishing(&self) -> bool {
+        self.finishing
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    pub fn set_limits(&mut self, mtu: u32, buffer_limit: u64, window_packets: u64) {
+        self.mtu = mtu.max(1);
+        self.buffer_limit = buffer_limit;
+        self.window_packets = window_packets.max(1);
+    }
+
+    pub fn update_max_data(&mut self, max_data: u64) {
+        self.max_data = self.max_data.max(max_data);
+    }
+
+    /// Segments sent and not yet acknowledged.
+    pub fn outstanding(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Whether new data waits only for the peer's flow-control window.
+    pub fn is_flow_blocked(&self) -> bool {
+        self.has_unsent() && self.next_new >= self.max_data && self.lost.is_empty()
+    }
+
+    fn has_unsent(&self) -> bool {
+        self.next_new < self.written || (self.finishing && !self.fin_sent)
+    }
+
+    /// Whether anything could be sent, ignoring congestion windows.
+    pub fn has_sendable(&self) -> bool {
+        !self.lost.is_empty() || self.next_new_allowed().is_some()
+    }
+
+    /// Length and FIN flag of the next new segment, if windows allow one.
+    fn next_new_allowed(&self) -> Option<(u32, bool)> {
+        if !self.has_unsent() || self.segments.len() as u64 >= self.window_packets {
+            return None;
+        }
+        let limit = self.written.min(self.max_data);
+        let len = limit.saturating_sub(self.next_new).min(u64::from(self.mtu)) as u32;
+        let fin = self.finishing && self.next_new + u64::from(len) == self.written;
+        (len > 0 || fin).then_some((len, fin))
+    }
+
+    /// The next segment to send: a lost one first, else new data.
+    pub fn peek(&self) -> Option<Pending> {
+        if let Some(&offset) = self.lost.first() {
+            let seg = &self.segments[&offset];
+            return Some(Pending {
+                offset,
+                len: seg.len,
+                fin: seg.fin,
+                retransmission: true,
+            });
+        }
+        let (len, fin) = self.next_new_allowed()?;
+        Some(Pending {
+            offset: self.next_new,
+            len,
+            fin,
+            retransmission: false,
+        })
+    }
+
+    /// Records that `p` (from `peek`) went out in a packet; returns the
+    /// segment's retry count.
+    pub fn on_sent(&mut self, p: Pending) -> u32 {
+        if p.retransmission {
+            self.lost.remove(&p.offset);
+            let seg = self
+                .segments
+                .get_mut(&p.offset)
+                .expect("lost segment is outstanding");
+            seg.retries += 1;
+            seg.in_flight += 1;
+            seg.retries
+        } else {
+            self.segments.insert(
+                p.offset,
+                Segment {
+                    len: p.len,
+                    fin: p.fin,
+                    retries: 0,
+                    in_flight: 1,
+                },
+            );
+            self.next_new += u64::from(p.len);
+            self.fin_sent |= p.fin;
+            0
+        }
+    }
+
+    /// Copies the segment's bytes into `out`.
+    pub fn read_segment(&self, offset: u64, len: u32, out: &mut Vec<u8>) {
+        let start = (offset - self.base) as usize;
+        let end = start + len as usize;
+        let (a, b) = self.buf.as_slices();
+        let split = a.len();
+        if start < split {
+            out.extend_from_slice(&a[start..end.min(split)]);
+        }
+        if end > split {
+            out.extend_from_slice(&b[start.saturating_sub(split)..end - split]);
+        }
+    }
+
+    /// A packet carrying the segment at `offset` was acknowledged. Returns the
+    /// bytes newly acknowledged (zero if it was already).
+    pub fn on_acked(&mut self, offset: u64) -> u64 {
+        let Some(seg) = self.segments.remove(&offset) else {
+            return 0;
+        };
+        self.lost.remove(&offset);
+        self.acked_bytes += u64::from(seg.len);
+        self.release();
+        u64::from(seg.len)
+    }
+
+    /// A packet carrying the segment at `offset` was declared lost.
+    pub fn on_lost(&mut self, offset: u64) {
+        if let Some(seg) = self.segments.get_mut(&offset) {
+            seg.in_flight = seg.in_flight.saturating_sub(1);
+            if seg.in_flight == 0 {
+                self.lost.insert(offset);
+            }
+        }
+    }
+
+    /// The peer holds every byte below `cumulative` (and the FIN if `fin`).
+    pub fn on_cumulative(&mut self, cumulative: u64, fin: bool) {
+        let mut covered = Vec::new();
+        for (&off, seg) in &self.segments {
+            let end = off + u64::from(seg.len);
+            if end < cumulative || (end == cumulative && (!seg.fin || fin)) {
+                covered.push(off);
+            } else {
+                break;
+            }
+        }
+        for off in covered {
+            self.on_acked(off);
+        }
+    }
+
+    /// Frees acknowledged bytes at the front of the buffer and notes completion.
+    fn release(&mut self) {
+        let front = self
+            .segments
+            .first_key_value()
+            .map_or(self.next_new, |(&o, _)| o);
+        let free = front.saturating_sub(self.base) as usize;
+        self.buf.drain(..free.min(self.buf.len()));
+        self.base += free as u64;
+        self.complete = self.fin_sent && self.segments.is_empty();
+    }
+
+    /// Offset and retry count of the segment at `offset`, if outstanding.
+    pub fn retries(&self, offset: u64) -> Option<u32> {
+        self.segments.get(&offset).map(|s| s.retries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_retransmit_lost_first_and_free_acked_bytes() {
+        let mut s = SendStream::new(4, 100, 10, 1000);
+        assert_eq!(s.write(b"abcdefghij"), 10);
+        s.finish();
+        let p0 = s.peek().unwrap();
+        assert_eq!((p0.offset, p0.len, p0.fin), (0, 4, false));
+        s.on_sent(p0);
+        let p1 = s.peek().unwrap();
+        s.on_sent(p1);
+        let p2 = s.peek().unwrap();
+        assert_eq!((p2.offset, p2.len, p2.fin), (8, 2, true));
+        s.on_sent(p2);
+        assert_eq!(s.peek(), None);
+        s.on_lost(4);
+        let r = s.peek().unwrap();
+        assert!(r.retransmission);
+        assert_eq!(s.on_sent(r), 1);
+        let mut out = Vec::new();
+        s.read_segment(4, 4, &mut out);
+        assert_eq!(out, b"efgh");
+        s.on_acked(0);
+        assert_eq!(s.base, 4);
+        s.on_cumulative(8, false);
+        assert!(!s.is_complete());
+        s.on_cumulative(10, true);
+        assert!(s.is_complete());
+        assert_eq!(s.acked_bytes, 10);
+    }
+
+    #[test]
+    fn windows_bound_segments_and_flow_control() {
+        let mut s = SendStream::new(10, 1000, 2, 15);
+        s.write(&[0; 100]);
+        s.on_sent(s.peek().unwrap());
+        let p = s.peek().unwrap();
+        assert_eq!(p.len, 5, "flow control cuts the segment at max_data");
+        s.on_sent(p);
+        assert!(s.is_flow_blocked());
+        s.update_max_data(100);
+        assert_eq!(s.peek(), None, "two segments outstanding fill the window");
+        s.on_acked(0);
+        assert_eq!(s.peek().unwrap().offset, 15);
+    }
+
+    #[test]
+    fn write_respects_the_buffer_limit_and_finish() {
+        let mut s = SendStream::new(10, 16, 10, 1000);
+        assert_eq!(s.write(&[1; 40]), 16);
+        assert_eq!(s.writable(), 0);
+        s.finish();
+        assert_eq!(s.write(&[1]), 0);
+    }
+
+    #[test]
+    fn empty_stream_sends_a_bare_fin() {
+        let mut s = SendStream::new(10, 16, 10, 1000);
+        s.finish();
+        let p = s.peek().unwrap();
+        assert_eq!((p.offset, p.len, p.fin), (0, 0, true));
+        s.on_sent(p);
+        s.on_acked(0);
+        assert!(s.is_complete());
+    }
+}

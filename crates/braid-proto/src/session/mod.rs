@@ -1,0 +1,654 @@
+//! A braid session: one reliable byte stream each way over N connections.
+//!
+//! The session is sans-IO. Its methods fall into four kinds:
+//! - inputs: [`Session::handle_datagram`], [`Session::handle_timeout`],
+//!   [`Session::handle_send_error`];
+//! - outputs: [`Session::poll_transmit`], [`Session::poll_timeout`],
+//!   [`Session::poll_event`], [`Session::drain_samples`];
+//! - application commands: [`Session::write`], [`Session::finish`],
+//!   [`Session::read`], [`Session::abort`], [`Session::add_path`],
+//!   [`Session::close_path`];
+//! - getters: [`Session::stats`] and friends, which never change state.
+//!
+//! After any input or command the driver calls `poll_transmit` until it
+//! returns `None`, drains `poll_event`, and sleeps until `poll_timeout`.
+
+mod receive;
+mod transmit;
+
+use crate::cc::{self, CcContext};
+use crate::config::{ConfigError, SessionConfig};
+use crate::error::SessionError;
+use crate::path::Path;
+use crate::recv_stream::RecvStream;
+use crate::send_stream::SendStream;
+use crate::stats::{PathSample, PathState, SessionStats};
+use crate::Instant;
+use std::collections::{BTreeMap, VecDeque};
+
+pub use receive::AcceptError;
+pub use transmit::Transmit;
+
+/// Most time-series points kept before the oldest are dropped.
+const MAX_SAMPLES: usize = 1 << 16;
+/// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).
+const CLOSE_REPEATS: u32 = 3;
+/// Close codes carried in CLOSE frames.
+pub(crate) mod close_code {
+    /// An application abort; the first code applications may use.
+    pub const APPLICATION: u64 = 0;
+    pub const VERSION: u64 = 1;
+    pub const CONTROLLER: u64 = 2;
+    pub const PROTOCOL: u64 = 3;
+}
+
+/// Something the application should know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake completed.
+    Connected,
+    /// A connection carries data again after probing.
+    PathUp(u8),
+    /// A connection stopped answering; it is probed until it does.
+    PathDown(u8),
+    /// A connection was closed by either side.
+    PathClosed(u8),
+    /// Everything written, and the end of the stream, was acknowledged.
+    SendFinished,
+    /// The peer's whole stream has been read.
+    RecvFinished,
+    /// Both directions finished and the session has drained.
+    Closed,
+    /// The session failed; nothing more will happen.
+    Failed(SessionError),
+}
+
+/// Which side opened the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Handshaking {
+        started: Instant,
+        next_hello: Instant,
+        attempts: u32,
+    },
+    Established,
+    /// Both directions done; still acknowledging retransmissions until then.
+    Draining {
+        until: Instant,
+    },
+    Closed,
+    Failed,
+}
+
+/// Counters the session keeps beyond those of its paths.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counters {
+    segments_sent: u64,
+    retransmitted: u64,
+    malformed: u64,
+    unexpected: u64,
+    duplicate_packets: u64,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Session {
+    role: Role,
+    cfg: SessionConfig,
+    session_id: u64,
+    state: State,
+    paths: BTreeMap<u8, Path>,
+    send: SendStream,
+    recv: RecvStream,
+    events: VecDeque<Event>,
+    error: Option<SessionError>,
+    /// CLOSE frame to send: code, reason, repeats left.
+    close: Option<(u64, String, u32)>,
+    last_recv: Instant,
+    last_recv_path: u8,
+    last_send: Instant,
+    next_sample: Option<Instant>,
+    last_sample: Instant,
+    samples: VecDeque<PathSample>,
+    counters: Counters,
+    send_finished: bool,
+    recv_finished: bool,
+    window_update: bool,
+}
+
+impl Session {
+    /// Opens a client session over `cfg.paths` connections (ids `0..paths`).
+    pub fn connect(
+        cfg: SessionConfig,
+        session_id: u64,
+        now: Instant,
+    ) -> Result<Session, ConfigError> {
+        cfg.validate()?;
+        let mut s = Session::new(Role::Client, cfg, session_id, now)?;
+        for id in 0..s.cfg.paths {
+            s.insert_path(id, now);
+        }
+        s.state = State::Handshaking {
+            started: now,
+            next_hello: now,
+            attempts: 0,
+        };
+        Ok(s)
+    }
+
+    fn new(
+        role: Role,
+        cfg: SessionConfig,
+        session_id: u64,
+        now: Instant,
+    ) -> Result<Session, ConfigError> {
+        let send = SendStream::new(
+            u32::from(cfg.mtu),
+            cfg.send_window,
+            cfg.send_window_packets(),
+            0, // nothing may be sent before the peer states its window
+        );
+        let recv = RecvStream::new(cfg.recv_window);
+        Ok(Session {
+            role,
+            session_id,
+            state: State::Established,
+            paths: BTreeMap::new(),
+            send,
+            recv,
+            events: VecDeque::new(),
+            error: None,
+            close: None,
+            last_recv: now,
+            last_recv_path: 0,
+            last_send: now,
+            next_sample: cfg.sample_interval.map(|i| now + i),
+            last_sample: now,
+            samples: VecDeque::new(),
+            counters: Counters::default(),
+            send_finished: false,
+            recv_finished: false,
+            window_update: false,
+            cfg,
+        })
+    }
+
+    fn cc_context(&self) -> CcContext {
+        CcContext {
+            mtu: u64::from(self.cfg.mtu),
+            session_window_packets: self.cfg.send_window_packets(),
+            paths: self
+                .paths
+                .values()
+                .filter(|p| p.is_usable())
+                .count()
+                .max(usize::from(self.cfg.paths)),
+        }
+    }
+
+    fn insert_path(&mut self, id: u8, now: Instant) {
+        let cc = cc::new_controller(&self.cfg.cc, self.cc_context())
+            .expect("controller name was validated");
+        let mut path = Path::new(id, cc, self.cfg.packet_threshold, now);
+        path.hello_pending = self.role == Role::Client && self.is_handshaking();
+        self.paths.insert(id, path);
+    }
+
+    /// Rebuilds controllers once the negotiated parameters are known.
+    fn reset_controllers(&mut self) {
+        let ctx = self.cc_context();
+        for path in self.paths.values_mut() {
+            path.cc = cc::new_controller(&self.cfg.cc, ctx).expect("controller name was validated");
+        }
+    }
+
+    /// Applies negotiated parameters to the streams and controllers.
+    fn apply_negotiated(
+        &mut self,
+        mtu: u16,
+        send_window: u64,
+        recv_window: u64,
+        paths: u8,
+        cc: String,
+    ) {
+        self.cfg.mtu = mtu;
+        self.cfg.send_window = send_window;
+        self.cfg.recv_window = recv_window;
+        self.cfg.paths = paths;
+        self.cfg.cc = cc;
+        self.send
+            .set_limits(u32::from(mtu), send_window, self.cfg.send_window_packets());
+        self.send.update_max_data(recv_window);
+        self.recv.set_window(recv_window);
+        self.reset_controllers();
+    }
+
+    // ---- getters -------------------------------------------------------
+
+    /// Which side this is.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The session id shared by both sides.
+    pub fn session_id(&self) -> u64 {
+        self.session_id
+    }
+
+    /// The configuration, with negotiated values once established.
+    pub fn config(&self) -> &SessionConfig {
+        &self.cfg
+    }
+
+    /// Whether the handshake is still running.
+    pub fn is_handshaking(&self) -> bool {
+        matches!(self.state, State::Handshaking { .. })
+    }
+
+    /// Whether the handshake completed and the session has not ended.
+    pub fn is_established(&self) -> bool {
+        matches!(self.state, State::Established | State::Draining { .. })
+    }
+
+    /// Whether nothing more will happen (closed or failed).
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed | State::Failed) && self.close.is_none()
+    }
+
+    /// Why the session failed, if it did.
+    pub fn error(&self) -> Option<&SessionError> {
+        self.error.as_ref()
+    }
+
+    /// Whether everything written, and the FIN, was acknowledged.
+    pub fn is_send_finished(&self) -> bool {
+        self.send_finished
+    }
+
+    /// Whether the peer's whole stream has been read.
+    pub fn is_recv_finished(&self) -> bool {
+        self.recv_finished
+    }
+
+    /// Connection ids and their states.
+    pub fn path_states(&self) -> Vec<(u8, PathState)> {
+        self.paths.iter().map(|(&id, p)| (id, p.state)).collect()
+    }
+
+    /// A snapshot of all statistics.
+    pub fn stats(&self) -> SessionStats {
+        let mut s = SessionStats {
+            paths: self
+                .paths
+                .iter()
+                .map(|(&id, p)| (id, p.snapshot(&self.cfg.rto)))
+                .collect(),
+            bytes_written: self.send.written(),
+            bytes_acked: self.send.acked_bytes,
+            bytes_received: self.recv.cumulative(),
+            segments_sent: self.counters.segments_sent,
+            retransmitted: self.counters.retransmitted,
+            malformed_dropped: self.counters.malformed,
+            unexpected_dropped: self.counters.unexpected,
+            duplicate_packets: self.counters.duplicate_packets,
+            duplicate_bytes: self.recv.duplicate_bytes,
+            ..SessionStats::default()
+        };
+        for (_, p) in &s.paths {
+            s.spurious_retransmits += p.spurious_losses;
+            s.timeouts += p.timeouts;
+            s.window_decreases += p.timeout_decreases + p.loss_decreases + p.ecn_decreases;
+            s.ecn_marks += p.ecn_marks;
+        }
+        s
+    }
+
+    /// Takes the per-connection time series recorded since the last call.
+    pub fn drain_samples(&mut self) -> impl Iterator<Item = PathSample> + '_ {
+        self.samples.drain(..)
+    }
+
+    // ---- application commands -------------------------------------------
+
+    /// Buffers bytes to send; returns how many were taken (bounded by the send window).
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        if self.error.is_some() {
+            return 0;
+        }
+        self.send.write(data)
+    }
+
+    /// Bytes `write` would accept now.
+    pub fn writable(&self) -> u64 {
+        if self.error.is_some() {
+            0
+        } else {
+            self.send.writable()
+        }
+    }
+
+    /// Ends our direction of the stream after what was written (graceful close).
+    pub fn finish(&mut self) {
+        self.send.finish();
+    }
+
+    /// Bytes ready to read.
+    pub fn readable(&self) -> usize {
+        self.recv.readable()
+    }
+
+    /// Reads in-order bytes into `out`; returns the count (0 = nothing now, or the end).
+    pub fn read(&mut self, now: Instant, out: &mut [u8]) -> usize {
+        let n = self.recv.read(out);
+        self.after_read(now);
+        n
+    }
+
+    /// Hands every readable chunk to `f`; returns the total.
+    pub fn read_with(&mut self, now: Instant, f: impl FnMut(&[u8])) -> usize {
+        let n = self.recv.read_with(f);
+        self.after_read(now);
+        n
+    }
+
+    fn after_read(&mut self, now: Instant) {
+        if self.recv.needs_window_update() {
+            self.window_update = true;
+        }
+        self.check_progress(now);
+    }
+
+    /// Aborts the session: the peer is told with `code` and `reason`.
+    pub fn abort(&mut self, code: u64, reason: &str) {
+        if matches!(self.state, State::Closed | State::Failed) {
+            return;
+        }
+        self.close = Some((code, reason.to_owned(), CLOSE_REPEATS));
+        self.fail(SessionError::LocallyAborted {
+            code,
+            reason: reason.to_owned(),
+        });
+    }
+
+    /// Adds connection `id` (client side; the server learns of it from its first packet).
+    pub fn add_path(&mut self, now: Instant, id: u8) -> bool {
+        if self.paths.contains_key(&id) || self.paths.len() >= usize::from(self.cfg.max_paths) {
+            return false;
+        }
+        self.insert_path(id, now);
+        self.normalize_windows();
+        true
+    }
+
+    /// Stops using connection `id`; the peer is told, and its data moves to other connections.
+    pub fn close_path(&mut self, id: u8) {
+        if let Some(p) = self.paths.get_mut(&id) {
+            if p.is_usable() {
+                p.close_pending = true;
+            }
+        }
+    }
+
+    // ---- inputs ----------------------------------------------------------
+
+    /// A datagram could not be sent on `path`: NKP-0024 halves its window.
+    pub fn handle_send_error(&mut self, now: Instant, path: u8) {
+        if let Some(p) = self.paths.get_mut(&path) {
+            let ev = cc::CongestionEvent {
+                cause: cc::Cause::SendFailure,
+                sent_at: now,
+                packets: 1,
+            };
+            if p.cc.on_congestion(now, &ev) {
+                p.stats.loss_decreases += 1;
+            }
+        }
+        self.normalize_windows();
+    }
+
+    /// Runs every timer that has expired by `now`; an early call does nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.state {
+            State::Closed | State::Failed => return,
+            State::Handshaking {
+                started,
+                next_hello,
+                attempts,
+            } => {
+                if now >= started + self.cfg.handshake_timeout {
+                    self.fail(SessionError::HandshakeTimeout(self.cfg.handshake_timeout));
+                    return;
+                }
+                if now >= next_hello {
+                    for p in self.paths.values_mut() {
+                        p.hello_pending = true;
+                    }
+                    let wait = self
+                        .cfg
+                        .rto
+                        .initial_rto
+                        .mul_f64(self.cfg.rto.backoff.powi(attempts.min(30) as i32));
+                    let wait = wait.min(self.cfg.rto.max_rto);
+                    self.state = State::Handshaking {
+                        started,
+                        next_hello: now + wait,
+                        attempts: attempts + 1,
+                    };
+                }
+                return;
+            }
+            State::Draining { until } if now >= until => {
+                self.state = State::Closed;
+                self.events.push_back(Event::Closed);
+                return;
+            }
+            _ => {}
+        }
+        if now >= self.last_recv + self.cfg.idle_timeout {
+            self.fail(SessionError::IdleTimeout(self.cfg.idle_timeout));
+            return;
+        }
+        if let Some(ka) = self.keep_alive_deadline() {
+            if now >= ka {
+                if let Some(p) = self
+                    .paths
+                    .values_mut()
+                    .find(|p| p.state == PathState::Active)
+                {
+                    p.probe_pending = true;
+                }
+            }
+        }
+        if let Some(d) = self.persist_deadline() {
+            if now >= d {
+                if let Some(p) = self
+                    .paths
+                    .values_mut()
+                    .find(|p| p.state == PathState::Active)
+                {
+                    p.probe_pending = true;
+                }
+            }
+        }
+        let mut any_rto = false;
+        for p in self.paths.values_mut() {
+            if p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval)
+                .is_some_and(|d| now >= d)
+            {
+                any_rto = true;
+                if p.on_rto(now, &mut self.send) {
+                    self.events.push_back(Event::PathDown(p.id));
+                }
+                if p.state == PathState::Probing {
+                    p.probe_pending = true;
+                }
+            } else if p.loss_deadline.is_some_and(|d| now >= d) {
+                p.detect_losses(now, &mut self.send);
+            }
+        }
+        if any_rto {
+            self.normalize_windows();
+        }
+        if let (Some(at), Some(interval)) = (self.next_sample, self.cfg.sample_interval) {
+            if now >= at {
+                self.take_samples(now);
+                let mut next = at + interval;
+                if next <= now {
+                    next = now + interval;
+                }
+                self.next_sample = Some(next);
+            }
+        }
+    }
+
+    fn keep_alive_deadline(&self) -> Option<Instant> {
+        match self.state {
+            State::Established => self
+                .cfg
+                .keep_alive
+                .map(|ka| self.last_send.max(self.last_recv) + ka),
+            _ => None,
+        }
+    }
+
+    /// When blocked only by the peer's flow-control window with nothing in
+    /// flight, probe after an RTO in case the window update was lost.
+    fn persist_deadline(&self) -> Option<Instant> {
+        if self.state != State::Established || !self.send.is_flow_blocked() {
+            return None;
+        }
+        if self.paths.values().any(|p| p.has_in_flight()) {
+            return None;
+        }
+        let rto = self
+            .paths
+            .values()
+            .map(|p| p.rtt.rto(&self.cfg.rto, 0))
+            .min()?;
+        Some(self.last_send + rto)
+    }
+
+    fn take_samples(&mut self, now: Instant) {
+        let interval = now - self.last_sample;
+        self.last_sample = now;
+        for p in self.paths.values_mut().filter(|p| p.is_usable()) {
+            if self.samples.len() >= MAX_SAMPLES {
+                self.samples.pop_front();
+            }
+            self.samples
+                .push_back(p.sample(now, interval, &self.cfg.rto));
+        }
+    }
+
+    /// The earliest instant at which `handle_timeout` has work to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t: Option<Instant> = None;
+        let mut at = |d: Option<Instant>| {
+            if let Some(d) = d {
+                t = Some(t.map_or(d, |t| t.min(d)));
+            }
+        };
+        match self.state {
+            State::Closed | State::Failed => return None,
+            State::Handshaking {
+                started,
+                next_hello,
+                ..
+            } => {
+                at(Some(started + self.cfg.handshake_timeout));
+                at(Some(next_hello));
+                return t;
+            }
+            State::Draining { until } => at(Some(until)),
+            State::Established => {}
+        }
+        at(Some(self.last_recv + self.cfg.idle_timeout));
+        at(self.keep_alive_deadline());
+        at(self.persist_deadline());
+        at(self.next_sample);
+        for p in self.paths.values() {
+            at(p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval));
+            at(p.loss_deadline);
+            if p.unacked_eliciting > 0 {
+                at(p.ack_deadline);
+            }
+        }
+        t
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ---- internals -------------------------------------------------------
+
+    fn fail(&mut self, err: SessionError) {
+        if matches!(self.state, State::Failed) {
+            return;
+        }
+        self.state = State::Failed;
+        self.error = Some(err.clone());
+        self.events.push_back(Event::Failed(err));
+    }
+
+    /// Fails with a protocol violation, telling the peer.
+    fn violation(&mut self, what: &'static str) {
+        self.close = Some((close_code::PROTOCOL, what.to_owned(), CLOSE_REPEATS));
+        self.fail(SessionError::Protocol(what));
+    }
+
+    /// Reports finished directions and starts draining when both are.
+    fn check_progress(&mut self, now: Instant) {
+        if !self.send_finished && self.send.is_complete() {
+            self.send_finished = true;
+            self.events.push_back(Event::SendFinished);
+        }
+        if !self.recv_finished && self.recv.is_finished() {
+            self.recv_finished = true;
+            self.events.push_back(Event::RecvFinished);
+        }
+        if self.send_finished && self.recv_finished && self.state == State::Established {
+            // Linger long enough to re-acknowledge a FIN whose ACK was lost.
+            let linger = self
+                .paths
+                .values()
+                .map(|p| p.rtt.rto(&self.cfg.rto, 0))
+                .max()
+                .unwrap_or(self.cfg.rto.initial_rto);
+            self.state = State::Draining {
+                until: now + linger * 3,
+            };
+        }
+    }
+
+    /// NKP-0024: after each ACK and timeout, rescale the windows of
+    /// normalised controllers so they sum to the session window.
+    fn normalize_windows(&mut self) {
+        let target = (self.cfg.send_window_packets() * u64::from(self.cfg.mtu)) as f64;
+        let live = || {
+            self.paths
+                .values()
+                .filter(|p| p.is_usable() && p.cc.is_normalized())
+        };
+        let sum: f64 = live().map(|p| p.cc.window() as f64).sum();
+        if sum <= 0.0 {
+            return;
+        }
+        let scale = target / sum;
+        for p in self
+            .paths
+            .values_mut()
+            .filter(|p| p.is_usable() && p.cc.is_normalized())
+        {
+            let w = (p.cc.window() as f64 * scale) as u64;
+            p.cc.set_window(w);
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Outgoing datagrams: control frames first, then data on the connection
+//! that has room and the lowest RTT (NCP's pull model: a connection takes
+//! the next packet when its window has room), then standalone ACKs.
+
+use super::{Session, State};
+use crate::path::SentPacket;
+use crate::send_stream::Pending;
+use crate::stats::PathState;
+use crate::wire::{self, Frame, Header, VERSION};
+use crate::{Ecn, Instant, SessionError};
+use std::time::Duration;
+
+/// ACK ranges a data packet may carry and still fit a 1500-byte IP MTU
+/// with the default payload; more go in an ACK-only packet.
+const PIGGYBACK_RANGES: usize = 4;
+
+/// A datagram to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Connection to send it on.
+    pub path: u8,
+    /// Length of the datagram in the buffer.
+    pub size: usize,
+    /// ECN codepoint to set.
+    pub ecn: Ecn,
+}
+
+impl Session {
+    /// Writes the next datagram into `buf` (cleared first), if there is one to send now.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        buf.clear();
+        if let Some(t) = self.transmit_close(buf) {
+            return Some(t);
+        }
+        if matches!(self.state, State::Closed | State::Failed) {
+            return None;
+        }
+        if let Some(t) = self.transmit_control(now, buf) {
+            return Some(t);
+        }
+        if !self.is_established() {
+            return None;
+        }
+        if let Some(t) = self.transmit_data(now, buf) {
+            return Some(t);
+        }
+        self.transmit_ack(now, buf)
+    }
+
+    fn start_packet(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) -> u64 {
+        let p = self.paths.get_mut(&path).expect("path exists");
+        let pn = p.next_packet_number();
+        Header {
+            version: VERSION,
+            session_id: self.session_id,
+            path,
+            packet_number: pn,
+        }
+        .encode(buf);
+        p.last_sent = now;
+        self.last_send = now;
+        pn
+    }
+
+    fn finish_packet(&mut self, path: u8, buf: &[u8]) -> Transmit {
+        let p = self.paths.get_mut(&path).expect("path exists");
+        p.stats.packets_sent += 1;
+        p.stats.bytes_sent += buf.len() as u64;
+        Transmit {
+            path,
+            size: buf.len(),
+            ecn: Ecn::Ect0,
+        }
+    }
+
+    fn push_ack(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) {
+        let max_data = self.recv.max_data();
+        let p = self.paths.get_mut(&path).expect("path exists");
+        Frame::Ack(p.ack_frame(
+            now,
+            self.recv.cumulative(),
+            self.recv.is_fin_received(),
+            max_data,
+        ))
+        .encode(buf);
+        p.on_ack_sent();
+        self.recv.on_advertised();
+        self.window_update = false;
+    }
+
+    fn transmit_close(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let (code, reason, left) = self.close.take()?;
+        let path = if self
+            .paths
+            .get(&self.last_recv_path)
+            .is_some_and(|p| p.is_usable())
+        {
+            Some(self.last_recv_path)
+        } else {
+            self.paths.values().find(|p| p.is_usable()).map(|p| p.id)
+        }?;
+        if left > 1 {
+            self.close = Some((code, reason.clone(), left - 1));
+        }
+        let p = self.paths.get_mut(&path).expect("path exists");
+        let pn = p.next_packet_number();
+        Header {
+            version: VERSION,
+            session_id: self.session_id,
+            path,
+            packet_number: pn,
+        }
+        .encode(buf);
+        Frame::Close {
+            code,
+            reason: reason.as_bytes(),
+        }
+        .encode(buf);
+        Some(self.finish_packet(path, buf))
+    }
+
+    /// Handshake, path-close and probe frames, in path order.
+    fn transmit_control(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let established = self.is_established();
+        let id = self.paths.values().find(|p| {
+            p.is_usable()
+                && (p.hello_pending
+                    || p.hello_ack_pending
+                    || p.close_pending
+                    || (established && p.probe_pending))
+        })?;
+        let id = id.id;
+        let pn = self.start_packet(now, id, buf);
+        let hello = self.hello();
+        let p = self.paths.get_mut(&id).expect("path exists");
+        if p.hello_pending {
+            p.hello_pending = false;
+            Frame::Hello(hello).encode(buf);
+        } else if p.hello_ack_pending {
+            p.hello_ack_pending = false;
+            Frame::HelloAck(hello).encode(buf);
+        } else if p.close_pending {
+            Frame::PathClose { path: id }.encode(buf);
+            let t = self.finish_packet(id, buf);
+            self.on_path_closed(id);
+            return Some(t);
+        } else {
+            p.probe_pending = false;
+            Frame::Ping.encode(buf);
+            p.on_sent(
+                now,
+                pn,
+                SentPacket {
+                    sent_at: now,
+                    charge: 0,
+                    segment: None,
+                    retransmission: false,
+                },
+            );
+        }
+        if self.is_established() && self.paths[&id].unacked_eliciting > 0 {
+            self.push_ack(now, id, buf);
+        }
+        Some(self.finish_packet(id, buf))
+    }
+
+    /// The connection that takes the next data packet: one whose window has
+    /// room, lowest smoothed RTT first (unmeasured paths count as fast, so
+    /// they get measured).
+    fn pick_data_path(&self, charge: u64) -> Option<u8> {
+        self.paths
+            .values()
+            .filter(|p| p.can_send_data(charge))
+            .min_by_key(|p| (p.rtt.srtt_or(Duration::ZERO), p.id))
+            .map(|p| p.id)
+    }
+
+    fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let pending: Pending = self.send.peek()?;
+        let charge = u64::from(pending.len).max(1);
+        let id = self.pick_data_path(charge)?;
+        if pending.retransmission {
+            let retries = self.send.retries(pending.offset).unwrap_or(0) + 1;
+            if let Some(limit) = self.cfg.retry_limit {
+                if retries > limit {
+                    self.fail(SessionError::RetryLimit {
+                        segment: pending.offset / u64::from(self.cfg.mtu),
+                        offset: pending.offset,
+                        retries: retries - 1,
+                        limit,
+                    });
+                    return None;
+                }
+            }
+        }
+        // An ACK needing many ranges goes in a packet of its own first.
+        let p = &self.paths[&id];
+        let piggyback = p.unacked_eliciting > 0;
+        if piggyback && p.received.len() > PIGGYBACK_RANGES {
+            self.start_packet(now, id, buf);
+            self.push_ack(now, id, buf);
+            return Some(self.finish_packet(id, buf));
+        }
+        let pn = self.start_packet(now, id, buf);
+        if piggyback {
+            self.push_ack(now, id, buf);
+        }
+        let mut data = Vec::with_capacity(pending.len as usize);
+        self.send
+            .read_segment(pending.offset, pending.len, &mut data);
+        Frame::Stream {
+            offset: pending.offset,
+            fin: pending.fin,
+            data: &data,
+        }
+        .encode(buf);
+        debug_assert!(
+            buf.len() <= wire::HEADER_LEN + usize::from(self.cfg.mtu) + 11 + 64 || !piggyback
+        );
+        self.send.on_sent(pending);
+        if pending.retransmission {
+            self.counters.retransmitted += 1;
+        } else {
+            self.counters.segments_sent += 1;
+        }
+        let p = self.paths.get_mut(&id).expect("path exists");
+        p.stats.data_packets_sent += 1;
+        if pending.retransmission {
+            p.stats.retransmitted += 1;
+        }
+        let sent = SentPacket {
+            sent_at: now,
+            charge,
+            segment: Some(pending.offset),
+            retransmission: pending.retransmission,
+        };
+        p.on_sent(now, pn, sent);
+        Some(self.finish_packet(id, buf))
+    }
+
+    /// A standalone ACK on a path that owes one, or a window update.
+    fn transmit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let due = self
+            .paths
+            .values()
+            .find(|p| p.is_usable() && p.ack_due(now))
+            .map(|p| p.id);
+        let id = match due {
+            Some(id) => id,
+            None if self.window_update => {
+                let last = self
+                    .paths
+                    .get(&self.last_recv_path)
+                    .filter(|p| p.state != PathState::Closed);
+                let any = last.or_else(|| self.paths.values().find(|p| p.is_usable()))?;
+                any.id
+            }
+            None => return None,
+        };
+        self.start_packet(now, id, buf);
+        self.push_ack(now, id, buf);
+        Some(self.finish_packet(id, buf))
+    }
+}

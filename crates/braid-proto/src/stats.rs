@@ -1,0 +1,102 @@
+//! Statistics: plain snapshots returned by value.
+
+use std::time::Duration;
+
+/// State of one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PathState {
+    /// Carrying data.
+    #[default]
+    Active,
+    /// Consecutive timeouts: carries only probes until one is acknowledged.
+    Probing,
+    /// Closed by either side; never used again.
+    Closed,
+}
+
+/// Counters and state of one connection.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct PathStats {
+    pub state: PathState,
+    /// Datagrams sent / received, all kinds.
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    /// Datagram bytes sent.
+    pub bytes_sent: u64,
+    /// Packets that carried stream data.
+    pub data_packets_sent: u64,
+    /// Of those, segments sent again after a loss.
+    pub retransmitted: u64,
+    /// Packets declared lost.
+    pub lost_packets: u64,
+    /// Lost packets later acknowledged after all.
+    pub spurious_losses: u64,
+    /// Retransmission-timer expiries, and the window decreases they caused.
+    pub timeouts: u64,
+    pub timeout_decreases: u64,
+    /// Threshold loss events' window decreases.
+    pub loss_decreases: u64,
+    /// ECN CE marks reported by the peer, and the decreases they caused.
+    pub ecn_marks: u64,
+    pub ecn_decreases: u64,
+    /// Stream bytes first acknowledged in a packet sent on this path.
+    pub stream_bytes_acked: u64,
+    /// Congestion window, bytes.
+    pub window: u64,
+    /// Bytes in flight.
+    pub in_flight: u64,
+    pub srtt: Duration,
+    pub rto: Duration,
+    pub rtt_min: Duration,
+    pub rtt_avg: Duration,
+    pub rtt_max: Duration,
+    pub rtt_samples: u64,
+}
+
+/// Session-wide counters; per-connection detail is in `paths`.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SessionStats {
+    pub paths: Vec<(u8, PathStats)>,
+    /// Application bytes accepted by `write`.
+    pub bytes_written: u64,
+    /// Application bytes acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Application bytes received in order.
+    pub bytes_received: u64,
+    /// Segments sent for the first time.
+    pub segments_sent: u64,
+    /// Segments retransmitted (each retransmission counted).
+    pub retransmitted: u64,
+    /// Retransmissions later found unnecessary.
+    pub spurious_retransmits: u64,
+    pub timeouts: u64,
+    pub window_decreases: u64,
+    pub ecn_marks: u64,
+    /// Datagrams dropped as malformed or truncated.
+    pub malformed_dropped: u64,
+    /// Well-formed datagrams that did not fit the session's state (wrong
+    /// session id, unknown path, stale handshake, flow-control breach).
+    pub unexpected_dropped: u64,
+    /// Packets received twice (network duplication).
+    pub duplicate_packets: u64,
+    /// Stream bytes received more than once.
+    pub duplicate_bytes: u64,
+}
+
+/// One point of a connection's time series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathSample {
+    /// Seconds since the epoch of the driver's clock.
+    pub at_s: f64,
+    pub path: u8,
+    /// Congestion window, bytes.
+    pub window: u64,
+    pub srtt: Duration,
+    pub rto: Duration,
+    /// Bytes in flight.
+    pub in_flight: u64,
+    /// Stream bytes acknowledged on this path since the previous sample, per second × 8.
+    pub throughput_bps: f64,
+}

@@ -1,0 +1,491 @@
+//! The wire format.
+//!
+//! A datagram is a small public header followed by frames:
+//!
+//! ```text
+//! version (1) | session id (8) | path (1) | packet number (8) | frames ...
+//! ```
+//!
+//! Everything after the header is the part an authenticated-encryption layer
+//! will seal (the header becomes its associated data and the packet number its
+//! nonce), so nothing a middlebox needs lives in the frames. Decoding never
+//! panics and never allocates more than the datagram's own size.
+
+use crate::varint;
+use thiserror::Error;
+
+/// The only protocol version this code speaks.
+pub const VERSION: u8 = 1;
+/// Bytes of the public header.
+pub const HEADER_LEN: usize = 18;
+/// Most ACK ranges one frame may carry; a peer sending more is malformed.
+pub const MAX_ACK_RANGES: usize = 32;
+/// Longest congestion-controller name in a handshake.
+pub const MAX_CC_NAME: usize = 16;
+/// Longest reason text in a CLOSE frame.
+pub const MAX_REASON: usize = 256;
+
+/// Why a datagram was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    /// Shorter than the header, or a frame ran past the end.
+    #[error("truncated datagram")]
+    Truncated,
+    /// A frame type this version does not know.
+    #[error("unknown frame type {0:#x}")]
+    UnknownFrame(u64),
+    /// A field out of its allowed range.
+    #[error("malformed {0} frame")]
+    Malformed(&'static str),
+}
+
+/// The public header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Protocol version of the sender.
+    pub version: u8,
+    /// Chosen by the client; tells sessions apart on one socket.
+    pub session_id: u64,
+    /// Which connection of the session this datagram travels on.
+    pub path: u8,
+    /// Never reused within a path.
+    pub packet_number: u64,
+}
+
+impl Header {
+    /// Appends the header.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        buf.push(self.version);
+        buf.extend_from_slice(&self.session_id.to_be_bytes());
+        buf.push(self.path);
+        buf.extend_from_slice(&self.packet_number.to_be_bytes());
+    }
+
+    /// Splits a datagram into its header and frame bytes.
+    pub fn decode(datagram: &[u8]) -> Result<(Header, &[u8]), DecodeError> {
+        if datagram.len() < HEADER_LEN {
+            return Err(DecodeError::Truncated);
+        }
+        let u64_at = |i: usize| u64::from_be_bytes(datagram[i..i + 8].try_into().expect("8 bytes"));
+        let header = Header {
+            version: datagram[0],
+            session_id: u64_at(1),
+            path: datagram[9],
+            packet_number: u64_at(10),
+        };
+        Ok((header, &datagram[HEADER_LEN..]))
+    }
+}
+
+/// Handshake parameters, offered by the client and answered (negotiated) by the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    /// Highest protocol version the sender speaks.
+    pub version: u8,
+    /// Connections the sender wants (client) or accepts (server).
+    pub paths: u8,
+    /// Largest stream payload per packet, bytes.
+    pub mtu: u16,
+    /// Send window, bytes.
+    pub send_window: u64,
+    /// Receive window, bytes.
+    pub recv_window: u64,
+    /// Congestion controller name.
+    pub cc: String,
+}
+
+/// Acknowledgement of one path's packets plus the session's stream state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AckFrame {
+    /// Inclusive packet-number ranges received on this path, highest first.
+    pub ranges: Vec<(u64, u64)>,
+    /// Time between receiving the largest packet and sending this ACK, µs.
+    pub ack_delay_us: u64,
+    /// Stream bytes received contiguously from offset 0 (the cumulative point).
+    pub cumulative: u64,
+    /// Whether the peer's FIN at `cumulative` has been received.
+    pub fin: bool,
+    /// Flow control: the sender may send stream bytes below this offset.
+    pub max_data: u64,
+    /// ECN CE marks seen on this path so far.
+    pub ce_count: u64,
+}
+
+impl AckFrame {
+    /// Highest packet number acknowledged.
+    pub fn largest(&self) -> u64 {
+        self.ranges.first().map_or(0, |r| r.1)
+    }
+}
+
+/// One frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// Elicits an ACK; probes a path.
+    Ping,
+    /// See [`AckFrame`].
+    Ack(AckFrame),
+    /// Stream bytes at `offset`; `fin` marks the end of the stream after them.
+    Stream {
+        offset: u64,
+        fin: bool,
+        data: &'a [u8],
+    },
+    /// Client's handshake offer.
+    Hello(Hello),
+    /// Server's negotiated answer.
+    HelloAck(Hello),
+    /// The session is aborted with `code` and a human-readable reason.
+    Close { code: u64, reason: &'a [u8] },
+    /// The sender stops using `path`.
+    PathClose { path: u8 },
+}
+
+mod ty {
+    pub const PING: u64 = 0x01;
+    pub const ACK: u64 = 0x02;
+    pub const STREAM: u64 = 0x03;
+    pub const STREAM_FIN: u64 = 0x04;
+    pub const HELLO: u64 = 0x05;
+    pub const HELLO_ACK: u64 = 0x06;
+    pub const CLOSE: u64 = 0x07;
+    pub const PATH_CLOSE: u64 = 0x08;
+}
+
+/// Bytes a STREAM frame header takes, for payload budgeting.
+pub fn stream_frame_overhead(offset: u64, len: usize) -> usize {
+    1 + varint::size(offset) + varint::size(len as u64)
+}
+
+impl Frame<'_> {
+    /// Appends the frame.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        match self {
+            Frame::Ping => varint::write(buf, ty::PING),
+            Frame::Ack(ack) => encode_ack(ack, buf),
+            Frame::Stream { offset, fin, data } => {
+                varint::write(buf, if *fin { ty::STREAM_FIN } else { ty::STREAM });
+                varint::write(buf, *offset);
+                varint::write(buf, data.len() as u64);
+                buf.extend_from_slice(data);
+            }
+            Frame::Hello(h) | Frame::HelloAck(h) => {
+                let t = if matches!(self, Frame::Hello(_)) {
+                    ty::HELLO
+                } else {
+                    ty::HELLO_ACK
+                };
+                varint::write(buf, t);
+                buf.push(h.version);
+                buf.push(h.paths);
+                buf.extend_from_slice(&h.mtu.to_be_bytes());
+                varint::write(buf, h.send_window);
+                varint::write(buf, h.recv_window);
+                let name = &h.cc.as_bytes()[..h.cc.len().min(MAX_CC_NAME)];
+                buf.push(name.len() as u8);
+                buf.extend_from_slice(name);
+            }
+            Frame::Close { code, reason } => {
+                varint::write(buf, ty::CLOSE);
+                varint::write(buf, *code);
+                let reason = &reason[..reason.len().min(MAX_REASON)];
+                varint::write(buf, reason.len() as u64);
+                buf.extend_from_slice(reason);
+            }
+            Frame::PathClose { path } => {
+                varint::write(buf, ty::PATH_CLOSE);
+                buf.push(*path);
+            }
+        }
+    }
+}
+
+fn encode_ack(ack: &AckFrame, buf: &mut Vec<u8>) {
+    varint::write(buf, ty::ACK);
+    let ranges = &ack.ranges[..ack.ranges.len().min(MAX_ACK_RANGES)];
+    let (first_lo, largest) = ranges.first().copied().unwrap_or((0, 0));
+    varint::write(buf, largest);
+    varint::write(buf, ack.ack_delay_us);
+    varint::write(buf, ranges.len().saturating_sub(1) as u64);
+    varint::write(buf, largest - first_lo);
+    let mut prev_lo = first_lo;
+    for &(lo, hi) in &ranges[1..] {
+        // gap: packets between this range and the previous one, minus one.
+        varint::write(buf, prev_lo - hi - 2);
+        varint::write(buf, hi - lo);
+        prev_lo = lo;
+    }
+    varint::write(buf, ack.cumulative);
+    buf.push(u8::from(ack.fin));
+    varint::write(buf, ack.max_data);
+    varint::write(buf, ack.ce_count);
+}
+
+/// Iterates over the frames of a datagram's payload.
+pub struct Frames<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Frames<'a> {
+    /// Frames in `payload` (the bytes after the header).
+    pub fn new(payload: &'a [u8]) -> Self {
+        Frames { rest: payload }
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Result<Frame<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let result = decode_frame(&mut self.rest);
+        if result.is_err() {
+            self.rest = &[];
+        }
+        Some(result)
+    }
+}
+
+fn take<'a>(input: &mut &'a [u8], n: usize) -> Result<&'a [u8], DecodeError> {
+    if input.len() < n {
+        return Err(DecodeError::Truncated);
+    }
+    let (head, tail) = input.split_at(n);
+    *input = tail;
+    Ok(head)
+}
+
+fn var(input: &mut &[u8]) -> Result<u64, DecodeError> {
+    varint::read(input).ok_or(DecodeError::Truncated)
+}
+
+fn u8_(input: &mut &[u8]) -> Result<u8, DecodeError> {
+    Ok(take(input, 1)?[0])
+}
+
+fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
+    let t = var(input)?;
+    Ok(match t {
+        ty::PING => Frame::Ping,
+        ty::ACK => Frame::Ack(decode_ack(input)?),
+        ty::STREAM | ty::STREAM_FIN => {
+            let offset = var(input)?;
+            let len = var(input)?;
+            let len = usize::try_from(len).map_err(|_| DecodeError::Truncated)?;
+            let data = take(input, len)?;
+            if offset
+                .checked_add(len as u64)
+                .is_none_or(|end| end > varint::MAX)
+            {
+                return Err(DecodeError::Malformed("stream"));
+            }
+            Frame::Stream {
+                offset,
+                fin: t == ty::STREAM_FIN,
+                data,
+            }
+        }
+        ty::HELLO | ty::HELLO_ACK => {
+            let version = u8_(input)?;
+            let paths = u8_(input)?;
+            let mtu = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
+            let send_window = var(input)?;
+            let recv_window = var(input)?;
+            let name_len = usize::from(u8_(input)?);
+            if name_len > MAX_CC_NAME {
+                return Err(DecodeError::Malformed("hello"));
+            }
+            let cc = std::str::from_utf8(take(input, name_len)?)
+                .map_err(|_| DecodeError::Malformed("hello"))?
+                .to_owned();
+            let hello = Hello {
+                version,
+                paths,
+                mtu,
+                send_window,
+                recv_window,
+                cc,
+            };
+            if t == ty::HELLO {
+                Frame::Hello(hello)
+            } else {
+                Frame::HelloAck(hello)
+            }
+        }
+        ty::CLOSE => {
+            let code = var(input)?;
+            let len = var(input)?;
+            if len > MAX_REASON as u64 {
+                return Err(DecodeError::Malformed("close"));
+            }
+            Frame::Close {
+                code,
+                reason: take(input, len as usize)?,
+            }
+        }
+        ty::PATH_CLOSE => Frame::PathClose { path: u8_(input)? },
+        other => return Err(DecodeError::UnknownFrame(other)),
+    })
+}
+
+fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
+    let bad = DecodeError::Malformed("ack");
+    let largest = var(input)?;
+    let ack_delay_us = var(input)?;
+    let extra = var(input)?;
+    if extra >= MAX_ACK_RANGES as u64 {
+        return Err(bad);
+    }
+    let first_len = var(input)?;
+    let mut lo = largest.checked_sub(first_len).ok_or(bad)?;
+    let mut ranges = Vec::with_capacity(extra as usize + 1);
+    ranges.push((lo, largest));
+    for _ in 0..extra {
+        let gap = var(input)?;
+        let len = var(input)?;
+        let hi = lo
+            .checked_sub(gap)
+            .and_then(|v| v.checked_sub(2))
+            .ok_or(bad)?;
+        lo = hi.checked_sub(len).ok_or(bad)?;
+        ranges.push((lo, hi));
+    }
+    let cumulative = var(input)?;
+    let fin = match u8_(input)? {
+        0 => false,
+        1 => true,
+        _ => return Err(bad),
+    };
+    let max_data = var(input)?;
+    let ce_count = var(input)?;
+    Ok(AckFrame {
+        ranges,
+        ack_delay_us,
+        cumulative,
+        fin,
+        max_data,
+        ce_count,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_frames() -> Vec<Frame<'static>> {
+        vec![
+            Frame::Ping,
+            Frame::Ack(AckFrame {
+                ranges: vec![(90, 100), (50, 80), (0, 10)],
+                ack_delay_us: 1234,
+                cumulative: 1 << 40,
+                fin: true,
+                max_data: (1 << 40) + 4096,
+                ce_count: 7,
+            }),
+            Frame::Stream {
+                offset: 1 << 33,
+                fin: false,
+                data: b"hello world",
+            },
+            Frame::Stream {
+                offset: 0,
+                fin: true,
+                data: b"",
+            },
+            Frame::Hello(Hello {
+                version: VERSION,
+                paths: 3,
+                mtu: 1380,
+                send_window: 4 << 20,
+                recv_window: 8 << 20,
+                cc: "cubic".into(),
+            }),
+            Frame::HelloAck(Hello {
+                version: VERSION,
+                paths: 1,
+                mtu: 1024,
+                send_window: 1,
+                recv_window: 2,
+                cc: String::new(),
+            }),
+            Frame::Close {
+                code: 3,
+                reason: b"disk full",
+            },
+            Frame::PathClose { path: 2 },
+        ]
+    }
+
+    fn encode_all(frames: &[Frame<'_>]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        Header {
+            version: VERSION,
+            session_id: 0xdead_beef,
+            path: 2,
+            packet_number: 1 << 50,
+        }
+        .encode(&mut buf);
+        for f in frames {
+            f.encode(&mut buf);
+        }
+        buf
+    }
+
+    #[test]
+    fn every_frame_round_trips() {
+        let frames = sample_frames();
+        let buf = encode_all(&frames);
+        let (header, payload) = Header::decode(&buf).unwrap();
+        assert_eq!(header.session_id, 0xdead_beef);
+        assert_eq!(header.path, 2);
+        assert_eq!(header.packet_number, 1 << 50);
+        let decoded: Vec<_> = Frames::new(payload).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded, frames);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        for frame in sample_frames() {
+            let buf = encode_all(std::slice::from_ref(&frame));
+            for cut in 0..buf.len() {
+                let Ok((_, payload)) = Header::decode(&buf[..cut]) else {
+                    assert!(cut < HEADER_LEN);
+                    continue;
+                };
+                if payload.is_empty() {
+                    continue;
+                }
+                let decoded: Result<Vec<_>, _> = Frames::new(payload).collect();
+                assert!(decoded.is_err(), "{frame:?} cut at {cut} decoded");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_frame_and_bad_ack_are_rejected() {
+        assert_eq!(
+            Frames::new(&[0x3f]).next(),
+            Some(Err(DecodeError::UnknownFrame(0x3f)))
+        );
+        // largest 5, first range length 9: would underflow.
+        let bytes = [ty::ACK as u8, 5, 0, 0, 9, 0, 0, 0, 0];
+        assert_eq!(
+            Frames::new(&bytes).next(),
+            Some(Err(DecodeError::Malformed("ack")))
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
+            if let Ok((_, payload)) = Header::decode(&bytes) {
+                for frame in Frames::new(payload) {
+                    let _ = frame;
+                }
+            }
+        }
+    }
+}

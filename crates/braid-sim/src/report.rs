@@ -1,0 +1,381 @@
+//! Results of a run: the JSON contract of `braid sim --json` and the
+//! catchunks-style human summary.
+
+use crate::content::Transfer;
+use crate::scenario::{FlowSpec, Scenario};
+use braid_proto::{Instant, PathSample, Session, SessionStats};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub seed: u64,
+    /// Virtual seconds simulated.
+    pub virtual_s: f64,
+    /// Wall-clock seconds the simulation took (the only non-deterministic field).
+    pub wall_s: f64,
+    /// Jain's fairness index over the flows' forward goodputs (1 = equal shares).
+    pub jain_fairness: f64,
+    /// Datagrams delivered by the simulated links.
+    pub datagrams: u64,
+    pub flows: Vec<FlowResult>,
+}
+
+/// One direction of a flow's delivery.
+#[derive(Debug, Clone, Serialize)]
+pub struct Delivery {
+    pub bytes: u64,
+    pub delivered: u64,
+    pub verified: bool,
+    pub completed: bool,
+    /// From the handshake's completion (the first data byte's send) to the last byte read.
+    pub duration_s: f64,
+    pub goodput_mbps: f64,
+    pub segments: u64,
+    pub retransmitted: u64,
+    pub timeouts: u64,
+    pub spurious_retransmits: u64,
+    pub window_decreases: u64,
+    pub timeout_decreases: u64,
+    pub loss_decreases: u64,
+    pub lost_packets: u64,
+    pub ecn_marks: u64,
+    pub ecn_decreases: u64,
+    pub rtt_ms: RttMs,
+    pub paths: Vec<PathResult>,
+}
+
+/// One flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    pub flow: usize,
+    pub cc: String,
+    #[serde(flatten)]
+    pub forward: Delivery,
+    pub error: Option<String>,
+    pub reverse: Option<Delivery>,
+    /// Per-connection time series of the client (the forward sender).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesPoint>,
+}
+
+/// RTT summary in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct RttMs {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+}
+
+/// One connection's share of a direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathResult {
+    pub path: u8,
+    pub goodput_mbps: f64,
+    pub packets_sent: u64,
+    pub retransmitted: u64,
+    /// Congestion window at the end, packets of the negotiated MTU.
+    pub final_window: f64,
+    pub timeouts: u64,
+    pub lost_packets: u64,
+    pub srtt_ms: f64,
+}
+
+/// One point of a connection's time series.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SeriesPoint {
+    pub t: f64,
+    pub path: u8,
+    /// Window, packets.
+    pub window: f64,
+    pub srtt_ms: f64,
+    pub rto_ms: f64,
+    pub in_flight: f64,
+    pub throughput_mbps: f64,
+}
+
+/// Everything the simulator knows about a flow at the end.
+pub(crate) struct FlowOutcome<'a> {
+    pub index: usize,
+    pub spec: &'a FlowSpec,
+    pub client: Option<&'a Session>,
+    pub server: Option<&'a Session>,
+    pub forward: &'a Transfer,
+    pub reverse: &'a Transfer,
+    pub started_at: Option<Instant>,
+    pub connected_at: Option<Instant>,
+    pub forward_done_at: Option<Instant>,
+    pub reverse_done_at: Option<Instant>,
+    pub config_error: Option<String>,
+    pub samples: &'a [PathSample],
+    pub now: Instant,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn delivery(
+    o: &FlowOutcome<'_>,
+    sender: Option<&Session>,
+    t: &Transfer,
+    done: Option<Instant>,
+) -> Delivery {
+    let start = o.connected_at.or(o.started_at).unwrap_or(Instant::ZERO);
+    let end = done.unwrap_or(o.now);
+    let duration = (end - start).as_secs_f64();
+    let rate = |bytes: u64| {
+        if duration > 0.0 {
+            bytes as f64 * 8.0 / 1e6 / duration
+        } else {
+            0.0
+        }
+    };
+    let stats = sender.map(Session::stats).unwrap_or_default();
+    let mtu = sender.map_or(1.0, |s| f64::from(s.config().mtu));
+    let verified = t.verified();
+    let SessionStats { ref paths, .. } = stats;
+    let mut rtt = RttMs {
+        min: f64::INFINITY,
+        avg: 0.0,
+        max: 0.0,
+    };
+    let mut samples = 0u64;
+    let mut d = Delivery {
+        bytes: t.total,
+        delivered: t.read,
+        verified,
+        completed: done.is_some() && verified,
+        duration_s: duration,
+        goodput_mbps: rate(t.read),
+        segments: stats.segments_sent,
+        retransmitted: stats.retransmitted,
+        timeouts: stats.timeouts,
+        spurious_retransmits: stats.spurious_retransmits,
+        window_decreases: stats.window_decreases,
+        timeout_decreases: 0,
+        loss_decreases: 0,
+        lost_packets: 0,
+        ecn_marks: stats.ecn_marks,
+        ecn_decreases: 0,
+        rtt_ms: RttMs::default(),
+        paths: Vec::new(),
+    };
+    for &(id, p) in paths {
+        d.timeout_decreases += p.timeout_decreases;
+        d.loss_decreases += p.loss_decreases;
+        d.ecn_decreases += p.ecn_decreases;
+        d.lost_packets += p.lost_packets;
+        if p.rtt_samples > 0 {
+            rtt.min = rtt.min.min(ms(p.rtt_min));
+            rtt.max = rtt.max.max(ms(p.rtt_max));
+            rtt.avg += ms(p.rtt_avg) * p.rtt_samples as f64;
+            samples += p.rtt_samples;
+        }
+        d.paths.push(PathResult {
+            path: id,
+            goodput_mbps: rate(p.stream_bytes_acked),
+            packets_sent: p.packets_sent,
+            retransmitted: p.retransmitted,
+            final_window: p.window as f64 / mtu,
+            timeouts: p.timeouts,
+            lost_packets: p.lost_packets,
+            srtt_ms: ms(p.srtt),
+        });
+    }
+    if samples > 0 {
+        rtt.avg /= samples as f64;
+        d.rtt_ms = rtt;
+    }
+    d
+}
+
+impl RunResult {
+    pub(crate) fn new(
+        scenario: &Scenario,
+        seed: u64,
+        now: Instant,
+        wall: Duration,
+        datagrams: u64,
+        flows: &[FlowOutcome<'_>],
+    ) -> RunResult {
+        let flows: Vec<FlowResult> = flows
+            .iter()
+            .map(|o| {
+                let cc = o
+                    .client
+                    .map(|s| s.config().cc.clone())
+                    .or_else(|| o.spec.cc.clone())
+                    .unwrap_or_else(|| braid_proto::cc::DEFAULT_CONTROLLER.to_owned());
+                let forward = delivery(o, o.client, o.forward, o.forward_done_at);
+                let reverse = (o.spec.reverse_bytes > 0)
+                    .then(|| delivery(o, o.server, o.reverse, o.reverse_done_at));
+                let error = o.config_error.clone().or_else(|| {
+                    let err =
+                        |s: Option<&Session>| s.and_then(|s| s.error()).map(|e| e.to_string());
+                    err(o.client).or_else(|| err(o.server))
+                });
+                let mtu = o.client.map_or(1.0, |s| f64::from(s.config().mtu));
+                let series = o
+                    .samples
+                    .iter()
+                    .map(|s| SeriesPoint {
+                        t: s.at_s,
+                        path: s.path,
+                        window: s.window as f64 / mtu,
+                        srtt_ms: ms(s.srtt),
+                        rto_ms: ms(s.rto),
+                        in_flight: s.in_flight as f64 / mtu,
+                        throughput_mbps: s.throughput_bps / 1e6,
+                    })
+                    .collect();
+                FlowResult {
+                    flow: o.index,
+                    cc,
+                    forward,
+                    error,
+                    reverse,
+                    series,
+                }
+            })
+            .collect();
+        let goodputs: Vec<f64> = flows.iter().map(|f| f.forward.goodput_mbps).collect();
+        RunResult {
+            scenario: scenario.name.clone().unwrap_or_else(|| "unnamed".into()),
+            seed,
+            virtual_s: now.as_secs_f64(),
+            wall_s: wall.as_secs_f64(),
+            jain_fairness: jain(&goodputs),
+            datagrams,
+            flows,
+        }
+    }
+
+    /// The JSON object of `braid sim --json`; time series only if asked for.
+    pub fn to_json(&self, with_series: bool) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("results serialise");
+        if !with_series {
+            for f in v["flows"].as_array_mut().into_iter().flatten() {
+                if let Some(obj) = f.as_object_mut() {
+                    obj.remove("series");
+                }
+            }
+        }
+        v
+    }
+
+    /// The catchunks-style summary of every flow.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "scenario {:?}, seed {}, {:.3} s simulated in {:.3} s",
+            self.scenario, self.seed, self.virtual_s, self.wall_s
+        );
+        for f in &self.flows {
+            let _ = writeln!(
+                out,
+                "\nflow {} ({}, {} path{})",
+                f.flow,
+                f.cc,
+                f.forward.paths.len(),
+                if f.forward.paths.len() == 1 { "" } else { "s" }
+            );
+            write_delivery(&mut out, "client -> server", &f.forward);
+            if let Some(r) = &f.reverse {
+                write_delivery(&mut out, "server -> client", r);
+            }
+            if let Some(e) = &f.error {
+                let _ = writeln!(out, "  error: {e}");
+            }
+        }
+        if self.flows.len() > 1 {
+            let _ = writeln!(out, "\nJain's fairness index: {:.4}", self.jain_fairness);
+        }
+        out
+    }
+}
+
+fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
+    let status = match (d.completed, d.verified) {
+        (true, true) => "all bytes received and verified (BLAKE3)",
+        (false, _) if d.delivered < d.bytes => "INCOMPLETE",
+        _ => "NOT VERIFIED",
+    };
+    let pct = |n: u64, of: u64| {
+        if of > 0 {
+            n as f64 * 100.0 / of as f64
+        } else {
+            0.0
+        }
+    };
+    let _ = writeln!(out, "  {label}: {status}");
+    let _ = writeln!(
+        out,
+        "  Time elapsed: {:.2} milliseconds",
+        d.duration_s * 1e3
+    );
+    let _ = writeln!(
+        out,
+        "  Total size: {:.1} kB, {} segments",
+        d.delivered as f64 / 1e3,
+        d.segments
+    );
+    let _ = writeln!(out, "  Goodput: {:.6} Mbit/s", d.goodput_mbps);
+    let _ = writeln!(
+        out,
+        "  Retransmitted segments: {} ({:.3}%), spurious: {}",
+        d.retransmitted,
+        pct(d.retransmitted, d.segments),
+        d.spurious_retransmits
+    );
+    let _ = writeln!(
+        out,
+        "  Lost packets: {} (caused {} window decreases)",
+        d.lost_packets, d.loss_decreases
+    );
+    let _ = writeln!(
+        out,
+        "  RTO timeouts: {} (caused {} window decreases)",
+        d.timeouts, d.timeout_decreases
+    );
+    let _ = writeln!(
+        out,
+        "  Congestion marks: {} (caused {} window decreases)",
+        d.ecn_marks, d.ecn_decreases
+    );
+    let _ = writeln!(
+        out,
+        "  RTT min/avg/max = {:.3}/{:.3}/{:.3} ms",
+        d.rtt_ms.min, d.rtt_ms.avg, d.rtt_ms.max
+    );
+    let total: f64 = d.paths.iter().map(|p| p.goodput_mbps).sum();
+    for p in &d.paths {
+        let _ = writeln!(
+            out,
+            "    path {}: {:.3} Mbit/s ({:.1}%), {} packets, {} retransmitted, {} timeouts, window {:.1} packets, sRTT {:.1} ms",
+            p.path,
+            p.goodput_mbps,
+            if total > 0.0 { p.goodput_mbps * 100.0 / total } else { 0.0 },
+            p.packets_sent,
+            p.retransmitted,
+            p.timeouts,
+            p.final_window,
+            p.srtt_ms
+        );
+    }
+}
+
+/// Jain's fairness index (Jain, Chiu, Hawe 1984): (Σx)² / (n·Σx²).
+pub fn jain(xs: &[f64]) -> f64 {
+    let sum: f64 = xs.iter().sum();
+    let sq: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || sq == 0.0 {
+        1.0
+    } else {
+        sum * sum / (xs.len() as f64 * sq)
+    }
+}

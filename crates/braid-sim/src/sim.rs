@@ -1,0 +1,496 @@
+//! The discrete-event loop: links carry datagrams between the two
+//! endpoints of each flow, in virtual time, deterministically from a seed.
+
+use crate::content::{derive_seed, Transfer};
+use crate::link::{Link, LinkEventKind, LinkState, Offer};
+use crate::report::{FlowOutcome, RunResult};
+use crate::scenario::{FlowSpec, Scenario};
+use braid_proto::{Ecn, Event, Instant, PathSample, Session, SessionConfig};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+/// IPv4 + UDP header bytes added to each datagram on the wire.
+pub const IP_UDP_OVERHEAD: u32 = 28;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Side {
+    Client,
+    Server,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Action {
+    Start {
+        flow: usize,
+    },
+    Wake {
+        flow: usize,
+        side: Side,
+    },
+    Deliver {
+        flow: usize,
+        to: Side,
+        conn: u8,
+        scenario_path: usize,
+        ecn: EcnBits,
+        datagram: Vec<u8>,
+    },
+    SetLink {
+        path: usize,
+        state: LinkStateKey,
+    },
+}
+
+/// Orderable stand-ins for foreign types kept in the heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct EcnBits(u8);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum LinkStateKey {
+    Up,
+    Down,
+    Closed,
+}
+
+/// One endpoint: its session (the server's appears with the first datagram) and wake-up.
+#[derive(Debug, Default)]
+struct Endpoint {
+    session: Option<Session>,
+    wake: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct FlowState {
+    spec: FlowSpec,
+    client: Endpoint,
+    server: Endpoint,
+    forward: Transfer,
+    reverse: Transfer,
+    started_at: Option<Instant>,
+    connected_at: Option<Instant>,
+    forward_done_at: Option<Instant>,
+    reverse_done_at: Option<Instant>,
+    done: bool,
+    /// Why the flow could not even start.
+    config_error: Option<String>,
+    samples: Vec<PathSample>,
+}
+
+impl FlowState {
+    fn endpoint(&mut self, side: Side) -> &mut Endpoint {
+        match side {
+            Side::Client => &mut self.client,
+            Side::Server => &mut self.server,
+        }
+    }
+}
+
+/// A run in progress.
+pub struct Sim {
+    scenario: Scenario,
+    seed: u64,
+    now: Instant,
+    queue: BinaryHeap<Reverse<(Instant, u64, Action)>>,
+    seq: u64,
+    /// Per scenario path: [client→server, server→client].
+    links: Vec<[Link; 2]>,
+    flows: Vec<FlowState>,
+    buf: Vec<u8>,
+    /// Datagrams the simulator delivered, for the speed report.
+    delivered_datagrams: u64,
+    events: u64,
+}
+
+/// Events one run may process before it is declared a livelock.
+const MAX_EVENTS: u64 = 200_000_000;
+
+/// The session configuration a flow asks for.
+pub fn flow_config(spec: &FlowSpec) -> SessionConfig {
+    let mut cfg = SessionConfig::default();
+    if let Some(cc) = &spec.cc {
+        cfg.cc = cc.clone();
+    }
+    if let Some(mtu) = spec.mtu {
+        cfg.mtu = mtu;
+    }
+    if let Some(w) = spec.send_window {
+        cfg.send_window = w;
+    }
+    if let Some(w) = spec.recv_window {
+        cfg.recv_window = w;
+    }
+    cfg.paths = spec.paths.len().min(255) as u8;
+    cfg.max_paths = cfg.max_paths.max(cfg.paths);
+    cfg
+}
+
+impl Sim {
+    /// Prepares `scenario` with `seed` (which overrides the file's).
+    pub fn new(scenario: Scenario, seed: u64) -> Sim {
+        let links = scenario
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                [
+                    Link::new(p.forward.clone(), derive_seed(seed, &[1, i as u64, 0])),
+                    Link::new(p.reverse.clone(), derive_seed(seed, &[1, i as u64, 1])),
+                ]
+            })
+            .collect();
+        let flows = scenario
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| FlowState {
+                spec: spec.clone(),
+                client: Endpoint::default(),
+                server: Endpoint::default(),
+                forward: Transfer::new(derive_seed(seed, &[2, i as u64, 0]), spec.bytes),
+                reverse: Transfer::new(derive_seed(seed, &[2, i as u64, 1]), spec.reverse_bytes),
+                started_at: None,
+                connected_at: None,
+                forward_done_at: None,
+                reverse_done_at: None,
+                done: false,
+                config_error: None,
+                samples: Vec::new(),
+            })
+            .collect();
+        let mut sim = Sim {
+            scenario,
+            seed,
+            now: Instant::ZERO,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            links,
+            flows,
+            buf: Vec::with_capacity(2048),
+            delivered_datagrams: 0,
+            events: 0,
+        };
+        for i in 0..sim.flows.len() {
+            let at = Instant::ZERO + sim.flows[i].spec.start;
+            sim.push(at, Action::Start { flow: i });
+        }
+        let events: Vec<_> = sim
+            .scenario
+            .paths
+            .iter()
+            .map(|p| p.forward.events.clone())
+            .collect();
+        for (i, path_events) in events.into_iter().enumerate() {
+            // Both directions share the path's events.
+            for ev in path_events {
+                let at = Instant::ZERO + ev.at;
+                match ev.kind {
+                    LinkEventKind::Down { duration } => {
+                        sim.push(
+                            at,
+                            Action::SetLink {
+                                path: i,
+                                state: LinkStateKey::Down,
+                            },
+                        );
+                        if let Some(d) = duration {
+                            sim.push(
+                                at + d,
+                                Action::SetLink {
+                                    path: i,
+                                    state: LinkStateKey::Up,
+                                },
+                            );
+                        }
+                    }
+                    LinkEventKind::Up => sim.push(
+                        at,
+                        Action::SetLink {
+                            path: i,
+                            state: LinkStateKey::Up,
+                        },
+                    ),
+                    LinkEventKind::Close => sim.push(
+                        at,
+                        Action::SetLink {
+                            path: i,
+                            state: LinkStateKey::Closed,
+                        },
+                    ),
+                }
+            }
+        }
+        sim
+    }
+
+    fn push(&mut self, at: Instant, action: Action) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq, action)));
+    }
+
+    /// Runs to completion or the time limit and reports.
+    pub fn run(mut self) -> RunResult {
+        let wall = std::time::Instant::now();
+        let limit = Instant::ZERO + self.scenario.time_limit;
+        while let Some(Reverse((at, _, action))) = self.queue.pop() {
+            if at > limit {
+                self.now = limit;
+                break;
+            }
+            self.now = at;
+            self.events += 1;
+            if self.events > MAX_EVENTS {
+                for f in self.flows.iter_mut().filter(|f| !f.done) {
+                    f.config_error = Some("simulation exceeded its event budget (livelock)".into());
+                    f.done = true;
+                }
+                break;
+            }
+            self.dispatch(action);
+            if self.flows.iter().all(|f| f.done) {
+                break;
+            }
+        }
+        self.finish(wall.elapsed())
+    }
+
+    fn dispatch(&mut self, action: Action) {
+        match action {
+            Action::Start { flow } => self.start_flow(flow),
+            Action::Wake { flow, side } => {
+                let ep = self.flows[flow].endpoint(side);
+                if ep.wake != Some(self.now) {
+                    return; // superseded by an earlier or later wake-up
+                }
+                ep.wake = None;
+                if let Some(s) = ep.session.as_mut() {
+                    s.handle_timeout(self.now);
+                }
+                self.service(flow, side);
+            }
+            Action::Deliver {
+                flow,
+                to,
+                conn,
+                scenario_path,
+                ecn,
+                datagram,
+            } => {
+                let dir = usize::from(to == Side::Client);
+                if !self.links[scenario_path][dir].is_up() {
+                    return;
+                }
+                self.delivered_datagrams += 1;
+                let now = self.now;
+                let f = &mut self.flows[flow];
+                if f.done {
+                    return;
+                }
+                let ecn = Ecn::from_bits(ecn.0);
+                match (to, f.endpoint(to).session.as_mut()) {
+                    (_, Some(s)) => s.handle_datagram(now, conn, ecn, &datagram),
+                    (Side::Server, None) => {
+                        let cfg = flow_config(&f.spec);
+                        match Session::accept(cfg, now, conn, &datagram) {
+                            Ok(s) => f.server.session = Some(s),
+                            Err(_) => return,
+                        }
+                    }
+                    (Side::Client, None) => return,
+                }
+                self.service(flow, to);
+            }
+            Action::SetLink { path, state } => {
+                let state = match state {
+                    LinkStateKey::Up => LinkState::Up,
+                    LinkStateKey::Down => LinkState::Down,
+                    LinkStateKey::Closed => LinkState::Closed,
+                };
+                for link in &mut self.links[path] {
+                    link.set_state(self.now, state);
+                }
+            }
+        }
+    }
+
+    fn start_flow(&mut self, flow: usize) {
+        let session_id = derive_seed(self.seed, &[3, flow as u64]);
+        let f = &mut self.flows[flow];
+        f.started_at = Some(self.now);
+        match Session::connect(flow_config(&f.spec), session_id, self.now) {
+            Ok(s) => f.client.session = Some(s),
+            Err(e) => {
+                // An invalid configuration is the scenario's fault: report it on the flow.
+                f.done = true;
+                f.config_error = Some(e.to_string());
+                return;
+            }
+        }
+        self.service(flow, Side::Client);
+    }
+}
+
+impl Sim {
+    /// Lets an endpoint's application write and read, sends what its session
+    /// wants to send, and schedules its next wake-up.
+    fn service(&mut self, flow: usize, side: Side) {
+        let now = self.now;
+        let f = &mut self.flows[flow];
+        if f.done {
+            return;
+        }
+        let FlowState {
+            client,
+            server,
+            forward,
+            reverse,
+            spec,
+            ..
+        } = f;
+        let (ep, writer, reader) = match side {
+            Side::Client => (client, forward, reverse),
+            Side::Server => (server, reverse, forward),
+        };
+        let Some(s) = ep.session.as_mut() else { return };
+        if !s.is_closed() {
+            writer.pump(s.writable(), |d| s.write(d));
+            if writer.is_written() {
+                s.finish();
+            }
+            s.read_with(now, |d| reader.on_read(d));
+        }
+        let dir = usize::from(side == Side::Server);
+        let to = if side == Side::Client {
+            Side::Server
+        } else {
+            Side::Client
+        };
+        let mut out = Vec::new();
+        while let Some(t) = s.poll_transmit(now, &mut self.buf) {
+            let Some(&scenario_path) = spec.paths.get(usize::from(t.path)) else {
+                continue;
+            };
+            let link = &mut self.links[scenario_path][dir];
+            let size = t.size as u32 + IP_UDP_OVERHEAD;
+            if let Offer::Deliver {
+                at,
+                ecn,
+                duplicate_at,
+                ..
+            } = link.offer(now, size, t.ecn, 0)
+            {
+                let ecn = EcnBits(ecn.to_bits());
+                let datagram = self.buf[..t.size].to_vec();
+                if let Some(dup) = duplicate_at {
+                    let copy = datagram.clone();
+                    out.push((
+                        dup,
+                        Action::Deliver {
+                            flow,
+                            to,
+                            conn: t.path,
+                            scenario_path,
+                            ecn,
+                            datagram: copy,
+                        },
+                    ));
+                }
+                out.push((
+                    at,
+                    Action::Deliver {
+                        flow,
+                        to,
+                        conn: t.path,
+                        scenario_path,
+                        ecn,
+                        datagram,
+                    },
+                ));
+            }
+        }
+        let mut connected = false;
+        while let Some(ev) = s.poll_event() {
+            connected |= ev == Event::Connected;
+        }
+        let keep_series = side == Side::Client || spec.bytes == 0;
+        let samples: Vec<PathSample> = if keep_series {
+            s.drain_samples().collect()
+        } else {
+            Vec::new()
+        };
+        if side == Side::Server {
+            s.drain_samples().for_each(drop);
+        }
+        let wake = s
+            .poll_timeout()
+            .map(|t| t.max(now + Duration::from_micros(1)));
+        let schedule = wake.filter(|&t| ep.wake.is_none_or(|w| w != t));
+        if let Some(t) = schedule {
+            ep.wake = Some(t);
+        }
+        f.samples.extend(samples);
+        if connected && side == Side::Client {
+            f.connected_at.get_or_insert(now);
+        }
+        self.check_done(flow);
+        for (at, action) in out {
+            self.push(at, action);
+        }
+        if let Some(t) = schedule {
+            self.push(t, Action::Wake { flow, side });
+        }
+    }
+
+    fn check_done(&mut self, flow: usize) {
+        let now = self.now;
+        let f = &mut self.flows[flow];
+        let finished = |ep: &Endpoint| {
+            ep.session
+                .as_ref()
+                .map(|s| (s.is_send_finished(), s.is_recv_finished()))
+        };
+        let failed = |ep: &Endpoint| ep.session.as_ref().is_some_and(|s| s.error().is_some());
+        let client = finished(&f.client);
+        let server = finished(&f.server);
+        if f.forward_done_at.is_none() && server.is_some_and(|(_, recv)| recv) {
+            f.forward_done_at = Some(now);
+        }
+        if f.reverse_done_at.is_none() && client.is_some_and(|(_, recv)| recv) {
+            f.reverse_done_at = Some(now);
+        }
+        let all = client == Some((true, true)) && server == Some((true, true));
+        if all || failed(&f.client) || failed(&f.server) {
+            f.done = true;
+        }
+    }
+
+    fn finish(self, wall: Duration) -> RunResult {
+        let flows = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| FlowOutcome {
+                index: i,
+                spec: &f.spec,
+                client: f.client.session.as_ref(),
+                server: f.server.session.as_ref(),
+                forward: &f.forward,
+                reverse: &f.reverse,
+                started_at: f.started_at,
+                connected_at: f.connected_at,
+                forward_done_at: f.forward_done_at,
+                reverse_done_at: f.reverse_done_at,
+                config_error: f.config_error.clone(),
+                samples: &f.samples,
+                now: self.now,
+            })
+            .collect::<Vec<_>>();
+        RunResult::new(
+            &self.scenario,
+            self.seed,
+            self.now,
+            wall,
+            self.delivered_datagrams,
+            &flows,
+        )
+    }
+}
