@@ -120,6 +120,8 @@ pub struct Session {
     send_finished: bool,
     recv_finished: bool,
     window_update: bool,
+    /// The peer has shown it completed the handshake; data may flow.
+    peer_confirmed: bool,
 }
 
 impl Session {
@@ -175,6 +177,7 @@ impl Session {
             send_finished: false,
             recv_finished: false,
             window_update: false,
+            peer_confirmed: false,
             cfg,
         })
     }

@@ -95,15 +95,35 @@ impl Session {
         }
         // Validate every frame before acting on any.
         let mut ack_eliciting = false;
+        let mut handshake = false;
+        let mut hello = false;
         for frame in Frames::new(payload) {
             match frame {
-                Ok(Frame::Ack(_) | Frame::Close { .. }) => {}
-                Ok(_) => ack_eliciting = true,
+                Ok(Frame::Ack(_)) => {}
+                Ok(Frame::Close { .. }) => handshake = true,
+                Ok(Frame::HelloAck(_)) => {
+                    handshake = true;
+                    ack_eliciting = true;
+                }
+                Ok(f) => {
+                    hello |= matches!(f, Frame::Hello(_));
+                    ack_eliciting = true
+                }
                 Err(_) => {
                     self.counters.malformed += 1;
                     return;
                 }
             }
+        }
+        // A handshaking client can use nothing but the answer (or a refusal):
+        // acknowledging data it could not keep would lose that data.
+        if self.is_handshaking() && !handshake {
+            self.counters.unexpected += 1;
+            return;
+        }
+        // Anything but a HELLO proves the client has our answer.
+        if !hello {
+            self.peer_confirmed = true;
         }
         if !self.paths.contains_key(&path) {
             let may_join =
@@ -223,6 +243,11 @@ impl Session {
         for p in self.paths.values_mut() {
             p.hello_pending = false;
         }
+        // Confirm at once, so a server with data to send need not wait for ours.
+        if let Some(p) = self.paths.values_mut().next() {
+            p.probe_pending = true;
+        }
+        self.peer_confirmed = true;
         self.state = State::Established;
         self.events.push_back(Event::Connected);
     }

@@ -176,6 +176,9 @@ impl Session {
     }
 
     fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if !self.peer_confirmed {
+            return None; // the client may not have our HELLO_ACK yet and would drop data
+        }
         let pending: Pending = self.send.peek()?;
         let charge = u64::from(pending.len).max(1);
         let id = self.pick_data_path(charge)?;
