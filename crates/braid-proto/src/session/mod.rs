@@ -133,14 +133,14 @@ impl Session {
     ) -> Result<Session, ConfigError> {
         cfg.validate()?;
         let mut s = Session::new(Role::Client, cfg, session_id, now)?;
-        for id in 0..s.cfg.paths {
-            s.insert_path(id, now);
-        }
         s.state = State::Handshaking {
             started: now,
             next_hello: now,
             attempts: 0,
         };
+        for id in 0..s.cfg.paths {
+            s.insert_path(id, now);
+        }
         Ok(s)
     }
 

@@ -1,0 +1,399 @@
+//! Two sessions wired back to back in virtual time, each test a short story.
+
+use braid_proto::{Ecn, Event, Instant, PathState, Session, SessionConfig, SessionError};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Client and server joined by per-path fixed-latency links; `drop` decides
+/// which datagrams the network loses.
+struct Pair {
+    now: Instant,
+    client: Session,
+    server: Option<Session>,
+    server_cfg: SessionConfig,
+    latency: Duration,
+    /// (arrival, seq) -> (to_server, path, bytes)
+    in_flight: BTreeMap<(Instant, u64), (bool, u8, Vec<u8>)>,
+    seq: u64,
+    drop: Box<dyn FnMut(bool, u8, &[u8]) -> bool>,
+    client_events: Vec<Event>,
+    server_events: Vec<Event>,
+    received: Vec<u8>,
+    received_by_client: Vec<u8>,
+    server_reads: bool,
+}
+
+impl Pair {
+    fn new(client_cfg: SessionConfig, server_cfg: SessionConfig, latency: Duration) -> Pair {
+        Pair {
+            now: Instant::ZERO,
+            client: Session::connect(client_cfg, 42, Instant::ZERO).unwrap(),
+            server: None,
+            server_cfg,
+            latency,
+            in_flight: BTreeMap::new(),
+            seq: 0,
+            drop: Box::new(|_, _, _| false),
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+            received: Vec::new(),
+            received_by_client: Vec::new(),
+            server_reads: true,
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut buf = Vec::new();
+        let now = self.now;
+        for to_server in [true, false] {
+            let s = if to_server {
+                Some(&mut self.client)
+            } else {
+                self.server.as_mut()
+            };
+            let Some(s) = s else { continue };
+            while let Some(t) = s.poll_transmit(now, &mut buf) {
+                if !(self.drop)(to_server, t.path, &buf[..t.size]) {
+                    self.seq += 1;
+                    self.in_flight.insert(
+                        (now + self.latency, self.seq),
+                        (to_server, t.path, buf[..t.size].to_vec()),
+                    );
+                }
+            }
+            while let Some(e) = s.poll_event() {
+                if to_server {
+                    &mut self.client_events
+                } else {
+                    &mut self.server_events
+                }
+                .push(e);
+            }
+            if to_server {
+                s.read_with(now, |d| self.received_by_client.extend_from_slice(d));
+            } else if self.server_reads {
+                s.read_with(now, |d| self.received.extend_from_slice(d));
+            }
+        }
+        if let Some(s) = self.server.as_mut() {
+            while let Some(e) = s.poll_event() {
+                self.server_events.push(e);
+            }
+        }
+    }
+
+    /// Advances to the next arrival or timer; false when nothing is left to do.
+    fn step(&mut self) -> bool {
+        self.flush();
+        let timers = [
+            self.client.poll_timeout(),
+            self.server.as_ref().and_then(|s| s.poll_timeout()),
+        ];
+        let next_timer = timers.into_iter().flatten().min();
+        let next_packet = self.in_flight.keys().next().map(|k| k.0);
+        let Some(next) = [next_timer, next_packet].into_iter().flatten().min() else {
+            return false;
+        };
+        self.now = self.now.max(next);
+        if next_packet == Some(next) {
+            let (_, (to_server, path, bytes)) = self.in_flight.pop_first().unwrap();
+            if to_server {
+                match self.server.as_mut() {
+                    Some(s) => s.handle_datagram(self.now, path, Ecn::NotEct, &bytes),
+                    None => {
+                        if let Ok(s) =
+                            Session::accept(self.server_cfg.clone(), self.now, path, &bytes)
+                        {
+                            self.server = Some(s);
+                        }
+                    }
+                }
+            } else {
+                self.client
+                    .handle_datagram(self.now, path, Ecn::NotEct, &bytes);
+            }
+        } else {
+            self.client.handle_timeout(self.now);
+            if let Some(s) = self.server.as_mut() {
+                s.handle_timeout(self.now);
+            }
+        }
+        true
+    }
+
+    fn drive_until(&mut self, limit: Duration, mut done: impl FnMut(&Pair) -> bool) {
+        let end = Instant::ZERO + limit;
+        while !done(self) && self.now < end {
+            if !self.step() {
+                break;
+            }
+        }
+        self.flush();
+    }
+
+    fn server(&self) -> &Session {
+        self.server.as_ref().expect("server exists")
+    }
+}
+
+fn cfg() -> SessionConfig {
+    SessionConfig::default()
+}
+
+fn payload(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+#[test]
+fn graceful_close_delivers_everything_in_both_directions() {
+    let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
+    let up = payload(300_000);
+    let down = payload(100_000);
+    assert_eq!(pair.client.write(&up), up.len());
+    pair.client.finish();
+    pair.drive_until(Duration::from_secs(2), |p| p.server.is_some());
+    let server = pair.server.as_mut().unwrap();
+    assert_eq!(server.write(&down), down.len());
+    server.finish();
+    pair.drive_until(Duration::from_secs(60), |p| {
+        p.client.is_closed() && p.server().is_closed()
+    });
+    assert_eq!(pair.received, up);
+    assert_eq!(pair.received_by_client, down);
+    assert!(pair.client_events.contains(&Event::SendFinished));
+    assert!(pair.client_events.contains(&Event::Closed));
+    assert!(pair.server_events.contains(&Event::RecvFinished));
+    assert!(pair.server_events.contains(&Event::Closed));
+    assert!(pair.client.error().is_none() && pair.server().error().is_none());
+}
+
+#[test]
+fn handshake_to_nobody_fails_within_the_timeout() {
+    let mut c = cfg();
+    c.handshake_timeout = Duration::from_secs(3);
+    let mut pair = Pair::new(c, cfg(), 10 * MS);
+    pair.drop = Box::new(|_, _, _| true);
+    pair.drive_until(Duration::from_secs(30), |p| p.client.error().is_some());
+    assert_eq!(
+        pair.client.error(),
+        Some(&SessionError::HandshakeTimeout(Duration::from_secs(3)))
+    );
+    assert!(pair.now <= Instant::ZERO + Duration::from_secs(3));
+    assert!(pair
+        .client
+        .error()
+        .unwrap()
+        .to_string()
+        .contains("handshake timed out"));
+}
+
+#[test]
+fn handshake_negotiates_the_minimum_of_both_sides() {
+    let mut c = cfg();
+    c.mtu = 1200;
+    c.send_window = 1 << 20;
+    c.paths = 3;
+    let mut s = cfg();
+    s.mtu = 1000;
+    s.recv_window = 1 << 19;
+    s.max_paths = 2;
+    let mut pair = Pair::new(c, s, 5 * MS);
+    pair.drive_until(Duration::from_secs(2), |p| p.client.is_established());
+    let agreed = pair.client.config();
+    assert_eq!(agreed.mtu, 1000);
+    assert_eq!(agreed.send_window, 1 << 20);
+    assert_eq!(agreed.recv_window, 1 << 19);
+    assert_eq!(agreed.paths, 2);
+    assert_eq!(pair.client.path_states().len(), 2);
+    assert_eq!(pair.server().config().mtu, 1000);
+}
+
+#[test]
+fn unknown_controller_is_refused_with_a_clear_error() {
+    use braid_proto::wire::{Frame, Frames, Header, Hello};
+    let mut client = Session::connect(cfg(), 42, Instant::ZERO).unwrap();
+    let mut buf = Vec::new();
+    client.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+    // Rewrite the HELLO to ask for a controller no build has.
+    let (header, payload) = Header::decode(&buf).unwrap();
+    let Some(Ok(Frame::Hello(hello))) = Frames::new(payload).next() else {
+        panic!("first frame is a HELLO")
+    };
+    let mut forged = Vec::new();
+    header.encode(&mut forged);
+    Frame::Hello(Hello {
+        cc: "warp".into(),
+        ..hello
+    })
+    .encode(&mut forged);
+    let mut server = Session::accept(cfg(), Instant::ZERO, 0, &forged).unwrap();
+    let t = server
+        .poll_transmit(Instant::ZERO, &mut buf)
+        .expect("the server explains its refusal");
+    client.handle_datagram(Instant::ZERO + MS, t.path, Ecn::NotEct, &buf[..t.size]);
+    assert_eq!(
+        client.error(),
+        Some(&SessionError::UnknownController("warp".into()))
+    );
+    assert!(client.error().unwrap().to_string().contains("warp"));
+}
+
+#[test]
+fn abort_surfaces_as_an_error_on_the_other_side() {
+    let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
+    pair.client.write(&payload(50_000));
+    pair.drive_until(Duration::from_secs(2), |p| p.received.len() >= 10_000);
+    pair.client.abort(7, "user pressed ctrl-c");
+    pair.drive_until(Duration::from_secs(5), |p| p.server().error().is_some());
+    let err = pair.server().error().expect("server saw the abort");
+    assert_eq!(
+        err,
+        &SessionError::PeerAborted {
+            code: 7,
+            reason: "user pressed ctrl-c".into()
+        }
+    );
+    assert!(pair.client.is_closed());
+}
+
+#[test]
+fn retry_limit_fails_naming_the_segment() {
+    let mut c = cfg();
+    c.retry_limit = Some(3);
+    c.idle_timeout = Duration::from_secs(600);
+    c.max_probe_interval = Duration::from_millis(300);
+    let mut pair = Pair::new(c, cfg(), 10 * MS);
+    // Every data packet is lost once established; handshake and ACKs pass.
+    pair.drop = Box::new(|to_server, _, bytes| to_server && bytes.len() > 200);
+    pair.client.write(&payload(5_000));
+    pair.drive_until(Duration::from_secs(600), |p| p.client.error().is_some());
+    match pair.client.error() {
+        Some(SessionError::RetryLimit {
+            segment,
+            retries,
+            limit,
+            ..
+        }) => {
+            assert_eq!((*segment, *retries, *limit), (0, 3, 3));
+        }
+        other => panic!("expected a retry-limit error, got {other:?}"),
+    }
+}
+
+#[test]
+fn idle_timeout_when_the_peer_vanishes() {
+    let mut c = cfg();
+    c.idle_timeout = Duration::from_secs(5);
+    let mut pair = Pair::new(c, cfg(), 10 * MS);
+    pair.drive_until(Duration::from_secs(2), |p| p.client.is_established());
+    pair.drop = Box::new(|_, _, _| true);
+    pair.client.write(&payload(10_000));
+    pair.drive_until(Duration::from_secs(60), |p| p.client.error().is_some());
+    assert_eq!(
+        pair.client.error(),
+        Some(&SessionError::IdleTimeout(Duration::from_secs(5)))
+    );
+    assert!(pair.now <= Instant::ZERO + Duration::from_secs(8));
+}
+
+#[test]
+fn a_dead_path_is_probed_and_its_data_moves_to_the_other() {
+    let mut c = cfg();
+    c.paths = 2;
+    let mut pair = Pair::new(c, cfg(), 10 * MS);
+    pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
+    // Path 1 goes dark in both directions for good, while the application
+    // writes 100 kB every 100 ms for 3 s.
+    pair.drop = Box::new(|_, path, _| path == 1);
+    let data = payload(3_000_000);
+    for chunk in data.chunks(100_000) {
+        assert_eq!(pair.client.write(chunk), chunk.len());
+        let until = pair.now + 100 * MS;
+        pair.drive_until(Duration::from_secs(60), |p| p.now >= until);
+    }
+    pair.client.finish();
+    pair.drive_until(Duration::from_secs(60), |p| p.client.is_send_finished());
+    assert!(pair.received == data, "every byte arrived, in order");
+    assert!(pair.client_events.contains(&Event::PathDown(1)));
+    assert_eq!(pair.client.path_states()[1].1, PathState::Probing);
+    let stats = pair.client.stats();
+    assert!(stats.paths[1].1.timeouts >= 2);
+    assert!(
+        stats.paths[0].1.stream_bytes_acked >= 2_900_000,
+        "path 0 carried the data"
+    );
+    assert!(pair.client.error().is_none());
+}
+
+#[test]
+fn paths_can_join_and_leave_during_the_session() {
+    let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
+    let data = payload(400_000);
+    let mut wrote = pair.client.write(&data);
+    pair.drive_until(Duration::from_secs(1), |p| p.received.len() > 50_000);
+    assert!(pair.client.add_path(pair.now, 1));
+    pair.drive_until(Duration::from_secs(2), |p| {
+        p.server().path_states().len() == 2
+    });
+    assert_eq!(
+        pair.server().path_states().len(),
+        2,
+        "the server learned of the new path"
+    );
+    pair.client.close_path(0);
+    while wrote < data.len() {
+        wrote += pair.client.write(&data[wrote..]);
+        pair.drive_until(Duration::from_secs(30), |p| p.received.len() >= wrote);
+    }
+    pair.client.finish();
+    pair.drive_until(Duration::from_secs(30), |p| p.client.is_send_finished());
+    assert_eq!(pair.received, data);
+    assert!(pair.server_events.contains(&Event::PathClosed(0)));
+    assert_eq!(pair.client.path_states()[0].1, PathState::Closed);
+}
+
+#[test]
+fn garbage_is_dropped_and_counted() {
+    let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
+    pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
+    let now = pair.now;
+    pair.client.handle_datagram(now, 0, Ecn::NotEct, &[1, 2, 3]);
+    let mut forged = vec![1u8];
+    forged.extend_from_slice(&42u64.to_be_bytes());
+    forged.push(0);
+    forged.extend_from_slice(&999u64.to_be_bytes());
+    forged.push(0x3f); // unknown frame type
+    pair.client.handle_datagram(now, 0, Ecn::NotEct, &forged);
+    let mut other = forged.clone();
+    other[1] ^= 0xff; // another session
+    pair.client.handle_datagram(now, 0, Ecn::NotEct, &other);
+    let stats = pair.client.stats();
+    assert_eq!(stats.malformed_dropped, 2);
+    assert_eq!(stats.unexpected_dropped, 1);
+    assert!(pair.client.error().is_none());
+}
+
+#[test]
+fn flow_control_stops_the_sender_until_the_reader_reads() {
+    let mut s = cfg();
+    s.recv_window = 64 * 1024;
+    let mut pair = Pair::new(cfg(), s, 5 * MS);
+    pair.server_reads = false;
+    let data = payload(1_000_000);
+    pair.client.write(&data);
+    pair.client.finish();
+    pair.drive_until(Duration::from_secs(5), |_| false);
+    let held = pair.server().readable();
+    assert!(
+        held > 0 && held <= 64 * 1024,
+        "the receiver holds at most its window: {held}"
+    );
+    assert!(pair.received.is_empty());
+    assert!(pair.client.stats().bytes_acked <= 64 * 1024);
+    // Reading reopens the window; the rest follows.
+    pair.server_reads = true;
+    pair.drive_until(Duration::from_secs(60), |p| p.received.len() == data.len());
+    assert_eq!(pair.received, data);
+}

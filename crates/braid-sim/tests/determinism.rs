@@ -1,0 +1,123 @@
+//! The same scenario and seed give the same results; scenarios behave as documented.
+
+use braid_sim::Scenario;
+
+const LOSSY_TWO_PATHS: &str = r#"
+name = "determinism"
+[[path]]
+rate = "20Mbit"
+delay = "15ms"
+jitter = "5ms"
+loss = 0.02
+queue = 60
+events = [{ at = "1s", do = "down", for = "500ms" }]
+[[path]]
+rate = "800pps"
+delay = "60ms"
+duplicate = 0.01
+gilbert = { p = 0.01, r = 0.3 }
+queue = 1000
+[[flow]]
+cc = "aimd"
+bytes = "4MB"
+reverse_bytes = "1MB"
+[[flow]]
+# NCP keeps a fixed session window; it needs a queue that can hold it.
+cc = "ncp"
+send_window = "256KiB"
+bytes = "3MB"
+start = "300ms"
+paths = [1]
+
+"#;
+
+fn json_without_wall(s: &Scenario, seed: u64) -> serde_json::Value {
+    let mut v = braid_sim::run(s, Some(seed)).to_json(true);
+    v.as_object_mut().unwrap().remove("wall_s");
+    v
+}
+
+#[test]
+fn same_seed_same_results_different_seed_different_run() {
+    let s = Scenario::from_str(LOSSY_TWO_PATHS, ".").unwrap();
+    let a = json_without_wall(&s, 9);
+    let b = json_without_wall(&s, 9);
+    assert_eq!(a, b);
+    assert!(
+        !a["flows"][0]["series"].as_array().unwrap().is_empty(),
+        "time series recorded"
+    );
+    let c = json_without_wall(&s, 10);
+    assert_ne!(a, c, "the seed matters");
+    for f in a["flows"].as_array().unwrap() {
+        assert_eq!(f["verified"], true, "{f}");
+        assert_eq!(f["completed"], true);
+    }
+    assert_eq!(a["flows"][0]["reverse"]["verified"], true);
+}
+
+#[test]
+fn the_built_in_example_completes_and_uses_both_paths() {
+    let r = braid_sim::run(&Scenario::example(), None);
+    let f = &r.flows[0];
+    assert!(f.forward.completed && f.forward.verified);
+    assert_eq!(f.forward.paths.len(), 2);
+    assert!(f.forward.paths.iter().all(|p| p.packets_sent > 0));
+    assert!(r.summary().contains("verified"));
+}
+
+#[test]
+fn a_lossless_path_is_mostly_filled() {
+    // Generous floor: 50 Mbit/s, 20 ms, 300-packet queue; AIMD should reach
+    // well over half the link (exact figures belong to the benchmarks).
+    let text = r#"
+[[path]]
+rate = "50Mbit"
+delay = "10ms"
+queue = 300
+[[flow]]
+cc = "aimd"
+bytes = "20MB"
+"#;
+    let r = braid_sim::run(&Scenario::from_str(text, ".").unwrap(), None);
+    let f = &r.flows[0].forward;
+    assert!(f.completed && f.verified);
+    assert!(f.goodput_mbps > 30.0, "goodput {}", f.goodput_mbps);
+    assert!(
+        f.goodput_mbps < 50.0,
+        "cannot beat the link: {}",
+        f.goodput_mbps
+    );
+}
+
+#[test]
+fn the_only_path_closing_fails_with_a_clear_error() {
+    let text = r#"
+[[path]]
+rate = "10Mbit"
+delay = "10ms"
+events = [{ at = "1s", do = "close" }]
+[[flow]]
+bytes = "50MB"
+"#;
+    let r = braid_sim::run(&Scenario::from_str(text, ".").unwrap(), None);
+    let f = &r.flows[0];
+    assert!(!f.forward.completed);
+    let err = f.error.as_deref().unwrap();
+    assert!(err.contains("idle timeout"), "{err}");
+    assert!(r.virtual_s < 40.0, "failed promptly: {}", r.virtual_s);
+}
+
+#[test]
+fn unknown_keys_and_controllers_are_named() {
+    let err =
+        Scenario::from_str("[[path]]\nrate = \"1Mbit\"\nspeed = 3\n[[flow]]\n", ".").unwrap_err();
+    assert!(err.to_string().contains("speed"), "{err}");
+    let s = Scenario::from_str(
+        "[[path]]\nrate = \"1Mbit\"\n[[flow]]\ncc = \"warp\"\nbytes = 10\n",
+        ".",
+    )
+    .unwrap();
+    let r = braid_sim::run(&s, None);
+    assert!(r.flows[0].error.as_deref().unwrap().contains("warp"));
+}
