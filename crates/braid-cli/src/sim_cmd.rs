@@ -13,6 +13,9 @@ pub struct SimArgs {
     /// Seed overriding the scenario's.
     #[arg(long)]
     seed: Option<u64>,
+    /// Congestion controller for every flow, overriding the scenario's.
+    #[arg(long, value_parser = parse_cc)]
+    cc: Option<String>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -22,11 +25,17 @@ pub struct SimArgs {
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
-    let scenario = match &args.file {
+    let mut scenario = match &args.file {
         Some(path) => Scenario::from_file(path)
             .with_context(|| format!("cannot load scenario {}", path.display()))?,
         None => Scenario::example(),
     };
+    if let Some(cc) = &args.cc {
+        for flow in &mut scenario.flows {
+            flow.cc = Some(cc.clone());
+        }
+    }
+
     let result = braid_sim::run(&scenario, args.seed);
     if args.json {
         println!("{}", serde_json::to_string(&result.to_json(args.series))?);
@@ -42,4 +51,12 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn parse_cc(name: &str) -> Result<String, String> {
+    if braid_proto::cc::is_known(name) {
+        Ok(name.to_owned())
+    } else {
+        Err(braid_proto::cc::UnknownController(name.to_owned()).to_string())
+    }
 }

@@ -132,9 +132,6 @@ impl Path {
         self.state != PathState::Closed
     }
 
-    pub fn in_flight(&self) -> u64 {
-        self.in_flight
-    }
 
     pub fn has_in_flight(&self) -> bool {
         !self.sent.is_empty()

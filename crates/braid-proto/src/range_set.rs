@@ -69,10 +69,6 @@ impl RangeSet {
         self.ranges.len()
     }
 
-    /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
 }
 
 #[cfg(test)]

@@ -99,9 +99,6 @@ impl SendStream {
         self.finishing = true;
     }
 
-    pub fn is_finishing(&self) -> bool {
-        self.finishing
-    }
 
     pub fn is_complete(&self) -> bool {
         self.complete
@@ -121,10 +118,6 @@ impl SendStream {
         self.max_data = self.max_data.max(max_data);
     }
 
-    /// Segments sent and not yet acknowledged.
-    pub fn outstanding(&self) -> usize {
-        self.segments.len()
-    }
 
     /// Whether new data waits only for the peer's flow-control window.
     pub fn is_flow_blocked(&self) -> bool {
@@ -135,10 +128,6 @@ impl SendStream {
         self.next_new < self.written || (self.finishing && !self.fin_sent)
     }
 
-    /// Whether anything could be sent, ignoring congestion windows.
-    pub fn has_sendable(&self) -> bool {
-        !self.lost.is_empty() || self.next_new_allowed().is_some()
-    }
 
     /// Length and FIN flag of the next new segment, if windows allow one.
     fn next_new_allowed(&self) -> Option<(u32, bool)> {

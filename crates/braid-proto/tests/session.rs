@@ -6,6 +6,10 @@ use std::time::Duration;
 
 const MS: Duration = Duration::from_millis(1);
 
+/// Decides, from (to_server, path, datagram), whether the network loses a datagram.
+type DropRule = Box<dyn FnMut(bool, u8, &[u8]) -> bool>;
+
+
 /// Client and server joined by per-path fixed-latency links; `drop` decides
 /// which datagrams the network loses.
 struct Pair {
@@ -17,7 +21,7 @@ struct Pair {
     /// (arrival, seq) -> (to_server, path, bytes)
     in_flight: BTreeMap<(Instant, u64), (bool, u8, Vec<u8>)>,
     seq: u64,
-    drop: Box<dyn FnMut(bool, u8, &[u8]) -> bool>,
+    drop: DropRule,
     client_events: Vec<Event>,
     server_events: Vec<Event>,
     received: Vec<u8>,

@@ -272,9 +272,15 @@ impl RunResult {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "scenario {:?}, seed {}, {:.3} s simulated in {:.3} s",
-            self.scenario, self.seed, self.virtual_s, self.wall_s
+            "scenario {:?}, seed {}: {:.3} s simulated in {:.3} s wall ({} datagrams, {:.0} per wall second)",
+            self.scenario,
+            self.seed,
+            self.virtual_s,
+            self.wall_s,
+            self.datagrams,
+            self.datagrams as f64 / self.wall_s.max(1e-9)
         );
+
         for f in &self.flows {
             let _ = writeln!(
                 out,

@@ -113,7 +113,7 @@ pub struct PathSpec {
 }
 
 /// One transfer between a client and a server.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct FlowSpec {
     /// Congestion controller name; `None` is the protocol's default.
     /// Names are checked by braid-proto, not here.
@@ -132,6 +132,15 @@ pub struct FlowSpec {
     pub send_window: Option<u64>,
     /// Receive window, bytes.
     pub recv_window: Option<u64>,
+    /// RTO = sRTT + k·RTTVAR: k (RFC 6298: 4).
+    pub rto_k: Option<f64>,
+    /// RTO floor, ceiling, and value before the first RTT sample.
+    pub min_rto: Option<Duration>,
+    pub max_rto: Option<Duration>,
+    pub initial_rto: Option<Duration>,
+    /// Retransmissions allowed per segment; `Some(None)` is unlimited (`-1` in the file).
+    pub retry_limit: Option<Option<u32>>,
+
 }
 
 impl Scenario {
@@ -236,6 +245,11 @@ struct RawFlow {
     mtu: Option<i64>,
     send_window: Option<ByteSize>,
     recv_window: Option<ByteSize>,
+    rto_k: Option<f64>,
+    min_rto: Option<Span>,
+    max_rto: Option<Span>,
+    initial_rto: Option<Span>,
+    retry_limit: Option<i64>,
 }
 
 /// `queue = 300` (packets) or `queue = "256KB"` (bytes).
@@ -532,6 +546,17 @@ impl Builder<'_> {
             mtu,
             send_window: raw.send_window.map(|b| b.0),
             recv_window: raw.recv_window.map(|b| b.0),
+            rto_k: raw.rto_k,
+            min_rto: raw.min_rto.map(|s| s.0),
+            max_rto: raw.max_rto.map(|s| s.0),
+            initial_rto: raw.initial_rto.map(|s| s.0),
+            retry_limit: match raw.retry_limit {
+                None => None,
+                Some(-1) => Some(None),
+                Some(n) => Some(Some(u32::try_from(n).map_err(|_| {
+                    self.invalid(key("retry_limit"), format!("{n}: expected -1 (unlimited) or 0 and up"))
+                })?)),
+            },
         })
     }
 }

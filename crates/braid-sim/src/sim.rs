@@ -119,6 +119,22 @@ pub fn flow_config(spec: &FlowSpec) -> SessionConfig {
     if let Some(w) = spec.recv_window {
         cfg.recv_window = w;
     }
+    if let Some(k) = spec.rto_k {
+        cfg.rto.k = k;
+    }
+    if let Some(d) = spec.min_rto {
+        cfg.rto.min_rto = d;
+    }
+    if let Some(d) = spec.max_rto {
+        cfg.rto.max_rto = d;
+    }
+    if let Some(d) = spec.initial_rto {
+        cfg.rto.initial_rto = d;
+    }
+    if let Some(limit) = spec.retry_limit {
+        cfg.retry_limit = limit;
+    }
+
     cfg.paths = spec.paths.len().min(255) as u8;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
     cfg

@@ -86,7 +86,7 @@ impl Controller for Aimd {
             ssthresh: self
                 .ssthresh
                 .is_finite()
-                .then(|| (self.ssthresh * self.mtu as f64) as u64),
+                .then_some((self.ssthresh * self.mtu as f64) as u64),
         }
     }
 }

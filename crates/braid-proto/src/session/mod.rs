@@ -35,8 +35,7 @@ const MAX_SAMPLES: usize = 1 << 16;
 const CLOSE_REPEATS: u32 = 3;
 /// Close codes carried in CLOSE frames.
 pub(crate) mod close_code {
-    /// An application abort; the first code applications may use.
-    pub const APPLICATION: u64 = 0;
+
     pub const VERSION: u64 = 1;
     pub const CONTROLLER: u64 = 2;
     pub const PROTOCOL: u64 = 3;
