@@ -132,7 +132,6 @@ impl Path {
         self.state != PathState::Closed
     }
 
-
     pub fn has_in_flight(&self) -> bool {
         !self.sent.is_empty()
     }

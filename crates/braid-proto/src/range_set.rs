@@ -68,7 +68,6 @@ impl RangeSet {
     pub fn len(&self) -> usize {
         self.ranges.len()
     }
-
 }
 
 #[cfg(test)]

@@ -99,7 +99,6 @@ impl SendStream {
         self.finishing = true;
     }
 
-
     pub fn is_complete(&self) -> bool {
         self.complete
     }
@@ -118,7 +117,6 @@ impl SendStream {
         self.max_data = self.max_data.max(max_data);
     }
 
-
     /// Whether new data waits only for the peer's flow-control window.
     pub fn is_flow_blocked(&self) -> bool {
         self.has_unsent() && self.next_new >= self.max_data && self.lost.is_empty()
@@ -127,7 +125,6 @@ impl SendStream {
     fn has_unsent(&self) -> bool {
         self.next_new < self.written || (self.finishing && !self.fin_sent)
     }
-
 
     /// Length and FIN flag of the next new segment, if windows allow one.
     fn next_new_allowed(&self) -> Option<(u32, bool)> {

@@ -9,7 +9,6 @@ const MS: Duration = Duration::from_millis(1);
 /// Decides, from (to_server, path, datagram), whether the network loses a datagram.
 type DropRule = Box<dyn FnMut(bool, u8, &[u8]) -> bool>;
 
-
 /// Client and server joined by per-path fixed-latency links; `drop` decides
 /// which datagrams the network loses.
 struct Pair {

@@ -140,7 +140,6 @@ pub struct FlowSpec {
     pub initial_rto: Option<Duration>,
     /// Retransmissions allowed per segment; `Some(None)` is unlimited (`-1` in the file).
     pub retry_limit: Option<Option<u32>>,
-
 }
 
 impl Scenario {
@@ -554,7 +553,10 @@ impl Builder<'_> {
                 None => None,
                 Some(-1) => Some(None),
                 Some(n) => Some(Some(u32::try_from(n).map_err(|_| {
-                    self.invalid(key("retry_limit"), format!("{n}: expected -1 (unlimited) or 0 and up"))
+                    self.invalid(
+                        key("retry_limit"),
+                        format!("{n}: expected -1 (unlimited) or 0 and up"),
+                    )
                 })?)),
             },
         })
