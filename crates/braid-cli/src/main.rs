@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("braid: {e:#}");
+            eprintln!("braid: {e}");
             ExitCode::from(2)
         }
     }

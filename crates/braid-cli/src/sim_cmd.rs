@@ -1,6 +1,5 @@
 //! `braid sim`: run a scenario in virtual time.
 
-use anyhow::Context;
 use braid_sim::Scenario;
 use clap::Args;
 use std::path::PathBuf;
@@ -26,8 +25,8 @@ pub struct SimArgs {
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let mut scenario = match &args.file {
-        Some(path) => Scenario::from_file(path)
-            .with_context(|| format!("cannot load scenario {}", path.display()))?,
+        Some(path) => Scenario::from_file(path)?,
+
         None => Scenario::example(),
     };
     if let Some(cc) = &args.cc {

@@ -199,7 +199,7 @@ impl Path {
                 self.reo_mult = (self.reo_mult + 1).min(MAX_REO_MULT);
                 self.cc.on_spurious_loss(now);
                 if let Some(offset) = p.segment {
-                    self.stats.stream_bytes_acked += send.on_acked(offset);
+                    send.on_acked(offset);
                 }
             }
         }
@@ -236,7 +236,7 @@ impl Path {
             };
             self.cc.on_ack(now, &acked, &self.rtt);
             if let Some(offset) = p.segment {
-                self.stats.stream_bytes_acked += send.on_acked(offset);
+                send.on_acked(offset);
             }
         }
         self.rto_anchor = now;
@@ -436,10 +436,17 @@ impl Path {
         s
     }
 
-    /// A time-series point; `interval` is the time since the previous one.
-    pub fn sample(&mut self, now: Instant, interval: Duration, cfg: &RtoConfig) -> PathSample {
-        let acked = self.stats.stream_bytes_acked - self.sampled_acked;
-        self.sampled_acked = self.stats.stream_bytes_acked;
+    /// A time-series point; `interval` is the time since the previous one and
+    /// `delivered` the stream bytes this path has delivered so far.
+    pub fn sample(
+        &mut self,
+        now: Instant,
+        interval: Duration,
+        cfg: &RtoConfig,
+        delivered: u64,
+    ) -> PathSample {
+        let acked = delivered - self.sampled_acked;
+        self.sampled_acked = delivered;
         PathSample {
             at_s: now.as_secs_f64(),
             path: self.id,

@@ -15,6 +15,8 @@ pub(crate) struct Segment {
     pub retries: u32,
     /// Packets carrying it that are still in flight.
     pub in_flight: u32,
+    /// Connection of its latest transmission, credited when it is acknowledged.
+    pub path: u8,
 }
 
 /// What the scheduler may send next.
@@ -52,6 +54,8 @@ pub(crate) struct SendStream {
     pub mtu: u32,
     /// Bytes acknowledged, counted once per byte.
     pub acked_bytes: u64,
+    /// Of those, per connection of the acknowledged segment's latest transmission.
+    delivered_by_path: Vec<u64>,
 }
 
 impl SendStream {
@@ -71,6 +75,7 @@ impl SendStream {
             window_packets: window_packets.max(1),
             mtu: mtu.max(1),
             acked_bytes: 0,
+            delivered_by_path: vec![0; 256],
         }
     }
 
@@ -159,7 +164,7 @@ impl SendStream {
 
     /// Records that `p` (from `peek`) went out in a packet; returns the
     /// segment's retry count.
-    pub fn on_sent(&mut self, p: Pending) -> u32 {
+    pub fn on_sent(&mut self, p: Pending, path: u8) -> u32 {
         if p.retransmission {
             self.lost.remove(&p.offset);
             let seg = self
@@ -168,6 +173,7 @@ impl SendStream {
                 .expect("lost segment is outstanding");
             seg.retries += 1;
             seg.in_flight += 1;
+            seg.path = path;
             seg.retries
         } else {
             self.segments.insert(
@@ -177,6 +183,7 @@ impl SendStream {
                     fin: p.fin,
                     retries: 0,
                     in_flight: 1,
+                    path,
                 },
             );
             self.next_new += u64::from(p.len);
@@ -207,8 +214,14 @@ impl SendStream {
         };
         self.lost.remove(&offset);
         self.acked_bytes += u64::from(seg.len);
+        self.delivered_by_path[usize::from(seg.path)] += u64::from(seg.len);
         self.release();
         u64::from(seg.len)
+    }
+
+    /// Stream bytes acknowledged whose latest transmission went on `path`.
+    pub fn delivered_on(&self, path: u8) -> u64 {
+        self.delivered_by_path[usize::from(path)]
     }
 
     /// A packet carrying the segment at `offset` was declared lost.
@@ -266,17 +279,17 @@ mod tests {
         s.finish();
         let p0 = s.peek().unwrap();
         assert_eq!((p0.offset, p0.len, p0.fin), (0, 4, false));
-        s.on_sent(p0);
+        s.on_sent(p0, 0);
         let p1 = s.peek().unwrap();
-        s.on_sent(p1);
+        s.on_sent(p1, 0);
         let p2 = s.peek().unwrap();
         assert_eq!((p2.offset, p2.len, p2.fin), (8, 2, true));
-        s.on_sent(p2);
+        s.on_sent(p2, 0);
         assert_eq!(s.peek(), None);
         s.on_lost(4);
         let r = s.peek().unwrap();
         assert!(r.retransmission);
-        assert_eq!(s.on_sent(r), 1);
+        assert_eq!(s.on_sent(r, 1), 1);
         let mut out = Vec::new();
         s.read_segment(4, 4, &mut out);
         assert_eq!(out, b"efgh");
@@ -287,16 +300,17 @@ mod tests {
         s.on_cumulative(10, true);
         assert!(s.is_complete());
         assert_eq!(s.acked_bytes, 10);
+        assert_eq!((s.delivered_on(0), s.delivered_on(1)), (6, 4));
     }
 
     #[test]
     fn windows_bound_segments_and_flow_control() {
         let mut s = SendStream::new(10, 1000, 2, 15);
         s.write(&[0; 100]);
-        s.on_sent(s.peek().unwrap());
+        s.on_sent(s.peek().unwrap(), 0);
         let p = s.peek().unwrap();
         assert_eq!(p.len, 5, "flow control cuts the segment at max_data");
-        s.on_sent(p);
+        s.on_sent(p, 0);
         assert!(s.is_flow_blocked());
         s.update_max_data(100);
         assert_eq!(s.peek(), None, "two segments outstanding fill the window");
@@ -319,7 +333,7 @@ mod tests {
         s.finish();
         let p = s.peek().unwrap();
         assert_eq!((p.offset, p.len, p.fin), (0, 0, true));
-        s.on_sent(p);
+        s.on_sent(p, 0);
         s.on_acked(0);
         assert!(s.is_complete());
     }

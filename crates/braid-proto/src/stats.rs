@@ -40,7 +40,7 @@ pub struct PathStats {
     /// ECN CE marks reported by the peer, and the decreases they caused.
     pub ecn_marks: u64,
     pub ecn_decreases: u64,
-    /// Stream bytes first acknowledged in a packet sent on this path.
+    /// Stream bytes acknowledged whose latest transmission went on this path.
     pub stream_bytes_acked: u64,
     /// Congestion window, bytes.
     pub window: u64,

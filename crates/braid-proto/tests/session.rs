@@ -400,3 +400,34 @@ fn flow_control_stops_the_sender_until_the_reader_reads() {
     pair.drive_until(Duration::from_secs(60), |p| p.received.len() == data.len());
     assert_eq!(pair.received, data);
 }
+
+#[test]
+fn ncp_windows_always_sum_to_the_session_window() {
+    let mut c = cfg();
+    c.cc = "ncp".into();
+    c.paths = 3;
+    c.mtu = 1024;
+    c.send_window = 1 << 20;
+    let mut pair = Pair::new(c, cfg(), 10 * MS);
+    // Path 2 loses every other datagram, so its window is halved again and again.
+    let mut n = 0u64;
+    pair.drop = Box::new(move |to_server, path, _| {
+        n += 1;
+        to_server && path == 2 && n.is_multiple_of(2)
+    });
+    pair.client.write(&payload(3_000_000));
+    pair.drive_until(Duration::from_secs(30), |p| p.received.len() >= 2_000_000);
+    let stats = pair.client.stats();
+    let total: u64 = stats.paths.iter().map(|(_, p)| p.window).sum();
+    let target = (1u64 << 20) / 1024 * 1024;
+    assert!(
+        total.abs_diff(target) <= 3 * 1024,
+        "windows sum to {total}, session window {target}"
+    );
+    let lossy = stats.paths[2].1.window;
+    let clean = stats.paths[0].1.window;
+    assert!(
+        lossy < clean,
+        "the lossy connection holds the smaller share: {lossy} vs {clean}"
+    );
+}

@@ -121,3 +121,23 @@ fn unknown_keys_and_controllers_are_named() {
     let r = braid_sim::run(&s, None);
     assert!(r.flows[0].error.as_deref().unwrap().contains("warp"));
 }
+
+#[test]
+fn a_mahimahi_trace_drives_a_path() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/examples/wifi-plus-lte.toml"
+    );
+    let r = braid_sim::run(&Scenario::from_file(path).unwrap(), None);
+    let f = &r.flows[0];
+    assert!(f.forward.completed && f.forward.verified, "{:?}", f.error);
+    let reverse = f.reverse.as_ref().unwrap();
+    assert!(reverse.completed && reverse.verified);
+    // The LTE path carries a real share in both directions.
+    assert!(
+        f.forward.paths[1].goodput_mbps > 0.5,
+        "{:?}",
+        f.forward.paths
+    );
+    assert!(reverse.paths[1].goodput_mbps > 0.5, "{:?}", reverse.paths);
+}

@@ -289,7 +289,11 @@ impl Session {
             paths: self
                 .paths
                 .iter()
-                .map(|(&id, p)| (id, p.snapshot(&self.cfg.rto)))
+                .map(|(&id, p)| {
+                    let mut snapshot = p.snapshot(&self.cfg.rto);
+                    snapshot.stream_bytes_acked = self.send.delivered_on(id);
+                    (id, snapshot)
+                })
                 .collect(),
             bytes_written: self.send.written(),
             bytes_acked: self.send.acked_bytes,
@@ -543,8 +547,12 @@ impl Session {
             if self.samples.len() >= MAX_SAMPLES {
                 self.samples.pop_front();
             }
-            self.samples
-                .push_back(p.sample(now, interval, &self.cfg.rto));
+            self.samples.push_back(p.sample(
+                now,
+                interval,
+                &self.cfg.rto,
+                self.send.delivered_on(p.id),
+            ));
         }
     }
 

@@ -220,7 +220,7 @@ impl Session {
         debug_assert!(
             buf.len() <= wire::HEADER_LEN + usize::from(self.cfg.mtu) + 11 + 64 || !piggyback
         );
-        self.send.on_sent(pending);
+        self.send.on_sent(pending, id);
         if pending.retransmission {
             self.counters.retransmitted += 1;
         } else {
