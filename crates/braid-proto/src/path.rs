@@ -309,6 +309,12 @@ impl Path {
         self.lost.insert(pn, p);
     }
 
+    fn declare_all_lost(&mut self, send: &mut SendStream) {
+        while let Some((&pn, _)) = self.sent.first_key_value() {
+            self.declare_lost(pn, send);
+        }
+    }
+
     fn forget_old_losses(&mut self, now: Instant) {
         let keep = self
             .rtt
@@ -329,10 +335,7 @@ impl Path {
         self.stats.timeouts += 1;
         let count = self.sent.len() as u64;
         let newest = self.sent.last_key_value().map(|(_, p)| p.sent_at);
-        let pns: Vec<u64> = self.sent.keys().copied().collect();
-        for pn in pns {
-            self.declare_lost(pn, send);
-        }
+        self.declare_all_lost(send);
         self.loss_deadline = None;
         self.backoffs += 1;
         self.rto_anchor = now;
@@ -356,10 +359,7 @@ impl Path {
 
     /// The path is closed: all it had in flight must travel elsewhere.
     pub fn close(&mut self, send: &mut SendStream) {
-        let pns: Vec<u64> = self.sent.keys().copied().collect();
-        for pn in pns {
-            self.declare_lost(pn, send);
-        }
+        self.declare_all_lost(send);
         self.state = PathState::Closed;
         self.loss_deadline = None;
         self.ack_deadline = None;

@@ -395,32 +395,19 @@ impl Sim {
             } = link.offer(now, size, t.ecn, 0)
             {
                 let ecn = EcnBits(ecn.to_bits());
-                let datagram = self.buf[..t.size].to_vec();
+                let datagram = &self.buf[..t.size];
+                let deliver = |datagram: Vec<u8>| Action::Deliver {
+                    flow,
+                    to,
+                    conn: t.path,
+                    scenario_path,
+                    ecn,
+                    datagram,
+                };
                 if let Some(dup) = duplicate_at {
-                    let copy = datagram.clone();
-                    out.push((
-                        dup,
-                        Action::Deliver {
-                            flow,
-                            to,
-                            conn: t.path,
-                            scenario_path,
-                            ecn,
-                            datagram: copy,
-                        },
-                    ));
+                    out.push((dup, deliver(datagram.to_vec())));
                 }
-                out.push((
-                    at,
-                    Action::Deliver {
-                        flow,
-                        to,
-                        conn: t.path,
-                        scenario_path,
-                        ecn,
-                        datagram,
-                    },
-                ));
+                out.push((at, deliver(datagram.to_vec())));
             }
         }
         let mut connected = false;

@@ -460,26 +460,18 @@ impl Session {
             self.fail(SessionError::IdleTimeout(self.cfg.idle_timeout));
             return;
         }
-        if let Some(ka) = self.keep_alive_deadline() {
-            if now >= ka {
-                if let Some(p) = self
-                    .paths
-                    .values_mut()
-                    .find(|p| p.state == PathState::Active)
-                {
-                    p.probe_pending = true;
-                }
-            }
-        }
-        if let Some(d) = self.persist_deadline() {
-            if now >= d {
-                if let Some(p) = self
-                    .paths
-                    .values_mut()
-                    .find(|p| p.state == PathState::Active)
-                {
-                    p.probe_pending = true;
-                }
+        // Keep-alive and flow-control persist both probe the first live connection.
+        let probe_due = [self.keep_alive_deadline(), self.persist_deadline()]
+            .into_iter()
+            .flatten()
+            .any(|d| now >= d);
+        if probe_due {
+            if let Some(p) = self
+                .paths
+                .values_mut()
+                .find(|p| p.state == PathState::Active)
+            {
+                p.probe_pending = true;
             }
         }
         let mut any_rto = false;

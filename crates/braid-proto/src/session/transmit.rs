@@ -29,7 +29,7 @@ impl Session {
     /// Writes the next datagram into `buf` (cleared first), if there is one to send now.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();
-        if let Some(t) = self.transmit_close(buf) {
+        if let Some(t) = self.transmit_close(now, buf) {
             return Some(t);
         }
         if matches!(self.state, State::Closed | State::Failed) {
@@ -88,7 +88,7 @@ impl Session {
         self.window_update = false;
     }
 
-    fn transmit_close(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
+    fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let (code, reason, left) = self.close.take()?;
         let path = if self
             .paths
@@ -102,15 +102,7 @@ impl Session {
         if left > 1 {
             self.close = Some((code, reason.clone(), left - 1));
         }
-        let p = self.paths.get_mut(&path).expect("path exists");
-        let pn = p.next_packet_number();
-        Header {
-            version: VERSION,
-            session_id: self.session_id,
-            path,
-            packet_number: pn,
-        }
-        .encode(buf);
+        self.start_packet(now, path, buf);
         Frame::Close {
             code,
             reason: reason.as_bytes(),
