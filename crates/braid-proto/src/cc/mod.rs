@@ -4,9 +4,11 @@
 //! Hooks have no-op defaults so an algorithm implements only what it uses.
 
 mod aimd;
+mod cubic;
 mod ncp;
 
 pub use aimd::Aimd;
+pub use cubic::Cubic;
 pub use ncp::Ncp;
 
 use crate::rtt::RttEstimator;
@@ -15,7 +17,7 @@ use std::fmt;
 use thiserror::Error;
 
 /// Controllers this build knows, by name.
-pub const CONTROLLERS: &[&str] = &["aimd", "ncp"];
+pub const CONTROLLERS: &[&str] = &["aimd", "cubic", "ncp"];
 
 /// The controller used when none is named.
 pub const DEFAULT_CONTROLLER: &str = "aimd";
@@ -117,6 +119,7 @@ pub fn new_controller(
 ) -> Result<Box<dyn Controller>, UnknownController> {
     match name {
         "aimd" => Ok(Box::new(Aimd::new(ctx))),
+        "cubic" => Ok(Box::new(Cubic::new(ctx))),
         "ncp" => Ok(Box::new(Ncp::new(ctx))),
         other => Err(UnknownController(other.to_owned())),
     }

@@ -1,0 +1,305 @@
+//! CUBIC, RFC 9438 (<https://www.rfc-editor.org/rfc/rfc9438>).
+//!
+//! Windows are kept in segments of the session MTU, as in the RFC. Slow start
+//! is standard (RFC 5681); HyStart++ (RFC 9406) is not implemented yet.
+//! Reaction to loss and ECN is once per RTT: a signal about a packet sent
+//! before the last reduction belongs to the same congestion event.
+
+use super::{Acked, CcContext, CongestionEvent, Controller, ControllerMetrics};
+use crate::rtt::RttEstimator;
+use crate::Instant;
+use std::time::Duration;
+
+/// Scaling constant C (RFC 9438 §4.2, §5).
+const C: f64 = 0.4;
+/// Multiplicative decrease factor β_cubic (RFC 9438 §4.6).
+const BETA: f64 = 0.7;
+/// α_cubic = 3(1 − β)/(1 + β), the Reno-friendly additive increase (§4.3).
+const ALPHA: f64 = 3.0 * (1.0 - BETA) / (1.0 + BETA);
+/// Initial window, segments (RFC 9002 §7.2 uses 10).
+const INITIAL_WINDOW: f64 = 10.0;
+/// Smallest window after a reduction, segments (RFC 9002 §7.2: 2).
+const MIN_WINDOW: f64 = 2.0;
+/// Window after an RTO, segments (RFC 5681 §3.1: the loss window, 1).
+const LOSS_WINDOW: f64 = 1.0;
+
+/// State saved at a reduction so a spurious one can be undone (§4.9).
+#[derive(Debug, Clone, Copy)]
+struct Saved {
+    cwnd: f64,
+    ssthresh: f64,
+    w_max: f64,
+    w_last_max: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cubic {
+    cwnd: f64,
+    ssthresh: f64,
+    /// W_max: window before the last reduction.
+    w_max: f64,
+    /// For fast convergence (§4.7).
+    w_last_max: f64,
+    /// W_est: the Reno-friendly estimate (§4.3).
+    w_est: f64,
+    /// K: time for the cubic function to reach W_max, seconds.
+    k: f64,
+    epoch_start: Option<Instant>,
+    recovery_start: Option<Instant>,
+    saved: Option<Saved>,
+    mtu: u64,
+    max: f64,
+}
+
+impl Cubic {
+    pub fn new(ctx: CcContext) -> Self {
+        Cubic {
+            cwnd: INITIAL_WINDOW,
+            ssthresh: f64::INFINITY,
+            w_max: 0.0,
+            w_last_max: 0.0,
+            w_est: 0.0,
+            k: 0.0,
+            epoch_start: None,
+            recovery_start: None,
+            saved: None,
+            mtu: ctx.mtu.max(1),
+            max: ctx.session_window_packets.max(1) as f64,
+        }
+    }
+
+    /// Window in segments.
+    pub fn window_segments(&self) -> f64 {
+        self.cwnd
+    }
+
+    /// W_cubic(t) = C·(t − K)³ + W_max (§4.2, eq. 1).
+    fn w_cubic(&self, t: f64) -> f64 {
+        C * (t - self.k).powi(3) + self.w_max
+    }
+
+    fn reduce(&mut self, now: Instant) {
+        self.saved = Some(Saved {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            w_max: self.w_max,
+            w_last_max: self.w_last_max,
+        });
+        // Fast convergence (§4.7): release bandwidth sooner when W_max shrinks.
+        if self.cwnd < self.w_last_max {
+            self.w_last_max = self.cwnd;
+            self.w_max = self.cwnd * (1.0 + BETA) / 2.0;
+        } else {
+            self.w_last_max = self.cwnd;
+            self.w_max = self.cwnd;
+        }
+        self.ssthresh = (self.cwnd * BETA).max(MIN_WINDOW);
+        self.cwnd = self.ssthresh;
+        // K = ∛(W_max·(1 − β)/C) (§4.2, eq. 2), measured from the reduced window.
+        self.k = ((self.w_max - self.cwnd).max(0.0) / C).cbrt();
+        self.w_est = self.cwnd;
+        self.epoch_start = Some(now);
+        self.recovery_start = Some(now);
+    }
+}
+
+impl Controller for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
+        let segments = acked.bytes as f64 / self.mtu as f64;
+        if self.cwnd < self.ssthresh {
+            self.cwnd = (self.cwnd + segments).min(self.max);
+            return;
+        }
+        let epoch = *self.epoch_start.get_or_insert_with(|| {
+            // Congestion avoidance without a prior reduction: start the curve here.
+            self.w_max = self.cwnd;
+            self.k = 0.0;
+            self.w_est = self.cwnd;
+            now
+        });
+        let t = (now - epoch).as_secs_f64();
+        let rtt = rtt.srtt_or(Duration::from_millis(100)).as_secs_f64();
+        // Target one RTT ahead, kept within [cwnd, 1.5·cwnd] (§4.2).
+        let target = self.w_cubic(t + rtt).clamp(self.cwnd, 1.5 * self.cwnd);
+        // Reno-friendly estimate (§4.3).
+        self.w_est += ALPHA * segments / self.cwnd;
+        if self.w_cubic(t) < self.w_est {
+            self.cwnd = self.w_est;
+        } else {
+            self.cwnd += (target - self.cwnd) / self.cwnd * segments;
+        }
+        self.cwnd = self.cwnd.min(self.max);
+    }
+
+    fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
+        use super::Cause;
+        if event.cause == Cause::Timeout {
+            // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from the loss window.
+            self.reduce(now);
+            self.cwnd = LOSS_WINDOW;
+            return true;
+        }
+        if self
+            .recovery_start
+            .is_some_and(|start| event.sent_at <= start)
+        {
+            return false;
+        }
+        self.reduce(now);
+        true
+    }
+
+    fn on_spurious_loss(&mut self, _now: Instant) {
+        // §4.9: a reduction caused only by spurious losses is undone once.
+        if let Some(saved) = self.saved.take() {
+            self.cwnd = self.cwnd.max(saved.cwnd);
+            self.ssthresh = saved.ssthresh;
+            self.w_max = saved.w_max;
+            self.w_last_max = saved.w_last_max;
+        }
+    }
+
+    fn window(&self) -> u64 {
+        (self.cwnd * self.mtu as f64) as u64
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        ControllerMetrics {
+            window: self.window(),
+            ssthresh: self
+                .ssthresh
+                .is_finite()
+                .then_some((self.ssthresh * self.mtu as f64) as u64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Cause;
+    use super::*;
+
+    const MTU: u64 = 1000;
+
+    fn at(ms: u64) -> Instant {
+        Instant::ZERO + Duration::from_millis(ms)
+    }
+
+    fn ack(c: &mut Cubic, now: Instant, rtt: &RttEstimator) {
+        let a = Acked {
+            bytes: MTU,
+            sent_at: now,
+            retransmission: false,
+        };
+        c.on_ack(now, &a, rtt);
+    }
+
+    fn cubic() -> Cubic {
+        Cubic::new(CcContext {
+            mtu: MTU,
+            session_window_packets: 100_000,
+            paths: 1,
+        })
+    }
+
+    #[test]
+    fn reduces_by_beta_and_regrows_along_the_cubic_curve() {
+        let mut c = cubic();
+        let mut rtt = RttEstimator::default();
+        rtt.update(Duration::from_millis(100), Duration::ZERO);
+        for _ in 0..90 {
+            ack(&mut c, at(0), &rtt);
+        }
+        assert_eq!(
+            c.window_segments(),
+            100.0,
+            "slow start: +1 per ACKed segment"
+        );
+        let loss = CongestionEvent {
+            cause: Cause::Loss,
+            sent_at: at(10),
+            packets: 1,
+        };
+        assert!(c.on_congestion(at(100), &loss));
+        assert!((c.window_segments() - 70.0).abs() < 1e-9, "β = 0.7");
+        // K = ∛(100·0.3/0.4) ≈ 4.22 s: the window returns near W_max around then.
+        let expected_k = (100.0f64 * 0.3 / 0.4).cbrt();
+        assert!((c.k - expected_k).abs() < 1e-9);
+        assert!(
+            !c.on_congestion(
+                at(150),
+                &CongestionEvent {
+                    sent_at: at(90),
+                    ..loss
+                }
+            ),
+            "same RTT"
+        );
+        let mut t = 100;
+        while t < 100 + (expected_k * 1000.0) as u64 {
+            t += 1;
+            ack(&mut c, at(t), &rtt);
+        }
+        let w = c.window_segments();
+        assert!((95.0..=106.0).contains(&w), "near W_max after K: {w}");
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max() {
+        let mut c = cubic();
+        c.cwnd = 100.0;
+        c.ssthresh = 50.0;
+        c.on_congestion(
+            at(0),
+            &CongestionEvent {
+                cause: Cause::Loss,
+                sent_at: at(0),
+                packets: 1,
+            },
+        );
+        assert_eq!(c.w_max, 100.0);
+        c.on_congestion(
+            at(200),
+            &CongestionEvent {
+                cause: Cause::Ecn,
+                sent_at: at(150),
+                packets: 1,
+            },
+        );
+        assert!(
+            (c.w_max - 70.0 * 1.7 / 2.0).abs() < 1e-9,
+            "W_max = cwnd·(1+β)/2"
+        );
+    }
+
+    #[test]
+    fn spurious_reduction_is_undone_and_timeout_restarts_at_one_segment() {
+        let mut c = cubic();
+        c.cwnd = 80.0;
+        c.on_congestion(
+            at(0),
+            &CongestionEvent {
+                cause: Cause::Loss,
+                sent_at: at(0),
+                packets: 1,
+            },
+        );
+        assert!((c.window_segments() - 56.0).abs() < 1e-9);
+        c.on_spurious_loss(at(10));
+        assert_eq!(c.window_segments(), 80.0);
+        c.on_congestion(
+            at(20),
+            &CongestionEvent {
+                cause: Cause::Timeout,
+                sent_at: at(15),
+                packets: 5,
+            },
+        );
+        assert_eq!(c.window_segments(), 1.0);
+        assert!((c.ssthresh - 56.0).abs() < 1e-9);
+    }
+}
