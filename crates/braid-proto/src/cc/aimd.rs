@@ -81,13 +81,7 @@ impl Controller for Aimd {
     }
 
     fn metrics(&self) -> ControllerMetrics {
-        ControllerMetrics {
-            window: self.window(),
-            ssthresh: self
-                .ssthresh
-                .is_finite()
-                .then_some((self.ssthresh * self.mtu as f64) as u64),
-        }
+        ControllerMetrics::from_segments(self.cwnd, self.ssthresh, self.mtu)
     }
 }
 

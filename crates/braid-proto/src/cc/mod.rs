@@ -82,6 +82,19 @@ pub struct ControllerMetrics {
     pub ssthresh: Option<u64>,
 }
 
+impl ControllerMetrics {
+    /// From a window and slow-start threshold counted in segments of `mtu`
+    /// bytes; an infinite threshold means none yet.
+    pub fn from_segments(cwnd: f64, ssthresh: f64, mtu: u64) -> Self {
+        ControllerMetrics {
+            window: (cwnd * mtu as f64) as u64,
+            ssthresh: ssthresh
+                .is_finite()
+                .then_some((ssthresh * mtu as f64) as u64),
+        }
+    }
+}
+
 /// A congestion controller for one connection.
 pub trait Controller: Send + fmt::Debug {
     /// The name it is chosen by.
