@@ -192,6 +192,14 @@ mod tests {
         c.on_ack(now, &a, rtt);
     }
 
+    fn signal(cause: Cause, sent_ms: u64, packets: u64) -> CongestionEvent {
+        CongestionEvent {
+            cause,
+            sent_at: at(sent_ms),
+            packets,
+        }
+    }
+
     fn cubic() -> Cubic {
         Cubic::new(CcContext {
             mtu: MTU,
@@ -213,24 +221,13 @@ mod tests {
             100.0,
             "slow start: +1 per ACKed segment"
         );
-        let loss = CongestionEvent {
-            cause: Cause::Loss,
-            sent_at: at(10),
-            packets: 1,
-        };
-        assert!(c.on_congestion(at(100), &loss));
+        assert!(c.on_congestion(at(100), &signal(Cause::Loss, 10, 1)));
         assert!((c.window_segments() - 70.0).abs() < 1e-9, "β = 0.7");
         // K = ∛(100·0.3/0.4) ≈ 4.22 s: the window returns near W_max around then.
         let expected_k = (100.0f64 * 0.3 / 0.4).cbrt();
         assert!((c.k - expected_k).abs() < 1e-9);
         assert!(
-            !c.on_congestion(
-                at(150),
-                &CongestionEvent {
-                    sent_at: at(90),
-                    ..loss
-                }
-            ),
+            !c.on_congestion(at(150), &signal(Cause::Loss, 90, 1)),
             "same RTT"
         );
         let mut t = 100;
@@ -247,23 +244,9 @@ mod tests {
         let mut c = cubic();
         c.cwnd = 100.0;
         c.ssthresh = 50.0;
-        c.on_congestion(
-            at(0),
-            &CongestionEvent {
-                cause: Cause::Loss,
-                sent_at: at(0),
-                packets: 1,
-            },
-        );
+        c.on_congestion(at(0), &signal(Cause::Loss, 0, 1));
         assert_eq!(c.w_max, 100.0);
-        c.on_congestion(
-            at(200),
-            &CongestionEvent {
-                cause: Cause::Ecn,
-                sent_at: at(150),
-                packets: 1,
-            },
-        );
+        c.on_congestion(at(200), &signal(Cause::Ecn, 150, 1));
         assert!(
             (c.w_max - 70.0 * 1.7 / 2.0).abs() < 1e-9,
             "W_max = cwnd·(1+β)/2"
@@ -274,25 +257,11 @@ mod tests {
     fn spurious_reduction_is_undone_and_timeout_restarts_at_one_segment() {
         let mut c = cubic();
         c.cwnd = 80.0;
-        c.on_congestion(
-            at(0),
-            &CongestionEvent {
-                cause: Cause::Loss,
-                sent_at: at(0),
-                packets: 1,
-            },
-        );
+        c.on_congestion(at(0), &signal(Cause::Loss, 0, 1));
         assert!((c.window_segments() - 56.0).abs() < 1e-9);
         c.on_spurious_loss(at(10));
         assert_eq!(c.window_segments(), 80.0);
-        c.on_congestion(
-            at(20),
-            &CongestionEvent {
-                cause: Cause::Timeout,
-                sent_at: at(15),
-                packets: 5,
-            },
-        );
+        c.on_congestion(at(20), &signal(Cause::Timeout, 15, 5));
         assert_eq!(c.window_segments(), 1.0);
         assert!((c.ssthresh - 56.0).abs() < 1e-9);
     }

@@ -131,7 +131,7 @@ impl Session {
         now: Instant,
     ) -> Result<Session, ConfigError> {
         cfg.validate()?;
-        let mut s = Session::new(Role::Client, cfg, session_id, now)?;
+        let mut s = Session::new(Role::Client, cfg, session_id, now);
         s.state = State::Handshaking {
             started: now,
             next_hello: now,
@@ -143,12 +143,7 @@ impl Session {
         Ok(s)
     }
 
-    fn new(
-        role: Role,
-        cfg: SessionConfig,
-        session_id: u64,
-        now: Instant,
-    ) -> Result<Session, ConfigError> {
+    fn new(role: Role, cfg: SessionConfig, session_id: u64, now: Instant) -> Session {
         let send = SendStream::new(
             u32::from(cfg.mtu),
             cfg.send_window,
@@ -156,7 +151,7 @@ impl Session {
             0, // nothing may be sent before the peer states its window
         );
         let recv = RecvStream::new(cfg.recv_window);
-        Ok(Session {
+        Session {
             role,
             session_id,
             state: State::Established,
@@ -178,7 +173,7 @@ impl Session {
             window_update: false,
             peer_confirmed: false,
             cfg,
-        })
+        }
     }
 
     fn cc_context(&self) -> CcContext {

@@ -40,7 +40,7 @@ impl Session {
             Some(Err(e)) => return Err(e.into()),
             _ => return Err(AcceptError::NotAHello),
         };
-        let mut s = Session::new(Role::Server, cfg, header.session_id, now)?;
+        let mut s = Session::new(Role::Server, cfg, header.session_id, now);
         if hello.version != VERSION || header.version != VERSION {
             let reason = format!(
                 "version {} not supported (this side speaks {VERSION})",

@@ -203,14 +203,16 @@ impl Session {
         let mut data = Vec::with_capacity(pending.len as usize);
         self.send
             .read_segment(pending.offset, pending.len, &mut data);
+        let frame_start = buf.len();
         Frame::Stream {
             offset: pending.offset,
             fin: pending.fin,
             data: &data,
         }
         .encode(buf);
-        debug_assert!(
-            buf.len() <= wire::HEADER_LEN + usize::from(self.cfg.mtu) + 11 + 64 || !piggyback
+        debug_assert_eq!(
+            buf.len() - frame_start,
+            wire::stream_frame_overhead(pending.offset, data.len()) + data.len()
         );
         self.send.on_sent(pending, id);
         if pending.retransmission {
