@@ -4,16 +4,21 @@
 //! Hooks have no-op defaults so an algorithm implements only what it uses.
 
 mod aimd;
+mod bbr;
 mod cubic;
+mod mbecn;
 mod ncp;
 
 pub use aimd::Aimd;
+pub use bbr::Bbr;
 pub use cubic::Cubic;
+pub use mbecn::{EceReceiver, MbEcn};
 pub use ncp::Ncp;
 
 use crate::rtt::RttEstimator;
 use crate::Instant;
 use std::fmt;
+use std::time::Duration;
 use thiserror::Error;
 
 /// Controllers this build knows, by name.
@@ -47,6 +52,35 @@ pub struct Acked {
     pub sent_at: Instant,
     /// Whether it carried a segment sent before.
     pub retransmission: bool,
+}
+
+/// What one ACK frame told the sender, with a delivery-rate sample
+/// (draft-cheng-iccrg-delivery-rate-estimation): delivered bytes over the
+/// longer of the send and the ACK intervals of the newest acknowledged packet.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RateSample {
+    /// Bytes per second; 0 when no packet of this ACK gave a sample.
+    pub delivery_rate: f64,
+    /// The interval the rate was measured over.
+    pub interval: Duration,
+    /// Bytes delivered over `interval`.
+    pub delivered: u64,
+    /// The connection's delivered count when the newest acknowledged packet
+    /// was sent (BBR counts round trips with it).
+    pub prior_delivered: u64,
+    /// The connection's delivered count after this ACK.
+    pub total_delivered: u64,
+    /// RTT of the newest acknowledged packet.
+    pub rtt: Duration,
+    /// The sample was taken while the sender had too little to send to fill
+    /// the window: it may underestimate the path.
+    pub is_app_limited: bool,
+    /// Bytes newly acknowledged by this ACK.
+    pub newly_acked: u64,
+    /// Bytes declared lost while processing this ACK.
+    pub newly_lost: u64,
+    /// Bytes in flight after this ACK.
+    pub in_flight: u64,
 }
 
 /// Why the network signalled congestion.
@@ -105,8 +139,21 @@ pub trait Controller: Send + fmt::Debug {
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator);
     /// Returns whether the window was decreased.
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool;
+    /// After the per-packet `on_ack` calls and loss detection of one ACK frame.
+    fn on_rate_sample(&mut self, _now: Instant, _sample: &RateSample) {}
+    /// The peer's MB-ECN congestion level (seed 004's ECE field) changed.
+    fn on_ece(&mut self, _now: Instant, _ece: u16) {}
     /// A packet declared lost turned out to have arrived.
     fn on_spurious_loss(&mut self, _now: Instant) {}
+    /// Pacing rate in bytes per second, for controllers that set it; `None`
+    /// lets the connection pace at a gain over window / sRTT.
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+    /// Whether the controller is still in slow start (paced faster).
+    fn in_slow_start(&self) -> bool {
+        false
+    }
     /// Congestion window, bytes.
     fn window(&self) -> u64;
     /// Whether the session rescales this controller's window so all
@@ -132,7 +179,9 @@ pub fn new_controller(
 ) -> Result<Box<dyn Controller>, UnknownController> {
     match name {
         "aimd" => Ok(Box::new(Aimd::new(ctx))),
+        "bbr" => Ok(Box::new(Bbr::new(ctx))),
         "cubic" => Ok(Box::new(Cubic::new(ctx))),
+        "mbecn" => Ok(Box::new(MbEcn::new(ctx))),
         "ncp" => Ok(Box::new(Ncp::new(ctx))),
         other => Err(UnknownController(other.to_owned())),
     }
