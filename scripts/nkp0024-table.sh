@@ -7,7 +7,7 @@ cargo build --release -q
 braid=target/release/braid
 echo "| row | published prev (MB/s) | published current (MB/s) | ideal (MiB/s) | braid ncp (MiB/s) | braid aimd (MiB/s) | ncp / ideal | aimd / ideal |"
 echo "|---|---|---|---|---|---|---|---|"
-for f in scenarios/nkp0024/*.toml; do
+for f in scenarios/nkp0024/[1-7]-*.toml; do
   ncp=$($braid sim "$f" --cc ncp --json || true)
   aimd=$($braid sim "$f" --cc aimd --json || true)
   python3 - "$f" "$ncp" "$aimd" <<'PY'

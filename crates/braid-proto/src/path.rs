@@ -6,9 +6,15 @@
 //! when `packet_threshold` later packets were acknowledged, or when a later
 //! packet was acknowledged and the packet is older than the reordering time
 //! threshold. Reordering raises the packet threshold to the distance seen,
-//! and each loss that proves spurious widens the time threshold.
+//! and each loss that proves spurious widens the time threshold. A tail-loss
+//! probe (RFC 8985 §7) goes out two RTTs after the last send when ACKs stop,
+//! so a lost tail costs about two RTTs rather than an RTO.
+//!
+//! Each ACK also yields a delivery-rate sample
+//! (draft-cheng-iccrg-delivery-rate-estimation) for rate-based controllers.
 
-use crate::cc::{Acked, Cause, CongestionEvent, Controller};
+use crate::cc::{Acked, Cause, CongestionEvent, Controller, RateSample};
+use crate::pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use crate::range_set::RangeSet;
 use crate::rtt::{RtoConfig, RttEstimator};
 use crate::send_stream::SendStream;
@@ -24,6 +30,11 @@ const MAX_PACKET_THRESHOLD: u64 = 1024;
 const MAX_REO_MULT: u32 = 16;
 /// Lost packets are remembered this many RTOs to detect spurious losses.
 const LOST_MEMORY_RTOS: u32 = 4;
+/// Floor of the tail-loss probe timeout (RFC 8985 §7.2 uses 10 ms).
+const MIN_PTO: Duration = Duration::from_millis(10);
+/// Packets the first flight may send at once, before any RTT is known
+/// (RFC 9002 §7.2's initial window).
+const INITIAL_BURST_PACKETS: u64 = 10;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SentPacket {
@@ -33,6 +44,21 @@ pub(crate) struct SentPacket {
     /// Offset of the segment carried, if any.
     pub segment: Option<u64>,
     pub retransmission: bool,
+    // Delivery-rate state at send time.
+    delivered: u64,
+    delivered_time: Instant,
+    first_sent_time: Instant,
+    app_limited: bool,
+}
+
+/// What an acknowledged packet contributes to the ACK's rate sample.
+#[derive(Debug, Clone, Copy)]
+struct RateState {
+    prior_delivered: u64,
+    prior_time: Instant,
+    send_elapsed: Duration,
+    rtt: Duration,
+    app_limited: bool,
 }
 
 /// What an ACK frame did, for the session to act on.
@@ -68,6 +94,21 @@ pub(crate) struct Path {
     pub loss_deadline: Option<Instant>,
     packet_threshold: u64,
     reo_mult: u32,
+    // Delivery-rate estimation.
+    delivered: u64,
+    delivered_time: Instant,
+    first_sent_time: Instant,
+    /// `delivered` value until which samples are application-limited; 0 = not.
+    app_limited_until: u64,
+    pub pacer: Pacer,
+    /// When the pacer next lets a packet go, if it held one back.
+    pub pacing_wakeup: Option<Instant>,
+    /// Send time of the newest ack-eliciting packet.
+    last_eliciting: Instant,
+    /// When the tail-loss probe of the current flight fired, if it has.
+    tlp_fired: Option<Instant>,
+    /// One packet may exceed the window and the pacer: the tail-loss probe.
+    pub tlp_credit: bool,
     // Receiving side.
     pub received: RangeSet,
     largest_received_at: Instant,
@@ -89,7 +130,13 @@ pub(crate) struct Path {
 }
 
 impl Path {
-    pub fn new(id: u8, cc: Box<dyn Controller>, packet_threshold: u32, now: Instant) -> Self {
+    pub fn new(
+        id: u8,
+        cc: Box<dyn Controller>,
+        packet_threshold: u32,
+        mtu: u16,
+        now: Instant,
+    ) -> Self {
         Path {
             id,
             state: PathState::Active,
@@ -105,6 +152,15 @@ impl Path {
             loss_deadline: None,
             packet_threshold: u64::from(packet_threshold),
             reo_mult: 0,
+            delivered: 0,
+            delivered_time: now,
+            first_sent_time: now,
+            app_limited_until: 0,
+            pacer: Pacer::new(now, INITIAL_BURST_PACKETS * u64::from(mtu)),
+            pacing_wakeup: None,
+            last_eliciting: now,
+            tlp_fired: None,
+            tlp_credit: false,
             received: RangeSet::new(MAX_ACK_RANGES),
             largest_received_at: now,
             unacked_eliciting: 0,
@@ -139,17 +195,101 @@ impl Path {
     /// Whether the window admits a data packet of `charge` bytes.
     pub fn can_send_data(&self, charge: u64) -> bool {
         self.state == PathState::Active
-            && (self.in_flight == 0 || self.in_flight + charge <= self.cc.window())
+            && (self.in_flight == 0
+                || self.in_flight + charge <= self.cc.window()
+                || self.tlp_credit)
+    }
+
+    /// The controller's pacing rate, or a gain over window / sRTT; `None`
+    /// before the first RTT sample.
+    pub fn pacing_rate(&self) -> Option<f64> {
+        self.cc.pacing_rate().or_else(|| {
+            let srtt = self
+                .rtt
+                .has_sample()
+                .then(|| self.rtt.srtt_or(Duration::ZERO))?;
+            let gain = if self.cc.in_slow_start() {
+                SLOW_START_GAIN
+            } else {
+                AVOIDANCE_GAIN
+            };
+            Some(gain * self.cc.window() as f64 / srtt.as_secs_f64().max(1e-4))
+        })
+    }
+
+    /// When a data packet of `charge` bytes may leave under pacing (`None` = now).
+    pub fn pacing_delay(&mut self, now: Instant, charge: u64, mtu: u64) -> Option<Instant> {
+        if self.tlp_credit {
+            return None;
+        }
+        let rate = self.pacing_rate();
+        self.pacer.set_rate(now, rate, mtu);
+        self.pacer.delay(now, charge)
+    }
+
+    /// The sender had nothing to send while this path's window had room:
+    /// rate samples until what is in flight now is delivered understate the path.
+    pub fn on_app_limited(&mut self) {
+        if self.state == PathState::Active && self.in_flight < self.cc.window() {
+            self.app_limited_until = (self.delivered + self.in_flight).max(1);
+        }
     }
 
     /// Records an ack-eliciting packet.
-    pub fn on_sent(&mut self, now: Instant, pn: u64, packet: SentPacket) {
+    pub fn on_sent(
+        &mut self,
+        now: Instant,
+        pn: u64,
+        charge: u64,
+        segment: Option<u64>,
+        retransmission: bool,
+    ) {
         if self.sent.is_empty() {
             self.rto_anchor = now;
+            // Rate samples start afresh after an idle period (draft §3.2).
+            self.first_sent_time = now;
+            self.delivered_time = now;
         }
-        self.in_flight += packet.charge;
-        self.cc.on_sent(now, packet.charge);
+        let packet = SentPacket {
+            sent_at: now,
+            charge,
+            segment,
+            retransmission,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_sent_time: self.first_sent_time,
+            app_limited: self.app_limited_until != 0,
+        };
+        self.in_flight += charge;
+        self.last_eliciting = now;
+        if self.tlp_credit && charge > 0 {
+            self.tlp_credit = false;
+        }
+        self.pacer.on_sent(now, charge);
+        self.cc.on_sent(now, charge);
         self.sent.insert(pn, packet);
+    }
+
+    /// When the tail-loss probe fires: two RTTs after the newest send, plus
+    /// the peer's ACK delay (RFC 8985 §7.2), once per flight.
+    pub fn tlp_deadline(&self, max_ack_delay: Duration) -> Option<Instant> {
+        if self.state != PathState::Active || self.sent.is_empty() || self.tlp_fired.is_some() {
+            return None;
+        }
+        if !self.rtt.has_sample() {
+            return None;
+        }
+        let pto = (self.rtt.srtt_or(Duration::ZERO) * 2).max(MIN_PTO) + max_ack_delay;
+        Some(self.last_eliciting + pto)
+    }
+
+    /// The tail-loss probe fired: returns the segment to probe with when
+    /// there is nothing new to send (the newest one in flight here).
+    pub fn on_tlp(&mut self, now: Instant) -> Option<u64> {
+        self.tlp_fired = Some(now);
+        self.tlp_credit = true;
+        self.stats.tail_loss_probes += 1;
+        self.sent.values().rev().find_map(|p| p.segment)
     }
 
     /// When the retransmission (or, while probing, the probe) timer fires.
@@ -161,7 +301,14 @@ impl Path {
             let wait = self.rtt.rto(cfg, self.backoffs).min(max_probe);
             return Some(self.last_sent + wait);
         }
-        (!self.sent.is_empty()).then(|| self.rto_anchor + self.rtt.rto(cfg, self.backoffs))
+        if self.sent.is_empty() {
+            return None;
+        }
+        // RFC 8985 §7.3: the RTO is re-armed when the probe goes out.
+        let anchor = self
+            .tlp_fired
+            .map_or(self.rto_anchor, |t| t.max(self.rto_anchor));
+        Some(anchor + self.rtt.rto(cfg, self.backoffs))
     }
 
     /// The time threshold of RFC 8985 §6.2: RTT plus a reordering window
@@ -184,6 +331,7 @@ impl Path {
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
         let largest_before = self.largest_acked;
+        let lost_before = self.stats.lost_bytes;
         let mut newly: Vec<(u64, SentPacket)> = Vec::new();
         for &(lo, hi) in &ack.ranges {
             if hi >= self.next_pn {
@@ -206,6 +354,8 @@ impl Path {
         if newly.is_empty() {
             return out;
         }
+        self.tlp_fired = None;
+        self.tlp_credit = false;
         newly.sort_unstable_by_key(|&(pn, _)| pn);
         let (largest_pn, largest) = *newly.last().expect("non-empty");
         if largest_before.is_none_or(|l| largest_pn > l) {
@@ -225,10 +375,25 @@ impl Path {
                 }
             }
         }
+        let mut rate: Option<RateState> = None;
+        let mut acked_bytes = 0;
         for &(pn, p) in &newly {
             self.sent.remove(&pn);
             self.in_flight -= p.charge;
             out.newly_acked += 1;
+            acked_bytes += p.charge;
+            self.delivered += p.charge;
+            self.delivered_time = now;
+            if rate.is_none_or(|r| p.delivered >= r.prior_delivered) {
+                rate = Some(RateState {
+                    prior_delivered: p.delivered,
+                    prior_time: p.delivered_time,
+                    send_elapsed: p.sent_at - p.first_sent_time,
+                    rtt: now - p.sent_at,
+                    app_limited: p.app_limited,
+                });
+                self.first_sent_time = p.sent_at;
+            }
             let acked = Acked {
                 bytes: p.charge,
                 sent_at: p.sent_at,
@@ -259,7 +424,41 @@ impl Path {
             }
         }
         out.lost = self.detect_losses(now, send);
+        if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+        }
+        if let Some(r) = rate {
+            let sample = self.rate_sample(now, r, acked_bytes, self.stats.lost_bytes - lost_before);
+            self.cc.on_rate_sample(now, &sample);
+        }
         out
+    }
+
+    /// draft-cheng-iccrg-delivery-rate-estimation §3.3: delivered bytes over
+    /// the longer of the send and ACK intervals, so ACK compression cannot
+    /// inflate the estimate.
+    fn rate_sample(&self, now: Instant, r: RateState, acked: u64, lost: u64) -> RateSample {
+        let ack_elapsed = now - r.prior_time;
+        let interval = r.send_elapsed.max(ack_elapsed);
+        let delivered = self.delivered - r.prior_delivered;
+        // An interval shorter than the minimum RTT cannot be right (§3.3).
+        let valid = !interval.is_zero() && interval >= self.rtt.min().min(r.rtt);
+        RateSample {
+            delivery_rate: if valid {
+                delivered as f64 / interval.as_secs_f64()
+            } else {
+                0.0
+            },
+            interval,
+            delivered,
+            prior_delivered: r.prior_delivered,
+            total_delivered: self.delivered,
+            rtt: r.rtt,
+            is_app_limited: r.app_limited,
+            newly_acked: acked,
+            newly_lost: lost,
+            in_flight: self.in_flight,
+        }
     }
 
     /// Declares lost what the threshold rules say is; arms the loss timer for the rest.
@@ -303,6 +502,7 @@ impl Path {
         let p = self.sent.remove(&pn).expect("declared packet is in flight");
         self.in_flight -= p.charge;
         self.stats.lost_packets += 1;
+        self.stats.lost_bytes += p.charge;
         if let Some(offset) = p.segment {
             send.on_lost(offset);
         }
@@ -337,6 +537,8 @@ impl Path {
         let newest = self.sent.last_key_value().map(|(_, p)| p.sent_at);
         self.declare_all_lost(send);
         self.loss_deadline = None;
+        self.tlp_fired = None;
+        self.tlp_credit = false;
         self.backoffs += 1;
         self.rto_anchor = now;
         if let Some(sent_at) = newest {

@@ -235,6 +235,28 @@ impl SendStream {
     }
 
     /// The peer holds every byte below `cumulative` (and the FIN if `fin`).
+    /// Whether new (never sent) data could go out now.
+    pub fn has_new_data(&self) -> bool {
+        self.next_new_allowed().is_some()
+    }
+
+    /// Bytes waiting to be sent: lost segments and unsent data.
+    pub fn backlog(&self) -> u64 {
+        let lost = self.lost.len() as u64 * u64::from(self.mtu); // segments are ≤ MTU
+        lost + self
+            .written
+            .min(self.max_data)
+            .saturating_sub(self.next_new)
+    }
+
+    /// Queues an outstanding segment for a tail-loss probe while its first
+    /// copy is still in flight (RFC 8985 §7.3).
+    pub fn probe(&mut self, offset: u64) {
+        if self.segments.contains_key(&offset) {
+            self.lost.insert(offset);
+        }
+    }
+
     pub fn on_cumulative(&mut self, cumulative: u64, fin: bool) {
         let mut covered = Vec::new();
         for (&off, seg) in &self.segments {

@@ -28,13 +28,16 @@ pub struct PathStats {
     pub data_packets_sent: u64,
     /// Of those, segments sent again after a loss.
     pub retransmitted: u64,
-    /// Packets declared lost.
+    /// Packets declared lost, and their stream bytes.
     pub lost_packets: u64,
+    pub lost_bytes: u64,
     /// Lost packets later acknowledged after all.
     pub spurious_losses: u64,
     /// Retransmission-timer expiries, and the window decreases they caused.
     pub timeouts: u64,
     pub timeout_decreases: u64,
+    /// Tail-loss probes sent.
+    pub tail_loss_probes: u64,
     /// Threshold loss events' window decreases.
     pub loss_decreases: u64,
     /// ECN CE marks reported by the peer, and the decreases they caused.

@@ -76,6 +76,10 @@ impl Controller for Aimd {
         true
     }
 
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
     fn window(&self) -> u64 {
         (self.cwnd * self.mtu as f64) as u64
     }

@@ -1,31 +1,723 @@
-//! BBR — placeholder while the controller is written; not yet in `CONTROLLERS`.
+//! BBR v1: draft-cardwell-iccrg-bbr-congestion-control-00
+//! (<https://datatracker.ietf.org/doc/html/draft-cardwell-iccrg-bbr-congestion-control-00>)
+//! and Linux `net/ipv4/tcp_bbr.c` before BBRv2.
+//!
+//! The model (BtlBw: max delivery rate over 10 rounds; RTprop: min RTT over
+//! 10 s) is fed once per ACK frame by [`Controller::on_rate_sample`]; the
+//! state machine is STARTUP → DRAIN → PROBE_BW, with PROBE_RTT when RTprop
+//! goes 10 s without a new minimum. Deviations from v1:
+//!
+//! - Loss, ECN and send failures change nothing: no packet conservation and
+//!   no `cwnd − losses` in recovery, so random loss costs no throughput.
+//! - An RTO saves cwnd and drops it to the 4-packet floor (Linux sets 1 and
+//!   floors it to 4 on the next ACK). The saved cwnd comes back with the first
+//!   ACK of a packet sent after the RTO, or a spurious-loss report (Linux: when
+//!   recovery ends).
+//! - The PROBE_BW start phase is a hash of the delivered count, not a random
+//!   draw (the core has no RNG); like Linux it is never the 0.75 phase.
+//! - Omitted: long-term bandwidth sampling (`lt_bw` policer detection), ACK
+//!   aggregation (`extra_acked`), idle-restart handling, the 1 % pacing margin,
+//!   TSO rounding of cwnd.
+//! - PROBE_RTT marks later samples app-limited here, as Linux's rate sampler
+//!   does through `tp->app_limited`.
+//! - RTprop takes only a strictly smaller sample before it expires (Linux
+//!   since 2020; draft-00 uses ≤), so PROBE_RTT runs every 10 s on a flat path.
+//! - Before the first bandwidth sample `pacing_rate` is `None`: the
+//!   connection paces at its own gain over cwnd / sRTT.
 
-use super::{Acked, CcContext, CongestionEvent, Controller};
+use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
 use crate::rtt::RttEstimator;
 use crate::Instant;
+use std::time::Duration;
 
-#[derive(Debug)]
+/// 2/ln 2, the smallest gain that doubles the delivery rate each round
+/// (draft-00 "Startup", BBRHighGain; Linux `bbr_high_gain`). Used for both
+/// pacing and cwnd in STARTUP and for cwnd in DRAIN, as v1 does.
+const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
+/// Inverse of the STARTUP gain: drains its queue in one round (draft-00
+/// "Drain"; Linux `bbr_drain_gain`).
+const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
+/// cwnd gain in PROBE_BW, tolerating delayed and stretched ACKs (draft-00
+/// "ProbeBW"; Linux `bbr_cwnd_gain`).
+const CWND_GAIN: f64 = 2.0;
+/// PROBE_BW pacing gains, one phase per RTprop (draft-00 BBRGainCycle;
+/// Linux `bbr_pacing_gain`).
+const GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// The start phase is drawn among this many (Linux `bbr_cycle_rand`): all but
+/// the 0.75 phase.
+const CYCLE_RAND: u64 = 7;
+/// BtlBw max-filter window, rounds (draft-00 BtlBwFilterLen; Linux `bbr_bw_rtts`).
+const BW_FILTER_ROUNDS: u64 = 10;
+/// RTprop min-filter window (draft-00 RTpropFilterLen; Linux `bbr_min_rtt_win_sec`).
+const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// Least time at the minimum cwnd in PROBE_RTT (draft-00 ProbeRTTDuration;
+/// Linux `bbr_probe_rtt_mode_ms`).
+const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
+/// Growth that still counts as growth in STARTUP (draft-00 "Estimating When
+/// Startup has Filled the Pipe"; Linux `bbr_full_bw_thresh`).
+const FULL_BW_THRESH: f64 = 1.25;
+/// Rounds without that growth that end STARTUP (Linux `bbr_full_bw_cnt`).
+const FULL_BW_ROUNDS: u32 = 3;
+/// cwnd floor, packets (draft-00 BBRMinPipeCwnd; Linux `bbr_cwnd_min_target`).
+const MIN_CWND: u64 = 4;
+/// Initial cwnd, packets (draft-00 InitialCwnd; RFC 6928).
+const INITIAL_CWND: u64 = 10;
+/// Packets allowed above gain × BDP for send quanta and ACK jitter (draft-00
+/// BBRInflight: 3 × send_quantum; braid's quantum is one packet).
+const QUANTA: u64 = 3;
+
+/// BBR's state machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BbrMode {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+/// Max over the last [`BW_FILTER_ROUNDS`] rounds, one slot per round so its
+/// size is constant. As in Linux's minmax, slots age only when a sample is
+/// taken: a run of skipped (app-limited) samples keeps the estimate.
+#[derive(Debug, Clone)]
+struct MaxFilter {
+    slots: [(u64, f64); BW_FILTER_ROUNDS as usize],
+    latest: u64,
+}
+
+impl MaxFilter {
+    fn update(&mut self, round: u64, bw: f64) {
+        let slot = &mut self.slots[(round % BW_FILTER_ROUNDS) as usize];
+        if slot.0 == round {
+            slot.1 = slot.1.max(bw);
+        } else {
+            *slot = (round, bw);
+        }
+        self.latest = round;
+    }
+
+    fn get(&self) -> f64 {
+        self.slots
+            .iter()
+            .filter(|(round, _)| round + BW_FILTER_ROUNDS > self.latest)
+            .fold(0.0, |max, &(_, bw)| f64::max(max, bw))
+    }
+}
+
+#[derive(Debug, Clone)]
 pub struct Bbr {
-    window: u64,
+    mode: BbrMode,
+    cwnd: u64,
+    /// cwnd saved on entering PROBE_RTT or at an RTO.
+    prior_cwnd: u64,
+    pacing_rate: Option<f64>,
+    btl_bw: MaxFilter,
+    min_rtt: Option<Duration>,
+    min_rtt_stamp: Instant,
+    round_count: u64,
+    next_round_delivered: u64,
+    round_start: bool,
+    full_bw: f64,
+    full_bw_count: u32,
+    full_bw_reached: bool,
+    cycle_idx: usize,
+    cycle_stamp: Instant,
+    probe_rtt_done: Option<Instant>,
+    probe_rtt_round_done: bool,
+    /// Packets sent before `delivered` reaches this were sent in PROBE_RTT:
+    /// their samples underestimate the path.
+    app_limited_until: u64,
+    /// Set by an RTO until ACK progress restores `prior_cwnd`.
+    timeout_at: Option<Instant>,
+    /// inflight(1.0) when STARTUP ended, as Linux reports it.
+    ssthresh: Option<u64>,
+    mtu: u64,
+    max_cwnd: u64,
 }
 
 impl Bbr {
     pub fn new(ctx: CcContext) -> Self {
+        let mtu = ctx.mtu.max(1);
         Bbr {
-            window: 10 * ctx.mtu,
+            mode: BbrMode::Startup,
+            cwnd: INITIAL_CWND * mtu,
+            prior_cwnd: 0,
+            pacing_rate: None,
+            btl_bw: MaxFilter {
+                slots: [(0, 0.0); BW_FILTER_ROUNDS as usize],
+                latest: 0,
+            },
+            min_rtt: None,
+            min_rtt_stamp: Instant::ZERO,
+            round_count: 0,
+            next_round_delivered: 0,
+            round_start: false,
+            full_bw: 0.0,
+            full_bw_count: 0,
+            full_bw_reached: false,
+            cycle_idx: 0,
+            cycle_stamp: Instant::ZERO,
+            probe_rtt_done: None,
+            probe_rtt_round_done: false,
+            app_limited_until: 0,
+            timeout_at: None,
+            ssthresh: None,
+            mtu,
+            // Growing past the session window would only inflate the number.
+            max_cwnd: ctx.session_window_packets.max(INITIAL_CWND) * mtu,
         }
     }
+
+    pub fn mode(&self) -> BbrMode {
+        self.mode
+    }
+
+    /// Bottleneck bandwidth estimate, bytes/s; 0 before the first sample.
+    pub fn btl_bw(&self) -> f64 {
+        self.btl_bw.get()
+    }
+
+    /// Round-trip propagation time estimate.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt
+    }
+
+    pub fn pacing_gain(&self) -> f64 {
+        match self.mode {
+            BbrMode::Startup => HIGH_GAIN,
+            BbrMode::Drain => DRAIN_GAIN,
+            BbrMode::ProbeBw => GAIN_CYCLE[self.cycle_idx],
+            BbrMode::ProbeRtt => 1.0,
+        }
+    }
+
+    fn cwnd_gain(&self) -> f64 {
+        match self.mode {
+            BbrMode::Startup | BbrMode::Drain => HIGH_GAIN,
+            BbrMode::ProbeBw => CWND_GAIN,
+            BbrMode::ProbeRtt => 1.0,
+        }
+    }
+
+    /// gain × BDP + quanta, bytes (draft-00 BBRInflight).
+    fn inflight(&self, gain: f64) -> u64 {
+        match self.min_rtt {
+            None => INITIAL_CWND * self.mtu,
+            Some(rtt) => (gain * self.btl_bw.get() * rtt.as_secs_f64()) as u64 + QUANTA * self.mtu,
+        }
+    }
+
+    fn update_bw(&mut self, s: &RateSample, app_limited: bool) {
+        self.round_start = false;
+        if !(s.delivery_rate > 0.0 && s.delivery_rate.is_finite()) || s.interval.is_zero() {
+            return;
+        }
+        // A round ends when a packet sent after the previous round ended is acknowledged.
+        if s.prior_delivered >= self.next_round_delivered {
+            self.next_round_delivered = s.total_delivered;
+            self.round_count += 1;
+            self.round_start = true;
+        }
+        if !app_limited || s.delivery_rate >= self.btl_bw.get() {
+            self.btl_bw.update(self.round_count, s.delivery_rate);
+        }
+    }
+
+    fn update_cycle_phase(&mut self, now: Instant, s: &RateSample) {
+        if self.mode != BbrMode::ProbeBw {
+            return;
+        }
+        let full_length = now - self.cycle_stamp > self.min_rtt.unwrap_or_default();
+        let gain = self.pacing_gain();
+        let prior_in_flight = s.in_flight + s.newly_acked + s.newly_lost;
+        let next = if gain > 1.0 {
+            // Probe until the extra data is in flight or the queue overflows.
+            full_length && (s.newly_lost > 0 || prior_in_flight >= self.inflight(gain))
+        } else if gain < 1.0 {
+            // Drain until the queue the probe made is gone.
+            full_length || prior_in_flight <= self.inflight(1.0)
+        } else {
+            full_length
+        };
+        if next {
+            self.advance_cycle(now);
+        }
+    }
+
+    fn advance_cycle(&mut self, now: Instant) {
+        self.cycle_idx = (self.cycle_idx + 1) % GAIN_CYCLE.len();
+        self.cycle_stamp = now;
+    }
+
+    fn check_full_bw_reached(&mut self, app_limited: bool) {
+        if self.full_bw_reached || !self.round_start || app_limited {
+            return;
+        }
+        let bw = self.btl_bw.get();
+        if bw >= self.full_bw * FULL_BW_THRESH {
+            self.full_bw = bw;
+            self.full_bw_count = 0;
+            return;
+        }
+        self.full_bw_count += 1;
+        self.full_bw_reached = self.full_bw_count >= FULL_BW_ROUNDS;
+    }
+
+    fn check_drain(&mut self, now: Instant, s: &RateSample) {
+        if self.mode == BbrMode::Startup && self.full_bw_reached {
+            self.mode = BbrMode::Drain;
+            self.ssthresh = Some(self.inflight(1.0));
+        }
+        if self.mode == BbrMode::Drain && s.in_flight <= self.inflight(1.0) {
+            self.enter_probe_bw(now, s.total_delivered);
+        }
+    }
+
+    fn enter_probe_bw(&mut self, now: Instant, seed: u64) {
+        self.mode = BbrMode::ProbeBw;
+        // Flows that start together should not probe in lockstep; the
+        // delivered count differs between them and is reproducible.
+        let offset = (mix(seed) % CYCLE_RAND) as usize;
+        self.cycle_idx = GAIN_CYCLE.len() - 1 - offset;
+        self.advance_cycle(now);
+    }
+
+    fn update_min_rtt(&mut self, now: Instant, s: &RateSample) {
+        let expired = self.min_rtt.is_some() && now > self.min_rtt_stamp + MIN_RTT_WINDOW;
+        if !s.rtt.is_zero() && (expired || self.min_rtt.is_none_or(|m| s.rtt < m)) {
+            self.min_rtt = Some(s.rtt);
+            self.min_rtt_stamp = now;
+        }
+        if expired && self.mode != BbrMode::ProbeRtt {
+            self.save_cwnd();
+            self.mode = BbrMode::ProbeRtt;
+            self.probe_rtt_done = None;
+        }
+        if self.mode != BbrMode::ProbeRtt {
+            return;
+        }
+        self.app_limited_until = s.total_delivered + s.in_flight;
+        match self.probe_rtt_done {
+            None if s.in_flight <= MIN_CWND * self.mtu => {
+                // The queue is drained: hold for 200 ms and one full round.
+                self.probe_rtt_done = Some(now + PROBE_RTT_DURATION);
+                self.probe_rtt_round_done = false;
+                self.next_round_delivered = s.total_delivered;
+            }
+            Some(done) => {
+                self.probe_rtt_round_done |= self.round_start;
+                if self.probe_rtt_round_done && now > done {
+                    self.min_rtt_stamp = now;
+                    self.restore_cwnd();
+                    if self.full_bw_reached {
+                        self.enter_probe_bw(now, s.total_delivered);
+                    } else {
+                        self.mode = BbrMode::Startup;
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn save_cwnd(&mut self) {
+        // Keep the larger if already reduced, so a second cut does not lose it.
+        self.prior_cwnd = if self.timeout_at.is_none() && self.mode != BbrMode::ProbeRtt {
+            self.cwnd
+        } else {
+            self.prior_cwnd.max(self.cwnd)
+        };
+    }
+
+    fn restore_cwnd(&mut self) {
+        self.cwnd = self.cwnd.max(self.prior_cwnd);
+    }
+
+    fn set_pacing_rate(&mut self) {
+        let bw = self.btl_bw.get();
+        if bw <= 0.0 {
+            return;
+        }
+        let rate = self.pacing_gain() * bw;
+        // Until the pipe is full, a lower sample must not slow the startup.
+        if self.full_bw_reached || self.pacing_rate.is_none_or(|r| rate > r) {
+            self.pacing_rate = Some(rate);
+        }
+    }
+
+    fn set_cwnd(&mut self, s: &RateSample) {
+        let target = self.inflight(self.cwnd_gain());
+        if self.full_bw_reached {
+            self.cwnd = (self.cwnd + s.newly_acked).min(target);
+        } else if self.cwnd < target || s.total_delivered < INITIAL_CWND * self.mtu {
+            self.cwnd += s.newly_acked;
+        }
+        self.cwnd = self.cwnd.min(self.max_cwnd).max(MIN_CWND * self.mtu);
+        if self.mode == BbrMode::ProbeRtt {
+            self.cwnd = self.cwnd.min(MIN_CWND * self.mtu);
+        }
+    }
+}
+
+/// SplitMix64's finaliser: spreads nearby seeds over all start phases.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
 }
 
 impl Controller for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
     }
-    fn on_ack(&mut self, _now: Instant, _acked: &Acked, _rtt: &RttEstimator) {}
-    fn on_congestion(&mut self, _now: Instant, _event: &CongestionEvent) -> bool {
-        false
+
+    fn on_ack(&mut self, _now: Instant, acked: &Acked, _rtt: &RttEstimator) {
+        // A packet sent after the RTO got through: the path works again.
+        if self.timeout_at.is_some_and(|t| acked.sent_at >= t) {
+            self.timeout_at = None;
+            self.restore_cwnd();
+        }
     }
+
+    fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
+        if event.cause != Cause::Timeout {
+            return false;
+        }
+        self.save_cwnd();
+        self.timeout_at = Some(now);
+        // As Linux: STARTUP's plateau detection starts over after an RTO.
+        self.full_bw = 0.0;
+        let before = self.cwnd;
+        self.cwnd = MIN_CWND * self.mtu;
+        self.cwnd < before
+    }
+
+    fn on_rate_sample(&mut self, now: Instant, s: &RateSample) {
+        let app_limited = s.is_app_limited || s.prior_delivered < self.app_limited_until;
+        self.update_bw(s, app_limited);
+        self.update_cycle_phase(now, s);
+        self.check_full_bw_reached(app_limited);
+        self.check_drain(now, s);
+        self.update_min_rtt(now, s);
+        self.set_pacing_rate();
+        self.set_cwnd(s);
+    }
+
+    fn on_spurious_loss(&mut self, _now: Instant) {
+        if self.timeout_at.take().is_some() {
+            self.restore_cwnd();
+        }
+    }
+
+    fn pacing_rate(&self) -> Option<f64> {
+        self.pacing_rate
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.mode == BbrMode::Startup
+    }
+
     fn window(&self) -> u64 {
-        self.window
+        self.cwnd
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        ControllerMetrics {
+            window: self.cwnd,
+            ssthresh: self.ssthresh,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    const MTU: u64 = 1380;
+    /// 1000 packets per second.
+    const BW: f64 = 1_380_000.0;
+    const RTT: Duration = Duration::from_millis(100);
+    const ACKS_PER_RTT: u32 = 10;
+    /// 2 × BDP + 3 packets at BW and RTT.
+    const PROBE_BW_CWND: u64 = 2 * 138_000 + 3 * MTU;
+
+    /// A fluid path: one ACK frame every RTT/10 delivering at a set rate.
+    struct Net {
+        bbr: Bbr,
+        now: Instant,
+        delivered: u64,
+        /// Delivered counts of the last RTT's ACKs; the oldest is the count
+        /// when the newest acknowledged packet was sent.
+        history: VecDeque<u64>,
+        lost_per_ack: u64,
+    }
+
+    impl Net {
+        fn new() -> Self {
+            Net {
+                bbr: Bbr::new(CcContext {
+                    mtu: MTU,
+                    session_window_packets: 100_000,
+                    paths: 1,
+                }),
+                now: Instant::ZERO,
+                delivered: 0,
+                history: VecDeque::new(),
+                lost_per_ack: 0,
+            }
+        }
+
+        fn run(&mut self, rounds: u32, bw: f64, rtt: Duration, app_limited: bool) {
+            for _ in 0..rounds * ACKS_PER_RTT {
+                self.ack(bw, rtt, app_limited);
+            }
+        }
+
+        fn ack(&mut self, bw: f64, rtt: Duration, app_limited: bool) {
+            let step = rtt / ACKS_PER_RTT;
+            self.now += step;
+            let bytes = (bw * step.as_secs_f64()) as u64;
+            let prior_delivered = if self.history.len() == ACKS_PER_RTT as usize {
+                self.history.pop_front().expect("full")
+            } else {
+                0
+            };
+            // What pacing at the current gain keeps in the pipe, within the window.
+            let in_flight = (self.bbr.pacing_gain() * bw * rtt.as_secs_f64())
+                .min(self.bbr.window() as f64) as u64;
+            let acked = Acked {
+                bytes,
+                sent_at: self.now.saturating_sub(rtt),
+                retransmission: false,
+            };
+            self.bbr.on_ack(self.now, &acked, &RttEstimator::default());
+            self.delivered += bytes;
+            self.history.push_back(self.delivered);
+            let sample = RateSample {
+                delivery_rate: bw,
+                interval: rtt,
+                delivered: (bw * rtt.as_secs_f64()) as u64,
+                prior_delivered,
+                total_delivered: self.delivered,
+                rtt,
+                is_app_limited: app_limited,
+                newly_acked: bytes,
+                newly_lost: self.lost_per_ack,
+                in_flight,
+            };
+            self.bbr.on_rate_sample(self.now, &sample);
+        }
+    }
+
+    fn event(cause: Cause, now: Instant) -> CongestionEvent {
+        CongestionEvent {
+            cause,
+            sent_at: now,
+            packets: 1,
+        }
+    }
+
+    #[test]
+    fn startup_drain_probe_bw_with_flat_bandwidth() {
+        let mut net = Net::new();
+        assert!(net.bbr.in_slow_start());
+        assert_eq!(net.bbr.window(), 10 * MTU);
+        assert_eq!(net.bbr.pacing_rate(), None);
+        let mut changes = vec![(0, net.bbr.mode())];
+        for i in 1..=10 * ACKS_PER_RTT {
+            net.ack(BW, RTT, false);
+            if net.bbr.mode() != changes.last().expect("non-empty").1 {
+                changes.push((i, net.bbr.mode()));
+            }
+        }
+        // Round 1 sets full_bw; rounds 2-4 bring no 25 % growth; DRAIN ends
+        // once in flight falls to the BDP.
+        let drain_at = 3 * ACKS_PER_RTT + 1;
+        assert_eq!(
+            changes,
+            [
+                (0, BbrMode::Startup),
+                (drain_at, BbrMode::Drain),
+                (drain_at + 1, BbrMode::ProbeBw)
+            ]
+        );
+        assert!(!net.bbr.in_slow_start());
+        assert_eq!(net.bbr.btl_bw(), BW);
+        assert_eq!(net.bbr.min_rtt(), Some(RTT));
+        assert_eq!(net.bbr.metrics().ssthresh, Some(138_000 + 3 * MTU));
+    }
+
+    #[test]
+    fn gain_cycle_advances_once_per_min_rtt() {
+        let mut net = Net::new();
+        net.run(5, BW, RTT, false);
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+        let step = RTT / ACKS_PER_RTT;
+        let (mut idx, mut since) = (net.bbr.cycle_idx, net.bbr.cycle_stamp);
+        let mut seen = [false; 8];
+        for _ in 0..30 * ACKS_PER_RTT {
+            net.ack(BW, RTT, false);
+            if net.bbr.cycle_idx == idx {
+                continue;
+            }
+            assert_eq!(net.bbr.cycle_idx, (idx + 1) % 8, "one phase at a time");
+            let length = net.now - since;
+            if GAIN_CYCLE[idx] < 1.0 {
+                // Ends early once in flight is back to the BDP.
+                assert!(length <= RTT, "drain phase {length:?}");
+            } else {
+                assert!(
+                    length > RTT && length <= RTT + step,
+                    "phase {idx}: {length:?}"
+                );
+            }
+            seen[idx] = true;
+            (idx, since) = (net.bbr.cycle_idx, net.now);
+        }
+        assert_eq!(seen, [true; 8]);
+    }
+
+    #[test]
+    fn pacing_rate_is_gain_times_btl_bw() {
+        let mut net = Net::new();
+        net.ack(BW, RTT, false);
+        assert_eq!(net.bbr.pacing_rate(), Some(HIGH_GAIN * BW));
+        while net.bbr.mode() != BbrMode::Drain {
+            net.ack(BW, RTT, false);
+        }
+        assert_eq!(net.bbr.pacing_rate(), Some(DRAIN_GAIN * BW));
+        for _ in 0..20 * ACKS_PER_RTT {
+            net.ack(BW, RTT, false);
+            let gain = GAIN_CYCLE[net.bbr.cycle_idx];
+            assert_eq!(net.bbr.pacing_rate(), Some(gain * BW));
+        }
+    }
+
+    #[test]
+    fn cwnd_is_twice_bdp_plus_allowance_in_probe_bw() {
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+    }
+
+    #[test]
+    fn probe_rtt_after_ten_seconds_without_a_new_min_rtt() {
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        let stamp = net.bbr.min_rtt_stamp;
+        let queued = RTT + Duration::from_millis(10);
+        loop {
+            net.ack(BW, queued, false);
+            if net.now > stamp + MIN_RTT_WINDOW {
+                break;
+            }
+            assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+        }
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeRtt);
+        assert_eq!(
+            net.bbr.min_rtt(),
+            Some(queued),
+            "expired: the sample replaces it"
+        );
+        let entered = net.now;
+        while net.bbr.mode() == BbrMode::ProbeRtt {
+            assert_eq!(net.bbr.window(), 4 * MTU);
+            assert!(
+                net.now - entered < Duration::from_secs(1),
+                "stuck in PROBE_RTT"
+            );
+            net.ack(BW, queued, false);
+        }
+        let held = net.now - entered;
+        assert!(
+            held > PROBE_RTT_DURATION && held > queued,
+            "200 ms and a round: {held:?}"
+        );
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+        assert!(net.bbr.window() >= PROBE_BW_CWND, "cwnd restored");
+        assert_eq!(net.bbr.btl_bw(), BW, "PROBE_RTT samples do not count");
+        // Not again until RTprop is 10 s old.
+        for _ in 0..85 {
+            net.run(1, BW, queued, false);
+            assert_ne!(net.bbr.mode(), BbrMode::ProbeRtt);
+        }
+    }
+
+    #[test]
+    fn random_losses_do_not_change_cwnd() {
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        let now = net.now;
+        for cause in [Cause::Loss, Cause::Ecn, Cause::SendFailure] {
+            assert!(!net.bbr.on_congestion(now, &event(cause, now)));
+        }
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+        net.lost_per_ack = MTU;
+        net.run(30, BW, RTT, false);
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+        assert_eq!(net.bbr.btl_bw(), BW);
+    }
+
+    #[test]
+    fn app_limited_samples_never_lower_btl_bw() {
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        net.run(30, BW / 4.0, RTT, true);
+        assert_eq!(net.bbr.btl_bw(), BW);
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+        net.ack(2.0 * BW, RTT, true);
+        assert_eq!(net.bbr.btl_bw(), 2.0 * BW, "a higher one still raises it");
+    }
+
+    #[test]
+    fn btl_bw_forgets_after_ten_rounds() {
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        net.run(9, BW / 2.0, RTT, false);
+        assert_eq!(net.bbr.btl_bw(), BW);
+        net.run(1, BW / 2.0, RTT, false);
+        assert_eq!(net.bbr.btl_bw(), BW / 2.0);
+    }
+
+    #[test]
+    fn timeout_collapses_cwnd_until_ack_progress() {
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        let rto = net.now;
+        assert!(net.bbr.on_congestion(rto, &event(Cause::Timeout, rto)));
+        assert_eq!(net.bbr.window(), 4 * MTU);
+        assert!(!net.bbr.on_congestion(rto, &event(Cause::Timeout, rto)));
+        let ack = |sent_at| Acked {
+            bytes: MTU,
+            sent_at,
+            retransmission: true,
+        };
+        let rtt = RttEstimator::default();
+        let later = rto + Duration::from_millis(5);
+        net.bbr.on_ack(later, &ack(rto.saturating_sub(RTT)), &rtt);
+        assert_eq!(net.bbr.window(), 4 * MTU, "sent before the RTO");
+        net.bbr.on_ack(later, &ack(rto), &rtt);
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+
+        assert!(net.bbr.on_congestion(later, &event(Cause::Timeout, later)));
+        net.bbr.on_spurious_loss(later);
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+    }
+
+    #[test]
+    fn probe_bw_start_phase_is_deterministic_and_never_the_drain_phase() {
+        let mut seen = [0u32; 8];
+        for seed in 0..7000 {
+            let mut net = Net::new();
+            net.bbr.enter_probe_bw(Instant::ZERO, seed * MTU);
+            let first = net.bbr.cycle_idx;
+            net.bbr.enter_probe_bw(Instant::ZERO, seed * MTU);
+            assert_eq!(net.bbr.cycle_idx, first, "same seed, same phase");
+            seen[first] += 1;
+        }
+        assert_eq!(seen[1], 0);
+        assert!(seen.iter().enumerate().all(|(i, &n)| i == 1 || n > 800));
     }
 }

@@ -163,6 +163,10 @@ impl Controller for Cubic {
         }
     }
 
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
     fn window(&self) -> u64 {
         (self.cwnd * self.mtu as f64) as u64
     }

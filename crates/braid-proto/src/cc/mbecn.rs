@@ -1,19 +1,292 @@
-//! MB-ECN — placeholder while the controller is written; not yet in `CONTROLLERS`.
+//! MB-ECN, the multi-bit forward-ECN congestion avoidance of the Ouroboros
+//! prototype 0.18 (seed 004: D. Staessens, "Congestion avoidance in
+//! Ouroboros", 2020-12-12). Constants the post leaves open were checked
+//! against the prototype's `src/ipcpd/unicast/ca/mb-ecn.c` (2021).
+//!
+//! Forwarders OR their queue depth / 16 into an 8-bit field of each packet
+//! (braid-sim and the packet header do that, not this file). The receiver,
+//! [`EceReceiver`], keeps a floating sum of that field over about 32 packets,
+//! the ECE, and decides when the sender must hear it. The sender, [`MbEcn`],
+//! is rate-based: it allows a byte budget per time slot and adjusts it once
+//! per slot, doubling it in slow start, cutting it by ECE / 8192 while
+//! congested and otherwise adding 64 KiB per 2^24 ns. Because slots are
+//! counted in time rather than in RTTs, every flow ramps up at the same speed
+//! whatever its RTT.
+//!
+//! Where braid differs from the prototype:
+//! - Ouroboros blocks each send until the slot has budget left, so it sends a
+//!   burst at the start of every slot. braid paces at budget / slot width
+//!   instead ([`Controller::pacing_rate`]), which gives the same rate on
+//!   average without the burst. The connection must read the rate again
+//!   before each send, because a slot can roll in `on_sent`, `on_ack` or
+//!   `on_ece`. Slots count the packets and bytes the connection reports to
+//!   `on_sent` (its data packets), while the prototype counts everything on
+//!   the flow.
+//!   The window only caps what is in flight and is set so that it never binds
+//!   (see [`MbEcn`]'s `window`).
+//! - Receiver: a packet with field 0 halves the ECE, as the post says (the
+//!   prototype divides it by four). Every rise is reported at once, as the
+//!   post says (the prototype reports only the start of congestion, every
+//!   8th packet and the end). The every-M-packets cadence counts packets since
+//!   the last update, including unmarked ones.
+//! - Sender: the budget grows, by doubling or by the additive step, only
+//!   after a slot that used it. The prototype grows it when the slot went over
+//!   the budget; a paced sender lands within one packet of it instead. An idle
+//!   sender's budget therefore stays where it is.
+//! - Slots start where the previous slot's grid reaches `now`, not at
+//!   multiples of their own width, so a slot that has just been widened is
+//!   never partial. The packet that opens a slot counts in that slot. Slots
+//!   in which nothing was sent change nothing. Slot widths are bounded (see
+//!   [`MIN_SLOT_SHIFT`], [`MAX_SLOT_SHIFT`]) and the budget never drops below
+//!   one packet per slot.
+//! - MB-ECN has no loss response: see `on_congestion`.
 
-use super::{Acked, CcContext, CongestionEvent, Controller};
+use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
 use crate::Instant;
+use std::time::Duration;
 
-#[derive(Debug)]
+/// N: the receiver's floating sum spans 2^N = 32 packets (seed 004: N = 5;
+/// prototype `CA_SHFT`).
+const ECE_SHIFT: u32 = 5;
+/// Largest ECE: 2^(8+N) − 1, i.e. 32 packets carrying the largest 8-bit mark
+/// (seed 004). Values from the peer are clamped to it.
+pub const ECE_MAX: u16 = (1 << (8 + ECE_SHIFT)) - 1;
+/// M: while congestion holds steady or eases, the receiver updates every M
+/// packets (seed 004: M = 8; prototype `CA_UPD`).
+const UPDATE_PACKETS: u32 = 8;
+/// The sender forgets its ECE after more than 2^N packets sent without an
+/// update, in case the "end of congestion" update was lost (seed 004 says
+/// "exceeds N"; the prototype compares with `CA_WND` = 2^N).
+const ECE_RESET_PACKETS: u64 = 1 << ECE_SHIFT;
+/// W: the first slot is 2^W ns ≈ 16.8 ms (seed 004: W = 24; prototype
+/// `CA_SLOT`).
+const INITIAL_SLOT_SHIFT: u32 = 24;
+/// Budget of the first slot, bytes: 64 KiB per 2^24 ns ≈ 3.9 MB/s (prototype
+/// `CA_IWL`; seed 004 gives no figure).
+const INITIAL_BUDGET: u64 = 1 << 16;
+/// Additive increase, bytes per 2^24 ns slot, scaled with the slot width
+/// (seed 004: "64KiB per 16.8ms"; prototype `CA_INC`).
+const ADDITIVE_INCREASE: u64 = 1 << 16;
+/// PKT_MIN: after a slot with fewer packets the next slot is wider (seed 004:
+/// 8; prototype `CA_MINPS`).
+const MIN_SLOT_PACKETS: u64 = 8;
+/// PKT_MAX: after a slot with more packets the next slot is narrower (seed
+/// 004: 64; prototype `CA_MAXPS`).
+const MAX_SLOT_PACKETS: u64 = 64;
+/// The decrease is budget · ECE / 2^(N+8), so ECE_MAX almost empties the
+/// budget (prototype: shift by `CA_SHFT + 8`).
+const DECREASE_SHIFT: u32 = ECE_SHIFT + 8;
+/// Narrowest slot, 2^20 ns ≈ 1 ms. braid's choice (the prototype sets no
+/// bound): drivers wake about once a millisecond and the pacer allows 2 ms
+/// bursts, so a narrower slot would count bursts, not rates. Faster senders
+/// simply put more than 64 packets in a slot.
+pub const MIN_SLOT_SHIFT: u32 = 20;
+/// Widest slot, 2^30 ns ≈ 1.07 s. braid's choice: the prototype never waits
+/// more than 1 s for a slot, so it does not throttle below about one packet
+/// per second.
+pub const MAX_SLOT_SHIFT: u32 = 30;
+/// Smallest window, packets (braid's choice: MB-ECN has no window, so this
+/// one must never be what limits the sender).
+const MIN_WINDOW_PACKETS: u64 = 16;
+/// Window = this gain × rate × RTT. In flight is about rate × RTT, and the
+/// RTT already includes queueing, so twice that never binds.
+const WINDOW_GAIN: f64 = 2.0;
+/// RTT assumed before the first sample (RFC 6298 §2.1: initial RTO 1 s).
+const RTT_BEFORE_SAMPLE: Duration = Duration::from_secs(1);
+
+/// Receiver side of MB-ECN: folds each packet's 8-bit field into the ECE and
+/// says when to send it (in a FLOW_UPDATE / ECE frame).
+#[derive(Debug, Clone, Default)]
+pub struct EceReceiver {
+    /// Floating sum of the field over about 2^N packets, 0..=[`ECE_MAX`].
+    ece: u16,
+    /// Packets since the last update, while congested.
+    since_update: u32,
+}
+
+impl EceReceiver {
+    /// A packet arrived with MB-ECN field `mbecn`. Returns the ECE to send to
+    /// the sender now, if an update is due: at the start of congestion (0 to
+    /// > 0), on every rise, every M packets otherwise, and 0 at the end.
+    pub fn on_packet(&mut self, mbecn: u8) -> Option<u16> {
+        let mark = u16::from(mbecn);
+        let old = self.ece;
+        if old == 0 {
+            if mark == 0 {
+                return None;
+            }
+            // Start of congestion.
+            self.ece = mark;
+            return self.update();
+        }
+        self.ece = if mark == 0 {
+            old >> 1
+        } else {
+            // The floating sum: drop 1/2^N of it, add the new mark. It stays
+            // ≤ 2^N · 255 + 2^N − 1 = ECE_MAX; the min only guards that.
+            (old - (old >> ECE_SHIFT) + mark).min(ECE_MAX)
+        };
+        if self.ece == 0 || self.ece > old {
+            return self.update();
+        }
+        self.since_update += 1;
+        if self.since_update >= UPDATE_PACKETS {
+            self.update()
+        } else {
+            None
+        }
+    }
+
+    fn update(&mut self) -> Option<u16> {
+        self.since_update = 0;
+        Some(self.ece)
+    }
+
+    /// The current ECE.
+    pub fn ece(&self) -> u16 {
+        self.ece
+    }
+}
+
+/// Sender side of MB-ECN: a byte budget per time slot of 2^k ns.
+///
+/// `window()` is max(2 × rate × max(sRTT, latest RTT), 16 packets), using a
+/// 1 s RTT before the first sample. It only bounds what is in flight and is
+/// never meant to limit the rate, which the pacer enforces.
+#[derive(Debug, Clone)]
 pub struct MbEcn {
-    window: u64,
+    mtu: u64,
+    /// The receiver's last ECE, 0 when not congested.
+    ece: u16,
+    /// Packets sent since the last ECE update.
+    packets_since_ece: u64,
+    /// Until the first ECE update.
+    slow_start: bool,
+    /// The slot is 2^slot_shift ns wide.
+    slot_shift: u32,
+    /// Start of the current slot; `None` before the first event.
+    slot_start: Option<Instant>,
+    slot_packets: u64,
+    slot_bytes: u64,
+    /// Bytes allowed per slot.
+    budget: u64,
+    /// Largest of sRTT and the latest sample, once there is one.
+    rtt: Option<Duration>,
 }
 
 impl MbEcn {
     pub fn new(ctx: CcContext) -> Self {
         MbEcn {
-            window: 10 * ctx.mtu,
+            mtu: ctx.mtu.max(1),
+            ece: 0,
+            packets_since_ece: 0,
+            slow_start: true,
+            slot_shift: INITIAL_SLOT_SHIFT,
+            slot_start: None,
+            slot_packets: 0,
+            slot_bytes: 0,
+            budget: INITIAL_BUDGET,
+            rtt: None,
         }
+    }
+
+    /// Bytes allowed per slot.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// Width of a slot.
+    pub fn slot_width(&self) -> Duration {
+        Duration::from_nanos(1 << self.slot_shift)
+    }
+
+    /// The congestion level the sender acts on.
+    pub fn ece(&self) -> u16 {
+        self.ece
+    }
+
+    /// Budget / slot width, bytes per second.
+    fn rate(&self) -> f64 {
+        self.budget as f64 * 1e9 / (1u64 << self.slot_shift) as f64
+    }
+
+    /// 64 KiB per 2^24 ns, scaled to the current slot width.
+    fn additive_increase(&self) -> u64 {
+        if self.slot_shift >= INITIAL_SLOT_SHIFT {
+            ADDITIVE_INCREASE << (self.slot_shift - INITIAL_SLOT_SHIFT)
+        } else {
+            ADDITIVE_INCREASE >> (INITIAL_SLOT_SHIFT - self.slot_shift)
+        }
+    }
+
+    /// Ends the current slot if `now` is past it.
+    fn roll(&mut self, now: Instant) {
+        let now = now.as_nanos();
+        let width = 1u64 << self.slot_shift;
+        let Some(start) = self.slot_start else {
+            self.slot_start = Some(Instant::from_nanos(now & !(width - 1)));
+            return;
+        };
+        let elapsed = now.saturating_sub(start.as_nanos());
+        if elapsed < width {
+            return;
+        }
+        // Slots in which nothing happened are skipped, as in the prototype. The
+        // new slot starts where the old width's grid reaches `now`.
+        let next = start.as_nanos() + elapsed / width * width;
+        self.end_slot();
+        self.slot_start = Some(Instant::from_nanos(next));
+        self.slot_packets = 0;
+        self.slot_bytes = 0;
+    }
+
+    /// The once-per-slot budget update, then the slot resize.
+    fn end_slot(&mut self) {
+        if self.slot_packets == 0 {
+            // Idle: no evidence about the rate or the slot width.
+            return;
+        }
+        // A paced sender that the budget limited lands within a packet of it.
+        let used = self.slot_bytes + self.mtu >= self.budget;
+        if self.slow_start {
+            if used {
+                self.budget = self.budget.saturating_mul(2);
+            }
+        } else if self.ece > 0 {
+            let cut = (u128::from(self.budget) * u128::from(self.ece)) >> DECREASE_SHIFT;
+            self.budget -= cut as u64;
+        } else if used {
+            self.budget = self.budget.saturating_add(self.additive_increase());
+        }
+        // A slot always lets one packet through: a blocking send waits only
+        // after the budget has been passed.
+        self.budget = self.budget.max(self.mtu);
+
+        // Resize by powers of two until the last slot's count would fall in
+        // [PKT_MIN, PKT_MAX]. The budget scales too, so the rate is unchanged.
+        let packets = self.slot_packets;
+        if packets < MIN_SLOT_PACKETS {
+            let wanted = (MIN_SLOT_PACKETS.div_ceil(packets)).next_power_of_two();
+            let f = wanted
+                .trailing_zeros()
+                .min(MAX_SLOT_SHIFT - self.slot_shift);
+            self.slot_shift += f;
+            self.budget = self.budget.saturating_mul(1 << f);
+        } else if packets > MAX_SLOT_PACKETS {
+            let mut f = 0;
+            while packets >> f > MAX_SLOT_PACKETS {
+                f += 1;
+            }
+            let f = f.min(self.slot_shift.saturating_sub(MIN_SLOT_SHIFT));
+            self.slot_shift -= f;
+            self.budget = (self.budget >> f).max(self.mtu);
+        }
+    }
+
+    fn halve(&mut self) {
+        self.slow_start = false;
+        self.budget = (self.budget / 2).max(self.mtu);
     }
 }
 
@@ -21,23 +294,294 @@ impl Controller for MbEcn {
     fn name(&self) -> &'static str {
         "mbecn"
     }
-    fn on_ack(&mut self, _now: Instant, _acked: &Acked, _rtt: &RttEstimator) {}
-    fn on_congestion(&mut self, _now: Instant, _event: &CongestionEvent) -> bool {
-        false
+
+    fn on_sent(&mut self, now: Instant, bytes: u64) {
+        self.roll(now);
+        self.slot_packets += 1;
+        self.slot_bytes = self.slot_bytes.saturating_add(bytes);
+        self.packets_since_ece += 1;
+        if self.packets_since_ece > ECE_RESET_PACKETS {
+            self.ece = 0;
+        }
     }
+
+    fn on_ack(&mut self, now: Instant, _acked: &Acked, rtt: &RttEstimator) {
+        self.roll(now);
+        if rtt.has_sample() {
+            self.rtt = Some(rtt.srtt_or(Duration::ZERO).max(rtt.latest()));
+        }
+    }
+
+    fn on_ece(&mut self, now: Instant, ece: u16) {
+        // A slot that is already over is settled with the level it had.
+        self.roll(now);
+        self.ece = ece.min(ECE_MAX);
+        self.packets_since_ece = 0;
+        self.slow_start = false;
+    }
+
+    /// MB-ECN reacts to queue marks only, so random loss on a lossy link does
+    /// not cut the rate. The sender does respond in three cases:
+    /// - Timeout or send failure: nothing is getting through, or the local
+    ///   interface refuses, so the budget is too high. It is halved and slow
+    ///   start ends. This stands in for the liveness check that the seed says
+    ///   MB-ECN lacks.
+    /// - Loss during slow start: the doubling overshot a path that is not
+    ///   marking. The budget is halved and slow start ends. The additive step
+    ///   is steep enough that an early exit costs little.
+    /// - Loss afterwards and classic CE marks (`Cause::Ecn`) are ignored. On
+    ///   an MB-ECN path the ECE already reports the same queues. On a path
+    ///   that only does classic ECN, choose aimd or cubic instead.
+    fn on_congestion(&mut self, _now: Instant, event: &CongestionEvent) -> bool {
+        match event.cause {
+            Cause::Timeout | Cause::SendFailure => {
+                self.halve();
+                true
+            }
+            Cause::Loss if self.slow_start => {
+                self.halve();
+                true
+            }
+            Cause::Loss | Cause::Ecn => false,
+        }
+    }
+
+    fn pacing_rate(&self) -> Option<f64> {
+        Some(self.rate())
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.slow_start
+    }
+
     fn window(&self) -> u64 {
-        self.window
+        let rtt = self.rtt.unwrap_or(RTT_BEFORE_SAMPLE).as_secs_f64();
+        let bytes = (WINDOW_GAIN * self.rate() * rtt) as u64;
+        bytes.max(MIN_WINDOW_PACKETS * self.mtu)
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        // No slow-start threshold: slow start ends at the first ECE update.
+        ControllerMetrics {
+            window: self.window(),
+            ssthresh: None,
+        }
     }
 }
 
-/// Receiver side of MB-ECN — placeholder.
-#[derive(Debug, Default)]
-pub struct EceReceiver {}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl EceReceiver {
-    /// A packet arrived with MB-ECN field `mbecn`; returns the ECE value to
-    /// send to the sender now, if an update is due.
-    pub fn on_packet(&mut self, _mbecn: u8) -> Option<u16> {
-        None
+    const MTU: u64 = 2000;
+    /// The initial slot width, ns.
+    const W: u64 = 1 << 24;
+
+    fn ns(t: u64) -> Instant {
+        Instant::from_nanos(t)
+    }
+
+    fn sender() -> MbEcn {
+        MbEcn::new(CcContext {
+            mtu: MTU,
+            session_window_packets: 1000,
+            paths: 1,
+        })
+    }
+
+    fn send(c: &mut MbEcn, t: u64, packets: u64, bytes: u64) {
+        for _ in 0..packets {
+            c.on_sent(ns(t), bytes);
+        }
+    }
+
+    /// Lets time pass without sending: an ACK arrives at `t`.
+    fn tick(c: &mut MbEcn, t: u64, rtt: &RttEstimator) {
+        let acked = Acked {
+            bytes: MTU,
+            sent_at: ns(0),
+            retransmission: false,
+        };
+        c.on_ack(ns(t), &acked, rtt);
+    }
+
+    fn event(cause: Cause) -> CongestionEvent {
+        CongestionEvent {
+            cause,
+            sent_at: ns(0),
+            packets: 1,
+        }
+    }
+
+    #[test]
+    fn receiver_sums_marks_over_32_packets_and_halves_on_a_zero_mark() {
+        let mut r = EceReceiver::default();
+        for k in 1..=32 {
+            r.on_packet(1);
+            assert_eq!(r.ece(), k, "a floating sum builds up one mark per packet");
+        }
+        for _ in 0..100 {
+            r.on_packet(1);
+        }
+        assert_eq!(r.ece(), 32, "settles at 32 packets' worth of marks");
+        r.on_packet(0);
+        assert_eq!(r.ece(), 16, "an unmarked packet halves it");
+        for _ in 0..1000 {
+            r.on_packet(u8::MAX);
+            assert!(r.ece() <= ECE_MAX);
+        }
+        assert_eq!(r.ece(), 32 * 255, "full marks sum to 2^13 - 32 < 2^13 - 1");
+    }
+
+    #[test]
+    fn receiver_updates_on_start_rise_every_8_and_end() {
+        let mut r = EceReceiver::default();
+        assert_eq!(r.on_packet(0), None, "no congestion, nothing to say");
+        assert_eq!(r.on_packet(1), Some(1), "start of congestion");
+        for k in 2..=32 {
+            assert_eq!(r.on_packet(1), Some(k), "every rise at once");
+        }
+        for _ in 0..7 {
+            assert_eq!(r.on_packet(1), None, "steady: quiet for 7 packets");
+        }
+        assert_eq!(r.on_packet(1), Some(32), "then the 8th packet updates");
+        assert_eq!(r.on_packet(0), None, "16: easing waits for the 8th");
+        assert_eq!(r.on_packet(1), Some(17), "a rise is reported at once");
+        for expect in [8, 4, 2, 1] {
+            assert_eq!(r.on_packet(0), None);
+            assert_eq!(r.ece(), expect);
+        }
+        assert_eq!(r.on_packet(0), Some(0), "the end of congestion at once");
+        assert_eq!(r.on_packet(0), None);
+    }
+
+    #[test]
+    fn slow_start_doubles_a_used_budget_per_slot() {
+        let mut c = sender();
+        assert!(c.in_slow_start());
+        assert_eq!(c.pacing_rate(), Some(3_906_250.0), "64 KiB per 2^24 ns");
+        send(&mut c, 0, 33, MTU); // 66 000 bytes: the budget was used
+        send(&mut c, W, 10, MTU);
+        assert_eq!(c.budget(), 2 * INITIAL_BUDGET);
+        assert_eq!(c.slot_width(), Duration::from_nanos(W));
+        send(&mut c, 2 * W, 10, MTU);
+        assert_eq!(c.budget(), 2 * INITIAL_BUDGET, "an unused budget stays");
+    }
+
+    #[test]
+    fn additive_increase_is_64_kib_per_2_24_ns_scaled_to_the_slot() {
+        let mut c = sender();
+        c.on_ece(ns(0), 0);
+        assert!(!c.in_slow_start(), "the first update ends slow start");
+        send(&mut c, 0, 33, MTU);
+        // 66 packets in the next slot: used, and too many for one slot.
+        send(&mut c, W, 66, MTU);
+        assert_eq!(c.budget(), INITIAL_BUDGET + ADDITIVE_INCREASE);
+        send(&mut c, 2 * W, 50, MTU);
+        // (128 KiB + 64 KiB) / 2 for a slot half as wide.
+        assert_eq!(c.slot_width(), Duration::from_nanos(W / 2));
+        assert_eq!(c.budget(), 98_304);
+        send(&mut c, 2 * W + W / 2, 10, MTU);
+        assert_eq!(c.budget(), 98_304 + 32_768, "half the step in half a slot");
+    }
+
+    #[test]
+    fn multiplicative_decrease_by_ece() {
+        let mut c = sender();
+        c.on_ece(ns(0), 4096);
+        send(&mut c, 0, 10, MTU);
+        send(&mut c, W, 10, MTU);
+        assert_eq!(c.budget(), 32_768, "ECE 4096 of 8192 halves");
+        c.on_ece(ns(W), 1024);
+        send(&mut c, 2 * W, 10, MTU);
+        assert_eq!(c.budget(), 32_768 - 4_096, "ECE 1024 takes an eighth");
+        for slot in 3..20 {
+            c.on_ece(ns(slot * W), u16::MAX);
+            send(&mut c, slot * W, 10, MTU);
+        }
+        assert_eq!(c.ece(), ECE_MAX, "clamped");
+        assert_eq!(c.budget(), MTU, "never below one packet per slot");
+    }
+
+    #[test]
+    fn slot_doubles_below_8_packets_and_halves_above_64_at_the_same_rate() {
+        let rtt = RttEstimator::default();
+        let mut c = sender();
+        c.on_ece(ns(0), 0);
+        let rate = c.pacing_rate();
+        send(&mut c, 0, 3, 100);
+        tick(&mut c, W, &rtt);
+        // 3 packets: 4× wider reaches 8.
+        assert_eq!(c.slot_width(), Duration::from_nanos(4 * W));
+        assert_eq!(c.budget(), 4 * INITIAL_BUDGET);
+        assert_eq!(c.pacing_rate(), rate);
+        // The wide slot starts at W; 100 packets in it are too many.
+        send(&mut c, W + 1, 100, 100);
+        tick(&mut c, 5 * W - 1, &rtt);
+        assert_eq!(c.slot_width(), Duration::from_nanos(4 * W), "not over yet");
+        tick(&mut c, 5 * W, &rtt);
+        assert_eq!(c.slot_width(), Duration::from_nanos(2 * W));
+        assert_eq!(c.budget(), 2 * INITIAL_BUDGET);
+        assert_eq!(c.pacing_rate(), rate);
+    }
+
+    #[test]
+    fn idle_slots_change_nothing() {
+        let rtt = RttEstimator::default();
+        let mut c = sender();
+        tick(&mut c, 0, &rtt);
+        tick(&mut c, 10 * W, &rtt);
+        tick(&mut c, 20 * W, &rtt);
+        assert_eq!(c.budget(), INITIAL_BUDGET);
+        assert_eq!(c.slot_width(), Duration::from_nanos(W));
+    }
+
+    #[test]
+    fn sender_forgets_ece_after_32_packets_without_an_update() {
+        let mut c = sender();
+        c.on_ece(ns(0), 100);
+        send(&mut c, 0, 32, MTU);
+        assert_eq!(c.ece(), 100);
+        send(&mut c, 0, 1, MTU);
+        assert_eq!(
+            c.ece(),
+            0,
+            "the end-of-congestion update may have been lost"
+        );
+        send(&mut c, W, 10, MTU);
+        assert_eq!(
+            c.budget(),
+            INITIAL_BUDGET + ADDITIVE_INCREASE,
+            "increase, not decrease"
+        );
+    }
+
+    #[test]
+    fn timeouts_halve_and_loss_only_ends_slow_start() {
+        let mut c = sender();
+        assert!(c.on_congestion(ns(0), &event(Cause::Loss)));
+        assert!(!c.in_slow_start());
+        assert_eq!(c.budget(), INITIAL_BUDGET / 2);
+        assert!(!c.on_congestion(ns(0), &event(Cause::Loss)), "random loss");
+        assert!(!c.on_congestion(ns(0), &event(Cause::Ecn)));
+        assert!(c.on_congestion(ns(0), &event(Cause::Timeout)));
+        assert!(c.on_congestion(ns(0), &event(Cause::SendFailure)));
+        assert_eq!(c.budget(), INITIAL_BUDGET / 8);
+    }
+
+    #[test]
+    fn window_is_twice_rate_times_rtt_with_a_floor() {
+        let mut c = sender();
+        // 3 906 250 B/s, 1 s before any sample.
+        assert_eq!(c.window(), 7_812_500);
+        let mut rtt = RttEstimator::default();
+        rtt.update(Duration::from_millis(100), Duration::ZERO);
+        tick(&mut c, 0, &rtt);
+        assert!(c.window().abs_diff(781_250) <= 1, "{}", c.window());
+        let mut fast = RttEstimator::default();
+        fast.update(Duration::from_millis(1), Duration::ZERO);
+        tick(&mut c, 0, &fast);
+        assert_eq!(c.window(), MIN_WINDOW_PACKETS * MTU);
+        assert_eq!(c.metrics().ssthresh, None);
     }
 }

@@ -10,7 +10,7 @@ mod mbecn;
 mod ncp;
 
 pub use aimd::Aimd;
-pub use bbr::Bbr;
+pub use bbr::{Bbr, BbrMode};
 pub use cubic::Cubic;
 pub use mbecn::{EceReceiver, MbEcn};
 pub use ncp::Ncp;
@@ -22,7 +22,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 /// Controllers this build knows, by name.
-pub const CONTROLLERS: &[&str] = &["aimd", "cubic", "ncp"];
+pub const CONTROLLERS: &[&str] = &["aimd", "bbr", "cubic", "mbecn", "ncp"];
 
 /// The controller used when none is named.
 pub const DEFAULT_CONTROLLER: &str = "aimd";

@@ -192,7 +192,7 @@ impl Session {
     fn insert_path(&mut self, id: u8, now: Instant) {
         let cc = cc::new_controller(&self.cfg.cc, self.cc_context())
             .expect("controller name was validated");
-        let mut path = Path::new(id, cc, self.cfg.packet_threshold, now);
+        let mut path = Path::new(id, cc, self.cfg.packet_threshold, self.cfg.mtu, now);
         path.hello_pending = self.role == Role::Client && self.is_handshaking();
         self.paths.insert(id, path);
     }
@@ -471,9 +471,18 @@ impl Session {
         }
         let mut any_rto = false;
         for p in self.paths.values_mut() {
-            if p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval)
-                .is_some_and(|d| now >= d)
-            {
+            if p.pacing_wakeup.is_some_and(|d| now >= d) {
+                p.pacing_wakeup = None;
+            }
+            let rto = p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval);
+            let tlp = p.tlp_deadline(self.cfg.max_ack_delay);
+            if tlp.is_some_and(|t| now >= t && rto.is_none_or(|r| t < r)) {
+                if let Some(segment) = p.on_tlp(now) {
+                    if !self.send.has_new_data() {
+                        self.send.probe(segment);
+                    }
+                }
+            } else if rto.is_some_and(|d| now >= d) {
                 any_rto = true;
                 if p.on_rto(now, &mut self.send) {
                     self.events.push_back(Event::PathDown(p.id));
@@ -571,6 +580,8 @@ impl Session {
         at(self.next_sample);
         for p in self.paths.values() {
             at(p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval));
+            at(p.tlp_deadline(self.cfg.max_ack_delay));
+            at(p.pacing_wakeup);
             at(p.loss_deadline);
             if p.unacked_eliciting > 0 {
                 at(p.ack_deadline);

@@ -1,10 +1,12 @@
-//! Outgoing datagrams: control frames first, then data on the connection
-//! that has room and the lowest RTT (NCP's pull model: a connection takes
-//! the next packet when its window has room), then standalone ACKs.
+//! Outgoing datagrams: control frames first, then data, then standalone ACKs.
+//!
+//! Data goes on a connection whose window has room and whose pacer lets a
+//! packet go now (NCP's pull model, paced). Among those the lowest RTT wins,
+//! and a slower connection is skipped when the fastest one would deliver the
+//! whole backlog before the slow one's packet arrived (ECF, Lim et al.,
+//! CoNEXT 2017), so the tail of a transfer does not wait on a slow path.
 
 use super::{Session, State};
-use crate::path::SentPacket;
-use crate::send_stream::Pending;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, VERSION};
 use crate::{Ecn, Instant, SessionError};
@@ -139,16 +141,7 @@ impl Session {
         } else {
             p.probe_pending = false;
             Frame::Ping.encode(buf);
-            p.on_sent(
-                now,
-                pn,
-                SentPacket {
-                    sent_at: now,
-                    charge: 0,
-                    segment: None,
-                    retransmission: false,
-                },
-            );
+            p.on_sent(now, pn, 0, None, false);
         }
         if self.is_established() && self.paths[&id].unacked_eliciting > 0 {
             self.push_ack(now, id, buf);
@@ -157,23 +150,62 @@ impl Session {
     }
 
     /// The connection that takes the next data packet: one whose window has
-    /// room, lowest smoothed RTT first (unmeasured paths count as fast, so
-    /// they get measured).
-    fn pick_data_path(&self, charge: u64) -> Option<u8> {
-        self.paths
+    /// room and whose pacer is ready, lowest smoothed RTT first (unmeasured
+    /// paths count as fast, so they get measured). When only pacing holds
+    /// packets back, the paths remember when to wake.
+    fn pick_data_path(&mut self, now: Instant, charge: u64) -> Option<u8> {
+        let mtu = u64::from(self.cfg.mtu);
+        let mut ready: Option<(Duration, u8)> = None;
+        for p in self.paths.values_mut() {
+            if !p.can_send_data(charge) {
+                continue;
+            }
+            match p.pacing_delay(now, charge, mtu) {
+                Some(at) => p.pacing_wakeup = Some(at),
+                None => {
+                    let key = (p.rtt.srtt_or(Duration::ZERO), p.id);
+                    if ready.is_none_or(|r| key < r) {
+                        ready = Some(key);
+                    }
+                }
+            }
+        }
+        let (srtt, id) = ready?;
+        (!self.is_worth_waiting(id, srtt)).then_some(id)
+    }
+
+    /// ECF: whether the fastest live connection would deliver everything
+    /// waiting to be sent before a packet sent now on `id` (RTT `srtt`) arrived.
+    fn is_worth_waiting(&self, id: u8, srtt: Duration) -> bool {
+        if srtt.is_zero() || self.paths[&id].tlp_credit {
+            return false;
+        }
+        let fastest = self
+            .paths
             .values()
-            .filter(|p| p.can_send_data(charge))
-            .min_by_key(|p| (p.rtt.srtt_or(Duration::ZERO), p.id))
-            .map(|p| p.id)
+            .filter(|p| p.state == PathState::Active && p.rtt.has_sample())
+            .min_by_key(|p| p.rtt.srtt_or(Duration::ZERO));
+        let Some(f) = fastest.filter(|f| f.id != id) else {
+            return false;
+        };
+        let f_srtt = f.rtt.srtt_or(Duration::ZERO);
+        let rate = f.cc.window() as f64 / f_srtt.as_secs_f64().max(1e-6);
+        let drain = self.send.backlog() as f64 / rate.max(1.0);
+        srtt.as_secs_f64() > f_srtt.as_secs_f64() + drain
     }
 
     fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         if !self.peer_confirmed {
             return None; // the client may not have our HELLO_ACK yet and would drop data
         }
-        let pending: Pending = self.send.peek()?;
+        let Some(pending) = self.send.peek() else {
+            for p in self.paths.values_mut() {
+                p.on_app_limited();
+            }
+            return None;
+        };
         let charge = u64::from(pending.len).max(1);
-        let id = self.pick_data_path(charge)?;
+        let id = self.pick_data_path(now, charge)?;
         if pending.retransmission {
             let retries = self.send.retries(pending.offset).unwrap_or(0) + 1;
             if let Some(limit) = self.cfg.retry_limit {
@@ -225,13 +257,13 @@ impl Session {
         if pending.retransmission {
             p.stats.retransmitted += 1;
         }
-        let sent = SentPacket {
-            sent_at: now,
+        p.on_sent(
+            now,
+            pn,
             charge,
-            segment: Some(pending.offset),
-            retransmission: pending.retransmission,
-        };
-        p.on_sent(now, pn, sent);
+            Some(pending.offset),
+            pending.retransmission,
+        );
         Some(self.finish_packet(id, buf))
     }
 
