@@ -13,7 +13,7 @@
 //! Each ACK also yields a delivery-rate sample
 //! (draft-cheng-iccrg-delivery-rate-estimation) for rate-based controllers.
 
-use crate::cc::{Acked, Cause, CongestionEvent, Controller, RateSample};
+use crate::cc::{Acked, Cause, CongestionEvent, Controller, EceReceiver, RateSample};
 use crate::pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use crate::range_set::RangeSet;
 use crate::rtt::{RtoConfig, RttEstimator};
@@ -30,6 +30,9 @@ const MAX_PACKET_THRESHOLD: u64 = 1024;
 const MAX_REO_MULT: u32 = 16;
 /// Lost packets are remembered this many RTOs to detect spurious losses.
 const LOST_MEMORY_RTOS: u32 = 4;
+/// Received packet-number ranges remembered for duplicate detection; the
+/// newest `MAX_ACK_RANGES` of them go in each ACK.
+const RECEIVED_RANGES: usize = 1024;
 /// Floor of the tail-loss probe timeout (RFC 8985 §7.2 uses 10 ms).
 const MIN_PTO: Duration = Duration::from_millis(10);
 /// Packets the first flight may send at once, before any RTT is known
@@ -94,6 +97,7 @@ pub(crate) struct Path {
     pub loss_deadline: Option<Instant>,
     packet_threshold: u64,
     reo_mult: u32,
+    reo_raised_at: Option<Instant>,
     // Delivery-rate estimation.
     delivered: u64,
     delivered_time: Instant,
@@ -119,6 +123,9 @@ pub(crate) struct Path {
     pub ack_now: bool,
     pub ce_received: u64,
     peer_ce: u64,
+    /// MB-ECN level of what arrives here, and an update owed to the peer.
+    ece: EceReceiver,
+    pub ece_pending: Option<u16>,
     // Frames waiting for a packet on this path.
     pub probe_pending: bool,
     pub close_pending: bool,
@@ -152,6 +159,7 @@ impl Path {
             loss_deadline: None,
             packet_threshold: u64::from(packet_threshold),
             reo_mult: 0,
+            reo_raised_at: None,
             delivered: 0,
             delivered_time: now,
             first_sent_time: now,
@@ -161,13 +169,15 @@ impl Path {
             last_eliciting: now,
             tlp_fired: None,
             tlp_credit: false,
-            received: RangeSet::new(MAX_ACK_RANGES),
+            received: RangeSet::new(RECEIVED_RANGES),
             largest_received_at: now,
             unacked_eliciting: 0,
             ack_deadline: None,
             ack_now: false,
             ce_received: 0,
             peer_ce: 0,
+            ece: EceReceiver::default(),
+            ece_pending: None,
             probe_pending: false,
             close_pending: false,
             hello_pending: false,
@@ -319,6 +329,8 @@ impl Path {
             .srtt_or(Duration::from_millis(100))
             .max(self.rtt.latest());
         let reo = (self.rtt.min() / 4) * self.reo_mult;
+        // RFC 8985 §6.2: the reordering window never exceeds sRTT.
+        let reo = reo.min(self.rtt.srtt_or(rtt));
         rtt + (rtt / 8).max(reo).max(Duration::from_millis(1))
     }
 
@@ -344,7 +356,21 @@ impl Path {
                 self.lost.remove(&pn);
                 out.spurious += 1;
                 self.stats.spurious_losses += 1;
-                self.reo_mult = (self.reo_mult + 1).min(MAX_REO_MULT);
+                // It arrived after all: it still counts as delivered, and the
+                // reordering it reveals widens both loss thresholds.
+                self.delivered += p.charge;
+                if let Some(largest) = self.largest_acked.filter(|&l| l > pn) {
+                    let distance = (largest - pn + 1).min(MAX_PACKET_THRESHOLD);
+                    self.packet_threshold = self.packet_threshold.max(distance);
+                }
+                // At most once per round trip (RFC 8985 §6.2 step 4).
+                if self
+                    .reo_raised_at
+                    .is_none_or(|t| now >= t + self.rtt.srtt_or(Duration::ZERO))
+                {
+                    self.reo_mult = (self.reo_mult + 1).min(MAX_REO_MULT);
+                    self.reo_raised_at = Some(now);
+                }
                 self.cc.on_spurious_loss(now);
                 if let Some(offset) = p.segment {
                     send.on_acked(offset);
@@ -602,7 +628,15 @@ impl Path {
 
     /// Whether an ACK should go out now.
     pub fn ack_due(&self, now: Instant) -> bool {
-        self.unacked_eliciting > 0 && (self.ack_now || self.ack_deadline.is_some_and(|d| d <= now))
+        let ack = self.ack_now || self.ack_deadline.is_some_and(|d| d <= now);
+        (self.unacked_eliciting > 0 && ack) || self.ece_pending.is_some()
+    }
+
+    /// Folds a received packet's MB-ECN level into the feedback owed.
+    pub fn on_mbecn(&mut self, level: u8) {
+        if let Some(ece) = self.ece.on_packet(level) {
+            self.ece_pending = Some(ece);
+        }
     }
 
     /// Builds the ACK frame for this path's received packets.

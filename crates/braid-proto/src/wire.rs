@@ -17,9 +17,13 @@ use thiserror::Error;
 /// The only protocol version this code speaks.
 pub const VERSION: u8 = 1;
 /// Bytes of the public header.
-pub const HEADER_LEN: usize = 18;
+pub const HEADER_LEN: usize = 19;
+/// Where the MB-ECN congestion level sits in the header, for forwarders.
+pub const MBECN_OFFSET: usize = 1;
 /// Most ACK ranges one frame may carry; a peer sending more is malformed.
-pub const MAX_ACK_RANGES: usize = 32;
+/// Jitter of a few milliseconds at hundreds of Mbit/s leaves dozens of
+/// holes in flight; each range costs about two bytes.
+pub const MAX_ACK_RANGES: usize = 128;
 /// Longest congestion-controller name in a handshake.
 pub const MAX_CC_NAME: usize = 16;
 /// Longest reason text in a CLOSE frame.
@@ -44,6 +48,9 @@ pub enum DecodeError {
 pub struct Header {
     /// Protocol version of the sender.
     pub version: u8,
+    /// MB-ECN congestion level (seed 004): the sender writes 0 and every
+    /// forwarder ORs in its queue depth / 16 (see [`mark_mbecn`]).
+    pub mbecn: u8,
     /// Chosen by the client; tells sessions apart on one socket.
     pub session_id: u64,
     /// Which connection of the session this datagram travels on.
@@ -52,10 +59,19 @@ pub struct Header {
     pub packet_number: u64,
 }
 
+/// A forwarder's MB-ECN marking: ORs `level` (its queue depth >> 4) into
+/// the datagram's congestion field, as Ouroboros routers do.
+pub fn mark_mbecn(datagram: &mut [u8], level: u8) {
+    if let Some(field) = datagram.get_mut(MBECN_OFFSET) {
+        *field |= level;
+    }
+}
+
 impl Header {
     /// Appends the header.
     pub fn encode(&self, buf: &mut Vec<u8>) {
         buf.push(self.version);
+        buf.push(self.mbecn);
         buf.extend_from_slice(&self.session_id.to_be_bytes());
         buf.push(self.path);
         buf.extend_from_slice(&self.packet_number.to_be_bytes());
@@ -69,9 +85,10 @@ impl Header {
         let u64_at = |i: usize| u64::from_be_bytes(datagram[i..i + 8].try_into().expect("8 bytes"));
         let header = Header {
             version: datagram[0],
-            session_id: u64_at(1),
-            path: datagram[9],
-            packet_number: u64_at(10),
+            mbecn: datagram[MBECN_OFFSET],
+            session_id: u64_at(2),
+            path: datagram[10],
+            packet_number: u64_at(11),
         };
         Ok((header, &datagram[HEADER_LEN..]))
     }
@@ -139,6 +156,9 @@ pub enum Frame<'a> {
     Close { code: u64, reason: &'a [u8] },
     /// The sender stops using `path`.
     PathClose { path: u8 },
+    /// MB-ECN feedback: the receiver's congestion level for the connection
+    /// this frame travels on (seed 004's FLOW_UPDATE with its 16-bit ECE).
+    Ece(u16),
 }
 
 mod ty {
@@ -150,6 +170,7 @@ mod ty {
     pub const HELLO_ACK: u64 = 0x06;
     pub const CLOSE: u64 = 0x07;
     pub const PATH_CLOSE: u64 = 0x08;
+    pub const ECE: u64 = 0x09;
 }
 
 /// Bytes a STREAM frame header takes, for payload budgeting.
@@ -195,6 +216,10 @@ impl Frame<'_> {
             Frame::PathClose { path } => {
                 varint::write(buf, ty::PATH_CLOSE);
                 buf.push(*path);
+            }
+            Frame::Ece(level) => {
+                varint::write(buf, ty::ECE);
+                varint::write(buf, u64::from(*level));
             }
         }
     }
@@ -326,6 +351,9 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
         }
         ty::PATH_CLOSE => Frame::PathClose { path: u8_(input)? },
+        ty::ECE => {
+            Frame::Ece(u16::try_from(var(input)?).map_err(|_| DecodeError::Malformed("ece"))?)
+        }
         other => return Err(DecodeError::UnknownFrame(other)),
     })
 }
@@ -416,6 +444,7 @@ mod tests {
                 reason: b"disk full",
             },
             Frame::PathClose { path: 2 },
+            Frame::Ece(8191),
         ]
     }
 
@@ -423,6 +452,7 @@ mod tests {
         let mut buf = Vec::new();
         Header {
             version: VERSION,
+            mbecn: 0,
             session_id: 0xdead_beef,
             path: 2,
             packet_number: 1 << 50,

@@ -363,14 +363,19 @@ fn garbage_is_dropped_and_counted() {
     pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
     let now = pair.now;
     pair.client.handle_datagram(now, 0, Ecn::NotEct, &[1, 2, 3]);
-    let mut forged = vec![1u8];
-    forged.extend_from_slice(&42u64.to_be_bytes());
-    forged.push(0);
-    forged.extend_from_slice(&999u64.to_be_bytes());
+    let mut forged = Vec::new();
+    braid_proto::wire::Header {
+        version: braid_proto::wire::VERSION,
+        mbecn: 0,
+        session_id: 42,
+        path: 0,
+        packet_number: 999,
+    }
+    .encode(&mut forged);
     forged.push(0x3f); // unknown frame type
     pair.client.handle_datagram(now, 0, Ecn::NotEct, &forged);
     let mut other = forged.clone();
-    other[1] ^= 0xff; // another session
+    other[2] ^= 0xff; // another session
     pair.client.handle_datagram(now, 0, Ecn::NotEct, &other);
     let stats = pair.client.stats();
     assert_eq!(stats.malformed_dropped, 2);

@@ -5,7 +5,7 @@ use crate::content::{derive_seed, Transfer};
 use crate::link::{Link, LinkEventKind, LinkState, Offer};
 use crate::report::{FlowOutcome, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
-use braid_proto::{Ecn, Event, Instant, PathSample, Session, SessionConfig};
+use braid_proto::{wire, Ecn, Event, Instant, PathSample, Session, SessionConfig};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -105,8 +105,11 @@ pub struct Sim {
 const MAX_EVENTS: u64 = 200_000_000;
 
 /// The session configuration a flow asks for.
-pub fn flow_config(spec: &FlowSpec) -> SessionConfig {
-    let mut cfg = SessionConfig::default();
+pub fn flow_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig {
+    let mut cfg = SessionConfig {
+        sample_interval: Some(sample_interval),
+        ..SessionConfig::default()
+    };
     if let Some(cc) = &spec.cc {
         cfg.cc = cc.clone();
     }
@@ -305,7 +308,7 @@ impl Sim {
                 match (to, f.endpoint(to).session.as_mut()) {
                     (_, Some(s)) => s.handle_datagram(now, conn, ecn, &datagram),
                     (Side::Server, None) => {
-                        let cfg = flow_config(&f.spec);
+                        let cfg = flow_config(&f.spec, self.scenario.sample_interval);
                         match Session::accept(cfg, now, conn, &datagram) {
                             Ok(s) => f.server.session = Some(s),
                             Err(_) => return,
@@ -332,7 +335,11 @@ impl Sim {
         let session_id = derive_seed(self.seed, &[3, flow as u64]);
         let f = &mut self.flows[flow];
         f.started_at = Some(self.now);
-        match Session::connect(flow_config(&f.spec), session_id, self.now) {
+        match Session::connect(
+            flow_config(&f.spec, self.scenario.sample_interval),
+            session_id,
+            self.now,
+        ) {
             Ok(s) => f.client.session = Some(s),
             Err(e) => {
                 // An invalid configuration is the scenario's fault: report it on the flow.
@@ -387,15 +394,19 @@ impl Sim {
             };
             let link = &mut self.links[scenario_path][dir];
             let size = t.size as u32 + IP_UDP_OVERHEAD;
+            let datagram = &mut self.buf[..t.size];
+            let level = datagram.get(wire::MBECN_OFFSET).copied().unwrap_or(0);
             if let Offer::Deliver {
                 at,
                 ecn,
+                mbecn,
                 duplicate_at,
                 ..
-            } = link.offer(now, size, t.ecn, 0)
+            } = link.offer(now, size, t.ecn, level)
             {
                 let ecn = EcnBits(ecn.to_bits());
-                let datagram = &self.buf[..t.size];
+                wire::mark_mbecn(datagram, mbecn);
+                let datagram = &*datagram;
                 let deliver = |datagram: Vec<u8>| Action::Deliver {
                     flow,
                     to,

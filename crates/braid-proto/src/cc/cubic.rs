@@ -47,6 +47,9 @@ pub struct Cubic {
     epoch_start: Option<Instant>,
     recovery_start: Option<Instant>,
     saved: Option<Saved>,
+    /// Losses of the current congestion event not yet proven spurious; the
+    /// reduction is undone only when this reaches zero.
+    unproven_losses: u64,
     mtu: u64,
     max: f64,
 }
@@ -63,6 +66,7 @@ impl Cubic {
             epoch_start: None,
             recovery_start: None,
             saved: None,
+            unproven_losses: 0,
             mtu: ctx.mtu.max(1),
             max: ctx.session_window_packets.max(1) as f64,
         }
@@ -79,6 +83,7 @@ impl Cubic {
     }
 
     fn reduce(&mut self, now: Instant) {
+        self.unproven_losses = 0;
         self.saved = Some(Saved {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,
@@ -140,6 +145,7 @@ impl Controller for Cubic {
         if event.cause == Cause::Timeout {
             // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from the loss window.
             self.reduce(now);
+            self.unproven_losses = event.packets;
             self.cwnd = LOSS_WINDOW;
             return true;
         }
@@ -147,14 +153,21 @@ impl Controller for Cubic {
             .recovery_start
             .is_some_and(|start| event.sent_at <= start)
         {
+            self.unproven_losses += event.packets;
             return false;
         }
         self.reduce(now);
+        self.unproven_losses = event.packets;
         true
     }
 
     fn on_spurious_loss(&mut self, _now: Instant) {
-        // §4.9: a reduction caused only by spurious losses is undone once.
+        // §4.9: a reduction is undone once every loss of its congestion
+        // event proved spurious; one real loss among them keeps it.
+        self.unproven_losses = self.unproven_losses.saturating_sub(1);
+        if self.unproven_losses > 0 {
+            return;
+        }
         if let Some(saved) = self.saved.take() {
             self.cwnd = self.cwnd.max(saved.cwnd);
             self.ssthresh = saved.ssthresh;

@@ -99,7 +99,7 @@ impl Session {
         let mut hello = false;
         for frame in Frames::new(payload) {
             match frame {
-                Ok(Frame::Ack(_)) => {}
+                Ok(Frame::Ack(_) | Frame::Ece(_)) => {}
                 Ok(Frame::Close { .. }) => handshake = true,
                 Ok(Frame::HelloAck(_)) => {
                     handshake = true;
@@ -151,6 +151,7 @@ impl Session {
             return;
         }
         p.stats.packets_received += 1;
+        p.on_mbecn(header.mbecn);
         if ecn == Ecn::Ce {
             p.ce_received += 1;
         }
@@ -168,6 +169,11 @@ impl Session {
     fn handle_frame(&mut self, now: Instant, path: u8, frame: Frame<'_>) {
         match frame {
             Frame::Ping => {}
+            Frame::Ece(level) => {
+                if let Some(p) = self.paths.get_mut(&path) {
+                    p.cc.on_ece(now, level);
+                }
+            }
             Frame::Hello(_) => {
                 if self.role == Role::Server {
                     if let Some(p) = self.paths.get_mut(&path) {

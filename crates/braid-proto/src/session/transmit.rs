@@ -54,6 +54,7 @@ impl Session {
         let pn = p.next_packet_number();
         Header {
             version: VERSION,
+            mbecn: 0,
             session_id: self.session_id,
             path,
             packet_number: pn,
@@ -78,6 +79,9 @@ impl Session {
     fn push_ack(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) {
         let max_data = self.recv.max_data();
         let p = self.paths.get_mut(&path).expect("path exists");
+        if let Some(level) = p.ece_pending.take() {
+            Frame::Ece(level).encode(buf);
+        }
         Frame::Ack(p.ack_frame(
             now,
             self.recv.cumulative(),
