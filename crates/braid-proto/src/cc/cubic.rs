@@ -1,11 +1,14 @@
 //! CUBIC, RFC 9438 (<https://www.rfc-editor.org/rfc/rfc9438>).
 //!
 //! Windows are kept in segments of the session MTU, as in the RFC. Slow start
-//! is standard (RFC 5681); HyStart++ (RFC 9406) is not implemented yet.
-//! Reaction to loss and ECN is once per RTT: a signal about a packet sent
-//! before the last reduction belongs to the same congestion event.
+//! uses HyStart++ (RFC 9406). Reaction to loss and ECN is once per RTT: a
+//! signal about a packet sent before the last reduction belongs to the same
+//! congestion event. ECN marks reduce the window DCTCP-style (RFC 8257), by
+//! the marked fraction rather than by β.
 
-use super::{Acked, CcContext, CongestionEvent, Controller, ControllerMetrics};
+use super::dctcp::Dctcp;
+use super::hystart::{HyStart, Phase, CSS_GROWTH_DIVISOR};
+use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
 use crate::Instant;
 use std::time::Duration;
@@ -50,6 +53,9 @@ pub struct Cubic {
     /// Losses of the current congestion event not yet proven spurious; the
     /// reduction is undone only when this reaches zero.
     unproven_losses: u64,
+    /// Only the initial slow start uses HyStart++ (RFC 9406 §4.3).
+    hystart: Option<HyStart>,
+    dctcp: Dctcp,
     mtu: u64,
     max: f64,
 }
@@ -67,6 +73,8 @@ impl Cubic {
             recovery_start: None,
             saved: None,
             unproven_losses: 0,
+            hystart: Some(HyStart::default()),
+            dctcp: Dctcp::default(),
             mtu: ctx.mtu.max(1),
             max: ctx.session_window_packets.max(1) as f64,
         }
@@ -82,8 +90,10 @@ impl Cubic {
         C * (t - self.k).powi(3) + self.w_max
     }
 
-    fn reduce(&mut self, now: Instant) {
+    /// A congestion event: the window falls to `beta` of itself.
+    fn reduce(&mut self, now: Instant, beta: f64) {
         self.unproven_losses = 0;
+        self.hystart = None;
         self.saved = Some(Saved {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,
@@ -98,7 +108,7 @@ impl Cubic {
             self.w_last_max = self.cwnd;
             self.w_max = self.cwnd;
         }
-        self.ssthresh = (self.cwnd * BETA).max(MIN_WINDOW);
+        self.ssthresh = (self.cwnd * beta).max(MIN_WINDOW);
         self.cwnd = self.ssthresh;
         // K = ∛(W_max·(1 − β)/C) (§4.2, eq. 2), measured from the reduced window.
         self.k = ((self.w_max - self.cwnd).max(0.0) / C).cbrt();
@@ -115,8 +125,19 @@ impl Controller for Cubic {
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
         let segments = acked.bytes as f64 / self.mtu as f64;
+        self.dctcp.on_ack(now, acked.sent_at, acked.bytes);
         if self.cwnd < self.ssthresh {
-            self.cwnd = (self.cwnd + segments).min(self.max);
+            let phase = match &mut self.hystart {
+                Some(h) => h.on_ack(now, acked.sent_at, now - acked.sent_at),
+                None => Phase::SlowStart,
+            };
+            match phase {
+                Phase::SlowStart => self.cwnd += segments,
+                Phase::Conservative => self.cwnd += segments / CSS_GROWTH_DIVISOR,
+                // RFC 9406 §4.2: ssthresh = cwnd, continue in avoidance.
+                Phase::Exit => self.ssthresh = self.cwnd,
+            }
+            self.cwnd = self.cwnd.min(self.max);
             return;
         }
         let epoch = *self.epoch_start.get_or_insert_with(|| {
@@ -141,10 +162,12 @@ impl Controller for Cubic {
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
-        use super::Cause;
+        if event.cause == Cause::Ecn {
+            self.dctcp.on_marked(event.packets * self.mtu);
+        }
         if event.cause == Cause::Timeout {
             // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from the loss window.
-            self.reduce(now);
+            self.reduce(now, BETA);
             self.unproven_losses = event.packets;
             self.cwnd = LOSS_WINDOW;
             return true;
@@ -156,7 +179,11 @@ impl Controller for Cubic {
             self.unproven_losses += event.packets;
             return false;
         }
-        self.reduce(now);
+        let beta = match event.cause {
+            Cause::Ecn => self.dctcp.decrease_factor().max(BETA),
+            _ => BETA,
+        };
+        self.reduce(now, beta);
         self.unproven_losses = event.packets;
         true
     }

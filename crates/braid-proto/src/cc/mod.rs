@@ -6,6 +6,8 @@
 mod aimd;
 mod bbr;
 mod cubic;
+mod dctcp;
+mod hystart;
 mod mbecn;
 mod ncp;
 
