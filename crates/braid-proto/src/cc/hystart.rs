@@ -33,7 +33,7 @@ pub enum Phase {
     Exit,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct HyStart {
     round_start: Option<Instant>,
     last_round_min: Option<Duration>,
@@ -43,20 +43,6 @@ pub struct HyStart {
     css_baseline: Option<Duration>,
     css_rounds: u32,
     exited: bool,
-}
-
-impl Default for HyStart {
-    fn default() -> Self {
-        HyStart {
-            round_start: None,
-            last_round_min: None,
-            current_round_min: None,
-            samples: 0,
-            css_baseline: None,
-            css_rounds: 0,
-            exited: false,
-        }
-    }
 }
 
 impl HyStart {
