@@ -32,6 +32,9 @@ pub struct SessionConfig {
     pub send_window: u64,
     /// Bytes the peer may send beyond what the application has read.
     pub recv_window: u64,
+    /// Both windows start at the values above and autotune up to this, so
+    /// that they stay at least twice the bandwidth-delay product.
+    pub max_window: u64,
     /// Connections the client opens (1..=255). The server accepts up to `max_paths`.
     pub paths: u8,
     /// Most connections a session accepts (1..=255).
@@ -67,6 +70,7 @@ impl Default for SessionConfig {
             mtu: 1380,
             send_window: 4 << 20,
             recv_window: 4 << 20,
+            max_window: 64 << 20,
             paths: 1,
             max_paths: 16,
             cc: cc::DEFAULT_CONTROLLER.to_owned(),
@@ -134,6 +138,12 @@ impl SessionConfig {
             "recv_window",
             self.recv_window,
             "<= 1 TiB",
+        )?;
+        check(
+            self.max_window >= self.send_window.max(self.recv_window) && self.max_window <= 1 << 40,
+            "max_window",
+            self.max_window,
+            ">= send_window and recv_window, <= 1 TiB",
         )?;
         check(self.paths >= 1, "paths", self.paths, "1..=255")?;
         check(self.max_paths >= 1, "max_paths", self.max_paths, "1..=255")?;

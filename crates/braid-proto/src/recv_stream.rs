@@ -24,6 +24,10 @@ pub(crate) struct RecvStream {
     pending: BTreeMap<u64, Vec<u8>>,
     final_size: Option<u64>,
     window: u64,
+    /// Autotuning may grow `window` up to this.
+    max_window: u64,
+    /// BLOCKED reports below this predate the last growth.
+    blocked_floor: u64,
     /// `max_data` last told to the peer.
     advertised: u64,
     /// Bytes that arrived more than once.
@@ -39,6 +43,8 @@ impl RecvStream {
             pending: BTreeMap::new(),
             final_size: None,
             window,
+            max_window: window,
+            blocked_floor: 0,
             advertised: window,
             duplicate_bytes: 0,
         }
@@ -47,6 +53,34 @@ impl RecvStream {
     pub fn set_window(&mut self, window: u64) {
         self.window = window;
         self.advertised = self.max_data();
+    }
+
+    /// Lets autotuning grow the window up to `max_window`.
+    pub fn set_max_window(&mut self, max_window: u64) {
+        self.max_window = max_window.max(self.window);
+    }
+
+    /// The current window.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// Receive-window autotuning: the peer reports it is blocked by our
+    /// window. If the application keeps up (under half the window unread),
+    /// the window is what limits the transfer, so it doubles (up to the
+    /// cap). The sender is blocked about once per round trip while this
+    /// holds, so the window doubles per RTT until it exceeds what the
+    /// sender's congestion window needs. Returns whether it grew.
+    pub fn on_peer_blocked(&mut self, limit: u64) -> bool {
+        let unread = self.cumulative.saturating_sub(self.read_offset);
+        // A report about a limit from before the last growth is stale.
+        let stale = limit < self.blocked_floor;
+        if stale || unread >= self.window / 2 || self.window >= self.max_window {
+            return false;
+        }
+        self.window = (self.window * 2).min(self.max_window);
+        self.blocked_floor = self.max_data();
+        true
     }
 
     /// Flow-control limit to advertise: what the application has read plus the window.

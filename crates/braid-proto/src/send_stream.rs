@@ -112,6 +112,11 @@ impl SendStream {
         self.written
     }
 
+    /// Bytes the buffer may hold.
+    pub fn buffer_limit(&self) -> u64 {
+        self.buffer_limit
+    }
+
     pub fn set_limits(&mut self, mtu: u32, buffer_limit: u64, window_packets: u64) {
         self.mtu = mtu.max(1);
         self.buffer_limit = buffer_limit;
@@ -123,11 +128,17 @@ impl SendStream {
     }
 
     /// Whether new data waits only for the peer's flow-control window.
+    /// The peer's flow-control limit.
+    pub fn max_data(&self) -> u64 {
+        self.max_data
+    }
+
     pub fn is_flow_blocked(&self) -> bool {
         self.has_unsent() && self.next_new >= self.max_data && self.lost.is_empty()
     }
 
-    fn has_unsent(&self) -> bool {
+    /// Whether written bytes (or the FIN) wait to be sent for the first time.
+    pub fn has_unsent(&self) -> bool {
         self.next_new < self.written || (self.finishing && !self.fin_sent)
     }
 

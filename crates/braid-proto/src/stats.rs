@@ -61,6 +61,9 @@ pub struct PathStats {
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct SessionStats {
+    /// Receive window and send buffer now, after autotuning.
+    pub recv_window: u64,
+    pub send_buffer: u64,
     pub paths: Vec<(u8, PathStats)>,
     /// Application bytes accepted by `write`.
     pub bytes_written: u64,

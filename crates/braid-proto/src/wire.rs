@@ -159,6 +159,10 @@ pub enum Frame<'a> {
     /// MB-ECN feedback: the receiver's congestion level for the connection
     /// this frame travels on (seed 004's FLOW_UPDATE with its 16-bit ECE).
     Ece(u16),
+    /// The sender has data it may not send because of the peer's
+    /// flow-control limit `max_data` (QUIC's DATA_BLOCKED); the receiver
+    /// may grow its window.
+    Blocked(u64),
 }
 
 mod ty {
@@ -171,6 +175,7 @@ mod ty {
     pub const CLOSE: u64 = 0x07;
     pub const PATH_CLOSE: u64 = 0x08;
     pub const ECE: u64 = 0x09;
+    pub const BLOCKED: u64 = 0x0a;
 }
 
 /// Bytes a STREAM frame header takes, for payload budgeting.
@@ -220,6 +225,10 @@ impl Frame<'_> {
             Frame::Ece(level) => {
                 varint::write(buf, ty::ECE);
                 varint::write(buf, u64::from(*level));
+            }
+            Frame::Blocked(limit) => {
+                varint::write(buf, ty::BLOCKED);
+                varint::write(buf, *limit);
             }
         }
     }
@@ -351,6 +360,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
         }
         ty::PATH_CLOSE => Frame::PathClose { path: u8_(input)? },
+        ty::BLOCKED => Frame::Blocked(var(input)?),
         ty::ECE => {
             Frame::Ece(u16::try_from(var(input)?).map_err(|_| DecodeError::Malformed("ece"))?)
         }
@@ -445,6 +455,7 @@ mod tests {
             },
             Frame::PathClose { path: 2 },
             Frame::Ece(8191),
+            Frame::Blocked(1 << 40),
         ]
     }
 

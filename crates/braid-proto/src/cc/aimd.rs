@@ -38,7 +38,7 @@ impl Aimd {
             ssthresh: f64::INFINITY,
             recovery_start: None,
             mtu: ctx.mtu.max(1),
-            max: ctx.session_window_packets.max(1) as f64,
+            max: ctx.max_window_packets.max(1) as f64,
         }
     }
 
@@ -112,6 +112,7 @@ mod tests {
         let mut c = Aimd::new(CcContext {
             mtu: 1000,
             session_window_packets: 1000,
+            max_window_packets: 1000,
             paths: 1,
         });
         let rtt = RttEstimator::default();

@@ -33,6 +33,10 @@ use std::time::Duration;
 /// 2/ln 2, the smallest gain that doubles the delivery rate each round
 /// (draft-00 "Startup", BBRHighGain; Linux `bbr_high_gain`). Used for both
 /// pacing and cwnd in STARTUP and for cwnd in DRAIN, as v1 does.
+/// Loss rate of a STARTUP round that ends STARTUP (BBRv2 `BBRLossThresh`, 2 %).
+const STARTUP_LOSS_THRESH: f64 = 0.02;
+/// RTT over the minimum that shows a queue behind that loss (braid's choice).
+const STARTUP_QUEUE_RTT_RATIO: f64 = 1.25;
 const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
 /// Inverse of the STARTUP gain: drains its queue in one round (draft-00
 /// "Drain"; Linux `bbr_drain_gain`).
@@ -116,6 +120,9 @@ pub struct Bbr {
     round_count: u64,
     next_round_delivered: u64,
     round_start: bool,
+    /// Bytes lost and delivered in the current round, for the startup exit.
+    round_lost: u64,
+    round_delivered: u64,
     full_bw: f64,
     full_bw_count: u32,
     full_bw_reached: bool,
@@ -151,6 +158,8 @@ impl Bbr {
             round_count: 0,
             next_round_delivered: 0,
             round_start: false,
+            round_lost: 0,
+            round_delivered: 0,
             full_bw: 0.0,
             full_bw_count: 0,
             full_bw_reached: false,
@@ -163,7 +172,7 @@ impl Bbr {
             ssthresh: None,
             mtu,
             // Growing past the session window would only inflate the number.
-            max_cwnd: ctx.session_window_packets.max(INITIAL_CWND) * mtu,
+            max_cwnd: ctx.max_window_packets.max(INITIAL_CWND) * mtu,
         }
     }
 
@@ -248,8 +257,34 @@ impl Bbr {
         self.cycle_stamp = now;
     }
 
-    fn check_full_bw_reached(&mut self, app_limited: bool) {
-        if self.full_bw_reached || !self.round_start || app_limited {
+    fn check_full_bw_reached(&mut self, s: &RateSample, app_limited: bool) {
+        if self.full_bw_reached {
+            return;
+        }
+        // Deviation (BBRv2's startup exit, draft-cardwell-iccrg-bbr-
+        // congestion-control-02 §4.3.1.3): a round losing more than
+        // STARTUP_LOSS_THRESH of what it delivered while the RTT shows a
+        // queue ends STARTUP, so a queue smaller than the BDP is not
+        // overrun for three more rounds.
+        self.round_lost += s.newly_lost;
+        self.round_delivered += s.newly_acked;
+        if self.round_start {
+            // Only loss with a standing queue (RTT well above the minimum):
+            // random loss is not a sign of a full pipe.
+            let queued = self
+                .min_rtt()
+                .is_some_and(|m| s.rtt.as_secs_f64() > m.as_secs_f64() * STARTUP_QUEUE_RTT_RATIO);
+            let lossy = queued
+                && self.round_lost as f64
+                    > STARTUP_LOSS_THRESH * (self.round_lost + self.round_delivered) as f64;
+            self.round_lost = 0;
+            self.round_delivered = 0;
+            if lossy {
+                self.full_bw_reached = true;
+                return;
+            }
+        }
+        if !self.round_start || app_limited {
             return;
         }
         let bw = self.btl_bw.get();
@@ -396,7 +431,7 @@ impl Controller for Bbr {
         let app_limited = s.is_app_limited || s.prior_delivered < self.app_limited_until;
         self.update_bw(s, app_limited);
         self.update_cycle_phase(now, s);
-        self.check_full_bw_reached(app_limited);
+        self.check_full_bw_reached(s, app_limited);
         self.check_drain(now, s);
         self.update_min_rtt(now, s);
         self.set_pacing_rate();
@@ -459,6 +494,7 @@ mod tests {
                 bbr: Bbr::new(CcContext {
                     mtu: MTU,
                     session_window_packets: 100_000,
+                    max_window_packets: 100_000,
                     paths: 1,
                 }),
                 now: Instant::ZERO,

@@ -76,7 +76,7 @@ impl Cubic {
             hystart: Some(HyStart::default()),
             dctcp: Dctcp::default(),
             mtu: ctx.mtu.max(1),
-            max: ctx.session_window_packets.max(1) as f64,
+            max: ctx.max_window_packets.max(1) as f64,
         }
     }
 
@@ -248,6 +248,7 @@ mod tests {
         Cubic::new(CcContext {
             mtu: MTU,
             session_window_packets: 100_000,
+            max_window_packets: 100_000,
             paths: 1,
         })
     }

@@ -385,6 +385,7 @@ mod tests {
         MbEcn::new(CcContext {
             mtu: MTU,
             session_window_packets: 1000,
+            max_window_packets: 1000,
             paths: 1,
         })
     }

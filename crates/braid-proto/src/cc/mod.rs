@@ -41,6 +41,8 @@ pub struct CcContext {
     pub mtu: u64,
     /// NKP-0024's `sendWindowPacketCount` = send window / MTU.
     pub session_window_packets: u64,
+    /// Largest window a connection may reach, packets (the autotuning cap).
+    pub max_window_packets: u64,
     /// Connections in the session when it was established.
     pub paths: usize,
 }

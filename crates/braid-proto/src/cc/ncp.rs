@@ -89,6 +89,7 @@ mod tests {
         CcContext {
             mtu: 1024,
             session_window_packets: 4096,
+            max_window_packets: 4096,
             paths,
         }
     }

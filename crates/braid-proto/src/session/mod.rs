@@ -119,6 +119,9 @@ pub struct Session {
     send_finished: bool,
     recv_finished: bool,
     window_update: bool,
+    /// A BLOCKED frame is owed, and when the last one went out.
+    blocked_pending: bool,
+    blocked_sent: Option<Instant>,
     /// The peer has shown it completed the handshake; data may flow.
     peer_confirmed: bool,
 }
@@ -150,7 +153,8 @@ impl Session {
             cfg.send_window_packets(),
             0, // nothing may be sent before the peer states its window
         );
-        let recv = RecvStream::new(cfg.recv_window);
+        let mut recv = RecvStream::new(cfg.recv_window);
+        recv.set_max_window(cfg.max_window);
         Session {
             role,
             session_id,
@@ -171,6 +175,8 @@ impl Session {
             send_finished: false,
             recv_finished: false,
             window_update: false,
+            blocked_pending: false,
+            blocked_sent: None,
             peer_confirmed: false,
             cfg,
         }
@@ -180,6 +186,7 @@ impl Session {
         CcContext {
             mtu: u64::from(self.cfg.mtu),
             session_window_packets: self.cfg.send_window_packets(),
+            max_window_packets: self.cfg.max_window / u64::from(self.cfg.mtu),
             paths: self
                 .paths
                 .values()
@@ -223,6 +230,7 @@ impl Session {
             .set_limits(u32::from(mtu), send_window, self.cfg.send_window_packets());
         self.send.update_max_data(recv_window);
         self.recv.set_window(recv_window);
+        self.recv.set_max_window(self.cfg.max_window);
         self.reset_controllers();
     }
 
@@ -290,6 +298,8 @@ impl Session {
                     (id, snapshot)
                 })
                 .collect(),
+            recv_window: self.recv.window(),
+            send_buffer: self.send.buffer_limit(),
             bytes_written: self.send.written(),
             bytes_acked: self.send.acked_bytes,
             bytes_received: self.recv.cumulative(),
@@ -633,6 +643,25 @@ impl Session {
             self.state = State::Draining {
                 until: now + linger * 3,
             };
+        }
+    }
+
+    /// Send-buffer autotuning: the buffer (and the segments it may keep in
+    /// flight) stays at least twice the sum of the connections' windows, so
+    /// it never limits a long fat path; it only grows, up to `max_window`.
+    fn autotune_send_buffer(&mut self) {
+        let windows: u64 = self
+            .paths
+            .values()
+            .filter(|p| p.is_usable())
+            .map(|p| p.cc.window())
+            .sum();
+        let target = (2 * windows).min(self.cfg.max_window);
+        if target > self.send.buffer_limit() {
+            let mtu = u64::from(self.cfg.mtu);
+            let packets = (target / mtu).max(self.send.window_packets);
+            self.send
+                .set_limits(u32::from(self.cfg.mtu), target, packets);
         }
     }
 

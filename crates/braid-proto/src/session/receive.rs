@@ -99,7 +99,7 @@ impl Session {
         let mut hello = false;
         for frame in Frames::new(payload) {
             match frame {
-                Ok(Frame::Ack(_) | Frame::Ece(_)) => {}
+                Ok(Frame::Ack(_) | Frame::Ece(_) | Frame::Blocked(_)) => {}
                 Ok(Frame::Close { .. }) => handshake = true,
                 Ok(Frame::HelloAck(_)) => {
                     handshake = true;
@@ -169,6 +169,11 @@ impl Session {
     fn handle_frame(&mut self, now: Instant, path: u8, frame: Frame<'_>) {
         match frame {
             Frame::Ping => {}
+            Frame::Blocked(limit) => {
+                if self.recv.on_peer_blocked(limit) {
+                    self.window_update = true;
+                }
+            }
             Frame::Ece(level) => {
                 if let Some(p) = self.paths.get_mut(&path) {
                     p.cc.on_ece(now, level);
@@ -210,6 +215,7 @@ impl Session {
                 self.send.update_max_data(ack.max_data);
                 self.send.on_cumulative(ack.cumulative, ack.fin);
                 self.normalize_windows();
+                self.autotune_send_buffer();
             }
             Frame::Close { code, reason } => {
                 let reason = String::from_utf8_lossy(reason).into_owned();

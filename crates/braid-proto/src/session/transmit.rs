@@ -203,8 +203,27 @@ impl Session {
             return None; // the client may not have our HELLO_ACK yet and would drop data
         }
         let Some(pending) = self.send.peek() else {
-            for p in self.paths.values_mut() {
-                p.on_app_limited();
+            // Only an empty buffer is application-limited; a sender held back
+            // by flow control or its send buffer still measures the path
+            // (Linux tracks those as rwnd- and sndbuf-limited, not app-limited).
+            if !self.send.has_unsent() {
+                for p in self.paths.values_mut() {
+                    p.on_app_limited();
+                }
+            }
+            // At most one BLOCKED per round trip: the receiver grows its
+            // window at most that often anyway.
+            let rtt = self
+                .paths
+                .values()
+                .map(|p| p.rtt.srtt_or(Duration::ZERO))
+                .min();
+            let due = self
+                .blocked_sent
+                .is_none_or(|t| now >= t + rtt.unwrap_or_default());
+            if self.send.is_flow_blocked() && due {
+                self.blocked_sent = Some(now);
+                self.blocked_pending = true;
             }
             return None;
         };
@@ -280,7 +299,7 @@ impl Session {
             .map(|p| p.id);
         let id = match due {
             Some(id) => id,
-            None if self.window_update => {
+            None if self.window_update || self.blocked_pending => {
                 let last = self
                     .paths
                     .get(&self.last_recv_path)
@@ -291,6 +310,9 @@ impl Session {
             None => return None,
         };
         self.start_packet(now, id, buf);
+        if std::mem::take(&mut self.blocked_pending) {
+            Frame::Blocked(self.send.max_data()).encode(buf);
+        }
         self.push_ack(now, id, buf);
         Some(self.finish_packet(id, buf))
     }
