@@ -151,7 +151,7 @@ impl EceReceiver {
 
 /// Sender side of MB-ECN: a byte budget per time slot of 2^k ns.
 ///
-/// `window()` is max(2 × rate × max(sRTT, latest RTT), 16 packets), using a
+/// `window()` is max(2 × rate × minimum RTT, 16 packets), using a
 /// 1 s RTT before the first sample. It only bounds what is in flight and is
 /// never meant to limit the rate, which the pacer enforces.
 #[derive(Debug, Clone)]
@@ -171,7 +171,9 @@ pub struct MbEcn {
     slot_bytes: u64,
     /// Bytes allowed per slot.
     budget: u64,
-    /// Largest of sRTT and the latest sample, once there is one.
+    /// The minimum RTT, once there is a sample: the window is twice the
+    /// budget's bandwidth-delay product without queueing, so it bounds the
+    /// standing queue the feedback loop's lag would otherwise build.
     rtt: Option<Duration>,
 }
 
@@ -308,7 +310,7 @@ impl Controller for MbEcn {
     fn on_ack(&mut self, now: Instant, _acked: &Acked, rtt: &RttEstimator) {
         self.roll(now);
         if rtt.has_sample() {
-            self.rtt = Some(rtt.srtt_or(Duration::ZERO).max(rtt.latest()));
+            self.rtt = Some(rtt.min());
         }
     }
 

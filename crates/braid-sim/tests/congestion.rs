@@ -1,0 +1,110 @@
+//! Generous floors on representative benchmark rows (issue 3), so that a
+//! congestion-control regression fails CI. The full suites, with their real
+//! targets, run in `scripts/suite-report.py`; these only guard the shape.
+
+use braid_sim::{FlowResult, RunResult, Scenario};
+use std::path::PathBuf;
+
+fn scenario(row: &str) -> Scenario {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(format!("{row}.toml"));
+    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs `row` with every flow on controller `cc`, with the file's seed.
+fn run(row: &str, cc: &str) -> RunResult {
+    let mut s = scenario(row);
+    for f in &mut s.flows {
+        f.cc = Some(cc.to_owned());
+    }
+    braid_sim::run(&s, None)
+}
+
+fn only_flow(r: &RunResult) -> &FlowResult {
+    let f = &r.flows[0];
+    assert!(
+        f.forward.completed && f.forward.verified,
+        "{}: flow did not complete: {:?}",
+        r.scenario,
+        f.error
+    );
+    f
+}
+
+/// Goodput at least `fraction` of `ideal_mbps`.
+fn assert_floor(row: &str, cc: &str, ideal_mbps: f64, fraction: f64) -> RunResult {
+    let r = run(row, cc);
+    let goodput = only_flow(&r).forward.goodput_mbps;
+    assert!(
+        goodput >= fraction * ideal_mbps,
+        "{row} with {cc}: {goodput:.2} Mbit/s < {:.0} % of {ideal_mbps} Mbit/s",
+        fraction * 100.0
+    );
+    r
+}
+
+#[test]
+fn random_loss_does_not_stop_bbr() {
+    // catchunks: TCP cubic gets 3.1 Mbit/s here, kernel BBR 46.9.
+    assert_floor("catchunks-loss/loss-1pct", "bbr", 49.5, 0.8);
+    assert_floor("catchunks-loss/loss-5pct", "bbr", 47.5, 0.8);
+}
+
+#[test]
+fn a_20_packet_queue_is_filled_by_every_window_controller() {
+    // catchunks' AIMD got 5.7 Mbit/s of 50 here; pacing is the cure.
+    for cc in ["cubic", "bbr"] {
+        assert_floor("catchunks-queue/queue-20", cc, 50.0, 0.8);
+    }
+}
+
+#[test]
+fn jitter_is_not_mistaken_for_loss() {
+    for cc in ["cubic", "bbr"] {
+        let r = assert_floor("catchunks-jitter/rtt-100ms-jitter-20ms", cc, 50.0, 0.8);
+        let f = only_flow(&r);
+        let spurious = f.forward.spurious_retransmits as f64 / f.forward.segments as f64;
+        assert!(
+            spurious < 0.01,
+            "{cc}: {:.2} % of segments retransmitted spuriously",
+            spurious * 100.0
+        );
+    }
+}
+
+#[test]
+fn cubic_has_no_spurious_timeouts_on_a_400ms_path() {
+    // catchunks' CUBIC at k = 4 had 260 spurious retransmissions here.
+    let r = run("catchunks-cubic-aimd/cubic-k4", "cubic");
+    let f = only_flow(&r);
+    assert_eq!(f.forward.timeouts, 0);
+    assert_eq!(f.forward.spurious_retransmits, 0);
+}
+
+#[test]
+fn windows_autotune_past_the_default_on_a_long_fat_path() {
+    // 1 Gbit/s × 30 ms is 3.75 MB; the windows start at 4 MiB and must grow
+    // to twice that for the path to fill.
+    assert_floor("rapid/rtt-30ms", "cubic", 1000.0, 0.7);
+}
+
+#[test]
+fn mbecn_keeps_a_short_queue() {
+    let r = assert_floor("mbecn/one-flow", "mbecn", 100.0, 0.8);
+    let rtt = only_flow(&r).forward.rtt_ms;
+    // 1 ms each way; a 100-packet standing queue at 100 Mbit/s adds ~12 ms.
+    assert!(
+        rtt.avg < rtt.min + 12.0,
+        "average RTT {:.1} ms over a minimum of {:.1} ms",
+        rtt.avg,
+        rtt.min
+    );
+}
+
+#[test]
+fn two_paths_of_different_rates_are_both_filled() {
+    // NKP-0024's equal-start experiment: 1024 + 128 packets/s, 1024 bytes.
+    let ideal = (1024.0 + 128.0) * 1024.0 * 8.0 / 1e6;
+    assert_floor("nkp0024/8-window-equal-start", "bbr", ideal, 0.8);
+}
