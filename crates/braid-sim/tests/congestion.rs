@@ -108,3 +108,11 @@ fn two_paths_of_different_rates_are_both_filled() {
     let ideal = (1024.0 + 128.0) * 1024.0 * 8.0 / 1e6;
     assert_floor("nkp0024/8-window-equal-start", "bbr", ideal, 0.8);
 }
+
+#[test]
+fn ncp_fills_one_connection_from_a_flow_blocked_start() {
+    // NKP-0024 row 1: the session window is the whole flow-control window,
+    // so the sender is blocked before its first RTT sample.
+    let ideal = 1024.0 * 1024.0 * 8.0 / 1e6;
+    assert_floor("nkp0024/1-base", "ncp", ideal, 0.9);
+}

@@ -27,7 +27,7 @@ use thiserror::Error;
 pub const CONTROLLERS: &[&str] = &["aimd", "bbr", "cubic", "mbecn", "ncp"];
 
 /// The controller used when none is named.
-pub const DEFAULT_CONTROLLER: &str = "aimd";
+pub const DEFAULT_CONTROLLER: &str = "bbr";
 
 /// A name that is not in [`CONTROLLERS`].
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

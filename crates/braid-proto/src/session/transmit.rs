@@ -216,11 +216,12 @@ impl Session {
             let rtt = self
                 .paths
                 .values()
+                .filter(|p| p.rtt.has_sample())
                 .map(|p| p.rtt.srtt_or(Duration::ZERO))
-                .min();
-            let due = self
-                .blocked_sent
-                .is_none_or(|t| now >= t + rtt.unwrap_or_default());
+                .min()
+                .unwrap_or(self.cfg.rto.initial_rto)
+                .max(Duration::from_millis(1));
+            let due = self.blocked_sent.is_none_or(|t| now >= t + rtt);
             if self.send.is_flow_blocked() && due {
                 self.blocked_sent = Some(now);
                 self.blocked_pending = true;
