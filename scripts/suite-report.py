@@ -35,7 +35,7 @@ SCENARIOS = os.path.join(ROOT, "scenarios")
 # Wire format (crates/braid-proto/src/wire.rs): public header, STREAM frame
 # (type varint, offset varint, length varint), IPv4 + UDP as the simulator
 # counts them on a link.
-BRAID_HEADER = 18
+BRAID_HEADER = 19
 IP_UDP = 28
 DEFAULT_MTU = 1380
 # TCP's payload/wire ratio with 1500-byte packets and timestamps (issue 3).
