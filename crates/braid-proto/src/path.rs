@@ -440,14 +440,7 @@ impl Path {
             let marks = ack.ce_count - self.peer_ce;
             self.peer_ce = ack.ce_count;
             self.stats.ecn_marks += marks;
-            let ev = CongestionEvent {
-                cause: Cause::Ecn,
-                sent_at: largest.sent_at,
-                packets: marks,
-            };
-            if self.cc.on_congestion(now, &ev) {
-                self.stats.ecn_decreases += 1;
-            }
+            self.signal_congestion(now, Cause::Ecn, largest.sent_at, marks);
         }
         out.lost = self.detect_losses(now, send);
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
@@ -511,17 +504,33 @@ impl Path {
             lost += 1;
         }
         if let Some(sent_at) = newest_lost {
-            let ev = CongestionEvent {
-                cause: Cause::Loss,
-                sent_at,
-                packets: lost,
-            };
-            if self.cc.on_congestion(now, &ev) {
-                self.stats.loss_decreases += 1;
-            }
+            self.signal_congestion(now, Cause::Loss, sent_at, lost);
         }
         self.forget_old_losses(now);
         lost
+    }
+
+    /// Tells the controller of a congestion signal and counts the window
+    /// decrease it caused under its cause.
+    pub fn signal_congestion(
+        &mut self,
+        now: Instant,
+        cause: Cause,
+        sent_at: Instant,
+        packets: u64,
+    ) {
+        let event = CongestionEvent {
+            cause,
+            sent_at,
+            packets,
+        };
+        if self.cc.on_congestion(now, &event) {
+            match cause {
+                Cause::Loss | Cause::SendFailure => self.stats.loss_decreases += 1,
+                Cause::Timeout => self.stats.timeout_decreases += 1,
+                Cause::Ecn => self.stats.ecn_decreases += 1,
+            }
+        }
     }
 
     fn declare_lost(&mut self, pn: u64, send: &mut SendStream) {
@@ -568,14 +577,7 @@ impl Path {
         self.backoffs += 1;
         self.rto_anchor = now;
         if let Some(sent_at) = newest {
-            let ev = CongestionEvent {
-                cause: Cause::Timeout,
-                sent_at,
-                packets: count,
-            };
-            if self.cc.on_congestion(now, &ev) {
-                self.stats.timeout_decreases += 1;
-            }
+            self.signal_congestion(now, Cause::Timeout, sent_at, count);
         }
         let started = self.state == PathState::Active && self.backoffs >= 2;
         if self.state != PathState::Closed && self.backoffs >= 2 {

@@ -411,14 +411,7 @@ impl Session {
     /// A datagram could not be sent on `path`: NKP-0024 halves its window.
     pub fn handle_send_error(&mut self, now: Instant, path: u8) {
         if let Some(p) = self.paths.get_mut(&path) {
-            let ev = cc::CongestionEvent {
-                cause: cc::Cause::SendFailure,
-                sent_at: now,
-                packets: 1,
-            };
-            if p.cc.on_congestion(now, &ev) {
-                p.stats.loss_decreases += 1;
-            }
+            p.signal_congestion(now, cc::Cause::SendFailure, now, 1);
         }
         self.normalize_windows();
     }
