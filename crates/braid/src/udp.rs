@@ -1,0 +1,202 @@
+//! A UDP socket on tokio with quinn-udp's system calls: ECN codepoints read
+//! and written, GSO batches on send and GRO/recvmmsg batches on receive where
+//! the kernel offers them, plain send/recv where it does not.
+
+use braid_proto::Ecn;
+use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use tokio::io::Interest;
+
+/// Socket buffer asked for by default: enough for a 1 Gbit/s burst of a few
+/// milliseconds, so a briefly descheduled reader does not drop datagrams.
+pub const DEFAULT_SOCKET_BUFFER: usize = 8 << 20;
+
+/// Receive buffers per batch and bytes per buffer (a GRO super-datagram).
+pub const RECV_BATCH: usize = 16;
+pub const RECV_BUFFER: usize = 64 * 1024;
+
+/// A bound, non-blocking UDP socket registered with tokio.
+#[derive(Debug)]
+pub struct UdpIo {
+    io: tokio::net::UdpSocket,
+    state: UdpSocketState,
+    local: SocketAddr,
+}
+
+impl UdpIo {
+    /// Binds `addr` with send and receive buffers of `buffer` bytes where
+    /// the system allows it. Needs a tokio runtime.
+    pub fn bind(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
+        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+        if addr.is_ipv6() {
+            // Best effort: accept IPv4-mapped peers on a [::] socket.
+            let _ = sock.set_only_v6(false);
+        }
+        sock.bind(&addr.into())?;
+        sock.set_nonblocking(true)?;
+        let std: std::net::UdpSocket = sock.into();
+        let state = UdpSocketState::new((&std).into())?;
+        size_buffers(&std, buffer);
+        let local = std.local_addr()?;
+        let io = tokio::net::UdpSocket::from_std(std)?;
+        Ok(UdpIo { io, state, local })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Datagrams one GSO send may carry (1 without GSO).
+    pub fn max_gso_segments(&self) -> usize {
+        self.state.max_gso_segments()
+    }
+
+    /// Sends `contents` to `to`: one datagram, or several of `segment` bytes
+    /// each (the last may be shorter) in one GSO call.
+    pub async fn send(
+        &self,
+        to: SocketAddr,
+        ecn: Ecn,
+        contents: &[u8],
+        segment: Option<usize>,
+    ) -> io::Result<()> {
+        let transmit = Transmit {
+            destination: to,
+            ecn: to_codepoint(ecn),
+            contents,
+            segment_size: segment.filter(|&s| s < contents.len()),
+            src_ip: None,
+        };
+        let sent = self
+            .io
+            .async_io(Interest::WRITABLE, || {
+                self.state.try_send((&self.io).into(), &transmit)
+            })
+            .await;
+        match (sent, transmit.segment_size) {
+            // A kernel or device that refuses GSO: send the datagrams one by one.
+            (Err(e), Some(seg)) if e.kind() != io::ErrorKind::WouldBlock => {
+                for chunk in contents.chunks(seg) {
+                    let single = Transmit {
+                        contents: chunk,
+                        segment_size: None,
+                        ..transmit.clone()
+                    };
+                    self.io
+                        .async_io(Interest::WRITABLE, || {
+                            self.state.try_send((&self.io).into(), &single)
+                        })
+                        .await?;
+                }
+                Ok(())
+            }
+            (r, _) => r,
+        }
+    }
+
+    /// Receives a batch; each `meta[i]` describes `bufs[i]`, which may hold
+    /// several datagrams of `meta[i].stride` bytes (GRO).
+    pub async fn recv(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        self.io
+            .async_io(Interest::READABLE, || {
+                self.state.recv((&self.io).into(), bufs, meta)
+            })
+            .await
+    }
+}
+
+/// The codepoint quinn-udp writes for `ecn`.
+pub fn to_codepoint(ecn: Ecn) -> Option<EcnCodepoint> {
+    EcnCodepoint::from_bits(ecn.to_bits())
+}
+
+/// The codepoint of a received datagram.
+pub fn from_codepoint(ecn: Option<EcnCodepoint>) -> Ecn {
+    ecn.map_or(Ecn::NotEct, |c| Ecn::from_bits(c as u8))
+}
+
+/// Sets both buffers to `bytes`; as root on Linux, past the sysctl limits.
+fn size_buffers(sock: &std::net::UdpSocket, bytes: usize) {
+    let s = socket2::SockRef::from(sock);
+    let _ = s.set_recv_buffer_size(bytes);
+    let _ = s.set_send_buffer_size(bytes);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let want = i32::try_from(bytes).unwrap_or(i32::MAX);
+        let fd = sock.as_raw_fd();
+        for (have, opt) in [
+            (s.recv_buffer_size(), libc::SO_RCVBUFFORCE),
+            (s.send_buffer_size(), libc::SO_SNDBUFFORCE),
+        ] {
+            // Linux reports twice the value set; below `bytes` means it was capped.
+            if have.is_ok_and(|h| h < bytes) {
+                // SAFETY: fd is a valid socket for the duration of the call and
+                // the option value is a live c_int of the length passed.
+                unsafe {
+                    libc::setsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        opt,
+                        (&want as *const i32).cast(),
+                        std::mem::size_of::<i32>() as libc::socklen_t,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn loopback_round_trip_keeps_ecn() {
+        let a = UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let b = UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        a.send(b.local_addr(), Ecn::Ect0, b"hello", None)
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; RECV_BUFFER];
+        let mut bufs = [IoSliceMut::new(&mut buf)];
+        let mut meta = [RecvMeta::default()];
+        let n = b.recv(&mut bufs, &mut meta).await.unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(meta[0].addr, a.local_addr());
+        assert_eq!(&buf[..meta[0].len], b"hello");
+        assert_eq!(from_codepoint(meta[0].ecn), Ecn::Ect0);
+    }
+
+    #[tokio::test]
+    async fn gso_batch_arrives_as_separate_datagrams() {
+        let a = UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let b = UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let segs = a.max_gso_segments().min(4);
+        let data: Vec<u8> = (0..segs * 100).map(|i| (i / 100) as u8).collect();
+        a.send(b.local_addr(), Ecn::NotEct, &data, Some(100))
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; RECV_BUFFER];
+        while got.len() < segs {
+            let mut bufs = [IoSliceMut::new(&mut buf)];
+            let mut meta = [RecvMeta::default()];
+            b.recv(&mut bufs, &mut meta).await.unwrap();
+            let m = meta[0];
+            for d in buf[..m.len].chunks(m.stride) {
+                got.push(d.to_vec());
+            }
+        }
+        for (i, d) in got.iter().enumerate() {
+            assert_eq!(d.len(), 100);
+            assert!(d.iter().all(|&x| x == i as u8));
+        }
+    }
+}
