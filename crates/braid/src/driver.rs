@@ -1,0 +1,147 @@
+//! The task that drives one session: runs its timers, sends what it has to
+//! send (in GSO batches where the socket allows), and tells the application
+//! and the endpoints what changed. Input arrives through the endpoints'
+//! receive loops, which feed the core and wake this task.
+
+use crate::session::Shared;
+use crate::udp::UdpIo;
+use crate::{clock, endpoint::EndpointInner};
+use braid_proto::{Ecn, Instant};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Datagrams gathered under one hold of the lock before sending them.
+const MAX_BURST: usize = 64;
+/// Largest GSO batch, bytes (the UDP payload limit, with room to spare).
+const MAX_GSO_BYTES: usize = 60_000;
+
+/// Consecutive datagrams for one connection, sent with one system call.
+struct Batch {
+    path: u8,
+    ecn: Ecn,
+    endpoint: Arc<EndpointInner>,
+    remote: SocketAddr,
+    data: Vec<u8>,
+    segment: usize,
+    count: usize,
+    max_segments: usize,
+    /// A shorter datagram ended the batch (GSO allows only the last to be short).
+    sealed: bool,
+}
+
+impl Batch {
+    fn accepts(&self, path: u8, ecn: Ecn, size: usize) -> bool {
+        self.path == path
+            && self.ecn == ecn
+            && !self.sealed
+            && size <= self.segment
+            && self.count < self.max_segments
+            && self.data.len() + size <= MAX_GSO_BYTES
+    }
+
+    fn io(&self) -> &UdpIo {
+        &self.endpoint.io
+    }
+}
+
+/// Runs until the session has closed or failed, then unregisters it.
+pub(crate) async fn drive(shared: Arc<Shared>) {
+    let mut scratch = Vec::with_capacity(2048);
+    let mut batches: Vec<Batch> = Vec::new();
+    loop {
+        let now = clock::now();
+        let (deadline, burst_full, finished) = {
+            let mut g = shared.lock();
+            g.proto.handle_timeout(now);
+            let mut datagrams = 0;
+            while datagrams < MAX_BURST {
+                let Some(t) = g.proto.poll_transmit(now, &mut scratch) else {
+                    break;
+                };
+                datagrams += 1;
+                let datagram = &scratch[..t.size];
+                if let Some(b) = batches.last_mut() {
+                    if b.accepts(t.path, t.ecn, t.size) {
+                        b.data.extend_from_slice(datagram);
+                        b.count += 1;
+                        b.sealed = t.size < b.segment;
+                        continue;
+                    }
+                }
+                // A connection the server has not heard on yet has no address: drop.
+                let Some(route) = g.routes.get(&t.path) else {
+                    continue;
+                };
+                batches.push(Batch {
+                    path: t.path,
+                    ecn: t.ecn,
+                    endpoint: route.endpoint.clone(),
+                    remote: route.remote,
+                    data: datagram.to_vec(),
+                    segment: t.size,
+                    count: 1,
+                    max_segments: route.endpoint.io.max_gso_segments().max(1),
+                    sealed: false,
+                });
+            }
+            g.process_events();
+            for sample in g.proto.drain_samples() {
+                // No subscriber is fine.
+                let _ = shared.samples.send(sample);
+            }
+            (
+                g.proto.poll_timeout(),
+                datagrams == MAX_BURST,
+                g.proto.is_closed(),
+            )
+        };
+        shared.changed.notify_waiters();
+
+        for b in batches.drain(..) {
+            let segment = (b.count > 1).then_some(b.segment);
+            if b.io()
+                .send(b.remote, b.ecn, &b.data, segment)
+                .await
+                .is_err()
+            {
+                shared.lock().proto.handle_send_error(clock::now(), b.path);
+            }
+        }
+        if finished {
+            break;
+        }
+        if burst_full {
+            // More to send now; let other tasks run between bursts.
+            tokio::task::yield_now().await;
+            continue;
+        }
+        sleep_or_wake(&shared, deadline).await;
+    }
+    finish(&shared);
+}
+
+async fn sleep_or_wake(shared: &Shared, deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => {
+            tokio::select! {
+                _ = shared.wake_driver.notified() => {}
+                _ = tokio::time::sleep_until(clock::deadline(at)) => {}
+            }
+        }
+        None => shared.wake_driver.notified().await,
+    }
+}
+
+/// Marks the session done, wakes everyone and leaves the endpoints' tables.
+fn finish(shared: &Arc<Shared>) {
+    let endpoints: Vec<Arc<EndpointInner>> = {
+        let mut g = shared.lock();
+        g.done = true;
+        g.process_events();
+        g.routes.values().map(|r| r.endpoint.clone()).collect()
+    };
+    for e in endpoints {
+        e.unregister(shared.id);
+    }
+    shared.changed.notify_waiters();
+}

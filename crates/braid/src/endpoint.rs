@@ -1,0 +1,390 @@
+//! Endpoints: a UDP socket and the table that hands its datagrams to
+//! sessions. Sessions are told apart by the session id in every datagram,
+//! not by the sender's address, so a connection may change address (a
+//! relay restarts, a NAT rebinds) and several connections of one session
+//! may share a socket.
+
+use crate::driver::drive;
+use crate::session::{Route, Session, Shared};
+use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
+use crate::{clock, Error, Result};
+use braid_proto::wire::Header;
+use braid_proto::{Ecn, Instant, Role, SessionConfig};
+use quinn_udp::RecvMeta;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::{self, IoSliceMut};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+/// Sessions one endpoint serves at most; HELLOs beyond are ignored.
+const MAX_SESSIONS: usize = 4096;
+/// Accepted sessions waiting for `Listener::accept`.
+const ACCEPT_BACKLOG: usize = 256;
+/// Ended session ids remembered, so a late duplicate HELLO opens nothing.
+const RECENTLY_CLOSED: usize = 4096;
+
+/// What a listening endpoint needs to open server sessions.
+struct Accepting {
+    cfg: SessionConfig,
+    queue: mpsc::Sender<Session>,
+}
+
+pub(crate) struct EndpointInner {
+    pub io: Arc<UdpIo>,
+    sessions: Mutex<HashMap<u64, Arc<Shared>>>,
+    closed: Mutex<VecDeque<u64>>,
+    accepting: Mutex<Option<Accepting>>,
+    recv_task: Mutex<Option<AbortHandle>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl EndpointInner {
+    fn register(&self, shared: &Arc<Shared>) {
+        lock(&self.sessions).insert(shared.id, shared.clone());
+    }
+
+    pub fn unregister(&self, id: u64) {
+        if lock(&self.sessions).remove(&id).is_some() {
+            let mut closed = lock(&self.closed);
+            if closed.len() == RECENTLY_CLOSED {
+                closed.pop_front();
+            }
+            closed.push_back(id);
+        }
+    }
+
+    /// Hands one datagram to its session, or opens a server session for a HELLO.
+    fn dispatch(
+        self: &Arc<Self>,
+        now: Instant,
+        from: SocketAddr,
+        ecn: Ecn,
+        datagram: &[u8],
+        touched: &mut Vec<Arc<Shared>>,
+    ) {
+        let Ok((header, _)) = Header::decode(datagram) else {
+            return;
+        };
+        let known = lock(&self.sessions).get(&header.session_id).cloned();
+        let Some(shared) = known else {
+            self.accept(now, from, header.path, datagram);
+            return;
+        };
+        {
+            let mut g = shared.lock();
+            if g.proto.role() == Role::Server {
+                // Reply where the connection's packets now come from.
+                g.routes.insert(
+                    header.path,
+                    Route {
+                        endpoint: self.clone(),
+                        remote: from,
+                    },
+                );
+            }
+            g.proto.handle_datagram(now, header.path, ecn, datagram);
+        }
+        if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
+            touched.push(shared);
+        }
+    }
+
+    fn accept(self: &Arc<Self>, now: Instant, from: SocketAddr, path: u8, datagram: &[u8]) {
+        let accepting = lock(&self.accepting);
+        let Some(a) = accepting.as_ref() else {
+            return;
+        };
+        if lock(&self.sessions).len() >= MAX_SESSIONS {
+            return;
+        }
+        let id = Header::decode(datagram).map(|(h, _)| h.session_id);
+        if id.is_ok_and(|id| lock(&self.closed).contains(&id)) {
+            return;
+        }
+        let Ok(proto) = braid_proto::Session::accept(a.cfg.clone(), now, path, datagram) else {
+            return;
+        };
+        let refused = proto.error().is_some();
+        let routes = BTreeMap::from([(
+            path,
+            Route {
+                endpoint: self.clone(),
+                remote: from,
+            },
+        )]);
+        let shared = Shared::new(proto, routes);
+        self.register(&shared);
+        tokio::spawn(drive(shared.clone()));
+        // A refused HELLO only gets its CLOSE; a full backlog aborts the
+        // session when the handle is dropped here.
+        if !refused {
+            let _ = a.queue.try_send(Session::new(shared));
+        }
+    }
+}
+
+impl Drop for EndpointInner {
+    fn drop(&mut self) {
+        if let Some(task) = lock(&self.recv_task).take() {
+            task.abort();
+        }
+    }
+}
+
+async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
+    let mut storage = vec![0u8; RECV_BATCH * RECV_BUFFER];
+    let mut meta = [RecvMeta::default(); RECV_BATCH];
+    let mut touched = Vec::new();
+    loop {
+        let received = {
+            let mut bufs: Vec<IoSliceMut<'_>> = storage
+                .chunks_mut(RECV_BUFFER)
+                .map(IoSliceMut::new)
+                .collect();
+            io.recv(&mut bufs, &mut meta).await
+        };
+        let n = match received {
+            Ok(n) => n,
+            // ICMP errors of earlier sends and the like: not fatal to a socket.
+            Err(e) if is_transient(&e) => continue,
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                continue;
+            }
+        };
+        let Some(ep) = endpoint.upgrade() else {
+            return;
+        };
+        let now = clock::now();
+        for (m, buf) in meta.iter().zip(storage.chunks(RECV_BUFFER)).take(n) {
+            let stride = if m.stride == 0 { m.len } else { m.stride };
+            for datagram in buf[..m.len].chunks(stride.max(1)) {
+                ep.dispatch(
+                    now,
+                    m.addr,
+                    udp::from_codepoint(m.ecn),
+                    datagram,
+                    &mut touched,
+                );
+            }
+        }
+        for s in touched.drain(..) {
+            s.wake_driver.notify_one();
+        }
+    }
+}
+
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+            | io::ErrorKind::WouldBlock
+    )
+}
+
+/// A UDP socket that carries braid sessions, as a client, a server or both.
+/// Clones share the socket.
+#[derive(Clone)]
+pub struct Endpoint {
+    inner: Arc<EndpointInner>,
+}
+
+impl Endpoint {
+    /// Binds a socket at `addr` (port 0: any free port). Needs a tokio runtime.
+    pub fn bind(addr: SocketAddr) -> Result<Endpoint> {
+        let io = UdpIo::bind(addr, DEFAULT_SOCKET_BUFFER)
+            .map_err(|e| Error::io(format!("cannot bind {addr}"), &e))?;
+        let inner = Arc::new(EndpointInner {
+            io: Arc::new(io),
+            sessions: Mutex::new(HashMap::new()),
+            closed: Mutex::new(VecDeque::new()),
+            accepting: Mutex::new(None),
+            recv_task: Mutex::new(None),
+        });
+        let task = tokio::spawn(recv_loop(inner.io.clone(), Arc::downgrade(&inner)));
+        *lock(&inner.recv_task) = Some(task.abort_handle());
+        Ok(Endpoint { inner })
+    }
+
+    /// The address the socket is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.io.local_addr()
+    }
+
+    /// Sessions currently registered on this socket.
+    pub fn session_count(&self) -> usize {
+        lock(&self.inner.sessions).len()
+    }
+
+    /// Opens a session to `remotes`, one connection per address, all from
+    /// this socket. Returns once the handshake completed.
+    pub async fn connect(&self, remotes: &[SocketAddr], cfg: SessionConfig) -> Result<Session> {
+        let paths: Vec<(Endpoint, SocketAddr)> =
+            remotes.iter().map(|&r| (self.clone(), r)).collect();
+        open(&paths, cfg).await
+    }
+}
+
+/// One connection of a session to open: a remote address, and the local
+/// address to send from (`None`: any, on a socket shared with the other
+/// connections of the same address family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathSpec {
+    pub local: Option<SocketAddr>,
+    pub remote: SocketAddr,
+}
+
+impl PathSpec {
+    /// A connection to `remote` from any local address.
+    pub fn to(remote: SocketAddr) -> PathSpec {
+        PathSpec {
+            local: None,
+            remote,
+        }
+    }
+}
+
+/// Opens a session over `paths` (each a connection; connection `i` is
+/// `paths[i]`), binding one socket per distinct local address. Returns
+/// once the handshake completed; fails with [`Error::HandshakeTimeout`]
+/// after `cfg.handshake_timeout` without an answer.
+pub async fn connect(paths: &[PathSpec], cfg: SessionConfig) -> Result<Session> {
+    let mut sockets: Vec<(SocketAddr, Endpoint)> = Vec::new();
+    let mut routes = Vec::with_capacity(paths.len());
+    for p in paths {
+        let local = p.local.unwrap_or(if p.remote.is_ipv4() {
+            SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+        } else {
+            SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+        });
+        let endpoint = match sockets.iter().find(|(a, _)| *a == local) {
+            Some((_, e)) => e.clone(),
+            None => {
+                let e = Endpoint::bind(local)?;
+                sockets.push((local, e.clone()));
+                e
+            }
+        };
+        routes.push((endpoint, p.remote));
+    }
+    open(&routes, cfg).await
+}
+
+async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Result<Session> {
+    cfg.paths = u8::try_from(paths.len())
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            Error::Config(braid_proto::ConfigError::OutOfRange {
+                field: "paths",
+                value: paths.len().to_string(),
+                allowed: "1..=255 connections",
+            })
+        })?;
+    cfg.max_paths = cfg.max_paths.max(cfg.paths);
+    let proto = braid_proto::Session::connect(cfg, rand::random(), clock::now())?;
+    let routes = paths
+        .iter()
+        .enumerate()
+        .map(|(i, (e, remote))| {
+            (
+                i as u8,
+                Route {
+                    endpoint: e.inner.clone(),
+                    remote: *remote,
+                },
+            )
+        })
+        .collect();
+    let shared = Shared::new(proto, routes);
+    for (e, _) in paths {
+        e.inner.register(&shared);
+    }
+    tokio::spawn(drive(shared.clone()));
+    let session = Session::new(shared.clone());
+    shared
+        .wait_for(|g| g.proto.is_established() && !g.proto.is_handshaking())
+        .await?;
+    Ok(session)
+}
+
+/// An endpoint that accepts sessions.
+pub struct Listener {
+    endpoint: Endpoint,
+    queue: tokio::sync::Mutex<mpsc::Receiver<Session>>,
+}
+
+impl Listener {
+    /// Listens at `addr`; accepted sessions use `cfg` (the client's
+    /// parameters are capped by it). Needs a tokio runtime.
+    pub fn bind(addr: SocketAddr, cfg: SessionConfig) -> Result<Listener> {
+        cfg.validate()?;
+        let endpoint =
+            Endpoint::bind(addr).map_err(|e| rename(e, format!("cannot listen on {addr}")))?;
+        let (tx, rx) = mpsc::channel(ACCEPT_BACKLOG);
+        *lock(&endpoint.inner.accepting) = Some(Accepting { cfg, queue: tx });
+        Ok(Listener {
+            endpoint,
+            queue: tokio::sync::Mutex::new(rx),
+        })
+    }
+
+    /// The next session a client opened.
+    pub async fn accept(&self) -> Result<Session> {
+        self.queue
+            .lock()
+            .await
+            .recv()
+            .await
+            .ok_or(Error::EndpointClosed)
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.endpoint.local_addr()
+    }
+
+    /// The endpoint, to open client sessions from the same socket.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("local_addr", &self.local_addr())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local_addr", &self.local_addr())
+            .finish()
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        *lock(&self.endpoint.inner.accepting) = None;
+    }
+}
+
+fn rename(e: Error, context: String) -> Error {
+    match e {
+        Error::Io { kind, message, .. } => Error::Io {
+            context,
+            kind,
+            message,
+        },
+        e => e,
+    }
+}

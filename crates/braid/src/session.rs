@@ -1,0 +1,301 @@
+//! A session on real sockets: the application's handle, which behaves like
+//! a `TcpStream` (tokio `AsyncRead` + `AsyncWrite`, full duplex), and the
+//! state it shares with its driver task and the endpoints' receive loops.
+
+use crate::endpoint::EndpointInner;
+use crate::{clock, Error};
+use braid_proto::{Event, PathSample, PathState, SessionConfig, SessionStats};
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{broadcast, Notify};
+
+/// Per-connection samples buffered for a slow subscriber before the oldest are dropped.
+const SAMPLE_CHANNEL: usize = 4096;
+
+/// Where one connection's datagrams go: a local socket and a remote address.
+#[derive(Clone)]
+pub(crate) struct Route {
+    pub endpoint: Arc<EndpointInner>,
+    pub remote: SocketAddr,
+}
+
+/// Everything behind the session's lock.
+pub(crate) struct Inner {
+    pub proto: braid_proto::Session,
+    pub routes: BTreeMap<u8, Route>,
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+    closer: Option<Waker>,
+    /// The first failure; every later operation reports it.
+    pub error: Option<Error>,
+    /// `shutdown` was called: our direction ends after what was written.
+    finish_requested: bool,
+    /// The driver has stopped; nothing more will happen.
+    pub done: bool,
+}
+
+impl Inner {
+    /// Turns the core's events into errors and wakes whoever can now progress.
+    pub fn process_events(&mut self) {
+        while let Some(event) = self.proto.poll_event() {
+            if let Event::Failed(e) = event {
+                let all_down = self
+                    .proto
+                    .path_states()
+                    .iter()
+                    .all(|&(_, s)| s != PathState::Active);
+                self.error.get_or_insert(Error::from_session(&e, all_down));
+            }
+        }
+        let failed = self.error.is_some() || self.done;
+        if failed || self.proto.readable() > 0 || self.proto.is_recv_finished() {
+            wake(&mut self.reader);
+        }
+        if failed || self.proto.writable() > 0 {
+            wake(&mut self.writer);
+        }
+        if failed || self.proto.is_send_finished() {
+            wake(&mut self.closer);
+        }
+    }
+}
+
+fn wake(w: &mut Option<Waker>) {
+    if let Some(w) = w.take() {
+        w.wake();
+    }
+}
+
+/// State shared by the handle, the driver and the receive loops.
+pub(crate) struct Shared {
+    inner: Mutex<Inner>,
+    /// Wakes the driver: new input, new data to send, or a command.
+    pub wake_driver: Notify,
+    /// Signals a change of phase (connected, failed, closed) to waiters.
+    pub changed: Notify,
+    pub samples: broadcast::Sender<PathSample>,
+    pub id: u64,
+}
+
+impl Shared {
+    pub fn new(proto: braid_proto::Session, routes: BTreeMap<u8, Route>) -> Arc<Shared> {
+        Arc::new(Shared {
+            id: proto.session_id(),
+            inner: Mutex::new(Inner {
+                proto,
+                routes,
+                reader: None,
+                writer: None,
+                closer: None,
+                error: None,
+                finish_requested: false,
+                done: false,
+            }),
+            wake_driver: Notify::new(),
+            changed: Notify::new(),
+            samples: broadcast::channel(SAMPLE_CHANNEL).0,
+        })
+    }
+
+    /// The lock; a panic while holding it leaves the state usable.
+    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `ready` holds or the session failed or ended.
+    pub async fn wait_for(&self, ready: impl Fn(&Inner) -> bool) -> Result<(), Error> {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let g = self.lock();
+                if ready(&g) {
+                    return Ok(());
+                }
+                if let Some(e) = &g.error {
+                    return Err(e.clone());
+                }
+                if g.done {
+                    return Err(Error::EndpointClosed);
+                }
+            }
+            changed.await;
+        }
+    }
+}
+
+/// One reliable byte stream each way over one or more connections.
+///
+/// Reads return 0 at the end of the peer's stream; `shutdown` ends ours and
+/// returns once everything written was acknowledged. Dropping a session
+/// before both directions finished aborts it, and the peer sees an error.
+pub struct Session {
+    shared: Arc<Shared>,
+}
+
+impl Session {
+    pub(crate) fn new(shared: Arc<Shared>) -> Session {
+        Session { shared }
+    }
+
+    /// The session id both sides share.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// The configuration, with the values negotiated in the handshake.
+    pub fn config(&self) -> SessionConfig {
+        self.shared.lock().proto.config().clone()
+    }
+
+    /// A snapshot of every counter, per connection and for the session.
+    pub fn stats(&self) -> SessionStats {
+        self.shared.lock().proto.stats()
+    }
+
+    /// Each connection's id, state and current remote address.
+    pub fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
+        let g = self.shared.lock();
+        g.proto
+            .path_states()
+            .into_iter()
+            .map(|(id, state)| (id, state, g.routes.get(&id).map(|r| r.remote)))
+            .collect()
+    }
+
+    /// A stream of per-connection samples (window, sRTT, throughput), one
+    /// per connection every `sample_interval`, from now on.
+    pub fn samples(&self) -> broadcast::Receiver<PathSample> {
+        self.shared.samples.subscribe()
+    }
+
+    /// The failure that ended the session, if any.
+    pub fn error(&self) -> Option<Error> {
+        self.shared.lock().error.clone()
+    }
+
+    /// Aborts the session; the peer is told `reason`.
+    pub fn abort(&self, code: u64, reason: &str) {
+        self.shared.lock().proto.abort(code, reason);
+        self.shared.wake_driver.notify_one();
+    }
+
+    /// Waits until the session has fully ended: both directions finished
+    /// and drained (Ok) or failed (the error).
+    pub async fn closed(&self) -> Result<(), Error> {
+        match self.shared.wait_for(|g| g.done).await {
+            Err(Error::EndpointClosed) => Ok(()),
+            r => r,
+        }
+    }
+
+    fn fail(&self, g: &Inner) -> Option<io::Error> {
+        if let Some(e) = &g.error {
+            return Some(e.clone().into());
+        }
+        g.done.then(|| Error::EndpointClosed.into())
+    }
+}
+
+impl AsyncRead for Session {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let mut g = self.shared.lock();
+        let n = g.proto.read(clock::now(), buf.initialize_unfilled());
+        if n > 0 {
+            buf.advance(n);
+            drop(g);
+            // The read may open the receive window: let the driver tell the peer.
+            self.shared.wake_driver.notify_one();
+            return Poll::Ready(Ok(()));
+        }
+        if g.proto.is_recv_finished() || buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(e) = self.fail(&g) {
+            return Poll::Ready(Err(e));
+        }
+        g.reader = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl AsyncWrite for Session {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let mut g = self.shared.lock();
+        if let Some(e) = self.fail(&g) {
+            return Poll::Ready(Err(e));
+        }
+        if g.finish_requested {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "write after shutdown",
+            )));
+        }
+        if data.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let n = g.proto.write(data);
+        if n > 0 {
+            drop(g);
+            self.shared.wake_driver.notify_one();
+            return Poll::Ready(Ok(n));
+        }
+        g.writer = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// Written bytes are the session's to deliver: nothing to flush.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Ends our direction and waits until everything written is acknowledged.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut g = self.shared.lock();
+        if !g.finish_requested && g.error.is_none() {
+            g.finish_requested = true;
+            g.proto.finish();
+            self.shared.wake_driver.notify_one();
+        }
+        if g.proto.is_send_finished() {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(e) = self.fail(&g) {
+            return Poll::Ready(Err(e));
+        }
+        g.closer = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let mut g = self.shared.lock();
+        let finished = g.proto.is_send_finished() && g.proto.is_recv_finished();
+        if !finished && g.error.is_none() && !g.done {
+            g.proto.abort(0, "session dropped by the application");
+            drop(g);
+            self.shared.wake_driver.notify_one();
+        }
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.id()).finish()
+    }
+}

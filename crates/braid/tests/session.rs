@@ -1,0 +1,141 @@
+//! Sessions on loopback sockets: delivery, graceful close, abort, failures.
+
+use braid::{connect, Error, Listener, PathSpec, SessionConfig};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn localhost() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 % 251) as u8).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_close_delivers_everything_both_ways() {
+    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let to = listener.local_addr();
+    let data = pattern(8 << 20);
+    let expected = data.clone();
+    let server = tokio::spawn(async move {
+        let mut s = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        s.write_all(b"thanks").await.unwrap();
+        s.shutdown().await.unwrap();
+        got
+    });
+    let mut s = connect(&[PathSpec::to(to)], SessionConfig::default())
+        .await
+        .unwrap();
+    s.write_all(&data).await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut reply = Vec::new();
+    s.read_to_end(&mut reply).await.unwrap();
+    assert_eq!(reply, b"thanks");
+    let got = tokio::time::timeout(Duration::from_secs(30), server)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.len(), expected.len());
+    assert!(got == expected, "stream content differs");
+    assert_eq!(s.stats().bytes_acked, expected.len() as u64);
+    tokio::time::timeout(Duration::from_secs(10), s.closed())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_connections_on_one_socket_share_the_stream() {
+    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let to = listener.local_addr();
+    let data = pattern(4 << 20);
+    let expected = data.clone();
+    let server = tokio::spawn(async move {
+        let mut s = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        s.shutdown().await.unwrap();
+        (got, s.paths().len())
+    });
+    let mut s = connect(
+        &[PathSpec::to(to), PathSpec::to(to)],
+        SessionConfig::default(),
+    )
+    .await
+    .unwrap();
+    s.write_all(&data).await.unwrap();
+    s.shutdown().await.unwrap();
+    let (got, server_paths) = server.await.unwrap();
+    assert!(got == expected);
+    assert_eq!(server_paths, 2);
+    let stats = s.stats();
+    assert_eq!(stats.paths.len(), 2);
+    assert!(stats.paths.iter().all(|(_, p)| p.data_packets_sent > 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_surfaces_as_an_error_on_the_other_side() {
+    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let to = listener.local_addr();
+    let server = tokio::spawn(async move {
+        let mut s = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) => return Ok(()),
+                Ok(_) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    });
+    let mut s = connect(&[PathSpec::to(to)], SessionConfig::default())
+        .await
+        .unwrap();
+    s.write_all(&pattern(100_000)).await.unwrap();
+    s.abort(7, "changed my mind");
+    let err = tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .unwrap()
+        .unwrap()
+        .expect_err("the reader must see the abort");
+    let inner = err.get_ref().and_then(|e| e.downcast_ref::<Error>());
+    assert!(
+        matches!(inner, Some(Error::PeerClosed { code: 7, reason }) if reason == "changed my mind"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_to_nobody_fails_within_the_timeout() {
+    // A port that was just free: nobody listens there.
+    let nobody = std::net::UdpSocket::bind(localhost())
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let cfg = SessionConfig {
+        handshake_timeout: Duration::from_millis(800),
+        ..SessionConfig::default()
+    };
+    let started = Instant::now();
+    let err = connect(&[PathSpec::to(nobody)], cfg).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, Error::HandshakeTimeout(_)), "{err}");
+    assert!(err.to_string().contains("handshake timed out"));
+    assert!(took >= Duration::from_millis(700), "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listening_on_a_port_in_use_is_a_clear_error() {
+    let first = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let err = Listener::bind(first.local_addr(), SessionConfig::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cannot listen on") && msg.contains("address already in use"),
+        "{msg}"
+    );
+}
