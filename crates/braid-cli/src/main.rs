@@ -1,9 +1,17 @@
-//! `braid`: simulate, and (in later versions) send, receive, relay and benchmark.
+//! `braid`: send, receive, relay, simulate, and see it all at once in `demo`.
 
+mod progress;
+mod recv_cmd;
+mod send_cmd;
 mod sim_cmd;
+mod summary;
+mod transfer;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -18,6 +26,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Send a file (or stdin) to `braid recv` over one or more connections.
+    Send(send_cmd::SendArgs),
+    /// Receive a file from `braid send`, verify it (BLAKE3) and keep it.
+    Recv(recv_cmd::RecvArgs),
     /// Run a scenario file in the deterministic simulator (no FILE: a built-in two-path example).
     Sim(sim_cmd::SimArgs),
 }
@@ -25,13 +37,68 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Send(args) => send_cmd::run(args),
+        Command::Recv(args) => recv_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("braid: {e}");
-            ExitCode::from(2)
+            eprintln!("braid: {e:#}");
+            ExitCode::FAILURE
         }
     }
+}
+
+/// The runtime every networked command runs on.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// `ip:port`, `[ipv6]:port` or `host:port`.
+async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(a) = addr.parse() {
+        return Ok(a);
+    }
+    tokio::net::lookup_host(addr)
+        .await
+        .ok()
+        .and_then(|mut it| it.next())
+        .with_context(|| {
+            format!("cannot resolve {addr:?}; expected HOST:PORT, e.g. 127.0.0.1:7000")
+        })
+}
+
+fn parse_cc(name: &str) -> Result<String, String> {
+    if braid_proto::cc::is_known(name) {
+        Ok(name.to_owned())
+    } else {
+        Err(braid_proto::cc::UnknownController(name.to_owned()).to_string())
+    }
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    braid_sim::units::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Lets the session acknowledge the peer's last packets before the
+/// process exits (there is no kernel to do it after us, unlike TCP).
+async fn linger(session: &braid::Session) {
+    let _ = tokio::time::timeout(Duration::from_millis(250), session.closed()).await;
+}
+
+/// Prints a transfer's result: JSON on stdout, or the summary on stderr.
+fn print_result(ended: &summary::Ended<'_>, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&ended.run_result().to_json(false))?
+        );
+    } else {
+        eprint!("{}", ended.summary());
+    }
+    Ok(())
 }

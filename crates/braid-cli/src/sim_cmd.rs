@@ -13,7 +13,7 @@ pub struct SimArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Congestion controller for every flow, overriding the scenario's.
-    #[arg(long, value_parser = parse_cc)]
+    #[arg(long, value_parser = crate::parse_cc)]
     cc: Option<String>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
@@ -50,12 +50,4 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn parse_cc(name: &str) -> Result<String, String> {
-    if braid_proto::cc::is_known(name) {
-        Ok(name.to_owned())
-    } else {
-        Err(braid_proto::cc::UnknownController(name.to_owned()).to_string())
-    }
 }

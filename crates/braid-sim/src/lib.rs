@@ -16,7 +16,7 @@ pub mod units;
 
 pub use link::{Link, LinkConfig, LinkState, Offer};
 pub use loss::Gilbert;
-pub use report::{jain, Delivery, FlowResult, RunResult};
+pub use report::{jain, write_delivery, Delivery, FlowResult, RunResult};
 pub use scenario::{FlowSpec, PathSpec, Scenario, ScenarioError};
 pub use sim::{flow_config, Sim, IP_UDP_OVERHEAD};
 pub use trace::{Trace, TraceError, OPPORTUNITY_BYTES};

@@ -126,71 +126,94 @@ fn delivery(
 ) -> Delivery {
     let start = o.connected_at.or(o.started_at).unwrap_or(Instant::ZERO);
     let end = done.unwrap_or(o.now);
-    let duration = (end - start).as_secs_f64();
-    let rate = |bytes: u64| {
-        if duration > 0.0 {
-            bytes as f64 * 8.0 / 1e6 / duration
-        } else {
-            0.0
-        }
-    };
     let stats = sender.map(Session::stats).unwrap_or_default();
-    let mtu = sender.map_or(1.0, |s| f64::from(s.config().mtu));
+    let mtu = sender.map_or(1, |s| s.config().mtu);
     let verified = t.verified();
-    let SessionStats { ref paths, .. } = stats;
-    let mut rtt = RttMs {
-        min: f64::INFINITY,
-        avg: 0.0,
-        max: 0.0,
-    };
-    let mut samples = 0u64;
-    let mut d = Delivery {
-        bytes: t.total,
-        delivered: t.read,
+    Delivery::from_stats(
+        &stats,
+        mtu,
+        t.total,
+        t.read,
         verified,
-        completed: done.is_some() && verified,
-        duration_s: duration,
-        goodput_mbps: rate(t.read),
-        segments: stats.segments_sent,
-        retransmitted: stats.retransmitted,
-        timeouts: stats.timeouts,
-        spurious_retransmits: stats.spurious_retransmits,
-        window_decreases: stats.window_decreases,
-        timeout_decreases: 0,
-        loss_decreases: 0,
-        lost_packets: 0,
-        ecn_marks: stats.ecn_marks,
-        ecn_decreases: 0,
-        rtt_ms: RttMs::default(),
-        paths: Vec::new(),
-    };
-    for &(id, p) in paths {
-        d.timeout_decreases += p.timeout_decreases;
-        d.loss_decreases += p.loss_decreases;
-        d.ecn_decreases += p.ecn_decreases;
-        d.lost_packets += p.lost_packets;
-        if p.rtt_samples > 0 {
-            rtt.min = rtt.min.min(ms(p.rtt_min));
-            rtt.max = rtt.max.max(ms(p.rtt_max));
-            rtt.avg += ms(p.rtt_avg) * p.rtt_samples as f64;
-            samples += p.rtt_samples;
+        done.is_some() && verified,
+        (end - start).as_secs_f64(),
+    )
+}
+
+impl Delivery {
+    /// One direction's figures from its sender's statistics: `bytes` to
+    /// send, `delivered` read by the receiver in `duration_s` seconds.
+    pub fn from_stats(
+        stats: &SessionStats,
+        mtu: u16,
+        bytes: u64,
+        delivered: u64,
+        verified: bool,
+        completed: bool,
+        duration_s: f64,
+    ) -> Delivery {
+        let rate = |bytes: u64| {
+            if duration_s > 0.0 {
+                bytes as f64 * 8.0 / 1e6 / duration_s
+            } else {
+                0.0
+            }
+        };
+        let mtu = f64::from(mtu.max(1));
+        let mut rtt = RttMs {
+            min: f64::INFINITY,
+            avg: 0.0,
+            max: 0.0,
+        };
+        let mut samples = 0u64;
+        let mut d = Delivery {
+            bytes,
+            delivered,
+            verified,
+            completed,
+            duration_s,
+            goodput_mbps: rate(delivered),
+            segments: stats.segments_sent,
+            retransmitted: stats.retransmitted,
+            timeouts: stats.timeouts,
+            spurious_retransmits: stats.spurious_retransmits,
+            window_decreases: stats.window_decreases,
+            timeout_decreases: 0,
+            loss_decreases: 0,
+            lost_packets: 0,
+            ecn_marks: stats.ecn_marks,
+            ecn_decreases: 0,
+            rtt_ms: RttMs::default(),
+            paths: Vec::new(),
+        };
+        for &(id, p) in &stats.paths {
+            d.timeout_decreases += p.timeout_decreases;
+            d.loss_decreases += p.loss_decreases;
+            d.ecn_decreases += p.ecn_decreases;
+            d.lost_packets += p.lost_packets;
+            if p.rtt_samples > 0 {
+                rtt.min = rtt.min.min(ms(p.rtt_min));
+                rtt.max = rtt.max.max(ms(p.rtt_max));
+                rtt.avg += ms(p.rtt_avg) * p.rtt_samples as f64;
+                samples += p.rtt_samples;
+            }
+            d.paths.push(PathResult {
+                path: id,
+                goodput_mbps: rate(p.stream_bytes_acked),
+                packets_sent: p.packets_sent,
+                retransmitted: p.retransmitted,
+                final_window: p.window as f64 / mtu,
+                timeouts: p.timeouts,
+                lost_packets: p.lost_packets,
+                srtt_ms: ms(p.srtt),
+            });
         }
-        d.paths.push(PathResult {
-            path: id,
-            goodput_mbps: rate(p.stream_bytes_acked),
-            packets_sent: p.packets_sent,
-            retransmitted: p.retransmitted,
-            final_window: p.window as f64 / mtu,
-            timeouts: p.timeouts,
-            lost_packets: p.lost_packets,
-            srtt_ms: ms(p.srtt),
-        });
+        if samples > 0 {
+            rtt.avg /= samples as f64;
+            d.rtt_ms = rtt;
+        }
+        d
     }
-    if samples > 0 {
-        rtt.avg /= samples as f64;
-        d.rtt_ms = rtt;
-    }
-    d
 }
 
 impl RunResult {
@@ -305,7 +328,8 @@ impl RunResult {
     }
 }
 
-fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
+/// The catchunks-style summary of one direction, under `label`.
+pub fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
     let status = match (d.completed, d.verified) {
         (true, true) => "all bytes received and verified (BLAKE3)",
         (false, _) if d.delivered < d.bytes => "INCOMPLETE",

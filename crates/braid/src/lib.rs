@@ -30,4 +30,4 @@ pub mod udp;
 pub use braid_proto::{PathSample, PathState, SessionConfig, SessionStats};
 pub use endpoint::{connect, Endpoint, Listener, PathSpec};
 pub use error::{Error, Result};
-pub use session::Session;
+pub use session::{Monitor, Session};

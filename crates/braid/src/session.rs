@@ -161,12 +161,7 @@ impl Session {
 
     /// Each connection's id, state and current remote address.
     pub fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
-        let g = self.shared.lock();
-        g.proto
-            .path_states()
-            .into_iter()
-            .map(|(id, state)| (id, state, g.routes.get(&id).map(|r| r.remote)))
-            .collect()
+        paths(&self.shared.lock())
     }
 
     /// A stream of per-connection samples (window, sRTT, throughput), one
@@ -201,6 +196,47 @@ impl Session {
         }
         g.done.then(|| Error::EndpointClosed.into())
     }
+}
+
+impl Session {
+    /// A handle that observes the session (stats, paths, samples) without
+    /// owning it, for progress displays running beside the reader or writer.
+    pub fn monitor(&self) -> Monitor {
+        Monitor {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Observes a session; dropping it does nothing to the session.
+#[derive(Clone)]
+pub struct Monitor {
+    shared: Arc<Shared>,
+}
+
+impl Monitor {
+    /// See [`Session::stats`].
+    pub fn stats(&self) -> SessionStats {
+        self.shared.lock().proto.stats()
+    }
+
+    /// See [`Session::paths`].
+    pub fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
+        paths(&self.shared.lock())
+    }
+
+    /// See [`Session::samples`].
+    pub fn samples(&self) -> broadcast::Receiver<PathSample> {
+        self.shared.samples.subscribe()
+    }
+}
+
+fn paths(g: &Inner) -> Vec<(u8, PathState, Option<SocketAddr>)> {
+    g.proto
+        .path_states()
+        .into_iter()
+        .map(|(id, state)| (id, state, g.routes.get(&id).map(|r| r.remote)))
+        .collect()
 }
 
 impl AsyncRead for Session {

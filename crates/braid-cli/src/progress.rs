@@ -1,0 +1,122 @@
+//! A progress bar on a terminal (bytes, rate, ETA, each connection's share),
+//! and nothing at all when stderr is not a terminal.
+
+use braid::Monitor;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::time::Duration;
+
+/// How often the per-connection shares are refreshed.
+const REFRESH: Duration = Duration::from_millis(250);
+
+/// Which counter gives a connection's share.
+#[derive(Debug, Clone, Copy)]
+pub enum Side {
+    /// Stream bytes acknowledged per connection.
+    Sender,
+    /// Packets received per connection.
+    Receiver,
+}
+
+#[derive(Clone)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    /// A bar labelled `prefix` if `wanted` and stderr is a terminal.
+    pub fn new(wanted: bool, total: Option<u64>, prefix: &str) -> Progress {
+        if !wanted || !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(8));
+        let template = if total.is_some() {
+            "{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}  {msg}"
+        } else {
+            "{prefix:>8} {bytes} {binary_bytes_per_sec}  {msg}"
+        };
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(prefix.to_owned());
+        Progress { bar: Some(bar) }
+    }
+
+    pub fn set_position(&self, n: u64) {
+        if let Some(b) = &self.bar {
+            b.set_position(n);
+        }
+    }
+
+    pub fn set_length(&self, n: u64) {
+        if let Some(b) = &self.bar {
+            b.set_length(n);
+        }
+    }
+
+    /// Clears the bar so the summary prints on a clean line.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+
+    /// Shows each connection's share of the traffic until the task is aborted.
+    pub fn watch(&self, monitor: Monitor, side: Side) -> Option<tokio::task::JoinHandle<()>> {
+        let bar = self.bar.clone()?;
+        Some(tokio::spawn(async move {
+            let mut last: Vec<(u8, u64)> = Vec::new();
+            loop {
+                tokio::time::sleep(REFRESH).await;
+                let now: Vec<(u8, u64)> = monitor
+                    .stats()
+                    .paths
+                    .iter()
+                    .map(|&(id, p)| {
+                        let v = match side {
+                            Side::Sender => p.stream_bytes_acked,
+                            Side::Receiver => p.packets_received,
+                        };
+                        (id, v)
+                    })
+                    .collect();
+                bar.set_message(shares(&last, &now));
+                last = now;
+            }
+        }))
+    }
+}
+
+/// "path 0 71% · path 1 29%" from two readings of per-connection counters.
+fn shares(before: &[(u8, u64)], now: &[(u8, u64)]) -> String {
+    let delta: Vec<(u8, u64)> = now
+        .iter()
+        .map(|&(id, v)| {
+            let old = before.iter().find(|(i, _)| *i == id).map_or(0, |&(_, o)| o);
+            (id, v.saturating_sub(old))
+        })
+        .collect();
+    let total: u64 = delta.iter().map(|&(_, d)| d).sum();
+    delta
+        .iter()
+        .map(|&(id, d)| {
+            let pct = if total > 0 { d * 100 / total } else { 0 };
+            format!("path {id} {pct:>3}%")
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_of_the_last_interval() {
+        let s = shares(&[(0, 100), (1, 100)], &[(0, 400), (1, 200)]);
+        assert_eq!(s, "path 0  75% · path 1  25%");
+        assert_eq!(shares(&[], &[(0, 0)]), "path 0   0%");
+    }
+}

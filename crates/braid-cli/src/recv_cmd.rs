@@ -1,0 +1,114 @@
+//! `braid recv`: accept a transfer from `braid send`, verify it, and keep it.
+
+use crate::progress::{Progress, Side};
+use crate::summary::Ended;
+use crate::transfer::{self, Output};
+use anyhow::bail;
+use braid::{Listener, Session, SessionConfig};
+use clap::Args;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct RecvArgs {
+    /// Address to listen on, e.g. 0.0.0.0:7000 (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// Where to write: a file, an existing directory (the sender's file
+    /// name inside it), or - for stdout. Default: the current directory.
+    #[arg(long, short, value_name = "FILE|DIR|-", default_value = ".")]
+    output: String,
+    /// Keep accepting transfers (concurrently) instead of exiting after one.
+    #[arg(long)]
+    keep: bool,
+    /// Print the result as the JSON of `braid sim --json` instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
+    crate::runtime()?.block_on(recv(args))
+}
+
+async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
+    let output = Output::parse(&args.output)?;
+    if matches!(output, Output::Stdout) && args.json {
+        bail!("--json prints to stdout; it cannot be combined with --output -");
+    }
+    let addr = crate::resolve(&args.listen).await?;
+    let listener = Listener::bind(addr, SessionConfig::default())?;
+    eprintln!("listening on {}", listener.local_addr());
+    let args = Arc::new(args);
+    let output = Arc::new(output);
+    loop {
+        let session = listener.accept().await?;
+        if args.keep {
+            let (args, output) = (args.clone(), output.clone());
+            tokio::spawn(async move {
+                let _ = receive_one(session, &output, &args, false).await;
+            });
+        } else {
+            return receive_one(session, &output, &args, true).await;
+        }
+    }
+}
+
+/// Receives one transfer and prints its result.
+pub async fn receive_one(
+    mut session: Session,
+    output: &Output,
+    args: &RecvArgs,
+    bar: bool,
+) -> anyhow::Result<ExitCode> {
+    let progress = Progress::new(bar && !args.json && !args.quiet, None, "recv");
+    let watch = progress.watch(session.monitor(), Side::Receiver);
+    let started = Instant::now();
+    let result = transfer::receive(&mut session, output, &progress).await;
+    if let Some(w) = watch {
+        w.abort();
+    }
+    progress.finish();
+    crate::linger(&session).await;
+    let config = session.config();
+    let stats = session.stats();
+    let (delivered, verified, elapsed, error) = match &result {
+        Ok(o) => (o.bytes, true, o.elapsed, None),
+        Err(e) => (
+            stats.bytes_received,
+            false,
+            started.elapsed(),
+            Some(format!("{e:#}")),
+        ),
+    };
+    let ended = Ended {
+        role: "braid recv",
+        cc: config.cc,
+        stats,
+        mtu: config.mtu,
+        bytes: delivered,
+        delivered,
+        verified,
+        duration_s: elapsed.as_secs_f64(),
+        error,
+    };
+    crate::print_result(&ended, args.json)?;
+    match result {
+        Ok(o) => {
+            if !args.json {
+                let place = o
+                    .path
+                    .map_or("stdout".to_owned(), |p| p.display().to_string());
+                eprintln!("verified: BLAKE3 {} -> {place}", o.hash.to_hex());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("braid: {e:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! `braid send`: one file (or stdin) to a `braid recv`, over one or more connections.
+
+use crate::progress::{Progress, Side};
+use crate::summary::Ended;
+use crate::transfer::{self, Header};
+use anyhow::{bail, Context as _};
+use braid::{PathSpec, SessionConfig};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncRead;
+
+#[derive(Args)]
+pub struct SendArgs {
+    /// File to send, or - for stdin.
+    file: PathBuf,
+    /// Receiver address; repeat for several connections (e.g. via several relays).
+    #[arg(long = "to", value_name = "ADDR", required = true)]
+    to: Vec<String>,
+    /// Local address to send from; one for all connections, or one per --to.
+    #[arg(long = "bind", value_name = "ADDR")]
+    bind: Vec<SocketAddr>,
+    /// Congestion controller (aimd, bbr, cubic, mbecn, ncp).
+    #[arg(long, value_parser = crate::parse_cc)]
+    cc: Option<String>,
+    /// Give up if the receiver does not answer within this time.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::parse_duration)]
+    handshake_timeout: Duration,
+    /// Print the result as the JSON of `braid sim --json` instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
+    crate::runtime()?.block_on(send(args))
+}
+
+async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
+    let (header, input) = open_input(&args.file).await?;
+    let mut remotes = Vec::new();
+    for to in &args.to {
+        remotes.push(crate::resolve(to).await?);
+    }
+    let paths = pair(&remotes, &args.bind)?;
+    let mut cfg = SessionConfig {
+        handshake_timeout: args.handshake_timeout,
+        ..SessionConfig::default()
+    };
+    if let Some(cc) = &args.cc {
+        cfg.cc = cc.clone();
+    }
+    let mut session = braid::connect(&paths, cfg).await.with_context(|| {
+        format!(
+            "cannot reach {}",
+            args.to
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    let progress = Progress::new(!args.json && !args.quiet, header.size, "send");
+    let watch = progress.watch(session.monitor(), Side::Sender);
+    let started = Instant::now();
+    let result = transfer::send(&mut session, &header, input, &progress).await;
+    if let Some(w) = watch {
+        w.abort();
+    }
+    progress.finish();
+    crate::linger(&session).await;
+    let config = session.config();
+    let (delivered, verified, elapsed, error) = match &result {
+        Ok(o) => (o.bytes, true, o.elapsed, None),
+        Err(e) => (0, false, started.elapsed(), Some(format!("{e:#}"))),
+    };
+    let ended = Ended {
+        role: "braid send",
+        cc: config.cc,
+        stats: session.stats(),
+        mtu: config.mtu,
+        bytes: header.size.unwrap_or(delivered),
+        delivered,
+        verified,
+        duration_s: elapsed.as_secs_f64(),
+        error,
+    };
+    crate::print_result(&ended, args.json)?;
+    match result {
+        Ok(o) => {
+            if !args.json {
+                eprintln!("verified: BLAKE3 {}", o.hash.to_hex());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("braid: {e:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+type Input = Box<dyn AsyncRead + Unpin + Send>;
+
+async fn open_input(file: &PathBuf) -> anyhow::Result<(Header, Input)> {
+    if file.as_os_str() == "-" {
+        let header = Header {
+            name: "stdin".into(),
+            size: None,
+        };
+        return Ok((header, Box::new(tokio::io::stdin())));
+    }
+    let f = tokio::fs::File::open(file)
+        .await
+        .with_context(|| format!("cannot open {}", file.display()))?;
+    let meta = f.metadata().await?;
+    if meta.is_dir() {
+        bail!("{} is a directory; send a file", file.display());
+    }
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let header = Header {
+        name,
+        size: Some(meta.len()),
+    };
+    Ok((header, Box::new(f)))
+}
+
+/// One connection per --to; --bind gives one local address for all, or one each.
+pub fn pair(remotes: &[SocketAddr], binds: &[SocketAddr]) -> anyhow::Result<Vec<PathSpec>> {
+    if remotes.len() > 255 {
+        bail!("at most 255 connections ({} --to given)", remotes.len());
+    }
+    match binds.len() {
+        0 => Ok(remotes.iter().map(|&r| PathSpec::to(r)).collect()),
+        1 => Ok(remotes
+            .iter()
+            .map(|&remote| PathSpec {
+                local: Some(binds[0]),
+                remote,
+            })
+            .collect()),
+        n if remotes.len() == 1 => Ok(binds
+            .iter()
+            .take(n)
+            .map(|&b| PathSpec {
+                local: Some(b),
+                remote: remotes[0],
+            })
+            .collect()),
+        n if n == remotes.len() => Ok(remotes
+            .iter()
+            .zip(binds)
+            .map(|(&remote, &b)| PathSpec {
+                local: Some(b),
+                remote,
+            })
+            .collect()),
+        n => bail!(
+            "{n} --bind for {} --to: give one --bind, one per --to, or one --to",
+            remotes.len()
+        ),
+    }
+}

@@ -1,0 +1,361 @@
+//! The file-transfer format over a braid session, and both ends of it.
+//!
+//! Sender to receiver: `BRAIDF1\n`, the file name (u16 length + UTF-8), the
+//! size (u64, `u64::MAX` if unknown, as for stdin), the content, then the
+//! BLAKE3 hash of the content (32 bytes) and the end of the stream.
+//! Receiver to sender: `OK <hex hash>\n` once the content was verified and
+//! is in place under its final name, or `ERR <reason>\n`.
+
+use anyhow::{bail, Context as _};
+use braid::Session;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::progress::Progress;
+
+const MAGIC: &[u8; 8] = b"BRAIDF1\n";
+const HASH_LEN: usize = 32;
+const CHUNK: usize = 256 * 1024;
+const UNKNOWN_SIZE: u64 = u64::MAX;
+/// Longest verdict line read back.
+const MAX_VERDICT: u64 = 4096;
+/// How long a failing receiver tries to tell the sender why.
+const ERR_GRACE: Duration = Duration::from_secs(2);
+
+/// What precedes the content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub name: String,
+    pub size: Option<u64>,
+}
+
+impl Header {
+    fn encode(&self) -> Vec<u8> {
+        let name = self.name.as_bytes();
+        let len = u16::try_from(name.len()).unwrap_or(u16::MAX);
+        let mut out = Vec::with_capacity(8 + 2 + name.len() + 8);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&name[..usize::from(len)]);
+        out.extend_from_slice(&self.size.unwrap_or(UNKNOWN_SIZE).to_be_bytes());
+        out
+    }
+
+    async fn read(r: &mut (impl AsyncRead + Unpin)) -> anyhow::Result<Header> {
+        let mut magic = [0u8; 8];
+        r.read_exact(&mut magic)
+            .await
+            .context("reading the transfer header")?;
+        if &magic != MAGIC {
+            bail!("the peer is not sending a braid file transfer");
+        }
+        let len = r.read_u16().await?;
+        let mut name = vec![0u8; usize::from(len)];
+        r.read_exact(&mut name).await?;
+        let name = String::from_utf8(name).context("file name is not UTF-8")?;
+        let size = r.read_u64().await?;
+        Ok(Header {
+            name,
+            size: (size != UNKNOWN_SIZE).then_some(size),
+        })
+    }
+}
+
+/// The end of a transfer as one side saw it.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub bytes: u64,
+    pub hash: blake3::Hash,
+    /// From the session's start to the peer's verdict (sender) or the
+    /// file's rename (receiver).
+    pub elapsed: Duration,
+    /// Where the receiver put the file (`None` for stdout and on the sender).
+    pub path: Option<PathBuf>,
+}
+
+/// Sends `header` and `content`, then waits for the receiver's verdict.
+pub async fn send(
+    session: &mut Session,
+    header: &Header,
+    mut content: impl AsyncRead + Unpin,
+    progress: &Progress,
+) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    session.write_all(&header.encode()).await?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut sent = 0u64;
+    loop {
+        let n = content.read(&mut buf).await.context("reading the input")?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        session.write_all(&buf[..n]).await?;
+        sent += n as u64;
+        progress.set_position(sent);
+    }
+    if header.size.is_some_and(|s| s != sent) {
+        bail!(
+            "the input changed size while sending ({} bytes announced, {sent} read)",
+            header.size.unwrap_or(0)
+        );
+    }
+    let hash = hasher.finalize();
+    session.write_all(hash.as_bytes()).await?;
+    session.shutdown().await?;
+    let mut verdict = String::new();
+    (&mut *session)
+        .take(MAX_VERDICT)
+        .read_to_string(&mut verdict)
+        .await
+        .context("waiting for the receiver's verdict")?;
+    match verdict.trim_end().split_once(' ') {
+        Some(("OK", hex)) if hex == hash.to_hex().as_str() => Ok(Outcome {
+            bytes: sent,
+            hash,
+            elapsed: started.elapsed(),
+            path: None,
+        }),
+        Some(("OK", hex)) => bail!("the receiver computed another hash ({hex}): content corrupted"),
+        Some(("ERR", reason)) => bail!("the receiver failed: {reason}"),
+        _ => bail!("the receiver closed without a verdict"),
+    }
+}
+
+/// Where received content goes.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// This file name.
+    File(PathBuf),
+    /// The sender's file name in this directory.
+    Dir(PathBuf),
+    Stdout,
+}
+
+impl Output {
+    /// `-`, an existing directory, or a file name; checks it can be written.
+    pub fn parse(arg: &str) -> anyhow::Result<Output> {
+        if arg == "-" {
+            return Ok(Output::Stdout);
+        }
+        let path = PathBuf::from(arg);
+        if arg.ends_with('/') && !path.is_dir() {
+            bail!("output directory {arg} does not exist");
+        }
+        let (out, dir) = if path.is_dir() {
+            (Output::Dir(path.clone()), path)
+        } else {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            (Output::File(path), parent)
+        };
+        check_writable(&dir).with_context(|| format!("output {arg} is not writable"))?;
+        Ok(out)
+    }
+}
+
+fn check_writable(dir: &Path) -> anyhow::Result<()> {
+    if !dir.is_dir() {
+        bail!("{} is not a directory", dir.display());
+    }
+    let probe = tempfile::NamedTempFile::new_in(dir)?;
+    drop(probe);
+    Ok(())
+}
+
+/// The last path component of a sender's name, refusing anything that
+/// could escape the output directory.
+fn safe_name(name: &str) -> anyhow::Result<&str> {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or("");
+    if base.is_empty() || base == "." || base == ".." {
+        bail!("the sender's file name {name:?} is not usable");
+    }
+    Ok(base)
+}
+
+/// Receives one file into `output`, verifies it and tells the sender.
+pub async fn receive(
+    session: &mut Session,
+    output: &Output,
+    progress: &Progress,
+) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let result = receive_inner(session, output, progress, started).await;
+    match &result {
+        Ok(o) => {
+            let line = format!("OK {}\n", o.hash.to_hex());
+            session.write_all(line.as_bytes()).await?;
+            session.shutdown().await?;
+        }
+        Err(e) => {
+            let line = format!("ERR {e:#}\n");
+            let tell = async {
+                session.write_all(line.as_bytes()).await?;
+                session.shutdown().await
+            };
+            let _ = tokio::time::timeout(ERR_GRACE, tell).await;
+        }
+    }
+    result
+}
+
+async fn receive_inner(
+    session: &mut Session,
+    output: &Output,
+    progress: &Progress,
+    started: Instant,
+) -> anyhow::Result<Outcome> {
+    let header = Header::read(session).await?;
+    if let Some(size) = header.size {
+        progress.set_length(size);
+    }
+    let target = match output {
+        Output::File(p) => Some(p.clone()),
+        Output::Dir(d) => Some(d.join(safe_name(&header.name)?)),
+        Output::Stdout => None,
+    };
+    match target {
+        None => {
+            let stdout = tokio::io::stdout();
+            let (bytes, hash) = copy_verified(session, stdout, &header, progress).await?;
+            Ok(Outcome {
+                bytes,
+                hash,
+                elapsed: started.elapsed(),
+                path: None,
+            })
+        }
+        Some(target) => {
+            let dir = match target.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            // Removed on drop unless persisted: an incomplete transfer
+            // never leaves a file that looks complete.
+            let part = tempfile::Builder::new()
+                .prefix(&format!(".{}.", safe_name(&header.name).unwrap_or("braid")))
+                .suffix(".braid-part")
+                .tempfile_in(&dir)
+                .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+            let file = tokio::fs::File::from_std(part.reopen()?);
+            let (bytes, hash) = copy_verified(session, file, &header, progress)
+                .await
+                .with_context(|| format!("writing {}", target.display()))?;
+            // On disk before the rename that makes it look complete.
+            part.as_file().sync_all()?;
+            // A received file is an ordinary file, not a private temporary.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = part
+                    .as_file()
+                    .set_permissions(std::fs::Permissions::from_mode(0o644));
+            }
+            part.persist(&target)
+                .with_context(|| format!("renaming into {}", target.display()))?;
+            Ok(Outcome {
+                bytes,
+                hash,
+                elapsed: started.elapsed(),
+                path: Some(target),
+            })
+        }
+    }
+}
+
+/// Copies the content to `out`, holding back the trailing hash, and checks it.
+async fn copy_verified(
+    session: &mut Session,
+    out: impl AsyncWrite + Unpin,
+    header: &Header,
+    progress: &Progress,
+) -> anyhow::Result<(u64, blake3::Hash)> {
+    let mut out = tokio::io::BufWriter::with_capacity(1 << 20, out);
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut tail: Vec<u8> = Vec::with_capacity(2 * HASH_LEN);
+    let mut written = 0u64;
+    loop {
+        let n = session.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        // Everything but the last HASH_LEN bytes seen so far is content.
+        if chunk.len() >= HASH_LEN {
+            let (content, rest) = chunk.split_at(chunk.len() - HASH_LEN);
+            for part in [&tail[..], content] {
+                hasher.update(part);
+                out.write_all(part).await?;
+                written += part.len() as u64;
+            }
+            tail.clear();
+            tail.extend_from_slice(rest);
+        } else {
+            tail.extend_from_slice(chunk);
+            let excess = tail.len().saturating_sub(HASH_LEN);
+            hasher.update(&tail[..excess]);
+            out.write_all(&tail[..excess]).await?;
+            written += excess as u64;
+            tail.drain(..excess);
+        }
+        progress.set_position(written);
+    }
+    out.flush().await?;
+    if tail.len() < HASH_LEN {
+        bail!("the stream ended before the content's hash: transfer incomplete");
+    }
+    if header.size.is_some_and(|s| s != written) {
+        bail!(
+            "received {written} bytes, the sender announced {}",
+            header.size.unwrap_or(0)
+        );
+    }
+    let hash = hasher.finalize();
+    if hash.as_bytes()[..] != tail[..] {
+        bail!("BLAKE3 mismatch: the content was corrupted");
+    }
+    Ok((written, hash))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn header_round_trip() {
+        for h in [
+            Header {
+                name: "a.bin".into(),
+                size: Some(12345),
+            },
+            Header {
+                name: "stdin".into(),
+                size: None,
+            },
+        ] {
+            let bytes = h.encode();
+            let got = Header::read(&mut &bytes[..]).await.unwrap();
+            assert_eq!(got, h);
+        }
+        let err = Header::read(&mut &b"HTTP/1.1 200 OK\r\n\r\n"[..])
+            .await
+            .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("not sending a braid file transfer"));
+    }
+
+    #[test]
+    fn names_cannot_escape_the_directory() {
+        assert_eq!(safe_name("../../etc/passwd").unwrap(), "passwd");
+        assert_eq!(safe_name("dir/file.txt").unwrap(), "file.txt");
+        assert!(safe_name("..").is_err());
+        assert!(safe_name("a/").is_err());
+        assert!(safe_name("").is_err());
+    }
+}
