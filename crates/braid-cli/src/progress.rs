@@ -102,7 +102,7 @@ fn shares(before: &[(u8, u64)], now: &[(u8, u64)]) -> String {
     delta
         .iter()
         .map(|&(id, d)| {
-            let pct = if total > 0 { d * 100 / total } else { 0 };
+            let pct = (d * 100).checked_div(total).unwrap_or(0);
             format!("path {id} {pct:>3}%")
         })
         .collect::<Vec<_>>()
