@@ -35,7 +35,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let result = match cli.command {
         Command::Send(args) => send_cmd::run(args),
         Command::Recv(args) => recv_cmd::run(args),
@@ -48,6 +51,24 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Help and version print in full; a bad command line is one line and exit 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("bad command line");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("braid: {first} (see braid --help)");
+    ExitCode::from(2)
 }
 
 /// The runtime every networked command runs on.

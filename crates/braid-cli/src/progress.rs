@@ -44,6 +44,25 @@ impl Progress {
         Progress { bar: Some(bar) }
     }
 
+    /// No bar at all.
+    pub fn disabled() -> Progress {
+        Progress { bar: None }
+    }
+
+    /// A bar drawn among other lines of `multi`, if `wanted`.
+    pub fn in_multi(
+        multi: &indicatif::MultiProgress,
+        wanted: bool,
+        total: Option<u64>,
+        prefix: &str,
+    ) -> Progress {
+        let p = Progress::new(wanted, total, prefix);
+        if let Some(b) = &p.bar {
+            multi.add(b.clone());
+        }
+        p
+    }
+
     pub fn set_position(&self, n: u64) {
         if let Some(b) = &self.bar {
             b.set_position(n);

@@ -132,6 +132,8 @@ pub enum Output {
     /// The sender's file name in this directory.
     Dir(PathBuf),
     Stdout,
+    /// Verify only, keep nothing (the demo).
+    Discard,
 }
 
 impl Output {
@@ -216,12 +218,15 @@ async fn receive_inner(
     let target = match output {
         Output::File(p) => Some(p.clone()),
         Output::Dir(d) => Some(d.join(safe_name(&header.name)?)),
-        Output::Stdout => None,
+        Output::Stdout | Output::Discard => None,
     };
     match target {
         None => {
-            let stdout = tokio::io::stdout();
-            let (bytes, hash) = copy_verified(session, stdout, &header, progress).await?;
+            let (bytes, hash) = if matches!(output, Output::Discard) {
+                copy_verified(session, tokio::io::sink(), &header, progress).await?
+            } else {
+                copy_verified(session, tokio::io::stdout(), &header, progress).await?
+            };
             Ok(Outcome {
                 bytes,
                 hash,

@@ -1,0 +1,326 @@
+//! `braid demo`: a receiver, one relay per emulated path and a sender of a
+//! generated stream, all in this process on loopback, so anyone can watch
+//! braid split one transfer over very different paths.
+
+use crate::progress::Progress;
+use crate::summary::Ended;
+use crate::transfer::{self, Header, Output};
+use anyhow::{bail, Context as _};
+use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, SessionConfig};
+use braid_sim::units::{format_duration, parse_duration, parse_size};
+use braid_sim::{LinkConfig, QueueLimit};
+use clap::Args;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, ReadBuf};
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// An emulated path as RATE:RTT[:LOSS[:QUEUE]], e.g. 40mbit:20ms or
+    /// 10mbit:80ms:1%:500 (loss on the data direction, queue in packets or
+    /// bytes); repeat for more paths.
+    #[arg(long = "path", value_name = "SPEC", default_values = ["40mbit:20ms", "10mbit:80ms:1%"])]
+    paths: Vec<String>,
+    /// Bytes to send.
+    #[arg(long, default_value = "100MB", value_parser = parse_bytes)]
+    size: u64,
+    /// Congestion controller (aimd, bbr, cubic, mbecn, ncp).
+    #[arg(long, value_parser = crate::parse_cc)]
+    cc: Option<String>,
+    /// Seed of the emulated links' randomness (loss, jitter).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// No live progress.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+/// One emulated path.
+struct PathPlan {
+    spec: String,
+    link: LinkConfig,
+    /// Bits per second the path carries after loss.
+    capacity_bps: f64,
+}
+
+fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    if parts.len() < 2 || parts.len() > 4 {
+        bail!("path {spec:?}: expected RATE:RTT[:LOSS[:QUEUE]], e.g. 40mbit:20ms:1%");
+    }
+    let rate: braid_sim::units::Rate = parts[0]
+        .parse()
+        .with_context(|| format!("path {spec:?}"))?;
+    let bps = match rate {
+        braid_sim::units::Rate::BitsPerSec(b) if b > 0 => b as f64,
+        _ => bail!("path {spec:?}: the rate must be a positive bit rate, e.g. 40mbit"),
+    };
+    let rtt = parse_duration(parts[1]).with_context(|| format!("path {spec:?}"))?;
+    let loss = match parts.get(2) {
+        Some(l) => parse_loss(l).with_context(|| format!("path {spec:?}"))?,
+        None => 0.0,
+    };
+    let mut link = LinkConfig::new(rate, rtt / 2);
+    if let Some(q) = parts.get(3) {
+        link.queue = q
+            .parse::<QueueLimit>()
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("path {spec:?}"))?;
+    }
+    link.loss = loss;
+    Ok(PathPlan {
+        spec: format!(
+            "{} {} RTT{}",
+            rate,
+            format_duration(rtt),
+            if loss > 0.0 {
+                format!(" {}% loss", loss * 100.0)
+            } else {
+                String::new()
+            }
+        ),
+        link,
+        capacity_bps: bps * (1.0 - loss),
+    })
+}
+
+fn parse_loss(s: &str) -> anyhow::Result<f64> {
+    let p = match s.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>()? / 100.0,
+        None => s.trim().parse::<f64>()?,
+    };
+    if !(0.0..1.0).contains(&p) {
+        bail!("loss {s:?} must be in [0, 1) (or 0%..100%)");
+    }
+    Ok(p)
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let plans = args
+        .paths
+        .iter()
+        .map(|p| parse_path(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if plans.len() > 255 {
+        bail!("at most 255 paths");
+    }
+    crate::runtime()?.block_on(demo(args, plans))
+}
+
+async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> {
+    let localhost: SocketAddr = ([127, 0, 0, 1], 0).into();
+    let listener = Listener::bind(localhost, SessionConfig::default())?;
+    let mut relays = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        let mut cfg = RelayConfig::new(localhost, listener.local_addr(), plan.link.clone());
+        // Loss on the data direction only, as in the simulator's paths.
+        cfg.reverse.loss = 0.0;
+        cfg.seed = args.seed.wrapping_add(i as u64);
+        relays.push(Relay::start(cfg)?);
+    }
+    let capacity: f64 = plans.iter().map(|p| p.capacity_bps).sum();
+    eprintln!(
+        "braid demo: {} over {} emulated path{} on loopback ({:.1} Mbit/s after loss in total)",
+        braid_sim::units::format_size(args.size),
+        plans.len(),
+        if plans.len() == 1 { "" } else { "s" },
+        capacity / 1e6
+    );
+    for (i, (plan, relay)) in plans.iter().zip(&relays).enumerate() {
+        eprintln!("  path {i}: relay {} — {}", relay.local_addr(), plan.spec);
+    }
+
+    let receiver = tokio::spawn(async move {
+        let mut session = listener.accept().await?;
+        let result = transfer::receive(&mut session, &Output::Discard, &Progress::disabled()).await;
+        crate::linger(&session).await;
+        let config = session.config();
+        anyhow::Ok((result, session.stats(), config))
+    });
+
+    let mut cfg = SessionConfig::default();
+    if let Some(cc) = &args.cc {
+        cfg.cc = cc.clone();
+    }
+    let paths: Vec<PathSpec> = relays.iter().map(|r| PathSpec::to(r.local_addr())).collect();
+    let mut session = braid::connect(&paths, cfg).await?;
+    let header = Header {
+        name: "demo.bin".into(),
+        size: Some(args.size),
+    };
+    let live = !args.quiet && std::io::stderr().is_terminal();
+    let multi = MultiProgress::with_draw_target(if live {
+        ProgressDrawTarget::stderr_with_hz(8)
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    let progress = Progress::in_multi(&multi, live, Some(args.size), "demo");
+    let lines = path_lines(&multi, &plans, session.monitor());
+    let content = Generated::new(args.size);
+    let result = transfer::send(&mut session, &header, content, &progress).await;
+    lines.abort();
+    progress.finish();
+    let _ = multi.clear();
+    crate::linger(&session).await;
+    let config = session.config();
+    let (delivered, elapsed, error) = match &result {
+        Ok(o) => (o.bytes, o.elapsed, None),
+        Err(e) => (0, Duration::ZERO, Some(format!("{e:#}"))),
+    };
+    let sent = Ended {
+        role: "braid send",
+        cc: config.cc.clone(),
+        stats: session.stats(),
+        mtu: config.mtu,
+        bytes: args.size,
+        delivered,
+        verified: result.is_ok(),
+        duration_s: elapsed.as_secs_f64(),
+        error,
+    };
+    eprint!("\n{}", sent.summary());
+    if let Ok(Ok((recv_result, stats, rcfg))) = receiver.await {
+        let (bytes, secs, error) = match &recv_result {
+            Ok(o) => (o.bytes, o.elapsed.as_secs_f64(), None),
+            Err(e) => (stats.bytes_received, 0.0, Some(format!("{e:#}"))),
+        };
+        let received = Ended {
+            role: "braid recv",
+            cc: rcfg.cc,
+            stats,
+            mtu: rcfg.mtu,
+            bytes,
+            delivered: bytes,
+            verified: recv_result.is_ok(),
+            duration_s: secs,
+            error,
+        };
+        eprint!("\n{}", received.summary());
+    }
+    for (i, r) in relays.iter().enumerate() {
+        let s = r.stats();
+        eprintln!(
+            "  relay {i}: forwarded {} datagrams, dropped {} by loss and {} by the queue",
+            s.forward.link.delivered, s.forward.link.dropped_loss, s.forward.link.dropped_queue
+        );
+    }
+    match result {
+        Ok(o) => {
+            let goodput = o.bytes as f64 * 8.0 / o.elapsed.as_secs_f64();
+            println!(
+                "demo: {} in {:.2} s = {:.1} Mbit/s goodput, {:.1} % of the {:.1} Mbit/s the paths carry after loss; verified (BLAKE3 {})",
+                braid_sim::units::format_size(o.bytes),
+                o.elapsed.as_secs_f64(),
+                goodput / 1e6,
+                goodput * 100.0 / capacity,
+                capacity / 1e6,
+                &o.hash.to_hex()[..16]
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("braid: demo transfer failed: {e:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// One live line per path: its goodput, window and sRTT.
+fn path_lines(
+    multi: &MultiProgress,
+    plans: &[PathPlan],
+    monitor: Monitor,
+) -> tokio::task::JoinHandle<()> {
+    let style = ProgressStyle::with_template("  {prefix:>8} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let bars: Vec<ProgressBar> = plans
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let b = multi.add(ProgressBar::new_spinner());
+            b.set_style(style.clone());
+            b.set_prefix(format!("path {i}"));
+            b
+        })
+        .collect();
+    let specs: Vec<String> = plans.iter().map(|p| p.spec.clone()).collect();
+    tokio::spawn(async move {
+        let mut last = vec![0u64; bars.len()];
+        let tick = Duration::from_millis(500);
+        loop {
+            tokio::time::sleep(tick).await;
+            let stats = monitor.stats();
+            for (id, p) in &stats.paths {
+                let i = usize::from(*id);
+                let (Some(bar), Some(spec)) = (bars.get(i), specs.get(i)) else {
+                    continue;
+                };
+                let rate = (p.stream_bytes_acked - last[i]) as f64 * 8.0 / tick.as_secs_f64();
+                last[i] = p.stream_bytes_acked;
+                bar.set_message(format!(
+                    "{:>6.1} Mbit/s  window {:>5} pkts  sRTT {:>6.1} ms  lost {:>5}   [{spec}]",
+                    rate / 1e6,
+                    p.window / 1380,
+                    p.srtt.as_secs_f64() * 1e3,
+                    p.lost_packets
+                ));
+            }
+        }
+    })
+}
+
+/// A deterministic pseudo-random stream (BLAKE3 in XOF mode) of `len` bytes.
+struct Generated {
+    xof: blake3::OutputReader,
+    remaining: u64,
+}
+
+impl Generated {
+    fn new(len: u64) -> Generated {
+        Generated {
+            xof: blake3::Hasher::new().update(b"braid demo").finalize_xof(),
+            remaining: len,
+        }
+    }
+}
+
+impl AsyncRead for Generated {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let n = (buf.remaining() as u64).min(self.remaining) as usize;
+        let out = &mut buf.initialize_unfilled()[..n];
+        self.xof.fill(out);
+        buf.advance(n);
+        self.remaining -= n as u64;
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_specs() {
+        let p = parse_path("10mbit:80ms:1%:500").unwrap();
+        assert_eq!(p.link.delay, Duration::from_millis(40));
+        assert_eq!(p.link.loss, 0.01);
+        assert_eq!(p.link.queue, QueueLimit::Packets(500));
+        assert!((p.capacity_bps - 9.9e6).abs() < 1.0);
+        assert!(parse_path("40mbit").is_err());
+        assert!(parse_path("40mbit:20ms:150%").is_err());
+        assert!(parse_path("fast:20ms").is_err());
+    }
+}
