@@ -1,5 +1,6 @@
-//! `braid`: simulate, and (in later versions) send, receive, relay and benchmark.
+//! `braid`: simulate and relay, and (in later versions) send, receive and benchmark.
 
+mod relay_cmd;
 mod sim_cmd;
 
 use clap::{Parser, Subcommand};
@@ -20,12 +21,15 @@ struct Cli {
 enum Command {
     /// Run a scenario file in the deterministic simulator (no FILE: a built-in two-path example).
     Sim(sim_cmd::SimArgs),
+    /// Forward UDP both ways through the simulator's link model in real time (one emulated path per relay).
+    Relay(relay_cmd::RelayArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim_cmd::run(args),
+        Command::Relay(args) => relay_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,8 @@
 
 pub mod clock;
 mod error;
+pub mod relay;
 pub mod udp;
 
 pub use error::{Error, Result};
+pub use relay::{Relay, RelayConfig, RelayStats};
