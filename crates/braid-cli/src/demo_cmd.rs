@@ -7,8 +7,9 @@ use crate::summary::Ended;
 use crate::transfer::{self, Header, Output};
 use anyhow::{bail, Context as _};
 use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, SessionConfig};
+use braid_sim::link::QueueLimit;
 use braid_sim::units::{format_duration, parse_duration, parse_size};
-use braid_sim::{LinkConfig, QueueLimit};
+use braid_sim::LinkConfig;
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -57,9 +58,8 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
     if parts.len() < 2 || parts.len() > 4 {
         bail!("path {spec:?}: expected RATE:RTT[:LOSS[:QUEUE]], e.g. 40mbit:20ms:1%");
     }
-    let rate: braid_sim::units::Rate = parts[0]
-        .parse()
-        .with_context(|| format!("path {spec:?}"))?;
+    let rate: braid_sim::units::Rate =
+        parts[0].parse().with_context(|| format!("path {spec:?}"))?;
     let bps = match rate {
         braid_sim::units::Rate::BitsPerSec(b) if b > 0 => b as f64,
         _ => bail!("path {spec:?}: the rate must be a positive bit rate, e.g. 40mbit"),
@@ -151,7 +151,10 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     if let Some(cc) = &args.cc {
         cfg.cc = cc.clone();
     }
-    let paths: Vec<PathSpec> = relays.iter().map(|r| PathSpec::to(r.local_addr())).collect();
+    let paths: Vec<PathSpec> = relays
+        .iter()
+        .map(|r| PathSpec::to(r.local_addr()))
+        .collect();
     let mut session = braid::connect(&paths, cfg).await?;
     let header = Header {
         name: "demo.bin".into(),

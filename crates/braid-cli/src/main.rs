@@ -1,7 +1,9 @@
 //! `braid`: send, receive, relay, simulate, and see it all at once in `demo`.
 
+mod demo_cmd;
 mod progress;
 mod recv_cmd;
+mod relay_cmd;
 mod send_cmd;
 mod sim_cmd;
 mod summary;
@@ -26,12 +28,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// See braid work: a transfer over two emulated paths on loopback, live.
+    Demo(demo_cmd::DemoArgs),
     /// Send a file (or stdin) to `braid recv` over one or more connections.
     Send(send_cmd::SendArgs),
     /// Receive a file from `braid send`, verify it (BLAKE3) and keep it.
     Recv(recv_cmd::RecvArgs),
     /// Run a scenario file in the deterministic simulator (no FILE: a built-in two-path example).
     Sim(sim_cmd::SimArgs),
+    /// Forward UDP both ways through the simulator's link model in real time (one emulated path per relay).
+    Relay(relay_cmd::RelayArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,9 +46,11 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     let result = match cli.command {
+        Command::Demo(args) => demo_cmd::run(args),
         Command::Send(args) => send_cmd::run(args),
         Command::Recv(args) => recv_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
+        Command::Relay(args) => relay_cmd::run(args),
     };
     match result {
         Ok(code) => code,

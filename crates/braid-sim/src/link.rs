@@ -43,6 +43,30 @@ impl fmt::Display for QueueLimit {
     }
 }
 
+impl FromStr for QueueLimit {
+    type Err = String;
+
+    /// A bare count is packets ("300"); a size with a unit is bytes
+    /// ("256KB", "1500B"), as in [`crate::units::parse_size`]. Both at least 1.
+    fn from_str(s: &str) -> Result<QueueLimit, String> {
+        let t = s.trim();
+        if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+            return match t.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(QueueLimit::Packets(n)),
+                _ => Err(format!(
+                    "queue of {t} packets: expected at least 1 and at most {}",
+                    u32::MAX
+                )),
+            };
+        }
+        match crate::units::parse_size(t) {
+            Ok(0) => Err(format!("queue {s:?} must hold at least one byte")),
+            Ok(b) => Ok(QueueLimit::Bytes(b)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
 /// How the queue marks congestion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EcnMode {
@@ -832,6 +856,16 @@ mod tests {
         let dup = dup.unwrap();
         assert!(dup.as_nanos().abs_diff(a.as_nanos()) <= 4 * MS);
         assert_eq!(l.stats().duplicated, 1);
+    }
+
+    #[test]
+    fn queue_limits_parse_as_packets_or_bytes() {
+        assert_eq!("300".parse(), Ok(QueueLimit::Packets(300)));
+        assert_eq!("256KB".parse(), Ok(QueueLimit::Bytes(256_000)));
+        assert_eq!("1500B".parse(), Ok(QueueLimit::Bytes(1500)));
+        for bad in ["0", "0KB", "", "ten", "99999999999"] {
+            assert!(bad.parse::<QueueLimit>().is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -24,10 +24,12 @@ pub mod clock;
 mod driver;
 mod endpoint;
 mod error;
+pub mod relay;
 mod session;
 pub mod udp;
 
 pub use braid_proto::{PathSample, PathState, SessionConfig, SessionStats};
 pub use endpoint::{connect, Endpoint, Listener, PathSpec};
 pub use error::{Error, Result};
+pub use relay::{Relay, RelayConfig, RelayStats};
 pub use session::{Monitor, Session};

@@ -139,3 +139,61 @@ async fn listening_on_a_port_in_use_is_a_clear_error() {
         "{msg}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_concurrent_sessions_on_one_listener_all_verify() {
+    const SESSIONS: usize = 100;
+    const BYTES: usize = 1 << 20;
+    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let to = listener.local_addr();
+    let server = tokio::spawn(async move {
+        let mut handlers = Vec::new();
+        for _ in 0..SESSIONS {
+            let mut s = listener.accept().await.unwrap();
+            handlers.push(tokio::spawn(async move {
+                let mut got = Vec::new();
+                s.read_to_end(&mut got).await.unwrap();
+                let hash = blake3::hash(&got);
+                s.write_all(hash.as_bytes()).await.unwrap();
+                s.shutdown().await.unwrap();
+                got.len()
+            }));
+        }
+        let mut total = 0;
+        for h in handlers {
+            total += h.await.unwrap();
+        }
+        total
+    });
+    let started = Instant::now();
+    let mut clients = Vec::new();
+    for i in 0..SESSIONS {
+        clients.push(tokio::spawn(async move {
+            let data: Vec<u8> = (0..BYTES).map(|j| ((i * 7 + j) % 253) as u8).collect();
+            let mut s = connect(&[PathSpec::to(to)], SessionConfig::default())
+                .await
+                .unwrap();
+            s.write_all(&data).await.unwrap();
+            s.shutdown().await.unwrap();
+            let mut echo = Vec::new();
+            s.read_to_end(&mut echo).await.unwrap();
+            echo == blake3::hash(&data).as_bytes()
+        }));
+    }
+    let mut verified = 0;
+    for c in clients {
+        verified += usize::from(
+            tokio::time::timeout(Duration::from_secs(60), c)
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    let total = server.await.unwrap();
+    eprintln!(
+        "{verified}/{SESSIONS} sessions of 1 MiB verified in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(verified, SESSIONS);
+    assert_eq!(total, SESSIONS * BYTES);
+}

@@ -1,0 +1,691 @@
+//! The real-time link emulator: forwards UDP datagrams both ways through the
+//! simulator's [`Link`] model, on a real clock.
+//!
+//! Clients send to the relay's listen address. Each client gets its own
+//! upstream socket, NAT-style, so replies from the target find their way
+//! back. Every datagram is offered to the link of its direction at the
+//! moment it is received and, if the link delivers it, sent on at the
+//! arrival time the link computed. Datagrams are opaque bytes: the only
+//! change the relay makes is OR-ing the link's MB-ECN level into the byte
+//! at [`wire::MBECN_OFFSET`] of datagrams long enough to hold a braid header.
+//!
+//! Link instants count from the relay's start, so a trace's time 0 and
+//! the events of [`LinkConfig::events`] are relative to [`Relay::start`].
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+use std::io::{self, IoSliceMut};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{self, AtomicUsize};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use braid_proto::{wire, Ecn, Instant};
+use braid_sim::content::derive_seed;
+use braid_sim::link::{LinkEvent, LinkEventKind, LinkStats};
+use braid_sim::{Link, LinkConfig, LinkState, Offer, IP_UDP_OVERHEAD};
+use quinn_udp::RecvMeta;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::udp::{self, UdpIo};
+use crate::{Error, Result};
+
+/// Clients served at once; a new client beyond this replaces the one that
+/// was quiet longest.
+pub const MAX_CLIENTS: usize = 64;
+
+/// Datagrams waiting for their arrival time, per direction. The link's
+/// queue limit bounds only the packets being serialised; those in
+/// propagation are bounded by rate × delay, which has no limit when the
+/// rate has none.
+const MAX_PENDING: usize = 100_000;
+const MAX_PENDING_BYTES: usize = 256 << 20;
+
+/// Receive buffers of an upstream socket: replies are usually small, and
+/// each client has its own socket, so fewer than the listen socket's.
+const UPSTREAM_BATCH: usize = 4;
+
+/// Datagrams sent per lock of a direction's scheduler.
+const SEND_BATCH: usize = 64;
+
+/// What a relay listens on, where it forwards to, and the link of each
+/// direction.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    /// Where clients send to.
+    pub listen: SocketAddr,
+    /// Where their datagrams go.
+    pub to: SocketAddr,
+    /// Client → target. Its `events` apply to both directions, as a
+    /// simulated path's do.
+    pub forward: LinkConfig,
+    /// Target → client. Its `events` are not used.
+    pub reverse: LinkConfig,
+    /// Seeds both links; the same seed gives the links of the simulator's
+    /// path 0 under that seed.
+    pub seed: u64,
+    /// Send and receive buffer size of every socket.
+    pub socket_buffer: usize,
+}
+
+impl RelayConfig {
+    /// The same link both ways, seed 1, default socket buffers.
+    pub fn new(listen: SocketAddr, to: SocketAddr, link: LinkConfig) -> RelayConfig {
+        RelayConfig {
+            listen,
+            to,
+            forward: link.clone(),
+            reverse: link,
+            seed: 1,
+            socket_buffer: udp::DEFAULT_SOCKET_BUFFER,
+        }
+    }
+}
+
+/// Counters of one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DirectionStats {
+    /// What the link did with the datagrams offered to it.
+    pub link: LinkStats,
+    /// Datagrams sent on at their arrival time, duplicates included.
+    pub sent: u64,
+    /// Datagrams the link delivered but that were still in flight when it
+    /// went down; the simulator discards those too.
+    pub dropped_in_flight: u64,
+    /// Datagrams the link delivered but the relay had no room to hold.
+    pub dropped_overflow: u64,
+    /// Datagrams the socket refused, or for which no upstream socket could
+    /// be opened.
+    pub send_errors: u64,
+}
+
+/// Counters of a running relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RelayStats {
+    /// Client → target.
+    pub forward: DirectionStats,
+    /// Target → client.
+    pub reverse: DirectionStats,
+    /// Clients with an upstream socket now.
+    pub clients: usize,
+}
+
+/// A running relay. Dropping it stops its tasks, which closes its sockets.
+#[derive(Debug)]
+pub struct Relay {
+    shared: Arc<Shared>,
+    local: SocketAddr,
+    _tasks: Vec<Task>,
+}
+
+impl Relay {
+    /// Binds the listen address and starts forwarding. Needs a tokio runtime.
+    pub fn start(cfg: RelayConfig) -> Result<Relay> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            let e = io::Error::other("no tokio runtime is running");
+            return Err(Error::io("cannot start the relay", &e));
+        }
+        let listen = UdpIo::bind(cfg.listen, cfg.socket_buffer)
+            .map_err(|e| Error::io(format!("cannot listen on {}", cfg.listen), &e))?;
+        let listen = Arc::new(listen);
+        let local = listen.local_addr();
+        let shared = Arc::new(Shared {
+            origin: std::time::Instant::now(),
+            forward: Direction::new(Link::new(
+                cfg.forward.clone(),
+                derive_seed(cfg.seed, &[1, 0, 0]),
+            )),
+            reverse: Direction::new(Link::new(cfg.reverse, derive_seed(cfg.seed, &[1, 0, 1]))),
+            clients: AtomicUsize::new(0),
+        });
+
+        let mut changes = state_changes(&cfg.forward.events);
+        // Changes at time 0 hold before the first datagram can arrive.
+        let later = changes.split_off(changes.partition_point(|c| c.0.is_zero()));
+        for (_, state) in changes {
+            shared.set_state(state);
+        }
+        let tasks = vec![
+            Task::spawn(serve_clients(
+                Arc::clone(&shared),
+                listen,
+                cfg.to,
+                cfg.socket_buffer,
+            )),
+            Task::spawn(deliver(Arc::clone(&shared), Dir::Forward)),
+            Task::spawn(deliver(Arc::clone(&shared), Dir::Reverse)),
+            Task::spawn(apply_changes(Arc::clone(&shared), later)),
+        ];
+        Ok(Relay {
+            shared,
+            local,
+            _tasks: tasks,
+        })
+    }
+
+    /// The address clients send to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> RelayStats {
+        RelayStats {
+            forward: self.shared.forward.stats(),
+            reverse: self.shared.reverse.stats(),
+            clients: self.shared.clients.load(atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// Takes both directions down or up now, like a link event; once
+    /// closed, they stay closed.
+    pub fn set_state(&self, state: LinkState) {
+        self.shared.set_state(state);
+    }
+}
+
+/// State shared by the relay's tasks.
+#[derive(Debug)]
+struct Shared {
+    /// Link instant zero.
+    origin: std::time::Instant,
+    forward: Direction,
+    reverse: Direction,
+    clients: AtomicUsize,
+}
+
+impl Shared {
+    fn now(&self) -> Instant {
+        let ns = self.origin.elapsed().as_nanos();
+        Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    fn deadline(&self, at: Instant) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.origin + Duration::from_nanos(at.as_nanos()))
+    }
+
+    fn direction(&self, dir: Dir) -> &Direction {
+        match dir {
+            Dir::Forward => &self.forward,
+            Dir::Reverse => &self.reverse,
+        }
+    }
+
+    fn set_state(&self, state: LinkState) {
+        for d in [&self.forward, &self.reverse] {
+            let mut s = d.lock();
+            let now = self.now();
+            s.link.set_state(now, state);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Dir {
+    Forward,
+    Reverse,
+}
+
+/// One direction: its link and the datagrams it has yet to deliver.
+#[derive(Debug)]
+struct Direction {
+    state: Mutex<DirectionState>,
+    /// Wakes the delivery task when a datagram becomes the earliest.
+    wake: Notify,
+}
+
+#[derive(Debug)]
+struct DirectionState {
+    link: Link,
+    pending: BinaryHeap<Reverse<Pending>>,
+    pending_bytes: usize,
+    /// Keeps datagrams with equal arrival times in order.
+    next_seq: u64,
+    sent: u64,
+    dropped_in_flight: u64,
+    dropped_overflow: u64,
+    send_errors: u64,
+}
+
+impl Direction {
+    fn new(link: Link) -> Direction {
+        Direction {
+            state: Mutex::new(DirectionState {
+                link,
+                pending: BinaryHeap::new(),
+                pending_bytes: 0,
+                next_seq: 0,
+                sent: 0,
+                dropped_in_flight: 0,
+                dropped_overflow: 0,
+                send_errors: 0,
+            }),
+            wake: Notify::new(),
+        }
+    }
+
+    /// A panic elsewhere leaves the state consistent (every update is a
+    /// few plain assignments), so a poisoned lock is still usable.
+    fn lock(&self) -> MutexGuard<'_, DirectionState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stats(&self) -> DirectionStats {
+        let s = self.lock();
+        DirectionStats {
+            link: s.link.stats(),
+            sent: s.sent,
+            dropped_in_flight: s.dropped_in_flight,
+            dropped_overflow: s.dropped_overflow,
+            send_errors: s.send_errors,
+        }
+    }
+
+    /// Offers a datagram received now to the link and, if the link delivers
+    /// it, schedules it to be sent from `via` to `to`.
+    fn offer(&self, shared: &Shared, datagram: &[u8], ecn: Ecn, to: SocketAddr, via: &Arc<UdpIo>) {
+        let has_header = datagram.len() >= wire::HEADER_LEN;
+        let level = match datagram.get(wire::MBECN_OFFSET) {
+            Some(&b) if has_header => b,
+            _ => 0,
+        };
+        let size = u32::try_from(datagram.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(IP_UDP_OVERHEAD);
+        let mut s = self.lock();
+        // Read under the lock so that offers reach the link in time order.
+        let now = shared.now();
+        let Offer::Deliver {
+            at,
+            ecn,
+            mbecn,
+            duplicate_at,
+            ..
+        } = s.link.offer(now, size, ecn, level)
+        else {
+            return;
+        };
+        let mut datagram: Box<[u8]> = datagram.into();
+        if has_header {
+            wire::mark_mbecn(&mut datagram, mbecn);
+        }
+        let mut earliest = false;
+        if let Some(dup) = duplicate_at {
+            earliest |= s.push(dup, to, via, ecn, datagram.clone());
+        }
+        earliest |= s.push(at, to, via, ecn, datagram);
+        drop(s);
+        if earliest {
+            self.wake.notify_one();
+        }
+    }
+}
+
+impl DirectionState {
+    /// Queues a datagram for `at`; true if it is now the earliest.
+    fn push(
+        &mut self,
+        at: Instant,
+        to: SocketAddr,
+        via: &Arc<UdpIo>,
+        ecn: Ecn,
+        datagram: Box<[u8]>,
+    ) -> bool {
+        if self.pending.len() >= MAX_PENDING
+            || self.pending_bytes + datagram.len() > MAX_PENDING_BYTES
+        {
+            self.dropped_overflow += 1;
+            return false;
+        }
+        let earliest = self.pending.peek().is_none_or(|Reverse(p)| at < p.at);
+        self.pending_bytes += datagram.len();
+        self.next_seq += 1;
+        self.pending.push(Reverse(Pending {
+            at,
+            seq: self.next_seq,
+            to,
+            via: Arc::clone(via),
+            ecn,
+            datagram,
+        }));
+        earliest
+    }
+}
+
+/// A datagram waiting for its arrival time.
+#[derive(Debug)]
+struct Pending {
+    at: Instant,
+    seq: u64,
+    to: SocketAddr,
+    /// The socket it leaves from: the client's upstream socket forward,
+    /// the listen socket in reverse.
+    via: Arc<UdpIo>,
+    ecn: Ecn,
+    datagram: Box<[u8]>,
+}
+
+impl Pending {
+    fn key(&self) -> (Instant, u64) {
+        (self.at, self.seq)
+    }
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Pending {}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// A spawned task that is aborted when this handle is dropped.
+#[derive(Debug)]
+struct Task(JoinHandle<()>);
+
+impl Task {
+    fn spawn(f: impl std::future::Future<Output = ()> + Send + 'static) -> Task {
+        Task(tokio::spawn(f))
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A client and its own socket towards the target.
+struct Client {
+    upstream: Arc<UdpIo>,
+    /// Receives the target's replies; stops when the client is forgotten.
+    _replies: Task,
+    /// Value of the client counter when it last sent, for eviction.
+    last_active: u64,
+}
+
+/// Receives from clients and offers their datagrams to the forward link.
+async fn serve_clients(
+    shared: Arc<Shared>,
+    listen: Arc<UdpIo>,
+    to: SocketAddr,
+    socket_buffer: usize,
+) {
+    let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
+    let mut activity = 0u64;
+    let mut receiver = Receiver::new(udp::RECV_BATCH);
+    loop {
+        let received = receiver.recv(&listen).await;
+        for (from, ecn, datagram) in received {
+            activity += 1;
+            if !clients.contains_key(&from) {
+                if clients.len() >= MAX_CLIENTS {
+                    evict_quietest(&mut clients);
+                }
+                match UdpIo::bind(unspecified(to), socket_buffer) {
+                    Ok(upstream) => {
+                        let upstream = Arc::new(upstream);
+                        let replies = Task::spawn(serve_replies(
+                            Arc::clone(&shared),
+                            Arc::clone(&upstream),
+                            Arc::clone(&listen),
+                            from,
+                            to,
+                        ));
+                        let client = Client {
+                            upstream,
+                            _replies: replies,
+                            last_active: activity,
+                        };
+                        clients.insert(from, client);
+                        shared
+                            .clients
+                            .store(clients.len(), atomic::Ordering::Relaxed);
+                    }
+                    Err(_) => {
+                        // Out of sockets, most likely: the datagram is lost.
+                        shared.forward.lock().send_errors += 1;
+                        continue;
+                    }
+                }
+            }
+            let Some(client) = clients.get_mut(&from) else {
+                continue;
+            };
+            client.last_active = activity;
+            shared
+                .forward
+                .offer(&shared, datagram, ecn, to, &client.upstream);
+        }
+    }
+}
+
+fn evict_quietest(clients: &mut HashMap<SocketAddr, Client>) {
+    let quietest = clients
+        .iter()
+        .min_by_key(|(_, c)| c.last_active)
+        .map(|(&addr, _)| addr);
+    if let Some(addr) = quietest {
+        clients.remove(&addr);
+    }
+}
+
+/// The wildcard address of `to`'s family, any port.
+fn unspecified(to: SocketAddr) -> SocketAddr {
+    match to {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    }
+}
+
+/// Receives the target's replies to one client and offers them to the
+/// reverse link.
+async fn serve_replies(
+    shared: Arc<Shared>,
+    upstream: Arc<UdpIo>,
+    listen: Arc<UdpIo>,
+    client: SocketAddr,
+    to: SocketAddr,
+) {
+    let mut receiver = Receiver::new(UPSTREAM_BATCH);
+    loop {
+        for (from, ecn, datagram) in receiver.recv(&upstream).await {
+            // Only the target may answer: the relay is not an open proxy.
+            if from == to {
+                shared
+                    .reverse
+                    .offer(&shared, datagram, ecn, client, &listen);
+            }
+        }
+    }
+}
+
+/// Receive buffers for one socket.
+struct Receiver {
+    buffers: Vec<Vec<u8>>,
+    meta: Vec<RecvMeta>,
+    filled: usize,
+}
+
+impl Receiver {
+    fn new(batch: usize) -> Receiver {
+        Receiver {
+            buffers: vec![vec![0; udp::RECV_BUFFER]; batch],
+            meta: vec![RecvMeta::default(); batch],
+            filled: 0,
+        }
+    }
+
+    /// Waits for a batch and yields its datagrams: sender, ECN codepoint
+    /// and contents.
+    async fn recv(
+        &mut self,
+        socket: &UdpIo,
+    ) -> impl Iterator<Item = (SocketAddr, Ecn, &[u8])> + '_ {
+        loop {
+            let mut bufs: Vec<IoSliceMut<'_>> = self
+                .buffers
+                .iter_mut()
+                .map(|b| IoSliceMut::new(b))
+                .collect();
+            match socket.recv(&mut bufs, &mut self.meta).await {
+                Ok(n) => {
+                    self.filled = n;
+                    break;
+                }
+                // Errors such as ICMP reports of an earlier send concern
+                // one datagram; pause briefly in case one keeps recurring.
+                Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+            }
+        }
+        self.buffers
+            .iter()
+            .zip(&self.meta)
+            .take(self.filled)
+            .flat_map(|(buf, meta)| {
+                let filled = buf.get(..meta.len).unwrap_or_default();
+                let ecn = udp::from_codepoint(meta.ecn);
+                split_batch(filled, meta.stride).map(move |d| (meta.addr, ecn, d))
+            })
+    }
+}
+
+/// The datagrams of a receive buffer that holds `stride`-byte datagrams
+/// (the last may be shorter), including a single empty one.
+fn split_batch(buf: &[u8], stride: usize) -> impl Iterator<Item = &[u8]> {
+    let empty = buf.is_empty().then_some(buf);
+    let stride = if stride == 0 { buf.len() } else { stride };
+    buf.chunks(stride.max(1)).chain(empty)
+}
+
+/// Sends the datagrams of one direction at their arrival times.
+async fn deliver(shared: Arc<Shared>, dir: Dir) {
+    let d = shared.direction(dir);
+    let mut due = Vec::with_capacity(SEND_BATCH);
+    loop {
+        let next = {
+            let mut s = d.lock();
+            let now = shared.now();
+            while due.len() < SEND_BATCH {
+                match s.pending.peek() {
+                    Some(Reverse(p)) if p.at <= now => {}
+                    _ => break,
+                }
+                let Some(Reverse(p)) = s.pending.pop() else {
+                    break;
+                };
+                s.pending_bytes -= p.datagram.len();
+                // As in the simulator, a link that is down at the arrival
+                // time loses what was in flight.
+                if s.link.is_up() {
+                    due.push(p);
+                } else {
+                    s.dropped_in_flight += 1;
+                }
+            }
+            s.pending.peek().map(|Reverse(p)| p.at)
+        };
+        if !due.is_empty() {
+            let (mut sent, mut failed) = (0, 0);
+            for p in due.drain(..) {
+                match p.via.send(p.to, p.ecn, &p.datagram, None).await {
+                    Ok(()) => sent += 1,
+                    Err(_) => failed += 1,
+                }
+            }
+            let mut s = d.lock();
+            s.sent += sent;
+            s.send_errors += failed;
+            continue;
+        }
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(shared.deadline(at)) => {}
+                    _ = d.wake.notified() => {}
+                }
+            }
+            None => d.wake.notified().await,
+        }
+    }
+}
+
+/// The state changes of `events` in the order the simulator applies them:
+/// by time, ties in list order, a timed outage's end right after it.
+fn state_changes(events: &[LinkEvent]) -> Vec<(Duration, LinkState)> {
+    let mut changes = Vec::with_capacity(events.len());
+    for e in events {
+        match e.kind {
+            LinkEventKind::Down { duration } => {
+                changes.push((e.at, LinkState::Down));
+                if let Some(d) = duration {
+                    changes.push((e.at.saturating_add(d), LinkState::Up));
+                }
+            }
+            LinkEventKind::Up => changes.push((e.at, LinkState::Up)),
+            LinkEventKind::Close => changes.push((e.at, LinkState::Closed)),
+        }
+    }
+    changes.sort_by_key(|c| c.0);
+    changes
+}
+
+/// Applies scheduled state changes to both directions at their times.
+async fn apply_changes(shared: Arc<Shared>, changes: Vec<(Duration, LinkState)>) {
+    for (at, state) in changes {
+        tokio::time::sleep_until(shared.deadline(Instant::ZERO + at)).await;
+        shared.set_state(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_end_in_simulator_order() {
+        let s = Duration::from_secs;
+        let events = [
+            LinkEvent {
+                at: s(1),
+                kind: LinkEventKind::Down {
+                    duration: Some(s(2)),
+                },
+            },
+            LinkEvent {
+                at: s(3),
+                kind: LinkEventKind::Close,
+            },
+        ];
+        assert_eq!(
+            state_changes(&events),
+            [
+                (s(1), LinkState::Down),
+                (s(3), LinkState::Up),
+                (s(3), LinkState::Closed)
+            ]
+        );
+    }
+
+    #[test]
+    fn batches_split_by_stride() {
+        let buf: Vec<u8> = (0..10).collect();
+        let parts: Vec<&[u8]> = split_batch(&buf, 4).collect();
+        assert_eq!(parts, [&buf[..4], &buf[4..8], &buf[8..]]);
+        assert_eq!(split_batch(&buf, 0).count(), 1);
+        assert_eq!(split_batch(&[], 0).collect::<Vec<_>>(), [&[] as &[u8]]);
+    }
+}
