@@ -18,7 +18,8 @@ pub enum Error {
     /// Nothing arrived from the peer for the whole idle timeout.
     #[error("idle timeout: nothing received from the peer for {0:?}")]
     IdleTimeout(Duration),
-    /// Every path stopped answering and none came back within the idle timeout.
+    /// No path delivered anything for the idle timeout while data was
+    /// waiting to be delivered (or every path was down).
     #[error("all paths down: no connection answered for {0:?}")]
     AllPathsDown(Duration),
     /// The peer aborted the session or went away.

@@ -44,11 +44,14 @@ impl Inner {
     pub fn process_events(&mut self) {
         while let Some(event) = self.proto.poll_event() {
             if let Event::Failed(e) = event {
-                let all_down = self
-                    .proto
-                    .path_states()
-                    .iter()
-                    .all(|&(_, s)| s != PathState::Active);
+                // Silence while we had data to deliver means no path
+                // carried it, not an idle peer.
+                let stats = self.proto.stats();
+                let all_down = stats.bytes_written > stats.bytes_acked
+                    || stats
+                        .paths
+                        .iter()
+                        .all(|(_, p)| p.state != PathState::Active);
                 self.error.get_or_insert(Error::from_session(&e, all_down));
             }
         }
