@@ -3,20 +3,24 @@
 //! applies the simulator's link model to real packets.
 //!
 //! ```no_run
-//! # async fn demo() -> braid::Result<()> {
+//! use braid::{connect, Listener, PathSpec, SessionConfig};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
-//! let listener = braid::Listener::bind("127.0.0.1:0".parse().unwrap(), Default::default())?;
+//!
+//! # async fn demo() -> anyhow::Result<()> {
+//! let listener = Listener::bind("127.0.0.1:0".parse()?, SessionConfig::default())?;
 //! let to = listener.local_addr();
 //! let server = tokio::spawn(async move {
 //!     let mut s = listener.accept().await?;
 //!     let mut got = Vec::new();
-//!     s.read_to_end(&mut got).await.map_err(|e| braid::Error::io("read", &e))?;
-//!     s.shutdown().await.map_err(|e| braid::Error::io("shutdown", &e))?;
-//!     braid::Result::Ok(got)
+//!     s.read_to_end(&mut got).await?;
+//!     s.shutdown().await?;
+//!     anyhow::Ok(got)
 //! });
-//! let mut s = braid::connect(&[braid::PathSpec::to(to)], Default::default()).await?;
-//! s.write_all(b"hello").await.map_err(|e| braid::Error::io("write", &e))?;
-//! s.shutdown().await.map_err(|e| braid::Error::io("shutdown", &e))?;
+//! // One connection; give several PathSpecs for several.
+//! let mut s = connect(&[PathSpec::to(to)], SessionConfig::default()).await?;
+//! s.write_all(b"hello").await?;
+//! s.shutdown().await?; // returns once everything was acknowledged
+//! assert_eq!(server.await??, b"hello");
 //! # Ok(()) }
 //! ```
 
