@@ -7,6 +7,7 @@
 
 use braid::{connect, Listener, PathSpec, SessionConfig};
 use std::net::SocketAddr;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::main]
@@ -42,5 +43,7 @@ async fn client(addr: SocketAddr, text: &str) -> anyhow::Result<()> {
     let mut echoed = String::new();
     session.read_to_string(&mut echoed).await?;
     println!("{echoed}");
+    // Acknowledge the server's last packets before the process exits.
+    let _ = tokio::time::timeout(Duration::from_millis(200), session.closed()).await;
     Ok(())
 }
