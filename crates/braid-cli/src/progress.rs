@@ -30,16 +30,7 @@ impl Progress {
             return Progress { bar: None };
         }
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(8));
-        let template = if total.is_some() {
-            "{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}  {msg}"
-        } else {
-            "{prefix:>8} {bytes} {binary_bytes_per_sec}  {msg}"
-        };
-        bar.set_style(
-            ProgressStyle::with_template(template)
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
+        bar.set_style(style(total.is_some()));
         bar.set_prefix(prefix.to_owned());
         Progress { bar: Some(bar) }
     }
@@ -69,9 +60,11 @@ impl Progress {
         }
     }
 
+    /// The total became known (the receiver read the header): show the ETA.
     pub fn set_length(&self, n: u64) {
         if let Some(b) = &self.bar {
             b.set_length(n);
+            b.set_style(style(true));
         }
     }
 
@@ -106,6 +99,17 @@ impl Progress {
             }
         }))
     }
+}
+
+fn style(with_total: bool) -> ProgressStyle {
+    let template = if with_total {
+        "{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}  {msg}"
+    } else {
+        "{prefix:>8} {bytes} {binary_bytes_per_sec}  {msg}"
+    };
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
 }
 
 /// "path 0 71% · path 1 29%" from two readings of per-connection counters.
