@@ -83,6 +83,20 @@ impl RecvStream {
         true
     }
 
+    /// Stream data ending at `end` was accepted. While a hole holds the
+    /// in-order point back, the limit we advertise stands still, and the
+    /// hole takes at least a round trip to repair: a sender with more than
+    /// half the window beyond it runs into the limit before then and stalls
+    /// (with a lossy STARTUP at 400 ms RTT, for a third of a second). So
+    /// data reaching past half the window above what the application has
+    /// read counts as the peer being blocked, without waiting for its
+    /// BLOCKED frame, which goes out at most once per round trip and is
+    /// lost as easily as the data whose loss made the hole. The rules of
+    /// [`Self::on_peer_blocked`] apply. Returns whether the window grew.
+    pub fn on_data(&mut self, end: u64) -> bool {
+        end >= self.read_offset + self.window / 2 && self.on_peer_blocked(self.max_data())
+    }
+
     /// Flow-control limit to advertise: what the application has read plus the window.
     pub fn max_data(&self) -> u64 {
         self.read_offset + self.window
@@ -251,5 +265,32 @@ mod tests {
         r.insert(10, b"ab", true).unwrap();
         assert_eq!(r.insert(12, b"c", false), Err(RecvError::FinalSize));
         assert_eq!(r.insert(10, b"a", true), Err(RecvError::FinalSize));
+    }
+
+    #[test]
+    fn data_held_behind_a_hole_grows_the_window() {
+        let mut r = RecvStream::new(100);
+        r.set_max_window(1000);
+        r.insert(0, &[0; 10], false).unwrap();
+        assert!(!r.on_data(10), "in order and read: nothing held back");
+        assert_eq!(read_all(&mut r).len(), 10);
+        // Bytes 10..20 are lost; what follows waits behind the hole.
+        r.insert(20, &[0; 39], false).unwrap();
+        assert!(!r.on_data(59), "under half the window above the read point");
+        r.insert(59, &[0; 1], false).unwrap();
+        assert!(r.on_data(60));
+        assert_eq!((r.window(), r.max_data()), (200, 210));
+        assert!(!r.on_data(60), "once per half window");
+        r.insert(60, &[0; 49], false).unwrap();
+        assert!(!r.on_data(109), "half of the new window is 100");
+        r.insert(109, &[0; 1], false).unwrap();
+        assert!(r.on_data(110));
+        assert_eq!(r.window(), 400);
+        // An application that does not read keeps the window as it is.
+        let mut slow = RecvStream::new(100);
+        slow.set_max_window(1000);
+        slow.insert(0, &[0; 60], false).unwrap();
+        assert!(!slow.on_data(60));
+        assert_eq!(slow.window(), 100);
     }
 }

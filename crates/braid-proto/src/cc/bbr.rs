@@ -18,6 +18,13 @@
 //! - Omitted: long-term bandwidth sampling (`lt_bw` policer detection), ACK
 //!   aggregation (`extra_acked`), idle-restart handling, the 1 % pacing margin,
 //!   TSO rounding of cwnd.
+//! - PROBE_RTT holds cwnd at half the estimated BDP, not at 4 packets
+//!   (BBRv2: draft-cardwell-iccrg-bbr-congestion-control-02 §2.14.2,
+//!   BBRProbeRTTCwndGain = 0.5; Linux `tcp_bbr2.c` `bbr_probe_rtt_cwnd_gain`),
+//!   which still drains a queue up to half the BDP. v1's 4 packets stop the
+//!   sender for a round trip and starve the pipe for another: on a 200 ms
+//!   path each probe cost ~0.4 s of sending, ~0.2 s with half the BDP. The
+//!   interval stays v1's 10 s (v2 probes every 5 s).
 //! - PROBE_RTT marks later samples app-limited here, as Linux's rate sampler
 //!   does through `tp->app_limited`.
 //! - RTprop takes only a strictly smaller sample before it expires (Linux
@@ -64,6 +71,10 @@ const FULL_BW_THRESH: f64 = 1.25;
 const FULL_BW_ROUNDS: u32 = 3;
 /// cwnd floor, packets (draft-00 BBRMinPipeCwnd; Linux `bbr_cwnd_min_target`).
 const MIN_CWND: u64 = 4;
+/// cwnd in PROBE_RTT as a fraction of the estimated BDP (BBRv2:
+/// draft-cardwell-iccrg-bbr-congestion-control-02 §2.14.2 BBRProbeRTTCwndGain;
+/// v1 uses [`MIN_CWND`]).
+const PROBE_RTT_CWND_GAIN: f64 = 0.5;
 /// Initial cwnd, packets (draft-00 InitialCwnd; RFC 6928).
 const INITIAL_CWND: u64 = 10;
 /// Packets allowed above gain × BDP for send quanta and ACK jitter (draft-00
@@ -332,7 +343,7 @@ impl Bbr {
         }
         self.app_limited_until = s.total_delivered + s.in_flight;
         match self.probe_rtt_done {
-            None if s.in_flight <= MIN_CWND * self.mtu => {
+            None if s.in_flight <= self.probe_rtt_cwnd() => {
                 // The queue is drained: hold for 200 ms and one full round.
                 self.probe_rtt_done = Some(now + PROBE_RTT_DURATION);
                 self.probe_rtt_round_done = false;
@@ -388,8 +399,18 @@ impl Bbr {
         }
         self.cwnd = self.cwnd.min(self.max_cwnd).max(MIN_CWND * self.mtu);
         if self.mode == BbrMode::ProbeRtt {
-            self.cwnd = self.cwnd.min(MIN_CWND * self.mtu);
+            self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
         }
+    }
+
+    /// cwnd while PROBE_RTT holds (draft-02 BBRProbeRTTCwnd): half the
+    /// estimated BDP, at least [`MIN_CWND`] packets.
+    fn probe_rtt_cwnd(&self) -> u64 {
+        let bdp = match self.min_rtt {
+            None => 0,
+            Some(rtt) => (PROBE_RTT_CWND_GAIN * self.btl_bw.get() * rtt.as_secs_f64()) as u64,
+        };
+        bdp.max(MIN_CWND * self.mtu)
     }
 }
 
@@ -659,7 +680,9 @@ mod tests {
         );
         let entered = net.now;
         while net.bbr.mode() == BbrMode::ProbeRtt {
-            assert_eq!(net.bbr.window(), 4 * MTU);
+            // Half the BDP (BBRv2), not v1's 4 packets: a long path keeps
+            // half its rate while the queue drains.
+            assert_eq!(net.bbr.window(), (0.5 * BW * queued.as_secs_f64()) as u64);
             assert!(
                 net.now - entered < Duration::from_secs(1),
                 "stuck in PROBE_RTT"

@@ -193,7 +193,11 @@ impl Session {
                     return;
                 }
                 match self.recv.insert(offset, data, fin) {
-                    Ok(()) => {}
+                    Ok(()) => {
+                        if self.recv.on_data(offset + data.len() as u64) {
+                            self.window_update = true;
+                        }
+                    }
                     Err(RecvError::FlowControl) => {
                         self.violation("stream data beyond the advertised window")
                     }
