@@ -41,7 +41,10 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let result = braid_sim::run(&scenario, args.seed);
     if let Some(dir) = &args.plot {
         for file in crate::bench::plot_run(&result, dir)? {
-            eprintln!("braid sim: plot {}", dir.join(file.rsplit('/').next().unwrap_or(&file)).display());
+            eprintln!(
+                "braid sim: plot {}",
+                dir.join(file.rsplit('/').next().unwrap_or(&file)).display()
+            );
         }
     }
     if args.json {

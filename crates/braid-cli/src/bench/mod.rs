@@ -248,7 +248,12 @@ fn discover(dir: &Path) -> anyhow::Result<Vec<String>> {
                 .is_some_and(|t| t.contains_key("published"))
         });
         if has {
-            out.push(path.file_name().unwrap_or_default().to_string_lossy().into_owned());
+            out.push(
+                path.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
         }
     }
     let rank = |n: &str| {
@@ -267,7 +272,9 @@ fn toml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
-    files.sort_by_key(|p| published::natural_key(&p.file_stem().unwrap_or_default().to_string_lossy()));
+    files.sort_by_key(|p| {
+        published::natural_key(&p.file_stem().unwrap_or_default().to_string_lossy())
+    });
     Ok(files)
 }
 

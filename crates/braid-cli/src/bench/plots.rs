@@ -98,8 +98,17 @@ where
         x1 = x0 + 1.0;
     }
     let pad = (x1 - x0) * 0.03;
-    let (x0, x1) = (if x0 >= 0.0 { (x0 - pad).max(0.0) } else { x0 - pad }, x1 + pad);
-    let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
+    let (x0, x1) = (
+        if x0 >= 0.0 {
+            (x0 - pad).max(0.0)
+        } else {
+            x0 - pad
+        },
+        x1 + pad,
+    );
+    // Headroom for the legend in the upper right corner.
+    let headroom = 1.1 + 0.05 * c.series.len() as f64;
+    let y1 = if y1 > 0.0 { y1 * headroom } else { 1.0 };
     let mut chart = ChartBuilder::on(&root)
         .caption(&c.title, (FAMILY, 18))
         .margin(12)
@@ -107,13 +116,15 @@ where
         .y_label_area_size(60)
         .build_cartesian_2d(x0..x1, 0.0..y1)
         .map_err(err)?;
-    let fmt = |span: f64| move |v: &f64| {
-        if span >= 20.0 {
-            format!("{v:.0}")
-        } else if span >= 2.0 {
-            format!("{v:.1}")
-        } else {
-            format!("{v:.2}")
+    let fmt = |span: f64| {
+        move |v: &f64| {
+            if span >= 20.0 {
+                format!("{v:.0}")
+            } else if span >= 2.0 {
+                format!("{v:.1}")
+            } else {
+                format!("{v:.2}")
+            }
         }
     };
     let (fx, fy) = (fmt(x1 - x0), fmt(y1));
@@ -136,11 +147,7 @@ where
                 .draw_series(LineSeries::new(s.points.iter().copied(), style))
                 .map_err(err)?,
             Mark::Points => chart
-                .draw_series(
-                    s.points
-                        .iter()
-                        .map(|&p| Circle::new(p, 3, color.filled())),
-                )
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                 .map_err(err)?,
         };
         anno.label(&s.name).legend(move |(x, y)| {
@@ -148,11 +155,7 @@ where
         });
         if s.mark == Mark::LinePoints {
             chart
-                .draw_series(
-                    s.points
-                        .iter()
-                        .map(|&p| Circle::new(p, 3, color.filled())),
-                )
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                 .map_err(err)?;
         }
     }
@@ -179,8 +182,13 @@ fn save(c: &Chart, dir: &Path, name: &str, png: bool, suite: &str) -> anyhow::Re
         draw(BitMapBackend::new(&png_path, SIZE).into_drawing_area(), c)?;
     }
     let rel = |p: &Path| {
-        let d = dir.file_name().map_or_else(String::new, |d| d.to_string_lossy().into_owned());
-        format!("{d}/{}", p.file_name().unwrap_or_default().to_string_lossy())
+        let d = dir
+            .file_name()
+            .map_or_else(String::new, |d| d.to_string_lossy().into_owned());
+        format!(
+            "{d}/{}",
+            p.file_name().unwrap_or_default().to_string_lossy()
+        )
     };
     Ok(Figure {
         suite: suite.to_owned(),
@@ -201,12 +209,7 @@ fn average(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let step = points.len().div_ceil(MAX_POINTS).max(1);
     points
         .chunks(step)
-        .map(|c| {
-            (
-                mean(c.iter().map(|p| p.0)),
-                mean(c.iter().map(|p| p.1)),
-            )
-        })
+        .map(|c| (mean(c.iter().map(|p| p.0)), mean(c.iter().map(|p| p.1))))
         .collect()
 }
 
@@ -325,27 +328,53 @@ pub fn suite_plots(bench: &Bench, dir: &Path, png: bool) -> anyhow::Result<Vec<F
             if row.num("target_converge_within_s").is_some() {
                 for cc in &ccs {
                     if let Some(r) = first_run(bench, si, ri, cc) {
-                        let title = format!("{}/{} {cc}: window per connection", suite.name, row.name);
+                        let title =
+                            format!("{}/{} {cc}: window per connection", suite.name, row.name);
                         let c = window_chart(title, r);
-                        out.push(save(&c, dir, &format!("{}--{cc}-window", slug(row)), png, &suite.name)?);
+                        out.push(save(
+                            &c,
+                            dir,
+                            &format!("{}--{cc}-window", slug(row)),
+                            png,
+                            &suite.name,
+                        )?);
                     }
                 }
             }
             if row.multi_flow {
                 for cc in &ccs {
                     if let Some(r) = first_run(bench, si, ri, cc) {
-                        let title = format!("{}/{} {cc}: throughput per flow", suite.name, row.name);
+                        let title =
+                            format!("{}/{} {cc}: throughput per flow", suite.name, row.name);
                         let c = throughput_chart(title, r);
-                        out.push(save(&c, dir, &format!("{}--{cc}-throughput", slug(row)), png, &suite.name)?);
+                        out.push(save(
+                            &c,
+                            dir,
+                            &format!("{}--{cc}-throughput", slug(row)),
+                            png,
+                            &suite.name,
+                        )?);
                     }
                 }
             }
         }
         if let Some(c) = goodput_vs(bench, si) {
-            out.push(save(&c, dir, &format!("{}--goodput", suite.name), png, &suite.name)?);
+            out.push(save(
+                &c,
+                dir,
+                &format!("{}--goodput", suite.name),
+                png,
+                &suite.name,
+            )?);
         }
         if let Some(c) = delay_scatter(bench, si) {
-            out.push(save(&c, dir, &format!("{}--throughput-delay", suite.name), png, &suite.name)?);
+            out.push(save(
+                &c,
+                dir,
+                &format!("{}--throughput-delay", suite.name),
+                png,
+                &suite.name,
+            )?);
         }
     }
     Ok(out)
@@ -428,7 +457,11 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
         }
     }
     Some(Chart {
-        title: format!("{}: goodput vs {}, {modal}", suite.name, x_label.split(' ').next().unwrap_or("")),
+        title: format!(
+            "{}: goodput vs {}, {modal}",
+            suite.name,
+            x_label.split(' ').next().unwrap_or("")
+        ),
         x_label: x_label.into(),
         y_label: "goodput (Mbit/s)".into(),
         series,
@@ -472,7 +505,10 @@ fn delay_scatter(bench: &Bench, si: usize) -> Option<Chart> {
         })
         .collect();
     (!series.is_empty()).then(|| Chart {
-        title: format!("{}: throughput vs 95th-percentile one-way delay (every run)", suite.name),
+        title: format!(
+            "{}: throughput vs 95th-percentile one-way delay (every run)",
+            suite.name
+        ),
         x_label: "95th-percentile one-way delay (ms)".into(),
         y_label: "goodput (Mbit/s)".into(),
         series,

@@ -38,8 +38,8 @@ impl Row {
         let scenario = Scenario::from_file(path)?;
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let raw: Table = toml::from_str(&text)
-            .with_context(|| format!("{} is not TOML", path.display()))?;
+        let raw: Table =
+            toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
         let published = scenario.published.clone().unwrap_or_default();
         let first = scenario.flows.first();
         let pps = scenario.paths.iter().any(|p| {
@@ -55,9 +55,7 @@ impl Row {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             path: path.to_owned(),
-            mtu: first
-                .and_then(|f| f.mtu)
-                .map_or(DEFAULT_MTU, u64::from),
+            mtu: first.and_then(|f| f.mtu).map_or(DEFAULT_MTU, u64::from),
             bytes: first.map_or(0, |f| f.bytes),
             duplex: scenario.flows.iter().any(|f| f.reverse_bytes > 0),
             multi_flow: scenario.flows.len() > 1,
@@ -231,7 +229,12 @@ impl Row {
             if let Some(e) = p.get("ecn").map(value_text).filter(|e| e != "off") {
                 bits.push(format!("ecn {e}"));
             }
-            for e in p.get("events").and_then(Value::as_array).into_iter().flatten() {
+            for e in p
+                .get("events")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let get = |k: &str| e.get(k).map(value_text).unwrap_or_default();
                 let mut s = format!("{} at {}", get("do"), get("at"));
                 if e.get("for").is_some() {
@@ -253,10 +256,7 @@ impl Row {
                     );
                 }
                 if !spec.start.is_zero() {
-                    b += &format!(
-                        " @{}",
-                        raw.get("start").map(value_text).unwrap_or_default()
-                    );
+                    b += &format!(" @{}", raw.get("start").map(value_text).unwrap_or_default());
                 }
                 if let Some(k) = spec.rto_k {
                     b += &format!(" k={}", trim(k));

@@ -208,8 +208,7 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
                 notes(row, r, &mut sec.notes);
             }
             if let (Some(note), Some(_)) = (row.text("seed_system_note"), row.num("seed_system")) {
-                sec.notes
-                    .push(format!("{}: seed system: {note}", row.name));
+                sec.notes.push(format!("{}: seed system: {note}", row.name));
             }
         }
         sec.tables.push(main);
@@ -328,7 +327,13 @@ fn metrics_row(row: &Row, r: &CcResult<'_>) -> Vec<String> {
         Some(s) => format!("{:.1}", s.mean),
     };
     let n = r.good.len();
-    let count = |x: f64| if n == 0 { "—".into() } else { format!("{x:.0}") };
+    let count = |x: f64| {
+        if n == 0 {
+            "—".into()
+        } else {
+            format!("{x:.0}")
+        }
+    };
     vec![
         row.name.clone(),
         r.cc.clone(),

@@ -26,7 +26,11 @@ fn inline(s: &str) -> String {
 }
 
 fn table(out: &mut String, t: &Table) {
-    let _ = writeln!(out, "<table>\n<caption>{}</caption>\n<thead><tr>", esc(&t.caption));
+    let _ = writeln!(
+        out,
+        "<table>\n<caption>{}</caption>\n<thead><tr>",
+        esc(&t.caption)
+    );
     for h in &t.head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }

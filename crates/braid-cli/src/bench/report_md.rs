@@ -8,7 +8,15 @@ fn esc(s: &str) -> String {
 }
 
 fn table(out: &mut String, t: &Table) {
-    let _ = writeln!(out, "| {} |", t.head.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(
+        out,
+        "| {} |",
+        t.head
+            .iter()
+            .map(|h| esc(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
     let _ = writeln!(out, "|{}", "---|".repeat(t.head.len()));
     for (row, verdict) in t.rows.iter().zip(&t.verdicts) {
         let mut cells: Vec<String> = row.iter().map(|c| esc(c)).collect();

@@ -150,11 +150,7 @@ impl<'a> CcResult<'a> {
         flow_errors.dedup();
         let n = good.len().max(1) as f64;
         let sum = |f: &dyn Fn(&Delivery) -> u64| {
-            good.iter()
-                .flat_map(|r| deliveries(r))
-                .map(f)
-                .sum::<u64>() as f64
-                / n
+            good.iter().flat_map(|r| deliveries(r)).map(f).sum::<u64>() as f64 / n
         };
         let flows = good.first().map_or(0, |r| r.flows.len());
         CcResult {

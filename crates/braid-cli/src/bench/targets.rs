@@ -232,7 +232,11 @@ pub fn check(
                 let worst = best.fwd.min(best.rev.unwrap_or(best.fwd)) / alone_g;
                 out.push((
                     Some(worst >= t),
-                    format!("each way {} of alone {alone_g:.1} (≥{})", pct(worst), pct(t)),
+                    format!(
+                        "each way {} of alone {alone_g:.1} (≥{})",
+                        pct(worst),
+                        pct(t)
+                    ),
                 ));
             }
         }
@@ -246,10 +250,7 @@ pub fn check(
     if let Some(t) = row.num("target_converge_within_s") {
         let times: Option<Vec<f64>> = best.good.iter().map(|r| convergence_time(row, r)).collect();
         match times {
-            None => out.push((
-                Some(false),
-                "window shares never settle in the band".into(),
-            )),
+            None => out.push((Some(false), "window shares never settle in the band".into())),
             Some(ts) => {
                 let worst = ts.iter().copied().fold(0.0, f64::max);
                 out.push((
