@@ -305,8 +305,11 @@ fn first_run<'a>(bench: &'a Bench, si: usize, ri: usize, cc: &str) -> Option<&'a
         .find_map(|(_, o)| o.as_ref().ok())
 }
 
-/// The row parameter a suite varies, by the suite's name.
-fn swept(suite: &str) -> Option<(&'static str, fn(&Row) -> Option<f64>)> {
+/// A row's value of the parameter its suite varies.
+type Param = fn(&Row) -> Option<f64>;
+
+/// The row parameter a suite varies (axis label, value), by the suite's name.
+fn swept(suite: &str) -> Option<(&'static str, Param)> {
     if suite.contains("longrtt") || suite.ends_with("-delay") {
         Some(("RTT (ms)", |r| Some(r.rtt_s() * 1e3)))
     } else if suite.ends_with("-loss") {

@@ -7,6 +7,10 @@ use braid_sim::report::SeriesPoint;
 use braid_sim::{FlowResult, RunResult};
 use std::collections::BTreeMap;
 
+/// Another row of the suite by name, with a controller: its mean goodput
+/// and whether every run completed (for `alone_row`).
+pub type Alone<'a> = dyn Fn(&str, &str) -> Option<(f64, bool)> + 'a;
+
 /// One target: met (None = cannot tell) and what was measured.
 pub type Check = (Option<bool>, String);
 
@@ -28,7 +32,7 @@ fn series_interval(row: &Row, flows: &[FlowResult]) -> f64 {
     gaps.sort_by(f64::total_cmp);
     gaps.get(gaps.len() / 2)
         .copied()
-        .unwrap_or_else(|| row.scenario.sample_interval.as_secs_f64())
+        .unwrap_or(row.scenario.sample_interval.as_secs_f64())
 }
 
 /// Sample index → connection → point.
@@ -143,11 +147,7 @@ pub fn jain_time(row: &Row, run: &RunResult) -> Option<f64> {
 
 /// Every target of the row, checked on `best`; `alone` finds another row's
 /// result with a controller (for `alone_row`).
-pub fn check(
-    row: &Row,
-    best: Option<&CcResult<'_>>,
-    alone: &dyn Fn(&str, &str) -> Option<(f64, bool)>,
-) -> Vec<Check> {
+pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<Check> {
     let mut out = Vec::new();
     let Some(best) = best else {
         if row.has_targets() {
