@@ -1,5 +1,6 @@
-//! `braid`: send, receive, relay, simulate, and see it all at once in `demo`.
+//! `braid`: send, receive, relay, simulate, benchmark, and see it all at once in `demo`.
 
+mod bench;
 mod demo_cmd;
 mod progress;
 mod recv_cmd;
@@ -38,6 +39,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Forward UDP both ways through the simulator's link model in real time (one emulated path per relay).
     Relay(relay_cmd::RelayArgs),
+    /// Run the scenario suites with every controller and several seeds; write reports and plots.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Recv(args) => recv_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Relay(args) => relay_cmd::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

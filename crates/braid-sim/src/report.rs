@@ -46,6 +46,57 @@ pub struct Delivery {
     pub ecn_decreases: u64,
     pub rtt_ms: RttMs,
     pub paths: Vec<PathResult>,
+    /// 95th percentile of the one-way delay (send to arrival) of this
+    /// direction's datagrams, milliseconds; simulator only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd_p95_ms: Option<f64>,
+    /// 95th percentile of the time those datagrams waited in link queues
+    /// (serialisation excluded), milliseconds; simulator only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_delay_p95_ms: Option<f64>,
+    /// Datagrams of this direction the sender offered to its links; simulator only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datagrams_offered: Option<u64>,
+    /// Of those, the ones the links dropped (queue overflow, loss, link down); simulator only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datagrams_dropped: Option<u64>,
+}
+
+/// What the links saw of one direction of a flow.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LinkLog {
+    /// One-way delay of each datagram scheduled for delivery, microseconds.
+    pub owd_us: Vec<u32>,
+    /// Queueing delay of each of them, microseconds.
+    pub queue_us: Vec<u32>,
+    pub offered: u64,
+    pub dropped: u64,
+}
+
+impl LinkLog {
+    pub fn record(&mut self, owd: Duration, queue: Duration) {
+        let us = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
+        self.owd_us.push(us(owd));
+        self.queue_us.push(us(queue));
+    }
+
+    fn apply(&self, d: &mut Delivery) {
+        d.owd_p95_ms = p95_ms(&self.owd_us);
+        d.queue_delay_p95_ms = p95_ms(&self.queue_us);
+        d.datagrams_offered = Some(self.offered);
+        d.datagrams_dropped = Some(self.dropped);
+    }
+}
+
+/// Nearest-rank 95th percentile of microsecond samples, in milliseconds.
+fn p95_ms(us: &[u32]) -> Option<f64> {
+    if us.is_empty() {
+        return None;
+    }
+    let mut v = us.to_vec();
+    let rank = (us.len() * 95).div_ceil(100).max(1) - 1;
+    let (_, x, _) = v.select_nth_unstable(rank);
+    Some(f64::from(*x) / 1e3)
 }
 
 /// One flow.
@@ -112,6 +163,8 @@ pub(crate) struct FlowOutcome<'a> {
     pub config_error: Option<String>,
     pub samples: &'a [PathSample],
     pub now: Instant,
+    /// Per direction: [client→server, server→client].
+    pub links: &'a [LinkLog; 2],
 }
 
 fn ms(d: Duration) -> f64 {
@@ -185,6 +238,10 @@ impl Delivery {
             ecn_decreases: 0,
             rtt_ms: RttMs::default(),
             paths: Vec::new(),
+            owd_p95_ms: None,
+            queue_delay_p95_ms: None,
+            datagrams_offered: None,
+            datagrams_dropped: None,
         };
         for &(id, p) in &stats.paths {
             d.timeout_decreases += p.timeout_decreases;
@@ -233,9 +290,13 @@ impl RunResult {
                     .map(|s| s.config().cc.clone())
                     .or_else(|| o.spec.cc.clone())
                     .unwrap_or_else(|| braid_proto::cc::DEFAULT_CONTROLLER.to_owned());
-                let forward = delivery(o, o.client, o.forward, o.forward_done_at);
-                let reverse = (o.spec.reverse_bytes > 0)
-                    .then(|| delivery(o, o.server, o.reverse, o.reverse_done_at));
+                let mut forward = delivery(o, o.client, o.forward, o.forward_done_at);
+                o.links[0].apply(&mut forward);
+                let reverse = (o.spec.reverse_bytes > 0).then(|| {
+                    let mut d = delivery(o, o.server, o.reverse, o.reverse_done_at);
+                    o.links[1].apply(&mut d);
+                    d
+                });
                 let error = o.config_error.clone().or_else(|| {
                     let err =
                         |s: Option<&Session>| s.and_then(|s| s.error()).map(|e| e.to_string());

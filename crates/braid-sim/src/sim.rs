@@ -3,7 +3,7 @@
 
 use crate::content::{derive_seed, Transfer};
 use crate::link::{Link, LinkEventKind, LinkState, Offer};
-use crate::report::{FlowOutcome, RunResult};
+use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
 use braid_proto::{wire, Ecn, Event, Instant, PathSample, Session, SessionConfig};
 use std::cmp::Reverse;
@@ -74,6 +74,8 @@ struct FlowState {
     /// Why the flow could not even start.
     config_error: Option<String>,
     samples: Vec<PathSample>,
+    /// What the links did to each direction's datagrams: [client→server, server→client].
+    links: [LinkLog; 2],
 }
 
 impl FlowState {
@@ -174,6 +176,7 @@ impl Sim {
                 done: false,
                 config_error: None,
                 samples: Vec::new(),
+                links: Default::default(),
             })
             .collect();
         let mut sim = Sim {
@@ -296,6 +299,7 @@ impl Sim {
             } => {
                 let dir = usize::from(to == Side::Client);
                 if !self.links[scenario_path][dir].is_up() {
+                    self.flows[flow].links[dir].dropped += 1;
                     return;
                 }
                 self.delivered_datagrams += 1;
@@ -367,6 +371,7 @@ impl Sim {
             forward,
             reverse,
             spec,
+            links,
             ..
         } = f;
         let (ep, writer, reader) = match side {
@@ -396,14 +401,21 @@ impl Sim {
             let size = t.size as u32 + IP_UDP_OVERHEAD;
             let datagram = &mut self.buf[..t.size];
             let level = datagram.get(wire::MBECN_OFFSET).copied().unwrap_or(0);
+            let offer = link.offer(now, size, t.ecn, level);
+            let log = &mut links[dir];
+            log.offered += 1;
+            if matches!(offer, Offer::Dropped(_)) {
+                log.dropped += 1;
+            }
             if let Offer::Deliver {
                 at,
                 ecn,
                 mbecn,
                 duplicate_at,
-                ..
-            } = link.offer(now, size, t.ecn, level)
+                queue_delay,
+            } = offer
             {
+                log.record(at - now, queue_delay);
                 let ecn = EcnBits(ecn.to_bits());
                 wire::mark_mbecn(datagram, mbecn);
                 let datagram = &*datagram;
@@ -496,6 +508,7 @@ impl Sim {
                 config_error: f.config_error.clone(),
                 samples: &f.samples,
                 now: self.now,
+                links: &f.links,
             })
             .collect::<Vec<_>>();
         RunResult::new(

@@ -1,6 +1,6 @@
 //! Generous floors on representative benchmark rows (issue 3), so that a
 //! congestion-control regression fails CI. The full suites, with their real
-//! targets, run in `scripts/suite-report.py`; these only guard the shape.
+//! targets, are run by `braid bench`; these only guard the shape.
 
 use braid_sim::{FlowResult, RunResult, Scenario};
 use std::path::PathBuf;

@@ -1,0 +1,431 @@
+//! The report as a document (sections, tables, notes, figures) that
+//! report_md and report_html render.
+
+use super::published::{payload_ratio, stream_overhead, wire_bytes, Row, DEFAULT_MTU, TCP_RATIO};
+use super::stats::{best_of, CcResult, Spread};
+use super::targets::{self, convergence_time, jain_time, pct};
+use super::Bench;
+
+/// "†": a run did not complete or verify.
+pub const INCOMPLETE: &str = "†";
+
+pub struct Doc {
+    pub title: String,
+    /// Bullet points under the title.
+    pub intro: Vec<String>,
+    pub sections: Vec<Section>,
+    pub footer: Vec<String>,
+}
+
+pub struct Section {
+    pub title: String,
+    pub paragraphs: Vec<String>,
+    pub tables: Vec<Table>,
+    pub notes: Vec<String>,
+    pub figures: Vec<Figure>,
+}
+
+pub struct Table {
+    pub caption: String,
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Per row: Some(false) = misses issue 3's figures, Some(true) = meets them.
+    pub verdicts: Vec<Option<bool>>,
+}
+
+/// A plot: its SVG (and PNG) relative to the output directory.
+#[derive(Clone)]
+pub struct Figure {
+    pub suite: String,
+    pub title: String,
+    pub svg: String,
+    pub png: Option<String>,
+}
+
+fn num(v: Option<f64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(x) if x.is_nan() => "—".into(),
+        Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
+        Some(x) => format!("{x:.1}"),
+    }
+}
+
+fn spread(s: Option<Spread>) -> String {
+    match s {
+        None => "—".into(),
+        Some(s) if s.max - s.min < 0.05 => num(Some(s.mean)),
+        Some(s) => format!(
+            "{} ({}–{})",
+            num(Some(s.mean)),
+            num(Some(s.min)),
+            num(Some(s.max))
+        ),
+    }
+}
+
+fn cell(r: &CcResult<'_>) -> String {
+    let Some(g) = r.goodput else {
+        return "ERR".into();
+    };
+    let s = match r.rev {
+        Some(rev) => format!("{}⇄{}", num(Some(r.fwd)), num(Some(rev))),
+        None => spread(Some(g)),
+    };
+    if r.complete {
+        s
+    } else {
+        s + INCOMPLETE
+    }
+}
+
+pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
+    let wb = wire_bytes(DEFAULT_MTU, 50_000_000);
+    let intro = vec![
+        format!(
+            "Controllers: {}; seeds 1..={} per row and controller; rows whose file sets `report_cc` run only that controller.",
+            bench.ccs.join(", "),
+            bench.seeds
+        ),
+        format!("Goodput in Mbit/s (application bytes): mean over seeds, (min–max) when the seeds differ by 0.05 or more. {INCOMPLETE} = a run did not complete or verify; ERR = no run produced a result; A⇄B = forward⇄reverse goodput (full duplex); rows with several flows show the aggregate (all bytes over first start to last end)."),
+        "Seed figures come from each file's `[published]` table (docs/scenarios.md), converted to Mbit/s from its `unit`; Linux best = max of issue 3's Linux cubic/bbr figures. best = the highest mean goodput among controllers whose runs all completed.".into(),
+        "ideal = capacity × (1 − forward loss), before header overhead. Random loss drops at link entry, before the rate limit (like netem), so a loss row's goodput can exceed its ideal.".into(),
+        format!(
+            "braid header overhead at mtu {DEFAULT_MTU}: {DEFAULT_MTU} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
+            braid_proto::wire::HEADER_LEN,
+            stream_overhead(50_000_000, DEFAULT_MTU),
+            braid_sim::IP_UDP_OVERHEAD,
+            payload_ratio(DEFAULT_MTU, 50_000_000) * 100.0,
+            TCP_RATIO * 100.0,
+            payload_ratio(DEFAULT_MTU, 50_000_000),
+            TCP_RATIO
+        ),
+        "target: ✓ when every target of the row (its `target_*` keys, issue 3's figures) is met by the best controller, ✗ MISS otherwise, each target listed.".into(),
+        "Metrics tables (per controller, means over seeds): p95 OWD / p95 queue = 95th percentile of the datagrams' one-way delay / time in link queues, of the worst direction; loss = datagrams the links dropped / offered; retx, spurious, decr = retransmissions, spurious retransmissions, window decreases summed over flows and directions; Jain = Jain's index of the flows' goodputs (multi-flow rows).".into(),
+        "Every figure is what `braid sim FILE --cc CC --seed SEED --json` prints for the same file and seed (results.json holds each run's JSON).".into(),
+    ];
+    let mut sections = Vec::new();
+    for (si, suite) in bench.suites.iter().enumerate() {
+        let mut sec = Section {
+            title: suite.name.clone(),
+            paragraphs: Vec::new(),
+            tables: Vec::new(),
+            notes: Vec::new(),
+            figures: figures
+                .iter()
+                .filter(|f| f.suite == suite.name)
+                .cloned()
+                .collect(),
+        };
+        let rows = &suite.rows;
+        let mut mtus: Vec<u64> = rows
+            .iter()
+            .filter(|r| !r.pps && r.mtu != DEFAULT_MTU)
+            .map(|r| r.mtu)
+            .collect();
+        mtus.sort_unstable();
+        mtus.dedup();
+        for m in mtus {
+            let size = rows
+                .iter()
+                .filter(|r| r.mtu == m)
+                .map(|r| r.bytes)
+                .max()
+                .unwrap_or(50_000_000);
+            sec.paragraphs.push(format!(
+                "braid header overhead at mtu {m}: {m} B / {:.0} B on the wire = {:.2}%.",
+                wire_bytes(m, size),
+                payload_ratio(m, size) * 100.0
+            ));
+        }
+        if rows.iter().any(|r| r.pps) {
+            sec.paragraphs.push("pps rows: links count packets of any size, so header overhead costs nothing there; ideal = pps × mtu × 8 × (1 − loss).".into());
+        }
+        let mut cols = bench.ccs.clone();
+        for r in rows {
+            if let Some(cc) = r.report_cc() {
+                if !cols.iter().any(|c| c == cc) {
+                    cols.push(cc.to_owned());
+                }
+            }
+        }
+        let all: Vec<Vec<CcResult<'_>>> = rows
+            .iter()
+            .enumerate()
+            .map(|(ri, row)| {
+                bench
+                    .ccs_of(row)
+                    .iter()
+                    .map(|cc| CcResult::new(row, cc, &bench.runs_of(si, ri, cc)))
+                    .collect()
+            })
+            .collect();
+        let alone = |name: &str, cc: &str| -> Option<(f64, bool)> {
+            let i = rows.iter().position(|r| r.name == name)?;
+            let r = all[i].iter().find(|r| r.cc == cc)?;
+            Some((r.mean()?, r.complete))
+        };
+        let mut head: Vec<String> = ["row", "parameters", "seed TCP", "seed system", "Linux best"]
+            .map(String::from)
+            .to_vec();
+        head.extend(cols.iter().cloned());
+        head.extend(["best", "ideal", "best/ideal", "target"].map(String::from));
+        let mut main = Table {
+            caption: format!("{}: goodput, Mbit/s", suite.name),
+            head,
+            rows: Vec::new(),
+            verdicts: Vec::new(),
+        };
+        let mut metrics = Table {
+            caption: format!("{}: metrics per controller", suite.name),
+            head: [
+                "row",
+                "cc",
+                "goodput",
+                "p95 OWD ms",
+                "p95 queue ms",
+                "loss",
+                "retx",
+                "spurious",
+                "decr",
+                "Jain",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: Vec::new(),
+            verdicts: Vec::new(),
+        };
+        for (row, res) in rows.iter().zip(&all) {
+            let best = best_of(res);
+            let checks = targets::check(row, best, &alone);
+            let verdict = targets::verdict(&checks);
+            main.rows
+                .push(main_row(row, &cols, res, best, &checks, verdict));
+            main.verdicts.push(verdict);
+            for r in res {
+                metrics.rows.push(metrics_row(row, r));
+                metrics.verdicts.push(None);
+                notes(row, r, &mut sec.notes);
+            }
+            if let (Some(note), Some(_)) = (row.text("seed_system_note"), row.num("seed_system")) {
+                sec.notes.push(format!("{}: seed system: {note}", row.name));
+            }
+        }
+        sec.tables.push(main);
+        sec.tables.push(metrics);
+        sections.push(sec);
+    }
+    let virtual_s: f64 = bench
+        .runs
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().ok())
+        .map(|r| r.virtual_s)
+        .sum();
+    let sim_wall: f64 = bench
+        .runs
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().ok())
+        .map(|r| r.wall_s)
+        .sum();
+    let failed = bench.runs.iter().filter(|r| r.outcome.is_err()).count();
+    let footer = vec![
+        format!(
+            "{} runs ({} failed) in {:.1} s wall with {} job(s); {:.0} simulated seconds, {:.1} simulated seconds per wall second ({:.1} s of simulator time summed over runs).",
+            bench.runs.len(),
+            failed,
+            bench.wall_s,
+            bench.jobs,
+            virtual_s,
+            virtual_s / bench.wall_s.max(1e-9),
+            sim_wall
+        ),
+        format!(
+            "braid {}, release build: {}.",
+            env!("CARGO_PKG_VERSION"),
+            if cfg!(debug_assertions) { "no" } else { "yes" }
+        ),
+    ];
+    Doc {
+        title: "braid benchmark suites".into(),
+        intro,
+        sections,
+        footer,
+    }
+}
+
+fn main_row(
+    row: &Row,
+    cols: &[String],
+    res: &[CcResult<'_>],
+    best: Option<&CcResult<'_>>,
+    checks: &[targets::Check],
+    verdict: Option<bool>,
+) -> Vec<String> {
+    let ideal = row.ideal_mbps();
+    let linux = row
+        .linux_best()
+        .map_or("—".into(), |(v, n)| format!("{v:.1} ({n})"));
+    let mut cells = vec![
+        row.name.clone(),
+        row.params(),
+        num(row.seed_mbps("seed_tcp")),
+        num(row.seed_mbps("seed_system")),
+        linux,
+    ];
+    for cc in cols {
+        cells.push(res.iter().find(|r| &r.cc == cc).map_or("—".into(), cell));
+    }
+    match best {
+        None => cells.extend(["—".into(), num(ideal), "—".into()]),
+        Some(b) => {
+            let g = b.mean().unwrap_or(f64::NAN);
+            let mut s = match b.rev {
+                Some(rev) => format!("{}⇄{}", num(Some(b.fwd)), num(Some(rev))),
+                None => num(Some(g)),
+            };
+            if !b.complete {
+                s += INCOMPLETE;
+            }
+            cells.push(format!("{s} {}", b.cc));
+            cells.push(num(ideal));
+            cells.push(match (ideal, b.rev) {
+                (Some(i), Some(rev)) => format!("{} each way", pct(b.fwd.min(rev) / i)),
+                (Some(i), None) => pct(g / i),
+                (None, _) => "—".into(),
+            });
+        }
+    }
+    let mark = match verdict {
+        Some(true) => "✓",
+        Some(false) => "✗ MISS",
+        None if checks.is_empty() => "",
+        None => "?",
+    };
+    let listed: Vec<String> = checks
+        .iter()
+        .map(|(m, t)| {
+            let p = match m {
+                Some(true) => "✓",
+                Some(false) => "✗",
+                None => "",
+            };
+            format!("{p}{t}")
+        })
+        .collect();
+    cells.push(if listed.is_empty() {
+        mark.to_owned()
+    } else {
+        format!("{mark}: {}", listed.join("; "))
+    });
+    cells
+}
+
+fn metrics_row(row: &Row, r: &CcResult<'_>) -> Vec<String> {
+    let ms = |s: Option<Spread>| match s {
+        None => "—".to_owned(),
+        Some(s) if s.mean >= 100.0 => format!("{:.0}", s.mean),
+        Some(s) => format!("{:.1}", s.mean),
+    };
+    let n = r.good.len();
+    let count = |x: f64| {
+        if n == 0 {
+            "—".into()
+        } else {
+            format!("{x:.0}")
+        }
+    };
+    vec![
+        row.name.clone(),
+        r.cc.clone(),
+        cell(r),
+        ms(r.owd_p95_ms),
+        ms(r.queue_p95_ms),
+        if n == 0 {
+            "—".into()
+        } else {
+            format!("{:.2}%", r.loss_rate * 100.0)
+        },
+        count(r.retransmitted),
+        count(r.spurious),
+        count(r.decreases),
+        if row.multi_flow && n > 0 {
+            format!("{:.4}", r.jain)
+        } else {
+            "—".into()
+        },
+    ]
+}
+
+fn notes(row: &Row, r: &CcResult<'_>, out: &mut Vec<String>) {
+    for e in &r.errors {
+        out.push(format!("{} / {}: error: {e}", row.name, r.cc));
+    }
+    for e in &r.flow_errors {
+        out.push(format!("{} / {}: flow error: {e}", row.name, r.cc));
+    }
+    if r.good.is_empty() {
+        return;
+    }
+    if row.multi_flow {
+        let pf: Vec<String> = r
+            .per_flow
+            .iter()
+            .enumerate()
+            .map(|(i, g)| format!("flow {i}: {g:.1}"))
+            .collect();
+        let mut s = format!(
+            "{} / {}: {} Mbit/s; Jain's index of whole-run goodputs {:.4}",
+            row.name,
+            r.cc,
+            pf.join(", "),
+            r.jain
+        );
+        if let Some(t) = row.num("target_jain") {
+            let times: Option<Vec<f64>> = r.good.iter().map(|x| jain_time(row, x)).collect();
+            s += &match times {
+                None => format!("; Jain ≥{t} reached never (sustained) after the second start"),
+                Some(ts) => format!(
+                    "; Jain ≥{t} reached {:.0} ms after the second start",
+                    ts.iter().copied().fold(0.0, f64::max) * 1e3
+                ),
+            };
+        }
+        out.push(s);
+    }
+    if row.num("target_converge_within_s").is_some() {
+        let times: Option<Vec<f64>> = r.good.iter().map(|x| convergence_time(row, x)).collect();
+        let conv = match times {
+            None => "never settle".to_owned(),
+            Some(ts) => format!(
+                "settle {:.2} s after {} s",
+                ts.iter().copied().fold(0.0, f64::max),
+                row.num("converge_from_s").unwrap_or(0.0)
+            ),
+        };
+        let paths: Vec<String> = r.good[0].flows[0]
+            .forward
+            .paths
+            .iter()
+            .map(|p| {
+                format!(
+                    "path {}: {:.2} Mbit/s, final window {:.0}",
+                    p.path, p.goodput_mbps, p.final_window
+                )
+            })
+            .collect();
+        out.push(format!(
+            "{} / {}: window shares {conv} (seed 1: {})",
+            row.name,
+            r.cc,
+            paths.join(", ")
+        ));
+    }
+    if row.num("target_queue_max_packets").is_some() {
+        if let Some(q) = super::stats::queue_estimate(r) {
+            out.push(format!(
+                "{} / {}: standing queue ≈{q:.1} packets ((mean RTT − min RTT) × rate)",
+                row.name, r.cc
+            ));
+        }
+    }
+}
