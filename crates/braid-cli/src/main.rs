@@ -117,6 +117,37 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     braid_sim::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// How a transfer reports: live progress on a terminal, then a summary or JSON.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Print the result as the JSON of `braid sim --json` instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl ReportArgs {
+    /// Whether to draw live progress.
+    fn live(&self) -> bool {
+        !self.json && !self.quiet
+    }
+}
+
+/// Stops a transfer's live display and lingers for the peer's last packets.
+async fn wind_down(
+    watch: Option<tokio::task::JoinHandle<()>>,
+    progress: &progress::Progress,
+    session: &braid::Session,
+) {
+    if let Some(w) = watch {
+        w.abort();
+    }
+    progress.finish();
+    linger(session).await;
+}
+
 /// Lets the session acknowledge the peer's last packets before the
 /// process exits (there is no kernel to do it after us, unlike TCP).
 async fn linger(session: &braid::Session) {

@@ -22,12 +22,8 @@ pub struct RecvArgs {
     /// Keep accepting transfers (concurrently) instead of exiting after one.
     #[arg(long)]
     keep: bool,
-    /// Print the result as the JSON of `braid sim --json` instead of the summary.
-    #[arg(long)]
-    json: bool,
-    /// No progress bar.
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    report: crate::ReportArgs,
 }
 
 pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
@@ -36,7 +32,7 @@ pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
 
 async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
     let output = Output::parse(&args.output)?;
-    if matches!(output, Output::Stdout) && args.json {
+    if matches!(output, Output::Stdout) && args.report.json {
         bail!("--json prints to stdout; it cannot be combined with --output -");
     }
     let addr = crate::resolve(&args.listen).await?;
@@ -64,15 +60,11 @@ pub async fn receive_one(
     args: &RecvArgs,
     bar: bool,
 ) -> anyhow::Result<ExitCode> {
-    let progress = Progress::new(bar && !args.json && !args.quiet, None, "recv");
+    let progress = Progress::new(bar && args.report.live(), None, "recv");
     let watch = progress.watch(session.monitor(), Side::Receiver);
     let started = Instant::now();
     let result = transfer::receive(&mut session, output, &progress).await;
-    if let Some(w) = watch {
-        w.abort();
-    }
-    progress.finish();
-    crate::linger(&session).await;
+    crate::wind_down(watch, &progress, &session).await;
     let config = session.config();
     let stats = session.stats();
     let (delivered, verified, elapsed, error) = match &result {
@@ -95,10 +87,10 @@ pub async fn receive_one(
         duration_s: elapsed.as_secs_f64(),
         error,
     };
-    crate::print_result(&ended, args.json)?;
+    crate::print_result(&ended, args.report.json)?;
     match result {
         Ok(o) => {
-            if !args.json {
+            if !args.report.json {
                 let place = o
                     .path
                     .map_or("stdout".to_owned(), |p| p.display().to_string());

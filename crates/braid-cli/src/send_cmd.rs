@@ -28,12 +28,8 @@ pub struct SendArgs {
     /// Give up if the receiver does not answer within this time.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::parse_duration)]
     handshake_timeout: Duration,
-    /// Print the result as the JSON of `braid sim --json` instead of the summary.
-    #[arg(long)]
-    json: bool,
-    /// No progress bar.
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    report: crate::ReportArgs,
 }
 
 pub fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
@@ -64,15 +60,11 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
                 .join(", ")
         )
     })?;
-    let progress = Progress::new(!args.json && !args.quiet, header.size, "send");
+    let progress = Progress::new(args.report.live(), header.size, "send");
     let watch = progress.watch(session.monitor(), Side::Sender);
     let started = Instant::now();
     let result = transfer::send(&mut session, &header, input, &progress).await;
-    if let Some(w) = watch {
-        w.abort();
-    }
-    progress.finish();
-    crate::linger(&session).await;
+    crate::wind_down(watch, &progress, &session).await;
     let config = session.config();
     let (delivered, verified, elapsed, error) = match &result {
         Ok(o) => (o.bytes, true, o.elapsed, None),
@@ -89,10 +81,10 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         duration_s: elapsed.as_secs_f64(),
         error,
     };
-    crate::print_result(&ended, args.json)?;
+    crate::print_result(&ended, args.report.json)?;
     match result {
         Ok(o) => {
-            if !args.json {
+            if !args.report.json {
                 eprintln!("verified: BLAKE3 {}", o.hash.to_hex());
             }
             Ok(ExitCode::SUCCESS)

@@ -105,6 +105,19 @@ impl Shared {
         })
     }
 
+    fn stats(&self) -> SessionStats {
+        self.lock().proto.stats()
+    }
+
+    fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
+        let g = self.lock();
+        g.proto
+            .path_states()
+            .into_iter()
+            .map(|(id, state)| (id, state, g.routes.get(&id).map(|r| r.remote)))
+            .collect()
+    }
+
     /// The lock; a panic while holding it leaves the state usable.
     pub fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -159,12 +172,12 @@ impl Session {
 
     /// A snapshot of every counter, per connection and for the session.
     pub fn stats(&self) -> SessionStats {
-        self.shared.lock().proto.stats()
+        self.shared.stats()
     }
 
     /// Each connection's id, state and current remote address.
     pub fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
-        paths(&self.shared.lock())
+        self.shared.paths()
     }
 
     /// A stream of per-connection samples (window, sRTT, throughput), one
@@ -220,26 +233,18 @@ pub struct Monitor {
 impl Monitor {
     /// See [`Session::stats`].
     pub fn stats(&self) -> SessionStats {
-        self.shared.lock().proto.stats()
+        self.shared.stats()
     }
 
     /// See [`Session::paths`].
     pub fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
-        paths(&self.shared.lock())
+        self.shared.paths()
     }
 
     /// See [`Session::samples`].
     pub fn samples(&self) -> broadcast::Receiver<PathSample> {
         self.shared.samples.subscribe()
     }
-}
-
-fn paths(g: &Inner) -> Vec<(u8, PathState, Option<SocketAddr>)> {
-    g.proto
-        .path_states()
-        .into_iter()
-        .map(|(id, state)| (id, state, g.routes.get(&id).map(|r| r.remote)))
-        .collect()
 }
 
 impl AsyncRead for Session {
