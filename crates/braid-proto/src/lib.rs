@@ -10,6 +10,7 @@ pub mod cc;
 mod config;
 mod ecn;
 mod error;
+mod owd;
 mod pacing;
 mod path;
 mod range_set;

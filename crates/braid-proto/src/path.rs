@@ -14,6 +14,7 @@
 //! (draft-cheng-iccrg-delivery-rate-estimation) for rate-based controllers.
 
 use crate::cc::{Acked, Cause, CongestionEvent, Controller, EceReceiver, RateSample};
+use crate::owd::AckPathDelay;
 use crate::pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use crate::range_set::RangeSet;
 use crate::rtt::{RtoConfig, RttEstimator};
@@ -50,6 +51,8 @@ pub(crate) struct SentPacket {
     // Delivery-rate state at send time.
     delivered: u64,
     delivered_time: Instant,
+    /// The peer's clock at `delivered_time`'s delivery, µs, when known.
+    delivered_rx_us: Option<u64>,
     first_sent_time: Instant,
     app_limited: bool,
 }
@@ -59,6 +62,7 @@ pub(crate) struct SentPacket {
 struct RateState {
     prior_delivered: u64,
     prior_time: Instant,
+    prior_rx_us: Option<u64>,
     send_elapsed: Duration,
     rtt: Duration,
     app_limited: bool,
@@ -101,6 +105,8 @@ pub(crate) struct Path {
     // Delivery-rate estimation.
     delivered: u64,
     delivered_time: Instant,
+    /// The peer's receive time of the newest delivery, µs (see [`AckFrame::rx_timestamp_us`]).
+    delivered_rx_us: Option<u64>,
     first_sent_time: Instant,
     /// `delivered` value until which samples are application-limited; 0 = not.
     app_limited_until: u64,
@@ -116,6 +122,10 @@ pub(crate) struct Path {
     // Receiving side.
     pub received: RangeSet,
     largest_received_at: Instant,
+    /// Origin of this path's ACK timestamps, ours and (in ACKs) the peer's.
+    epoch: Instant,
+    /// Queueing on the path our ACKs come back on.
+    ack_path: AckPathDelay,
     /// Ack-eliciting packets since our last ACK on this path.
     pub unacked_eliciting: u32,
     pub ack_deadline: Option<Instant>,
@@ -162,6 +172,7 @@ impl Path {
             reo_raised_at: None,
             delivered: 0,
             delivered_time: now,
+            delivered_rx_us: None,
             first_sent_time: now,
             app_limited_until: 0,
             pacer: Pacer::new(now, INITIAL_BURST_PACKETS * u64::from(mtu)),
@@ -171,6 +182,8 @@ impl Path {
             tlp_credit: false,
             received: RangeSet::new(RECEIVED_RANGES),
             largest_received_at: now,
+            epoch: now,
+            ack_path: AckPathDelay::default(),
             unacked_eliciting: 0,
             ack_deadline: None,
             ack_now: false,
@@ -259,6 +272,7 @@ impl Path {
             // Rate samples start afresh after an idle period (draft §3.2).
             self.first_sent_time = now;
             self.delivered_time = now;
+            self.delivered_rx_us = None;
         }
         let packet = SentPacket {
             sent_at: now,
@@ -267,6 +281,7 @@ impl Path {
             retransmission,
             delivered: self.delivered,
             delivered_time: self.delivered_time,
+            delivered_rx_us: self.delivered_rx_us,
             first_sent_time: self.first_sent_time,
             app_limited: self.app_limited_until != 0,
         };
@@ -384,11 +399,18 @@ impl Path {
         self.tlp_credit = false;
         newly.sort_unstable_by_key(|&(pn, _)| pn);
         let (largest_pn, largest) = *newly.last().expect("non-empty");
+        // The peer's receive time dates this delivery when the ACK's largest
+        // packet is among the newly acknowledged.
+        let rx_us = (largest_pn == ack.largest()).then_some(ack.rx_timestamp_us);
         if largest_before.is_none_or(|l| largest_pn > l) {
             self.largest_acked = Some(largest_pn);
             if largest_pn == ack.largest() {
                 let delay = Duration::from_micros(ack.ack_delay_us).min(Duration::from_secs(1));
                 self.rtt.update(now - largest.sent_at, delay);
+                let forward =
+                    ack.rx_timestamp_us as i64 - micros_since(largest.sent_at, self.epoch) as i64;
+                let rtt = (now - largest.sent_at).saturating_sub(delay);
+                self.ack_path.on_sample(now, rtt, forward);
             }
         }
         if let Some(before) = largest_before {
@@ -410,10 +432,12 @@ impl Path {
             acked_bytes += p.charge;
             self.delivered += p.charge;
             self.delivered_time = now;
+            self.delivered_rx_us = rx_us;
             if rate.is_none_or(|r| p.delivered >= r.prior_delivered) {
                 rate = Some(RateState {
                     prior_delivered: p.delivered,
                     prior_time: p.delivered_time,
+                    prior_rx_us: p.delivered_rx_us,
                     send_elapsed: p.sent_at - p.first_sent_time,
                     rtt: now - p.sent_at,
                     app_limited: p.app_limited,
@@ -447,7 +471,8 @@ impl Path {
             self.app_limited_until = 0;
         }
         if let Some(r) = rate {
-            let sample = self.rate_sample(now, r, acked_bytes, self.stats.lost_bytes - lost_before);
+            let lost = self.stats.lost_bytes - lost_before;
+            let sample = self.rate_sample(now, r, rx_us, acked_bytes, lost);
             self.cc.on_rate_sample(now, &sample);
         }
         out
@@ -455,9 +480,23 @@ impl Path {
 
     /// draft-cheng-iccrg-delivery-rate-estimation §3.3: delivered bytes over
     /// the longer of the send and ACK intervals, so ACK compression cannot
-    /// inflate the estimate.
-    fn rate_sample(&self, now: Instant, r: RateState, acked: u64, lost: u64) -> RateSample {
-        let ack_elapsed = now - r.prior_time;
+    /// inflate the estimate. Where both ends of the interval carry the
+    /// peer's receive timestamps, the ACK interval is measured on the
+    /// receiver's clock instead: the ACK path's queueing then neither
+    /// stretches it (a full-duplex peer's growing queue read as a bandwidth
+    /// plateau) nor compresses it.
+    fn rate_sample(
+        &self,
+        now: Instant,
+        r: RateState,
+        rx_us: Option<u64>,
+        acked: u64,
+        lost: u64,
+    ) -> RateSample {
+        let ack_elapsed = match (rx_us, r.prior_rx_us) {
+            (Some(rx), Some(prior)) if rx >= prior => Duration::from_micros(rx - prior),
+            _ => now - r.prior_time,
+        };
         let interval = r.send_elapsed.max(ack_elapsed);
         let delivered = self.delivered - r.prior_delivered;
         // An interval shorter than the minimum RTT cannot be right (§3.3).
@@ -477,6 +516,7 @@ impl Path {
             newly_acked: acked,
             newly_lost: lost,
             in_flight: self.in_flight,
+            ack_queue_delay: self.ack_path.get(),
         }
     }
 
@@ -634,6 +674,13 @@ impl Path {
         (self.unacked_eliciting > 0 && ack) || self.ece_pending.is_some()
     }
 
+    /// Whether a due ACK must go now rather than ride on a data packet
+    /// about to leave: the delayed-ACK timer expired, or MB-ECN feedback
+    /// is owed.
+    pub fn is_ack_urgent(&self, now: Instant) -> bool {
+        self.ack_deadline.is_some_and(|d| d <= now) || self.ece_pending.is_some()
+    }
+
     /// Folds a received packet's MB-ECN level into the feedback owed.
     pub fn on_mbecn(&mut self, level: u8) {
         if let Some(ece) = self.ece.on_packet(level) {
@@ -650,6 +697,7 @@ impl Path {
             fin,
             max_data,
             ce_count: self.ce_received,
+            rx_timestamp_us: micros_since(self.largest_received_at, self.epoch),
         }
     }
 
@@ -695,4 +743,9 @@ impl Path {
             throughput_bps: acked as f64 * 8.0 / interval.as_secs_f64().max(1e-9),
         }
     }
+}
+
+/// Microseconds from `epoch` to `t` (0 before it).
+fn micros_since(t: Instant, epoch: Instant) -> u64 {
+    t.saturating_duration_since(epoch).as_micros() as u64
 }

@@ -126,6 +126,9 @@ pub struct AckFrame {
     pub max_data: u64,
     /// ECN CE marks seen on this path so far.
     pub ce_count: u64,
+    /// The receiver's clock when it received the largest packet, µs since
+    /// its own epoch for this path (only differences are meaningful).
+    pub rx_timestamp_us: u64,
 }
 
 impl AckFrame {
@@ -253,6 +256,7 @@ fn encode_ack(ack: &AckFrame, buf: &mut Vec<u8>) {
     buf.push(u8::from(ack.fin));
     varint::write(buf, ack.max_data);
     varint::write(buf, ack.ce_count);
+    varint::write(buf, ack.rx_timestamp_us);
 }
 
 /// Iterates over the frames of a datagram's payload.
@@ -398,6 +402,7 @@ fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
     };
     let max_data = var(input)?;
     let ce_count = var(input)?;
+    let rx_timestamp_us = var(input)?;
     Ok(AckFrame {
         ranges,
         ack_delay_us,
@@ -405,6 +410,7 @@ fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
         fin,
         max_data,
         ce_count,
+        rx_timestamp_us,
     })
 }
 
@@ -422,6 +428,7 @@ mod tests {
                 fin: true,
                 max_data: (1 << 40) + 4096,
                 ce_count: 7,
+                rx_timestamp_us: 987_654_321,
             }),
             Frame::Stream {
                 offset: 1 << 33,

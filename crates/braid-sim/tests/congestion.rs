@@ -116,3 +116,22 @@ fn ncp_fills_one_connection_from_a_flow_blocked_start() {
     let ideal = 1024.0 * 1024.0 * 8.0 / 1e6;
     assert_floor("nkp0024/1-base", "ncp", ideal, 0.9);
 }
+
+#[test]
+fn full_duplex_bbr_fills_both_directions() {
+    // Each direction's ACKs queue behind the other's data. Without the ACK
+    // path's delay in its window, one BBR direction starved at 27 Mbit/s.
+    let r = run("rudp/loss-0pct-duplex", "bbr");
+    let f = only_flow(&r);
+    let back = f
+        .reverse
+        .as_ref()
+        .expect("duplex row has a reverse direction");
+    assert!(back.completed && back.verified, "reverse did not complete");
+    for (dir, g) in [
+        ("forward", f.forward.goodput_mbps),
+        ("reverse", back.goodput_mbps),
+    ] {
+        assert!(g >= 0.85 * 50.0, "{dir}: {g:.2} Mbit/s < 85 % of 50");
+    }
+}

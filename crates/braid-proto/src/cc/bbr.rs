@@ -29,6 +29,12 @@
 //!   does through `tp->app_limited`.
 //! - RTprop takes only a strictly smaller sample before it expires (Linux
 //!   since 2020; draft-00 uses ≤), so PROBE_RTT runs every 10 s on a flat path.
+//! - cwnd adds BtlBw × the ACK path's queueing delay ([`RateSample::ack_queue_delay`],
+//!   from the ACK frames' receive timestamps) to gain × BDP. In full duplex
+//!   each direction's ACKs wait behind the other's data: with v1's cwnd the
+//!   RTT grows past 2 × RTprop, the sender becomes cwnd-limited, its rate
+//!   samples fall and BtlBw with them (a 50 Mbit/s duplex transfer at 1 ms
+//!   RTT ran one way at 10.6 Mbit/s).
 //! - Before the first bandwidth sample `pacing_rate` is `None`: the
 //!   connection paces at its own gain over cwnd / sRTT.
 
@@ -391,7 +397,11 @@ impl Bbr {
     }
 
     fn set_cwnd(&mut self, s: &RateSample) {
-        let target = self.inflight(self.cwnd_gain());
+        // Data whose ACK waits in the other direction's queue is in flight
+        // without being queued by us: one BtlBw × that delay more, not scaled
+        // by the gain, so our own queue stays within what v1 allows.
+        let ack_path = (self.btl_bw.get() * s.ack_queue_delay.as_secs_f64()) as u64;
+        let target = self.inflight(self.cwnd_gain()) + ack_path;
         if self.full_bw_reached {
             self.cwnd = (self.cwnd + s.newly_acked).min(target);
         } else if self.cwnd < target || s.total_delivered < INITIAL_CWND * self.mtu {
@@ -562,6 +572,7 @@ mod tests {
                 newly_acked: bytes,
                 newly_lost: self.lost_per_ack,
                 in_flight,
+                ack_queue_delay: Duration::ZERO,
             };
             self.bbr.on_rate_sample(self.now, &sample);
         }

@@ -85,6 +85,9 @@ pub struct RateSample {
     pub newly_lost: u64,
     /// Bytes in flight after this ACK.
     pub in_flight: u64,
+    /// Queueing delay on the ACKs' path beyond its minimum (smoothed): part
+    /// of every RTT that the sender's own pacing cannot drain.
+    pub ack_queue_delay: Duration,
 }
 
 /// Why the network signalled congestion.

@@ -291,12 +291,24 @@ impl Session {
         Some(self.finish_packet(id, buf))
     }
 
+    /// Whether `p`'s due ACK can wait for the data packet its pacer releases
+    /// shortly: in full duplex every data packet carries an ACK, and ACK-only
+    /// packets would take queue slots from data in both directions. The wait
+    /// is at most a quarter of the minimum RTT and the ACK delay limit.
+    fn ack_rides_data(&self, p: &crate::path::Path, now: Instant) -> bool {
+        let hold = self.cfg.max_ack_delay.min(p.rtt.min() / 4);
+        !p.is_ack_urgent(now)
+            && self.send.peek().is_some()
+            && p.can_send_data(u64::from(self.cfg.mtu))
+            && p.pacing_wakeup.is_some_and(|t| t <= now + hold)
+    }
+
     /// A standalone ACK on a path that owes one, or a window update.
     fn transmit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let due = self
             .paths
             .values()
-            .find(|p| p.is_usable() && p.ack_due(now))
+            .find(|p| p.is_usable() && p.ack_due(now) && !self.ack_rides_data(p, now))
             .map(|p| p.id);
         let id = match due {
             Some(id) => id,

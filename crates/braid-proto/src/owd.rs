@@ -1,0 +1,114 @@
+//! Splitting the round trip into its two directions, to tell how much of an
+//! RTT above the minimum is queueing on the ACK path.
+//!
+//! Every ACK frame carries the receiver's clock when it received the
+//! largest acknowledged packet. Receiver clock minus our send time is the
+//! forward one-way delay plus an unknown, constant clock offset; the RTT
+//! (less the ACK delay) minus that is the reverse delay minus the same
+//! offset. The offset cancels in each direction's excess over its own
+//! minimum, which is what queueing adds (the idea of LEDBAT's base delay,
+//! RFC 6817 §3.4.2, applied to the reverse direction; the timestamp is that
+//! of draft-smith-quic-receive-ts).
+//!
+//! A full-duplex transfer queues one direction's ACKs behind the other's
+//! data. That delay is in every RTT sample but not in RTprop, and no pacing
+//! of ours can drain it, so a model-based controller needs it in its
+//! window: [`crate::cc::RateSample::ack_queue_delay`].
+
+use crate::Instant;
+use std::time::Duration;
+
+/// How long a minimum is trusted before any later sample replaces it (as
+/// BBR's RTprop window; it also bounds clock drift's effect).
+const MIN_WINDOW: Duration = Duration::from_secs(10);
+
+/// A minimum over roughly the last [`MIN_WINDOW`].
+#[derive(Debug, Clone, Copy, Default)]
+struct WindowedMin {
+    value: Option<(i64, Instant)>,
+}
+
+impl WindowedMin {
+    fn update(&mut self, now: Instant, sample: i64) -> i64 {
+        match self.value {
+            Some((v, at)) if v <= sample && now < at + MIN_WINDOW => v,
+            _ => {
+                self.value = Some((sample, now));
+                sample
+            }
+        }
+    }
+}
+
+/// Reverse-path queueing estimate of one connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckPathDelay {
+    reverse_min: WindowedMin,
+    /// Smoothed excess of the reverse delay over its minimum, µs.
+    smoothed_us: Option<f64>,
+}
+
+impl AckPathDelay {
+    /// One timed ACK: the packet's RTT less the peer's ACK delay, and the
+    /// forward one-way delay plus clock offset (receiver clock − send
+    /// clock, µs).
+    pub fn on_sample(&mut self, now: Instant, rtt_adjusted: Duration, forward_us: i64) {
+        let rtt_us = i64::try_from(rtt_adjusted.as_micros()).unwrap_or(i64::MAX);
+        let reverse = rtt_us.saturating_sub(forward_us);
+        let base = self.reverse_min.update(now, reverse);
+        let excess = reverse.saturating_sub(base) as f64;
+        // RFC 6298's 1/8 gain, as for sRTT: one late ACK is not a queue.
+        self.smoothed_us = Some(match self.smoothed_us {
+            None => excess,
+            Some(s) => s + (excess - s) / 8.0,
+        });
+    }
+
+    /// Queueing the ACKs meet now, beyond the least seen.
+    pub fn get(&self) -> Duration {
+        Duration::from_micros(self.smoothed_us.unwrap_or(0.0).max(0.0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn offset_cancels_and_only_reverse_queueing_counts() {
+        let mut d = AckPathDelay::default();
+        let offset = -7_000_000_i64; // receiver clock far behind ours
+        let t0 = Instant::ZERO;
+        // 10 ms each way, no queue.
+        d.on_sample(t0, ms(20), 10_000 + offset);
+        assert_eq!(d.get(), Duration::ZERO);
+        // 30 ms of forward queueing: our own queue, not the ACK path's.
+        for i in 1..50 {
+            d.on_sample(t0 + ms(i), ms(50), 40_000 + offset);
+        }
+        assert!(d.get() < ms(1), "{:?}", d.get());
+        // 30 ms of reverse queueing shows up, smoothed.
+        for i in 50..100 {
+            d.on_sample(t0 + ms(i), ms(50), 10_000 + offset);
+        }
+        let got = d.get();
+        assert!(got > ms(29) && got <= ms(30), "{got:?}");
+    }
+
+    #[test]
+    fn an_old_minimum_expires() {
+        let mut d = AckPathDelay::default();
+        let t0 = Instant::ZERO;
+        d.on_sample(t0, ms(20), 10_000);
+        // The reverse path lengthens for good (a route change): after the
+        // window the new delay is the base, not a queue.
+        for i in 1..200 {
+            d.on_sample(t0 + ms(100 * i), ms(40), 10_000);
+        }
+        assert!(d.get() < ms(1), "{:?}", d.get());
+    }
+}
