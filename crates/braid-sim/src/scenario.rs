@@ -604,6 +604,18 @@ mod tests {
     const MIN: &str = "[[path]]\nrate = \"10Mbit\"\n[[flow]]\n";
 
     #[test]
+    fn initial_windows_are_packets_per_connection() {
+        let two = "[[path]]\nrate = \"1Mbit\"\n[[path]]\nrate = \"1Mbit\"\n[[flow]]\n";
+        let s = parse_ok(&format!("{two}initial_windows = [1, 4095]\n"));
+        assert_eq!(s.flows[0].initial_windows, [1, 4095]);
+        assert!(parse_ok(two).flows[0].initial_windows.is_empty());
+        let e = parse_err(&format!("{two}initial_windows = [0, 4]\n"));
+        assert!(e.contains("flow[0].initial_windows"), "{e}");
+        let e = parse_err(&format!("{two}initial_windows = [1, 2, 3]\n"));
+        assert!(e.contains("3 windows for 2 connections"), "{e}");
+    }
+
+    #[test]
     fn example_parses() {
         let s = Scenario::example();
         assert_eq!(s.name.as_deref(), Some("two heterogeneous paths"));
