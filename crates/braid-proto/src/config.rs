@@ -62,6 +62,10 @@ pub struct SessionConfig {
     pub sample_interval: Option<Duration>,
     /// Longest interval between probes of a connection that seems down.
     pub max_probe_interval: Duration,
+    /// Initial congestion window of each connection by id, packets of `mtu`
+    /// bytes; connections beyond the list, and controllers that keep no
+    /// window of their own (bbr, mbecn), start at the controller's default.
+    pub initial_windows: Vec<u32>,
 }
 
 impl Default for SessionConfig {
@@ -84,6 +88,7 @@ impl Default for SessionConfig {
             packet_threshold: 3,
             sample_interval: Some(Duration::from_millis(100)),
             max_probe_interval: Duration::from_secs(1),
+            initial_windows: Vec::new(),
         }
     }
 }
@@ -191,6 +196,13 @@ impl SessionConfig {
             "0",
             "> 0",
         )?;
+        if let Some(w) = self.initial_windows.iter().find(|w| **w == 0) {
+            return Err(ConfigError::OutOfRange {
+                field: "initial_windows",
+                value: w.to_string(),
+                allowed: ">= 1 packet",
+            });
+        }
         if !cc::is_known(&self.cc) {
             return Err(cc::UnknownController(self.cc.clone()).into());
         }

@@ -39,6 +39,10 @@ const MIN_PTO: Duration = Duration::from_millis(10);
 /// Packets the first flight may send at once, before any RTT is known
 /// (RFC 9002 §7.2's initial window).
 const INITIAL_BURST_PACKETS: u64 = 10;
+/// Round trips a delivery-rate maximum is kept before a lower sample may
+/// replace it (BBR keeps its bandwidth maximum for 10 rounds; shorter here
+/// so the scheduler follows a path that slows down).
+const DELIVERY_RATE_RTTS: u32 = 4;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SentPacket {
@@ -144,6 +148,10 @@ pub(crate) struct Path {
     pub last_sent: Instant,
     pub stats: PathStats,
     sampled_acked: u64,
+    /// Windowed maximum of recent delivery-rate samples, bytes/s, and when
+    /// it was taken (the scheduler's estimate of what the path delivers).
+    delivery_rate: f64,
+    delivery_rate_at: Instant,
 }
 
 impl Path {
@@ -198,6 +206,8 @@ impl Path {
             last_sent: now,
             stats: PathStats::default(),
             sampled_acked: 0,
+            delivery_rate: 0.0,
+            delivery_rate_at: now,
         }
     }
 
@@ -473,9 +483,34 @@ impl Path {
         if let Some(r) = rate {
             let lost = self.stats.lost_bytes - lost_before;
             let sample = self.rate_sample(now, r, rx_us, acked_bytes, lost);
+            self.update_delivery_rate(now, &sample);
             self.cc.on_rate_sample(now, &sample);
         }
         out
+    }
+
+    /// Keeps the largest rate sample of the last few round trips (BBR's
+    /// BtlBw filter, shortened); an application-limited sample only raises it.
+    fn update_delivery_rate(&mut self, now: Instant, s: &RateSample) {
+        if s.delivery_rate <= 0.0 {
+            return;
+        }
+        let window = self.rtt.srtt_or(Duration::from_secs(1)) * DELIVERY_RATE_RTTS;
+        let expired = now >= self.delivery_rate_at + window;
+        if s.delivery_rate >= self.delivery_rate || (expired && !s.is_app_limited) {
+            self.delivery_rate = s.delivery_rate;
+            self.delivery_rate_at = now;
+        }
+    }
+
+    /// Bytes per second the path has recently delivered; 0 = not measured.
+    pub fn delivery_rate(&self) -> f64 {
+        self.delivery_rate
+    }
+
+    /// Bytes in flight (window charge).
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
     }
 
     /// draft-cheng-iccrg-delivery-rate-estimation §3.3: delivered bytes over

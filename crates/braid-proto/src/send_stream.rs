@@ -104,6 +104,12 @@ impl SendStream {
         self.finishing = true;
     }
 
+    /// Whether the application may have more to write than the buffer took:
+    /// not finished and the buffer full, so `backlog` understates what is to come.
+    pub fn is_buffer_limited(&self) -> bool {
+        !self.finishing && self.writable() == 0
+    }
+
     pub fn is_complete(&self) -> bool {
         self.complete
     }

@@ -140,6 +140,9 @@ pub struct FlowSpec {
     pub initial_rto: Option<Duration>,
     /// Retransmissions allowed per segment; `Some(None)` is unlimited (`-1` in the file).
     pub retry_limit: Option<Option<u32>>,
+    /// Initial window of each of the flow's connections, in order, packets
+    /// (`initial_windows = [1, 4095]`); empty = the controller's default.
+    pub initial_windows: Vec<u32>,
 }
 
 impl Scenario {
@@ -249,6 +252,7 @@ struct RawFlow {
     max_rto: Option<Span>,
     initial_rto: Option<Span>,
     retry_limit: Option<i64>,
+    initial_windows: Option<Vec<i64>>,
 }
 
 /// `queue = 300` (packets) or `queue = "256KB"` (bytes).
@@ -536,6 +540,27 @@ impl Builder<'_> {
                 return Err(self.invalid(key(k), "must be larger than 0"));
             }
         }
+        let initial_windows = match raw.initial_windows {
+            None => Vec::new(),
+            Some(ws) => {
+                if ws.len() > paths.len() {
+                    return Err(self.invalid(
+                        key("initial_windows"),
+                        format!("{} windows for {} connections", ws.len(), paths.len()),
+                    ));
+                }
+                ws.iter()
+                    .map(|&w| {
+                        u32::try_from(w).ok().filter(|w| *w >= 1).ok_or_else(|| {
+                            self.invalid(
+                                key("initial_windows"),
+                                format!("{w}: expected a packet count of at least 1"),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+        };
         Ok(FlowSpec {
             cc: raw.cc,
             bytes: raw.bytes.map_or(0, |b| b.0),
@@ -549,6 +574,7 @@ impl Builder<'_> {
             min_rto: raw.min_rto.map(|s| s.0),
             max_rto: raw.max_rto.map(|s| s.0),
             initial_rto: raw.initial_rto.map(|s| s.0),
+            initial_windows,
             retry_limit: match raw.retry_limit {
                 None => None,
                 Some(-1) => Some(None),
@@ -576,6 +602,18 @@ mod tests {
     }
 
     const MIN: &str = "[[path]]\nrate = \"10Mbit\"\n[[flow]]\n";
+
+    #[test]
+    fn initial_windows_are_packets_per_connection() {
+        let two = "[[path]]\nrate = \"1Mbit\"\n[[path]]\nrate = \"1Mbit\"\n[[flow]]\n";
+        let s = parse_ok(&format!("{two}initial_windows = [1, 4095]\n"));
+        assert_eq!(s.flows[0].initial_windows, [1, 4095]);
+        assert!(parse_ok(two).flows[0].initial_windows.is_empty());
+        let e = parse_err(&format!("{two}initial_windows = [0, 4]\n"));
+        assert!(e.contains("flow[0].initial_windows"), "{e}");
+        let e = parse_err(&format!("{two}initial_windows = [1, 2, 3]\n"));
+        assert!(e.contains("3 windows for 2 connections"), "{e}");
+    }
 
     #[test]
     fn example_parses() {

@@ -140,6 +140,7 @@ pub fn flow_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig 
         cfg.retry_limit = limit;
     }
 
+    cfg.initial_windows = spec.initial_windows.clone();
     cfg.paths = spec.paths.len().min(255) as u8;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
     cfg

@@ -135,3 +135,42 @@ fn full_duplex_bbr_fills_both_directions() {
         assert!(g >= 0.85 * 50.0, "{dir}: {g:.2} Mbit/s < 85 % of 50");
     }
 }
+
+#[test]
+fn slow_long_paths_add_to_a_fast_one_without_holding_up_the_tail() {
+    // NKP-0024 row 5: 1024 pps at 100 ms plus four 128 pps paths at 1 s.
+    // Blind first flights on the slow paths and their tail once held the
+    // stream up (79 % of ideal); the scheduler now gets past 92 %.
+    let ideal = (1024.0 + 4.0 * 128.0) * 1024.0 * 8.0 / 1e6;
+    let r = assert_floor("nkp0024/5-base-plus-4-slow", "ncp", ideal, 0.92);
+    let f = only_flow(&r);
+    // Each slow path carries at least most of its share.
+    for p in f.forward.paths.iter().filter(|p| p.path > 0) {
+        assert!(
+            p.goodput_mbps >= 0.7 * 128.0 * 1024.0 * 8.0 / 1e6,
+            "slow path {} carried only {:.2} Mbit/s",
+            p.path,
+            p.goodput_mbps
+        );
+    }
+}
+
+#[test]
+fn initial_windows_set_each_connection_s_first_window() {
+    // Row 9: the fast connection starts at 4095 packets, the slow at 1.
+    let r = run("nkp0024/9-window-extreme-start", "ncp");
+    let f = only_flow(&r);
+    let first = |path: u8| {
+        f.series
+            .iter()
+            .find(|p| p.path == path)
+            .map(|p| p.window)
+            .expect("a sample of each connection")
+    };
+    assert!(
+        first(0) >= 4000.0,
+        "fast connection started at {}",
+        first(0)
+    );
+    assert!(first(1) <= 16.0, "slow connection started at {}", first(1));
+}

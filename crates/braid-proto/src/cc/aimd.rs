@@ -80,6 +80,10 @@ impl Controller for Aimd {
         self.cwnd < self.ssthresh
     }
 
+    fn set_initial_window(&mut self, bytes: u64) {
+        self.cwnd = (bytes as f64 / self.mtu as f64).clamp(1.0, self.max);
+    }
+
     fn window(&self) -> u64 {
         (self.cwnd * self.mtu as f64) as u64
     }

@@ -170,6 +170,9 @@ pub trait Controller: Send + fmt::Debug {
     }
     /// Sets the window during normalisation.
     fn set_window(&mut self, _bytes: u64) {}
+    /// Starts from a configured window instead of the algorithm's initial
+    /// one; a no-op for controllers whose window follows a model (BBR, MB-ECN).
+    fn set_initial_window(&mut self, _bytes: u64) {}
     /// Snapshot for stats.
     fn metrics(&self) -> ControllerMetrics {
         ControllerMetrics {

@@ -78,6 +78,10 @@ impl Controller for Ncp {
     fn set_window(&mut self, bytes: u64) {
         self.window = (bytes as f64 / self.mtu as f64).clamp(MIN_WINDOW_PACKETS, self.max);
     }
+
+    fn set_initial_window(&mut self, bytes: u64) {
+        self.set_window(bytes);
+    }
 }
 
 #[cfg(test)]

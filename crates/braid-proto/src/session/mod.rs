@@ -196,9 +196,17 @@ impl Session {
         }
     }
 
+    /// A controller for connection `id`, at its configured initial window if any.
+    fn new_controller(&self, id: u8, ctx: CcContext) -> Box<dyn cc::Controller> {
+        let mut cc = cc::new_controller(&self.cfg.cc, ctx).expect("controller name was validated");
+        if let Some(&w) = self.cfg.initial_windows.get(usize::from(id)) {
+            cc.set_initial_window(u64::from(w) * u64::from(self.cfg.mtu));
+        }
+        cc
+    }
+
     fn insert_path(&mut self, id: u8, now: Instant) {
-        let cc = cc::new_controller(&self.cfg.cc, self.cc_context())
-            .expect("controller name was validated");
+        let cc = self.new_controller(id, self.cc_context());
         let mut path = Path::new(id, cc, self.cfg.packet_threshold, self.cfg.mtu, now);
         path.hello_pending = self.role == Role::Client && self.is_handshaking();
         self.paths.insert(id, path);
@@ -207,8 +215,10 @@ impl Session {
     /// Rebuilds controllers once the negotiated parameters are known.
     fn reset_controllers(&mut self) {
         let ctx = self.cc_context();
-        for path in self.paths.values_mut() {
-            path.cc = cc::new_controller(&self.cfg.cc, ctx).expect("controller name was validated");
+        let ids: Vec<u8> = self.paths.keys().copied().collect();
+        for id in ids {
+            let cc = self.new_controller(id, ctx);
+            self.paths.get_mut(&id).expect("path exists").cc = cc;
         }
     }
 

@@ -1,12 +1,15 @@
 //! Outgoing datagrams: control frames first, then data, then standalone ACKs.
 //!
 //! Data goes on a connection whose window has room and whose pacer lets a
-//! packet go now (NCP's pull model, paced). Among those the lowest RTT wins,
-//! and a slower connection is skipped when the fastest one would deliver the
-//! whole backlog before the slow one's packet arrived (ECF, Lim et al.,
-//! CoNEXT 2017), so the tail of a transfer does not wait on a slow path.
+//! packet go now (NCP's pull model, paced). Among those, the one that would
+//! acknowledge it earliest wins (its minimum RTT, or the time its queue
+//! takes to drain at its delivery rate), and a slower connection is skipped
+//! when the faster ones would deliver the whole backlog before the slow
+//! one's packet arrived (ECF, Lim et al., CoNEXT 2017), so the tail of a
+//! transfer does not wait on a slow path.
 
 use super::{Session, State};
+use crate::path::Path;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, VERSION};
 use crate::{Ecn, Instant, SessionError};
@@ -15,6 +18,9 @@ use std::time::Duration;
 /// ACK ranges a data packet may carry and still fit a 1500-byte IP MTU
 /// with the default payload; more go in an ACK-only packet.
 const PIGGYBACK_RANGES: usize = 4;
+/// Packets a connection may have in flight before its first RTT sample
+/// (RFC 9002 §7.2's initial window of 10 packets).
+const UNMEASURED_WINDOW_PACKETS: u64 = 10;
 
 /// A datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,49 +159,84 @@ impl Session {
         Some(self.finish_packet(id, buf))
     }
 
-    /// The connection that takes the next data packet: one whose window has
-    /// room and whose pacer is ready, lowest smoothed RTT first (unmeasured
-    /// paths count as fast, so they get measured). When only pacing holds
-    /// packets back, the paths remember when to wake.
+    /// The connection that takes the next data packet: among those whose
+    /// window has room and whose pacer is ready, the one where it would be
+    /// acknowledged earliest (unmeasured paths count as immediate, so they
+    /// get measured). When only pacing holds packets back, the paths
+    /// remember when to wake.
     fn pick_data_path(&mut self, now: Instant, charge: u64) -> Option<u8> {
         let mtu = u64::from(self.cfg.mtu);
+        let blind = self.blind_window();
         let mut ready: Option<(Duration, u8)> = None;
         for p in self.paths.values_mut() {
             if !p.can_send_data(charge) {
                 continue;
             }
+            if !p.rtt.has_sample() && blind.is_some_and(|b| p.in_flight() + charge > b) {
+                continue;
+            }
             match p.pacing_delay(now, charge, mtu) {
                 Some(at) => p.pacing_wakeup = Some(at),
                 None => {
-                    let key = (p.rtt.srtt_or(Duration::ZERO), p.id);
+                    let key = (expected_ack(p, charge).unwrap_or(Duration::ZERO), p.id);
                     if ready.is_none_or(|r| key < r) {
                         ready = Some(key);
                     }
                 }
             }
         }
-        let (srtt, id) = ready?;
-        (!self.is_worth_waiting(id, srtt)).then_some(id)
+        let (eta, id) = ready?;
+        (!self.is_worth_waiting(id, eta, charge)).then_some(id)
     }
 
-    /// ECF: whether the fastest live connection would deliver everything
-    /// waiting to be sent before a packet sent now on `id` (RTT `srtt`) arrived.
-    fn is_worth_waiting(&self, id: u8, srtt: Duration) -> bool {
-        if srtt.is_zero() || self.paths[&id].tlp_credit {
-            return false;
+    /// Most bytes an unmeasured connection may have in flight when the
+    /// session has others: data queued blind on a slow path holds up the
+    /// stream for as long as that path takes to deliver it. The
+    /// bandwidth-delay product of the best measured path, at least an
+    /// initial window (RFC 9002 §7.2); `None` (no limit but the
+    /// controller's) on a single connection.
+    fn blind_window(&self) -> Option<u64> {
+        if self.paths.values().filter(|p| p.is_usable()).count() < 2 {
+            return None;
         }
-        let fastest = self
+        let mtu = u64::from(self.cfg.mtu);
+        let bdp = self
             .paths
             .values()
             .filter(|p| p.state == PathState::Active && p.rtt.has_sample())
-            .min_by_key(|p| p.rtt.srtt_or(Duration::ZERO));
-        let Some(f) = fastest.filter(|f| f.id != id) else {
+            .map(|p| (p.delivery_rate() * p.rtt.min().as_secs_f64()) as u64)
+            .max()
+            .unwrap_or(0);
+        Some(bdp.max(UNMEASURED_WINDOW_PACKETS * mtu))
+    }
+
+    /// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
+    /// that would acknowledge a packet sooner than `id` (in `eta`) would
+    /// deliver everything waiting to be sent before a packet sent now on
+    /// `id` arrived. While the application may write more than the buffer
+    /// holds, the backlog is unbounded and no path waits.
+    fn is_worth_waiting(&self, id: u8, eta: Duration, charge: u64) -> bool {
+        if eta.is_zero() || self.paths[&id].tlp_credit || self.send.is_buffer_limited() {
+            return false;
+        }
+        let backlog = self.send.backlog();
+        let mut rate = 0.0;
+        let mut first: Option<Duration> = None;
+        for p in self.paths.values() {
+            if p.id == id || p.state != PathState::Active || p.delivery_rate() <= 0.0 {
+                continue;
+            }
+            let Some(t) = expected_ack(p, charge).filter(|t| *t < eta) else {
+                continue;
+            };
+            rate += p.delivery_rate();
+            first = Some(first.map_or(t, |f| f.min(t)));
+        }
+        let Some(first) = first else {
             return false;
         };
-        let f_srtt = f.rtt.srtt_or(Duration::ZERO);
-        let rate = f.cc.window() as f64 / f_srtt.as_secs_f64().max(1e-6);
-        let drain = self.send.backlog() as f64 / rate.max(1.0);
-        srtt.as_secs_f64() > f_srtt.as_secs_f64() + drain
+        let drain = backlog as f64 / rate;
+        eta.as_secs_f64() > first.as_secs_f64() + drain
     }
 
     fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -329,4 +370,22 @@ impl Session {
         self.push_ack(now, id, buf);
         Some(self.finish_packet(id, buf))
     }
+}
+
+/// Time from now until a packet of `charge` bytes sent on `p` now would be
+/// acknowledged: the path's minimum RTT, or longer when what is in flight
+/// must first drain at its delivery rate (the queue it built). Unlike the
+/// smoothed RTT this falls as soon as the queue drains, so a path left idle
+/// is not judged by the queue it once had. `None` until measured.
+fn expected_ack(p: &Path, charge: u64) -> Option<Duration> {
+    if !p.rtt.has_sample() {
+        return None;
+    }
+    let min = p.rtt.min();
+    let rate = p.delivery_rate();
+    if rate <= 0.0 {
+        return Some(p.rtt.srtt_or(min));
+    }
+    let drain = Duration::from_secs_f64((p.in_flight() + charge) as f64 / rate);
+    Some(min.max(drain))
 }
