@@ -32,6 +32,7 @@
 //! - Before the first bandwidth sample `pacing_rate` is `None`: the
 //!   connection paces at its own gain over cwnd / sRTT.
 
+use super::startup::AckTrain;
 use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
 use crate::rtt::RttEstimator;
 use crate::Instant;
@@ -80,6 +81,12 @@ const INITIAL_CWND: u64 = 10;
 /// Packets allowed above gain × BDP for send quanta and ACK jitter (draft-00
 /// BBRInflight: 3 × send_quantum; braid's quantum is one packet).
 const QUANTA: u64 = 3;
+/// Pacing gain over the first flight's ACK-train estimate for the round
+/// after it (braid's choice): the estimate is the bottleneck's capacity, so
+/// one round at it fills the pipe without a queue.
+const JUMP_PACING_GAIN: f64 = 1.0;
+/// cwnd for that round as a multiple of estimate × RTT (braid's choice).
+const JUMP_CWND_GAIN: f64 = 1.0;
 
 /// BBR's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +155,10 @@ pub struct Bbr {
     timeout_at: Option<Instant>,
     /// inflight(1.0) when STARTUP ended, as Linux reports it.
     ssthresh: Option<u64>,
+    /// The first flight's ACK dispersion, for the jump out of IW10.
+    train: AckTrain,
+    /// The rate STARTUP jumped to, bytes/s; 0 without a jump.
+    jump_bw: f64,
     mtu: u64,
     max_cwnd: u64,
 }
@@ -181,6 +192,8 @@ impl Bbr {
             app_limited_until: 0,
             timeout_at: None,
             ssthresh: None,
+            train: AckTrain::new(),
+            jump_bw: 0.0,
             mtu,
             // Growing past the session window would only inflate the number.
             max_cwnd: ctx.max_window_packets.max(INITIAL_CWND) * mtu,
@@ -216,6 +229,29 @@ impl Bbr {
             BbrMode::ProbeBw => CWND_GAIN,
             BbrMode::ProbeRtt => 1.0,
         }
+    }
+
+    /// The rate STARTUP jumped to after the first flight, bytes/s; 0 if none.
+    pub fn jump_bw(&self) -> f64 {
+        self.jump_bw
+    }
+
+    /// Deviation: STARTUP starts from the first flight's ACK-train estimate
+    /// instead of doubling from IW10. One round paced at the estimate with
+    /// cwnd at its BDP; the rate samples of that round then take over, so
+    /// an estimate above the path's rate is corrected within a round.
+    fn jump(&mut self, bw: f64, rtt: Duration) {
+        if self.mode != BbrMode::Startup || self.full_bw_reached {
+            return;
+        }
+        self.jump_bw = bw;
+        let rate = JUMP_PACING_GAIN * bw;
+        if self.pacing_rate.is_none_or(|r| rate > r) {
+            self.pacing_rate = Some(rate);
+        }
+        let rtt = self.min_rtt.unwrap_or(rtt).as_secs_f64();
+        let cwnd = (JUMP_CWND_GAIN * bw * rtt) as u64 + QUANTA * self.mtu;
+        self.cwnd = self.cwnd.max(cwnd.min(self.max_cwnd));
     }
 
     /// gain × BDP + quanta, bytes (draft-00 BBRInflight).
@@ -427,7 +463,14 @@ impl Controller for Bbr {
         "bbr"
     }
 
-    fn on_ack(&mut self, _now: Instant, acked: &Acked, _rtt: &RttEstimator) {
+    fn on_sent(&mut self, now: Instant, bytes: u64) {
+        self.train.on_sent(now, bytes);
+    }
+
+    fn on_ack(&mut self, now: Instant, acked: &Acked, _rtt: &RttEstimator) {
+        if let Some(bw) = self.train.on_ack(now, acked.sent_at, acked.bytes) {
+            self.jump(bw, now - acked.sent_at);
+        }
         // A packet sent after the RTO got through: the path works again.
         if self.timeout_at.is_some_and(|t| acked.sent_at >= t) {
             self.timeout_at = None;
@@ -436,6 +479,9 @@ impl Controller for Bbr {
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
+        if matches!(event.cause, Cause::Loss | Cause::Timeout) {
+            self.train.abort();
+        }
         if event.cause != Cause::Timeout {
             return false;
         }

@@ -10,6 +10,7 @@ mod dctcp;
 mod hystart;
 mod mbecn;
 mod ncp;
+mod startup;
 
 pub use aimd::Aimd;
 pub use bbr::{Bbr, BbrMode};
