@@ -245,6 +245,12 @@ impl Bbr {
             return;
         }
         self.jump_bw = bw;
+        // The estimate counts as the plateau's first round: STARTUP goes on
+        // only while the rate samples beat it by FULL_BW_THRESH.
+        if bw > self.full_bw {
+            self.full_bw = bw;
+            self.full_bw_count = 0;
+        }
         let rate = JUMP_PACING_GAIN * bw;
         if self.pacing_rate.is_none_or(|r| rate > r) {
             self.pacing_rate = Some(rate);
