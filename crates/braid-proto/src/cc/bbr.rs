@@ -485,8 +485,14 @@ impl Controller for Bbr {
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
-        if matches!(event.cause, Cause::Loss | Cause::Timeout) {
-            self.train.abort();
+        match event.cause {
+            Cause::Loss => {
+                if let Some(bw) = self.train.on_lost(event.sent_at, event.packets) {
+                    self.jump(bw, now - event.sent_at);
+                }
+            }
+            Cause::Timeout => self.train.abort(),
+            Cause::Ecn | Cause::SendFailure => {}
         }
         if event.cause != Cause::Timeout {
             return false;

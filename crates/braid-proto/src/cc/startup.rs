@@ -10,8 +10,11 @@
 //! INFOCOM 2009) and Paced Chirping start from such estimates instead of
 //! doubling per round trip.
 //!
-//! The estimate is refused, and the caller starts as usual, when it cannot
-//! be trusted: a loss in the train, fewer than [`MIN_GAPS`] ACK gaps, gaps
+//! Random loss at the link's entry leaves the survivors back to back, so a
+//! train with lost packets still measures the bottleneck: it completes when
+//! each packet is acknowledged or declared lost. The estimate is refused,
+//! and the caller starts as usual, when it cannot be trusted: a timeout
+//! before the train completes, fewer than [`MIN_GAPS`] ACK gaps, gaps
 //! (per byte acknowledged) that differ by more than [`MAX_GAP_SPREAD`]
 //! (jitter, ACK compression or a delayed ACK), or a train sent no faster
 //! than [`MIN_SEND_SPEEDUP`] × the rate it measured (it measured the sender).
@@ -25,7 +28,7 @@ const MAX_SEND_GAP: Duration = Duration::from_millis(1);
 const MIN_GAPS: u32 = 2;
 /// Largest ratio of two ACK gaps, each per byte acknowledged. A receiver
 /// acknowledging every packet or every other one gives equal gaps per byte.
-const MAX_GAP_SPREAD: f64 = 2.0;
+const MAX_GAP_SPREAD: f64 = 2.5;
 /// The train must have left at least this much faster than the rate it
 /// measured, or the ACK spacing only shows the sender's spacing.
 const MIN_SEND_SPEEDUP: f64 = 2.0;
@@ -49,6 +52,7 @@ pub(super) struct AckTrain {
     packets: u32,
     bytes: u64,
     acked: u32,
+    lost: u32,
     /// (time, bytes acknowledged) per ACK frame of the train's packets.
     frames: Vec<(Instant, u64)>,
 }
@@ -62,6 +66,7 @@ impl AckTrain {
             packets: 0,
             bytes: 0,
             acked: 0,
+            lost: 0,
             frames: Vec::new(),
         }
     }
@@ -87,11 +92,7 @@ impl AckTrain {
     /// packets of one ACK frame share `now`. Returns the estimate (bytes/s)
     /// when this ACK completes the train and the estimate is trusted.
     pub fn on_ack(&mut self, now: Instant, sent_at: Instant, bytes: u64) -> Option<f64> {
-        if self.state == State::Sending && self.packets > 0 {
-            self.state = State::Acking;
-        }
-        let in_train = sent_at >= self.first_sent && sent_at <= self.last_sent;
-        if self.state != State::Acking || bytes == 0 || !in_train {
+        if !self.is_train(sent_at) || bytes == 0 {
             return None;
         }
         self.acked += 1;
@@ -99,7 +100,30 @@ impl AckTrain {
             Some((at, b)) if *at == now => *b += bytes,
             _ => self.frames.push((now, bytes)),
         }
-        if self.acked < self.packets {
+        self.complete()
+    }
+
+    /// `packets` were declared lost, the newest sent at `sent_at`. Returns
+    /// the estimate when this completes the train and it is trusted.
+    pub fn on_lost(&mut self, sent_at: Instant, packets: u64) -> Option<f64> {
+        if !self.is_train(sent_at) {
+            return None;
+        }
+        self.lost = self.lost.saturating_add(u32::try_from(packets).unwrap_or(u32::MAX));
+        self.complete()
+    }
+
+    /// Whether a packet sent at `sent_at` belongs to the train, whose ACKs
+    /// are still awaited. The first ACK or loss closes the train.
+    fn is_train(&mut self, sent_at: Instant) -> bool {
+        if self.state == State::Sending && self.packets > 0 {
+            self.state = State::Acking;
+        }
+        self.state == State::Acking && sent_at >= self.first_sent && sent_at <= self.last_sent
+    }
+
+    fn complete(&mut self) -> Option<f64> {
+        if self.acked.saturating_add(self.lost) < self.packets {
             return None;
         }
         let estimate = self.finish();
@@ -108,28 +132,36 @@ impl AckTrain {
     }
 
     fn finish(&self) -> Option<f64> {
-        if self.frames.len() < MIN_GAPS as usize + 1 {
+        let gaps: Vec<f64> = self
+            .frames
+            .windows(2)
+            .map(|pair| (pair[1].0 - pair[0].0).as_secs_f64() / pair[1].1 as f64)
+            .collect();
+        let spread_ok = |gaps: &[f64]| {
+            let min = gaps.iter().copied().fold(f64::INFINITY, f64::min);
+            gaps.iter().all(|&g| g <= MAX_GAP_SPREAD * min)
+        };
+        // A last packet without a partner waits for the receiver's ACK
+        // delay: its frame shows the timer, not the bottleneck.
+        let frames = match gaps.split_last() {
+            Some((_, rest)) if !spread_ok(&gaps) && !rest.is_empty() && spread_ok(rest) => {
+                &self.frames[..self.frames.len() - 1]
+            }
+            _ if spread_ok(&gaps) => &self.frames[..],
+            _ => return None,
+        };
+        if frames.len() < MIN_GAPS as usize + 1 {
             return None;
         }
-        let (mut min_gap, mut max_gap) = (f64::INFINITY, 0.0f64);
-        for pair in self.frames.windows(2) {
-            let gap = (pair[1].0 - pair[0].0).as_secs_f64() / pair[1].1 as f64;
-            min_gap = min_gap.min(gap);
-            max_gap = max_gap.max(gap);
-        }
-        if max_gap > MAX_GAP_SPREAD * min_gap {
-            return None;
-        }
-        let (first, last) = (self.frames[0].0, self.frames[self.frames.len() - 1].0);
-        let span = (last - first).as_secs_f64();
+        let span = (frames[frames.len() - 1].0 - frames[0].0).as_secs_f64();
         // The first frame's bytes arrived before the clock started.
-        let after_first: u64 = self.frames[1..].iter().map(|&(_, b)| b).sum();
+        let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
         let rate = after_first as f64 / span;
         let send_span = (self.last_sent - self.first_sent).as_secs_f64();
         (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate)
     }
 
-    /// A loss or timeout: the train's spacing no longer shows the bottleneck.
+    /// A timeout: the train's ACKs are not coming.
     pub fn abort(&mut self) {
         if !matches!(self.state, State::Done(_)) {
             self.state = State::Done(None);
