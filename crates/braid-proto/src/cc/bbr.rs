@@ -32,6 +32,7 @@
 //! - Before the first bandwidth sample `pacing_rate` is `None`: the
 //!   connection paces at its own gain over cwnd / sRTT.
 
+use super::random_loss::RandomLoss;
 use super::startup::AckTrain;
 use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
 use crate::rtt::RttEstimator;
@@ -159,6 +160,8 @@ pub struct Bbr {
     train: AckTrain,
     /// The rate STARTUP jumped to, bytes/s; 0 without a jump.
     jump_bw: f64,
+    /// Loss without a queue, which PROBE_BW's pacing makes up for.
+    random_loss: RandomLoss,
     mtu: u64,
     max_cwnd: u64,
 }
@@ -194,6 +197,7 @@ impl Bbr {
             ssthresh: None,
             train: AckTrain::new(),
             jump_bw: 0.0,
+            random_loss: RandomLoss::default(),
             mtu,
             // Growing past the session window would only inflate the number.
             max_cwnd: ctx.max_window_packets.max(INITIAL_CWND) * mtu,
@@ -425,7 +429,10 @@ impl Bbr {
         if bw <= 0.0 {
             return;
         }
-        let rate = self.pacing_gain() * bw;
+        let mut rate = self.pacing_gain() * bw;
+        if self.mode == BbrMode::ProbeBw {
+            rate /= 1.0 - self.random_loss.get();
+        }
         // Until the pipe is full, a lower sample must not slow the startup.
         if self.full_bw_reached || self.pacing_rate.is_none_or(|r| rate > r) {
             self.pacing_rate = Some(rate);
@@ -513,6 +520,11 @@ impl Controller for Bbr {
         self.check_full_bw_reached(s, app_limited);
         self.check_drain(now, s);
         self.update_min_rtt(now, s);
+        // Cruise phases after the one following the probe: losses detected
+        // then are of packets sent without a probe's queue.
+        let eligible = self.mode == BbrMode::ProbeBw && self.cycle_idx >= 3;
+        self.random_loss
+            .on_sample(self.round_start, eligible, self.min_rtt, s);
         self.set_pacing_rate();
         self.set_cwnd(s);
     }

@@ -10,6 +10,7 @@ mod dctcp;
 mod hystart;
 mod mbecn;
 mod ncp;
+mod random_loss;
 mod startup;
 
 pub use aimd::Aimd;
