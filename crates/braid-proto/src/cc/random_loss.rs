@@ -20,7 +20,7 @@ const MAX_LOSS: f64 = 0.25;
 /// A round's smallest RTT above min RTT × this, plus [`QUEUE_SLACK`],
 /// shows a standing queue.
 const QUEUE_RATIO: f64 = 1.05;
-const QUEUE_SLACK: Duration = Duration::from_millis(1);
+const QUEUE_SLACK: Duration = Duration::from_micros(250);
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct RandomLoss {

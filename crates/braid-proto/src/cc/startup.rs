@@ -168,3 +168,166 @@ impl AckTrain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MTU: u64 = 1380;
+
+    fn at_us(us: u64) -> Instant {
+        Instant::from_nanos(us * 1000)
+    }
+
+    /// Ten packets at t = 0; an ACK for every two, `gap_us` apart, the
+    /// first at 100 ms. Returns the train and the estimate.
+    fn acked_in_pairs(gap_us: u64) -> (AckTrain, Option<f64>) {
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let mut est = None;
+        for frame in 0..5 {
+            let now = at_us(100_000 + frame * gap_us);
+            for _ in 0..2 {
+                est = t.on_ack(now, Instant::ZERO, MTU);
+            }
+        }
+        (t, est)
+    }
+
+    #[test]
+    fn rate_is_bytes_after_the_first_ack_over_the_ack_span() {
+        // 2 packets per 460 us: 8 packets after the first frame in 1.84 ms.
+        let (t, est) = acked_in_pairs(460);
+        let expected = (8 * MTU) as f64 / 1840e-6;
+        assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
+        assert_eq!(t.state, State::Done(est));
+        // Done: later ACKs change nothing.
+        let mut t = t;
+        assert_eq!(t.on_ack(at_us(200_000), Instant::ZERO, MTU), None);
+    }
+
+    #[test]
+    fn a_delayed_last_ack_is_left_out() {
+        let mut t = AckTrain::new();
+        for _ in 0..9 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        for frame in 0..4 {
+            for _ in 0..2 {
+                assert_eq!(t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU), None);
+            }
+        }
+        // The ninth waits for the receiver's 10 ms ACK delay.
+        let est = t.on_ack(at_us(111_380), Instant::ZERO, MTU);
+        let expected = (6 * MTU) as f64 / 1380e-6;
+        assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
+    }
+
+    #[test]
+    fn irregular_gaps_are_refused() {
+        let mut t = AckTrain::new();
+        for _ in 0..8 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let mut est = Some(0.0);
+        // Jitter: gaps of 100, 900 and 300 us per pair.
+        for us in [0, 100, 1000, 1300] {
+            for _ in 0..2 {
+                est = t.on_ack(at_us(50_000 + us), Instant::ZERO, MTU);
+            }
+        }
+        assert_eq!(est, None);
+        assert_eq!(t.state, State::Done(None));
+    }
+
+    #[test]
+    fn too_few_ack_frames_are_refused() {
+        let mut t = AckTrain::new();
+        for _ in 0..4 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let mut est = Some(0.0);
+        for frame in 0..2 {
+            for _ in 0..2 {
+                est = t.on_ack(at_us(50_000 + frame * 500), Instant::ZERO, MTU);
+            }
+        }
+        assert_eq!(est, None, "one gap only");
+    }
+
+    #[test]
+    fn a_train_sent_no_faster_than_it_measured_is_refused() {
+        let mut t = AckTrain::new();
+        // Paced at 1380 B per 900 us (under MAX_SEND_GAP, so still one train);
+        // the ACKs come 2 packets per 1800 us: the sender's own spacing.
+        for i in 0..6 {
+            t.on_sent(at_us(i * 900), MTU);
+        }
+        let mut est = Some(0.0);
+        for frame in 0..3 {
+            for i in 0..2 {
+                let sent = at_us((frame * 2 + i) * 900);
+                est = t.on_ack(at_us(50_000 + frame * 1800), sent, MTU);
+            }
+        }
+        assert_eq!(est, None);
+    }
+
+    #[test]
+    fn a_send_gap_ends_the_train() {
+        let mut t = AckTrain::new();
+        for _ in 0..4 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        t.on_sent(at_us(5_000), MTU);
+        assert_eq!(t.packets, 4);
+        assert_eq!(t.state, State::Acking);
+        // Its ACK is not the train's.
+        assert_eq!(t.on_ack(at_us(60_000), at_us(5_000), MTU), None);
+        assert_eq!(t.acked, 0);
+    }
+
+    #[test]
+    fn losses_complete_the_train_and_survivors_give_the_rate() {
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        for frame in 0..4 {
+            for _ in 0..2 {
+                assert_eq!(t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU), None);
+            }
+        }
+        assert_eq!(t.on_lost(Instant::ZERO, 1), None, "one still awaited");
+        // The survivor after the hole, one packet's time behind: same rate.
+        let est = t.on_ack(at_us(101_610), Instant::ZERO, MTU).expect("trusted");
+        let expected = (2 * MTU) as f64 / 460e-6;
+        assert!((est - expected).abs() < 1e-6 * expected);
+        // Loss reported after the last ACK completes it instead.
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        for frame in 0..4 {
+            for _ in 0..2 {
+                t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU);
+            }
+        }
+        let est = t.on_lost(Instant::ZERO, 2).expect("trusted");
+        let expected = (6 * MTU) as f64 / 1380e-6;
+        assert!((est - expected).abs() < 1e-6 * expected);
+    }
+
+    #[test]
+    fn a_timeout_abandons_the_train() {
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        t.abort();
+        assert_eq!(t.state, State::Done(None));
+        assert_eq!(t.on_ack(at_us(100_000), Instant::ZERO, MTU), None);
+    }
+}
