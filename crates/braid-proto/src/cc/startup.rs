@@ -109,7 +109,9 @@ impl AckTrain {
         if !self.is_train(sent_at) {
             return None;
         }
-        self.lost = self.lost.saturating_add(u32::try_from(packets).unwrap_or(u32::MAX));
+        self.lost = self
+            .lost
+            .saturating_add(u32::try_from(packets).unwrap_or(u32::MAX));
         self.complete()
     }
 
@@ -216,7 +218,10 @@ mod tests {
         }
         for frame in 0..4 {
             for _ in 0..2 {
-                assert_eq!(t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU), None);
+                assert_eq!(
+                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
+                    None
+                );
             }
         }
         // The ninth waits for the receiver's 10 ms ACK delay.
@@ -297,12 +302,17 @@ mod tests {
         }
         for frame in 0..4 {
             for _ in 0..2 {
-                assert_eq!(t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU), None);
+                assert_eq!(
+                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
+                    None
+                );
             }
         }
         assert_eq!(t.on_lost(Instant::ZERO, 1), None, "one still awaited");
         // The survivor after the hole, one packet's time behind: same rate.
-        let est = t.on_ack(at_us(101_610), Instant::ZERO, MTU).expect("trusted");
+        let est = t
+            .on_ack(at_us(101_610), Instant::ZERO, MTU)
+            .expect("trusted");
         let expected = (2 * MTU) as f64 / 460e-6;
         assert!((est - expected).abs() < 1e-6 * expected);
         // Loss reported after the last ACK completes it instead.
