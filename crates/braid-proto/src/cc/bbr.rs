@@ -9,6 +9,20 @@
 //!
 //! - Loss, ECN and send failures change nothing: no packet conservation and
 //!   no `cwnd − losses` in recovery, so random loss costs no throughput.
+//! - STARTUP jumps after the first flight (braid's, after RAPID and packet-
+//!   train dispersion; see [`super::startup`]): the IW10 burst's ACK spacing
+//!   gives the bottleneck rate, and STARTUP paces the next round at it with
+//!   cwnd at its BDP instead of doubling from IW10 (~log2(BDP/IW) rounds:
+//!   3 s at 50 Mbit/s and 400 ms). The estimate also counts as the first
+//!   round of the plateau, so after the jump STARTUP needs rate samples 25 %
+//!   above it to go on, and ends one round sooner than v1 when they stay
+//!   flat (less overshoot into a shallow queue). An untrusted estimate
+//!   (jitter, a timeout, a paced train) leaves v1's startup unchanged.
+//! - PROBE_BW paces at gain × BtlBw / (1 − p), p the loss share of cruise
+//!   rounds with no queue ([`super::random_loss`], at most 25 %). Loss
+//!   before the bottleneck (radio, netem ahead of a rate limiter) otherwise
+//!   leaves it idle a share p of the time; cwnd (2 × BDP) still bounds the
+//!   queue if p is too high, and rounds with a queue pull p back to 0.
 //! - An RTO saves cwnd and drops it to the 4-packet floor (Linux sets 1 and
 //!   floors it to 4 on the next ACK). The saved cwnd comes back with the first
 //!   ACK of a packet sent after the RTO, or a spurious-loss report (Linux: when
@@ -36,8 +50,16 @@
 //!   samples fall and BtlBw with them (a 50 Mbit/s duplex transfer at 1 ms
 //!   RTT ran one way at 10.6 Mbit/s).
 //! - Before the first bandwidth sample `pacing_rate` is `None`: the
-//!   connection paces at its own gain over cwnd / sRTT.
+//!   connection paces at its own gain over cwnd / sRTT, and not at all
+//!   before its first RTT sample, so IW10 leaves as one burst (the train).
+//! - The first RTT sample usually comes from the handshake's confirming
+//!   PING (no payload), a packet's serialisation time below what data can
+//!   reach; with the strict minimum above this changes nothing on a flat
+//!   path (PROBE_RTT still runs every 10 s) and understates the BDP by that
+//!   time only.
 
+use super::random_loss::RandomLoss;
+use super::startup::AckTrain;
 use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
 use crate::rtt::RttEstimator;
 use crate::Instant;
@@ -86,6 +108,12 @@ const INITIAL_CWND: u64 = 10;
 /// Packets allowed above gain × BDP for send quanta and ACK jitter (draft-00
 /// BBRInflight: 3 × send_quantum; braid's quantum is one packet).
 const QUANTA: u64 = 3;
+/// Pacing gain over the first flight's ACK-train estimate for the round
+/// after it (braid's choice): the estimate is the bottleneck's capacity, so
+/// one round at it fills the pipe without a queue.
+const JUMP_PACING_GAIN: f64 = 1.0;
+/// cwnd for that round as a multiple of estimate × RTT (braid's choice).
+const JUMP_CWND_GAIN: f64 = 1.0;
 
 /// BBR's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +182,12 @@ pub struct Bbr {
     timeout_at: Option<Instant>,
     /// inflight(1.0) when STARTUP ended, as Linux reports it.
     ssthresh: Option<u64>,
+    /// The first flight's ACK dispersion, for the jump out of IW10.
+    train: AckTrain,
+    /// The rate STARTUP jumped to, bytes/s; 0 without a jump.
+    jump_bw: f64,
+    /// Loss without a queue, which PROBE_BW's pacing makes up for.
+    random_loss: RandomLoss,
     mtu: u64,
     max_cwnd: u64,
 }
@@ -187,6 +221,9 @@ impl Bbr {
             app_limited_until: 0,
             timeout_at: None,
             ssthresh: None,
+            train: AckTrain::new(),
+            jump_bw: 0.0,
+            random_loss: RandomLoss::default(),
             mtu,
             // Growing past the session window would only inflate the number.
             max_cwnd: ctx.max_window_packets.max(INITIAL_CWND) * mtu,
@@ -222,6 +259,35 @@ impl Bbr {
             BbrMode::ProbeBw => CWND_GAIN,
             BbrMode::ProbeRtt => 1.0,
         }
+    }
+
+    /// The rate STARTUP jumped to after the first flight, bytes/s; 0 if none.
+    pub fn jump_bw(&self) -> f64 {
+        self.jump_bw
+    }
+
+    /// Deviation: STARTUP starts from the first flight's ACK-train estimate
+    /// instead of doubling from IW10. One round paced at the estimate with
+    /// cwnd at its BDP; the rate samples of that round then take over, so
+    /// an estimate above the path's rate is corrected within a round.
+    fn jump(&mut self, bw: f64, rtt: Duration) {
+        if self.mode != BbrMode::Startup || self.full_bw_reached {
+            return;
+        }
+        self.jump_bw = bw;
+        // The estimate counts as the plateau's first round: STARTUP goes on
+        // only while the rate samples beat it by FULL_BW_THRESH.
+        if bw > self.full_bw {
+            self.full_bw = bw;
+            self.full_bw_count = 0;
+        }
+        let rate = JUMP_PACING_GAIN * bw;
+        if self.pacing_rate.is_none_or(|r| rate > r) {
+            self.pacing_rate = Some(rate);
+        }
+        let rtt = self.min_rtt.unwrap_or(rtt).as_secs_f64();
+        let cwnd = (JUMP_CWND_GAIN * bw * rtt) as u64 + QUANTA * self.mtu;
+        self.cwnd = self.cwnd.max(cwnd.min(self.max_cwnd));
     }
 
     /// gain × BDP + quanta, bytes (draft-00 BBRInflight).
@@ -389,7 +455,10 @@ impl Bbr {
         if bw <= 0.0 {
             return;
         }
-        let rate = self.pacing_gain() * bw;
+        let mut rate = self.pacing_gain() * bw;
+        if self.mode == BbrMode::ProbeBw {
+            rate /= 1.0 - self.random_loss.get();
+        }
         // Until the pipe is full, a lower sample must not slow the startup.
         if self.full_bw_reached || self.pacing_rate.is_none_or(|r| rate > r) {
             self.pacing_rate = Some(rate);
@@ -437,7 +506,14 @@ impl Controller for Bbr {
         "bbr"
     }
 
-    fn on_ack(&mut self, _now: Instant, acked: &Acked, _rtt: &RttEstimator) {
+    fn on_sent(&mut self, now: Instant, bytes: u64) {
+        self.train.on_sent(now, bytes);
+    }
+
+    fn on_ack(&mut self, now: Instant, acked: &Acked, _rtt: &RttEstimator) {
+        if let Some(bw) = self.train.on_ack(now, acked.sent_at, acked.bytes) {
+            self.jump(bw, now - acked.sent_at);
+        }
         // A packet sent after the RTO got through: the path works again.
         if self.timeout_at.is_some_and(|t| acked.sent_at >= t) {
             self.timeout_at = None;
@@ -446,6 +522,15 @@ impl Controller for Bbr {
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
+        match event.cause {
+            Cause::Loss => {
+                if let Some(bw) = self.train.on_lost(event.sent_at, event.packets) {
+                    self.jump(bw, now - event.sent_at);
+                }
+            }
+            Cause::Timeout => self.train.abort(),
+            Cause::Ecn | Cause::SendFailure => {}
+        }
         if event.cause != Cause::Timeout {
             return false;
         }
@@ -465,6 +550,11 @@ impl Controller for Bbr {
         self.check_full_bw_reached(s, app_limited);
         self.check_drain(now, s);
         self.update_min_rtt(now, s);
+        // Cruise phases after the one following the probe: losses detected
+        // then are of packets sent without a probe's queue.
+        let eligible = self.mode == BbrMode::ProbeBw && self.cycle_idx >= 3;
+        self.random_loss
+            .on_sample(self.round_start, eligible, self.min_rtt, s);
         self.set_pacing_rate();
         self.set_cwnd(s);
     }
@@ -713,6 +803,95 @@ mod tests {
             net.run(1, BW, queued, false);
             assert_ne!(net.bbr.mode(), BbrMode::ProbeRtt);
         }
+    }
+
+    /// Sends IW10 at time zero and acknowledges it in pairs 2 ms apart
+    /// (BW), the first at RTT; returns the last ACK's time.
+    fn ack_train(bbr: &mut Bbr) -> Instant {
+        for _ in 0..10 {
+            bbr.on_sent(Instant::ZERO, MTU);
+        }
+        let rtt = RttEstimator::default();
+        let mut now = Instant::ZERO;
+        for frame in 0..5 {
+            now = Instant::ZERO + RTT + Duration::from_millis(2 * frame);
+            for _ in 0..2 {
+                let acked = Acked {
+                    bytes: MTU,
+                    sent_at: Instant::ZERO,
+                    retransmission: false,
+                };
+                bbr.on_ack(now, &acked, &rtt);
+            }
+        }
+        now
+    }
+
+    #[test]
+    fn startup_jumps_to_the_ack_train_estimate() {
+        let mut net = Net::new();
+        net.now = ack_train(&mut net.bbr);
+        let bw = net.bbr.jump_bw();
+        assert!((bw - BW).abs() < 1e-6 * BW, "{bw}");
+        assert_eq!(net.bbr.mode(), BbrMode::Startup);
+        assert_eq!(net.bbr.pacing_rate(), Some(JUMP_PACING_GAIN * bw));
+        // No RTT sample yet: the last train packet's RTT sizes the window.
+        let rtt = (RTT + Duration::from_millis(8)).as_secs_f64();
+        assert_eq!(net.bbr.window(), (bw * rtt) as u64 + QUANTA * MTU);
+        // The estimate is the plateau's first round: with flat samples
+        // STARTUP ends a round earlier than without the jump (see
+        // startup_drain_probe_bw_with_flat_bandwidth).
+        let mut drain_at = None;
+        for i in 1..=10 * ACKS_PER_RTT {
+            net.ack(BW, RTT, false);
+            if drain_at.is_none() && net.bbr.mode() != BbrMode::Startup {
+                drain_at = Some(i);
+            }
+        }
+        assert_eq!(drain_at, Some(2 * ACKS_PER_RTT + 1));
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+    }
+
+    #[test]
+    fn no_jump_after_a_timeout_or_once_the_pipe_is_full() {
+        let mut net = Net::new();
+        for _ in 0..10 {
+            net.bbr.on_sent(Instant::ZERO, MTU);
+        }
+        let rto = Instant::ZERO + Duration::from_secs(1);
+        net.bbr.on_congestion(rto, &event(Cause::Timeout, rto));
+        ack_train(&mut net.bbr);
+        assert_eq!(net.bbr.jump_bw(), 0.0);
+        assert_eq!(net.bbr.window(), 4 * MTU);
+
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        net.bbr.jump(10.0 * BW, RTT);
+        assert_eq!(net.bbr.jump_bw(), 0.0);
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+    }
+
+    #[test]
+    fn probe_bw_paces_over_random_loss_without_a_queue() {
+        let mut net = Net::new();
+        net.run(5, BW, RTT, false);
+        // 5 % of what is sent is lost, with no queue (RTT at its minimum).
+        let acked = (BW * (RTT / ACKS_PER_RTT).as_secs_f64()) as u64;
+        net.lost_per_ack = acked * 5 / 95;
+        net.run(30, BW, RTT, false);
+        let factor = net.bbr.pacing_rate().expect("rate") / (net.bbr.pacing_gain() * BW);
+        assert!(factor > 1.03 && factor < 1.06, "{factor}");
+        assert_eq!(net.bbr.btl_bw(), BW);
+        assert_eq!(
+            net.bbr.window(),
+            PROBE_BW_CWND,
+            "cwnd still bounds the queue"
+        );
+        // The same loss with a standing queue: overflow, not random loss.
+        net.run(30, BW, RTT + Duration::from_millis(10), false);
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+        let factor = net.bbr.pacing_rate().expect("rate") / (net.bbr.pacing_gain() * BW);
+        assert!(factor < 1.01, "{factor}");
     }
 
     #[test]

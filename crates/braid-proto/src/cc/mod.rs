@@ -10,6 +10,8 @@ mod dctcp;
 mod hystart;
 mod mbecn;
 mod ncp;
+mod random_loss;
+mod startup;
 
 pub use aimd::Aimd;
 pub use bbr::{Bbr, BbrMode};

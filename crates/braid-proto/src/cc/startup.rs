@@ -1,0 +1,343 @@
+//! The bottleneck rate from the first flight's ACK train, for a faster start.
+//!
+//! The initial window leaves back to back (no RTT is known yet, so nothing
+//! paces it); the bottleneck spaces the packets out, and the receiver's ACKs
+//! keep that spacing. Bytes acknowledged after the first ACK over the time
+//! from the first to the last ACK is the bottleneck's rate: packet-train
+//! dispersion (Dovrolis, Ramanathan, Moore, "Packet-Dispersion Techniques and
+//! a Capacity-Estimation Methodology", IEEE/ACM ToN 12(6), 2004). RAPID
+//! (Konda, Kaur, "RAPID: Shrinking the Congestion-Control Timescale",
+//! INFOCOM 2009) and Paced Chirping start from such estimates instead of
+//! doubling per round trip.
+//!
+//! Random loss at the link's entry leaves the survivors back to back, so a
+//! train with lost packets still measures the bottleneck: it completes when
+//! each packet is acknowledged or declared lost. The estimate is refused,
+//! and the caller starts as usual, when it cannot be trusted: a timeout
+//! before the train completes, fewer than [`MIN_GAPS`] ACK gaps, gaps
+//! (per byte acknowledged) that differ by more than [`MAX_GAP_SPREAD`]
+//! (jitter, ACK compression or a delayed ACK), or a train sent no faster
+//! than [`MIN_SEND_SPEEDUP`] × the rate it measured (it measured the sender).
+
+use crate::Instant;
+use std::time::Duration;
+
+/// A send gap above this ends the train: its packets were not back to back.
+const MAX_SEND_GAP: Duration = Duration::from_millis(1);
+/// Fewest gaps between ACK frames for an estimate (three ACKs).
+const MIN_GAPS: u32 = 2;
+/// Largest ratio of two ACK gaps, each per byte acknowledged. A receiver
+/// acknowledging every packet or every other one gives equal gaps per byte.
+const MAX_GAP_SPREAD: f64 = 2.5;
+/// The train must have left at least this much faster than the rate it
+/// measured, or the ACK spacing only shows the sender's spacing.
+const MIN_SEND_SPEEDUP: f64 = 2.0;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    /// Collecting the back-to-back packets of the first flight.
+    Sending,
+    /// The train is closed; waiting for its ACKs.
+    Acking,
+    /// Finished, with the estimate (bytes/s) if it could be trusted.
+    Done(Option<f64>),
+}
+
+/// Measures the first flight's ACK dispersion once per connection.
+#[derive(Debug, Clone)]
+pub(super) struct AckTrain {
+    state: State,
+    first_sent: Instant,
+    last_sent: Instant,
+    packets: u32,
+    bytes: u64,
+    acked: u32,
+    lost: u32,
+    /// (time, bytes acknowledged) per ACK frame of the train's packets.
+    frames: Vec<(Instant, u64)>,
+}
+
+impl AckTrain {
+    pub fn new() -> Self {
+        AckTrain {
+            state: State::Sending,
+            first_sent: Instant::ZERO,
+            last_sent: Instant::ZERO,
+            packets: 0,
+            bytes: 0,
+            acked: 0,
+            lost: 0,
+            frames: Vec::new(),
+        }
+    }
+
+    /// A data packet of `bytes` left at `now`.
+    pub fn on_sent(&mut self, now: Instant, bytes: u64) {
+        if self.state != State::Sending || bytes == 0 {
+            return;
+        }
+        if self.packets > 0 && now.saturating_duration_since(self.last_sent) > MAX_SEND_GAP {
+            self.state = State::Acking;
+            return;
+        }
+        if self.packets == 0 {
+            self.first_sent = now;
+        }
+        self.packets += 1;
+        self.bytes += bytes;
+        self.last_sent = now;
+    }
+
+    /// A packet of `bytes` sent at `sent_at` was acknowledged at `now`; the
+    /// packets of one ACK frame share `now`. Returns the estimate (bytes/s)
+    /// when this ACK completes the train and the estimate is trusted.
+    pub fn on_ack(&mut self, now: Instant, sent_at: Instant, bytes: u64) -> Option<f64> {
+        if !self.is_train(sent_at) || bytes == 0 {
+            return None;
+        }
+        self.acked += 1;
+        match self.frames.last_mut() {
+            Some((at, b)) if *at == now => *b += bytes,
+            _ => self.frames.push((now, bytes)),
+        }
+        self.complete()
+    }
+
+    /// `packets` were declared lost, the newest sent at `sent_at`. Returns
+    /// the estimate when this completes the train and it is trusted.
+    pub fn on_lost(&mut self, sent_at: Instant, packets: u64) -> Option<f64> {
+        if !self.is_train(sent_at) {
+            return None;
+        }
+        self.lost = self
+            .lost
+            .saturating_add(u32::try_from(packets).unwrap_or(u32::MAX));
+        self.complete()
+    }
+
+    /// Whether a packet sent at `sent_at` belongs to the train, whose ACKs
+    /// are still awaited. The first ACK or loss closes the train.
+    fn is_train(&mut self, sent_at: Instant) -> bool {
+        if self.state == State::Sending && self.packets > 0 {
+            self.state = State::Acking;
+        }
+        self.state == State::Acking && sent_at >= self.first_sent && sent_at <= self.last_sent
+    }
+
+    fn complete(&mut self) -> Option<f64> {
+        if self.acked.saturating_add(self.lost) < self.packets {
+            return None;
+        }
+        let estimate = self.finish();
+        self.state = State::Done(estimate);
+        estimate
+    }
+
+    fn finish(&self) -> Option<f64> {
+        let gaps: Vec<f64> = self
+            .frames
+            .windows(2)
+            .map(|pair| (pair[1].0 - pair[0].0).as_secs_f64() / pair[1].1 as f64)
+            .collect();
+        let spread_ok = |gaps: &[f64]| {
+            let min = gaps.iter().copied().fold(f64::INFINITY, f64::min);
+            gaps.iter().all(|&g| g <= MAX_GAP_SPREAD * min)
+        };
+        // A last packet without a partner waits for the receiver's ACK
+        // delay: its frame shows the timer, not the bottleneck.
+        let frames = match gaps.split_last() {
+            Some((_, rest)) if !spread_ok(&gaps) && !rest.is_empty() && spread_ok(rest) => {
+                &self.frames[..self.frames.len() - 1]
+            }
+            _ if spread_ok(&gaps) => &self.frames[..],
+            _ => return None,
+        };
+        if frames.len() < MIN_GAPS as usize + 1 {
+            return None;
+        }
+        let span = (frames[frames.len() - 1].0 - frames[0].0).as_secs_f64();
+        // The first frame's bytes arrived before the clock started.
+        let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
+        let rate = after_first as f64 / span;
+        let send_span = (self.last_sent - self.first_sent).as_secs_f64();
+        (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate)
+    }
+
+    /// A timeout: the train's ACKs are not coming.
+    pub fn abort(&mut self) {
+        if !matches!(self.state, State::Done(_)) {
+            self.state = State::Done(None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MTU: u64 = 1380;
+
+    fn at_us(us: u64) -> Instant {
+        Instant::from_nanos(us * 1000)
+    }
+
+    /// Ten packets at t = 0; an ACK for every two, `gap_us` apart, the
+    /// first at 100 ms. Returns the train and the estimate.
+    fn acked_in_pairs(gap_us: u64) -> (AckTrain, Option<f64>) {
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let mut est = None;
+        for frame in 0..5 {
+            let now = at_us(100_000 + frame * gap_us);
+            for _ in 0..2 {
+                est = t.on_ack(now, Instant::ZERO, MTU);
+            }
+        }
+        (t, est)
+    }
+
+    #[test]
+    fn rate_is_bytes_after_the_first_ack_over_the_ack_span() {
+        // 2 packets per 460 us: 8 packets after the first frame in 1.84 ms.
+        let (t, est) = acked_in_pairs(460);
+        let expected = (8 * MTU) as f64 / 1840e-6;
+        assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
+        assert_eq!(t.state, State::Done(est));
+        // Done: later ACKs change nothing.
+        let mut t = t;
+        assert_eq!(t.on_ack(at_us(200_000), Instant::ZERO, MTU), None);
+    }
+
+    #[test]
+    fn a_delayed_last_ack_is_left_out() {
+        let mut t = AckTrain::new();
+        for _ in 0..9 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        for frame in 0..4 {
+            for _ in 0..2 {
+                assert_eq!(
+                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
+                    None
+                );
+            }
+        }
+        // The ninth waits for the receiver's 10 ms ACK delay.
+        let est = t.on_ack(at_us(111_380), Instant::ZERO, MTU);
+        let expected = (6 * MTU) as f64 / 1380e-6;
+        assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
+    }
+
+    #[test]
+    fn irregular_gaps_are_refused() {
+        let mut t = AckTrain::new();
+        for _ in 0..8 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let mut est = Some(0.0);
+        // Jitter: gaps of 100, 900 and 300 us per pair.
+        for us in [0, 100, 1000, 1300] {
+            for _ in 0..2 {
+                est = t.on_ack(at_us(50_000 + us), Instant::ZERO, MTU);
+            }
+        }
+        assert_eq!(est, None);
+        assert_eq!(t.state, State::Done(None));
+    }
+
+    #[test]
+    fn too_few_ack_frames_are_refused() {
+        let mut t = AckTrain::new();
+        for _ in 0..4 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let mut est = Some(0.0);
+        for frame in 0..2 {
+            for _ in 0..2 {
+                est = t.on_ack(at_us(50_000 + frame * 500), Instant::ZERO, MTU);
+            }
+        }
+        assert_eq!(est, None, "one gap only");
+    }
+
+    #[test]
+    fn a_train_sent_no_faster_than_it_measured_is_refused() {
+        let mut t = AckTrain::new();
+        // Paced at 1380 B per 900 us (under MAX_SEND_GAP, so still one train);
+        // the ACKs come 2 packets per 1800 us: the sender's own spacing.
+        for i in 0..6 {
+            t.on_sent(at_us(i * 900), MTU);
+        }
+        let mut est = Some(0.0);
+        for frame in 0..3 {
+            for i in 0..2 {
+                let sent = at_us((frame * 2 + i) * 900);
+                est = t.on_ack(at_us(50_000 + frame * 1800), sent, MTU);
+            }
+        }
+        assert_eq!(est, None);
+    }
+
+    #[test]
+    fn a_send_gap_ends_the_train() {
+        let mut t = AckTrain::new();
+        for _ in 0..4 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        t.on_sent(at_us(5_000), MTU);
+        assert_eq!(t.packets, 4);
+        assert_eq!(t.state, State::Acking);
+        // Its ACK is not the train's.
+        assert_eq!(t.on_ack(at_us(60_000), at_us(5_000), MTU), None);
+        assert_eq!(t.acked, 0);
+    }
+
+    #[test]
+    fn losses_complete_the_train_and_survivors_give_the_rate() {
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        for frame in 0..4 {
+            for _ in 0..2 {
+                assert_eq!(
+                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
+                    None
+                );
+            }
+        }
+        assert_eq!(t.on_lost(Instant::ZERO, 1), None, "one still awaited");
+        // The survivor after the hole, one packet's time behind: same rate.
+        let est = t
+            .on_ack(at_us(101_610), Instant::ZERO, MTU)
+            .expect("trusted");
+        let expected = (2 * MTU) as f64 / 460e-6;
+        assert!((est - expected).abs() < 1e-6 * expected);
+        // Loss reported after the last ACK completes it instead.
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        for frame in 0..4 {
+            for _ in 0..2 {
+                t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU);
+            }
+        }
+        let est = t.on_lost(Instant::ZERO, 2).expect("trusted");
+        let expected = (6 * MTU) as f64 / 1380e-6;
+        assert!((est - expected).abs() < 1e-6 * expected);
+    }
+
+    #[test]
+    fn a_timeout_abandons_the_train() {
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        t.abort();
+        assert_eq!(t.state, State::Done(None));
+        assert_eq!(t.on_ack(at_us(100_000), Instant::ZERO, MTU), None);
+    }
+}
