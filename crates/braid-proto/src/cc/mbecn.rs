@@ -74,9 +74,19 @@ const MIN_SLOT_PACKETS: u64 = 8;
 /// PKT_MAX: after a slot with more packets the next slot is narrower (seed
 /// 004: 64; prototype `CA_MAXPS`).
 const MAX_SLOT_PACKETS: u64 = 64;
-/// The decrease is budget · ECE / 2^(N+8), so ECE_MAX almost empties the
-/// budget (prototype: shift by `CA_SHFT + 8`).
+/// Decrease fractions are counted out of 2^(N+8), the prototype's shift
+/// (`CA_SHFT + 8`): there, a slot cuts budget · ECE / 2^(N+8).
 const DECREASE_SHIFT: u32 = ECE_SHIFT + 8;
+/// G: braid cuts ECE · 2^G / 2^(N+8) per 2^24 ns instead (see the module
+/// docs). With G = 7, 2^N packets all marked 1 (ECE 32, the queue just
+/// over 16 packets) cut half per 2^24 ns, DCTCP's α/2 with α = ECE / 2^N
+/// (RFC 8257 §3.3, which cuts α/2 per RTT).
+const DECREASE_GAIN_SHIFT: u32 = 7;
+/// No slot cuts more than half the budget (DCTCP's largest cut).
+const MAX_DECREASE: u128 = 1 << (DECREASE_SHIFT - 1);
+/// Loss fallback: a slot with a loss and no ECE cuts 1/8 below what it
+/// delivered (braid's choice; see `on_congestion`).
+const LOSS_DECREASE: u128 = 1 << (DECREASE_SHIFT - 3);
 /// Narrowest slot, 2^20 ns ≈ 1 ms. braid's choice (the prototype sets no
 /// bound): drivers wake about once a millisecond and the pacer allows 2 ms
 /// bursts, so a narrower slot would count bursts, not rates. Faster senders
@@ -92,6 +102,8 @@ const MIN_WINDOW_PACKETS: u64 = 16;
 /// Window = this gain × rate × RTT. In flight is about rate × RTT, and the
 /// RTT already includes queueing, so twice that never binds.
 const WINDOW_GAIN: f64 = 2.0;
+/// Per slot, the delivered-rate filter forgets this share of its maximum.
+const DELIVERED_DECAY: f64 = 1.0 / 8.0;
 /// RTT assumed before the first sample (RFC 6298 §2.1: initial RTO 1 s).
 const RTT_BEFORE_SAMPLE: Duration = Duration::from_secs(1);
 
@@ -169,6 +181,17 @@ pub struct MbEcn {
     slot_start: Option<Instant>,
     slot_packets: u64,
     slot_bytes: u64,
+    /// Bytes acknowledged during the slot.
+    slot_acked: u64,
+    /// Packets of the slot sent while the ECE was 0.
+    slot_clear: u64,
+    /// A loss was declared during the slot.
+    slot_lost: bool,
+    /// Bytes per second the path delivered: the best slot, decaying by 1/8
+    /// per slot; 0 before the first acknowledged slot.
+    delivered_rate: f64,
+    /// Sum over the slot's packets of the ECE when each was sent.
+    slot_ece_sum: u64,
     /// Bytes allowed per slot.
     budget: u64,
     /// The minimum RTT, once there is a sample: the window is twice the
@@ -188,6 +211,11 @@ impl MbEcn {
             slot_start: None,
             slot_packets: 0,
             slot_bytes: 0,
+            slot_ece_sum: 0,
+            slot_acked: 0,
+            slot_clear: 0,
+            slot_lost: false,
+            delivered_rate: 0.0,
             budget: INITIAL_BUDGET,
             rtt: None,
         }
@@ -213,13 +241,41 @@ impl MbEcn {
         self.budget as f64 * 1e9 / (1u64 << self.slot_shift) as f64
     }
 
-    /// 64 KiB per 2^24 ns, scaled to the current slot width.
+    /// 64 KiB per 2^24 ns slot, scaled with the square of the slot width:
+    /// the rate then grows by the same 3.9 MB/s per 2^24 ns whatever the slot
+    /// (see the module docs).
     fn additive_increase(&self) -> u64 {
         if self.slot_shift >= INITIAL_SLOT_SHIFT {
-            ADDITIVE_INCREASE << (self.slot_shift - INITIAL_SLOT_SHIFT)
+            ADDITIVE_INCREASE << (2 * (self.slot_shift - INITIAL_SLOT_SHIFT))
         } else {
-            ADDITIVE_INCREASE >> (INITIAL_SLOT_SHIFT - self.slot_shift)
+            ADDITIVE_INCREASE >> (2 * (INITIAL_SLOT_SHIFT - self.slot_shift))
         }
+    }
+
+    /// The share of the budget to cut for a slot whose mean ECE was `ece`,
+    /// out of 2^(N+8): ECE · 2^G per 2^24 ns, in proportion to the slot
+    /// width, at most one half.
+    fn decrease_fraction(&self, ece: u64) -> u128 {
+        let shift = DECREASE_GAIN_SHIFT + self.slot_shift;
+        let e = u128::from(ece);
+        let e = if shift >= INITIAL_SLOT_SHIFT {
+            e << (shift - INITIAL_SLOT_SHIFT)
+        } else {
+            e >> (INITIAL_SLOT_SHIFT - shift)
+        };
+        e.min(MAX_DECREASE)
+    }
+
+    /// Cuts the budget to `fraction` / 2^(N+8) below what the slot delivered
+    /// (the budget if nothing was acknowledged), never raising it.
+    fn decrease(&mut self, fraction: u128) {
+        let base = if self.slot_acked > 0 {
+            self.slot_acked
+        } else {
+            self.budget
+        };
+        let cut = (u128::from(base) * fraction) >> DECREASE_SHIFT;
+        self.budget = self.budget.min(base - cut as u64);
     }
 
     /// Ends the current slot if `now` is past it.
@@ -241,6 +297,10 @@ impl MbEcn {
         self.slot_start = Some(Instant::from_nanos(next));
         self.slot_packets = 0;
         self.slot_bytes = 0;
+        self.slot_ece_sum = 0;
+        self.slot_acked = 0;
+        self.slot_clear = 0;
+        self.slot_lost = false;
     }
 
     /// The once-per-slot budget update, then the slot resize.
@@ -249,17 +309,30 @@ impl MbEcn {
             // Idle: no evidence about the rate or the slot width.
             return;
         }
+        let width = (1u64 << self.slot_shift) as f64 / 1e9;
+        self.delivered_rate =
+            (self.delivered_rate * (1.0 - DELIVERED_DECAY)).max(self.slot_acked as f64 / width);
         // A paced sender that the budget limited lands within a packet of it.
         let used = self.slot_bytes + self.mtu >= self.budget;
+        // The level over the whole slot, not the last report: a snapshot at
+        // the slot's end is noise that differs between flows.
+        let ece = self.slot_ece_sum.div_ceil(self.slot_packets);
         if self.slow_start {
             if used {
                 self.budget = self.budget.saturating_mul(2);
             }
-        } else if self.ece > 0 {
-            let cut = (u128::from(self.budget) * u128::from(self.ece)) >> DECREASE_SHIFT;
-            self.budget -= cut as u64;
-        } else if used {
-            self.budget = self.budget.saturating_add(self.additive_increase());
+        } else {
+            if ece > 0 {
+                self.decrease(self.decrease_fraction(ece));
+            } else if self.slot_lost {
+                self.decrease(LOSS_DECREASE);
+            }
+            if used && !(self.slot_lost && ece == 0) {
+                // In proportion to the packets sent while the ECE was 0.
+                let inc = u128::from(self.additive_increase()) * u128::from(self.slot_clear)
+                    / u128::from(self.slot_packets);
+                self.budget = self.budget.saturating_add(inc as u64);
+            }
         }
         // A slot always lets one packet through: a blocking send waits only
         // after the budget has been passed.
@@ -305,10 +378,15 @@ impl Controller for MbEcn {
         if self.packets_since_ece > ECE_RESET_PACKETS {
             self.ece = 0;
         }
+        self.slot_ece_sum += u64::from(self.ece);
+        if self.ece == 0 {
+            self.slot_clear += 1;
+        }
     }
 
-    fn on_ack(&mut self, now: Instant, _acked: &Acked, rtt: &RttEstimator) {
+    fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
         self.roll(now);
+        self.slot_acked += acked.bytes;
         if rtt.has_sample() {
             self.rtt = Some(rtt.min());
         }
@@ -322,19 +400,23 @@ impl Controller for MbEcn {
         self.slow_start = false;
     }
 
-    /// MB-ECN reacts to queue marks only, so random loss on a lossy link does
-    /// not cut the rate. The sender does respond in three cases:
+    /// MB-ECN proper reacts to queue marks only. braid adds:
     /// - Timeout or send failure: nothing is getting through, or the local
     ///   interface refuses, so the budget is too high. It is halved and slow
     ///   start ends. This stands in for the liveness check that the seed says
     ///   MB-ECN lacks.
     /// - Loss during slow start: the doubling overshot a path that is not
-    ///   marking. The budget is halved and slow start ends. The additive step
-    ///   is steep enough that an early exit costs little.
-    /// - Loss afterwards and classic CE marks (`Cause::Ecn`) are ignored. On
-    ///   an MB-ECN path the ECE already reports the same queues. On a path
-    ///   that only does classic ECN, choose aimd or cubic instead.
-    fn on_congestion(&mut self, _now: Instant, event: &CongestionEvent) -> bool {
+    ///   marking. The budget is halved and slow start ends.
+    /// - Loss afterwards: a fallback for paths that do not mark. A slot with
+    ///   a loss and no ECE ends with the budget at most 7/8 of what the slot
+    ///   delivered. Anchoring the cut on the delivered bytes keeps a sender
+    ///   on an overflowing drop-tail queue near the path's rate instead of
+    ///   flooding it, while random loss (≤ one cut per slot, undone by the
+    ///   additive increase in a few slots) does not collapse the rate. While
+    ///   the ECE reports congestion the ECE rules and the loss adds nothing.
+    /// - Classic CE marks (`Cause::Ecn`) are ignored: on an MB-ECN path the
+    ///   ECE reports the same queues.
+    fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
         match event.cause {
             Cause::Timeout | Cause::SendFailure => {
                 self.halve();
@@ -344,7 +426,13 @@ impl Controller for MbEcn {
                 self.halve();
                 true
             }
-            Cause::Loss | Cause::Ecn => false,
+            Cause::Loss => {
+                self.roll(now);
+                let first = !self.slot_lost;
+                self.slot_lost = true;
+                first
+            }
+            Cause::Ecn => false,
         }
     }
 
@@ -358,7 +446,11 @@ impl Controller for MbEcn {
 
     fn window(&self) -> u64 {
         let rtt = self.rtt.unwrap_or(RTT_BEFORE_SAMPLE).as_secs_f64();
-        let bytes = (WINDOW_GAIN * self.rate() * rtt) as u64;
+        let mut rate = self.rate();
+        if self.delivered_rate > 0.0 {
+            rate = rate.min(self.delivered_rate);
+        }
+        let bytes = (WINDOW_GAIN * rate * rtt) as u64;
         bytes.max(MIN_WINDOW_PACKETS * self.mtu)
     }
 
