@@ -187,6 +187,11 @@ pub struct MbEcn {
     slot_clear: u64,
     /// A loss was declared during the slot.
     slot_lost: bool,
+    /// ACKs were already arriving when the slot began, so `slot_acked`
+    /// measures a whole slot of delivery.
+    slot_measured: bool,
+    /// An ACK has arrived.
+    acking: bool,
     /// Bytes per second the path delivered: the best slot, decaying by 1/8
     /// per slot; 0 before the first acknowledged slot.
     delivered_rate: f64,
@@ -215,6 +220,8 @@ impl MbEcn {
             slot_acked: 0,
             slot_clear: 0,
             slot_lost: false,
+            slot_measured: false,
+            acking: false,
             delivered_rate: 0.0,
             budget: INITIAL_BUDGET,
             rtt: None,
@@ -269,7 +276,7 @@ impl MbEcn {
     /// Cuts the budget to `fraction` / 2^(N+8) below what the slot delivered
     /// (the budget if nothing was acknowledged), never raising it.
     fn decrease(&mut self, fraction: u128) {
-        let base = if self.slot_acked > 0 {
+        let base = if self.slot_measured && self.slot_acked > 0 {
             self.slot_acked
         } else {
             self.budget
@@ -301,6 +308,7 @@ impl MbEcn {
         self.slot_acked = 0;
         self.slot_clear = 0;
         self.slot_lost = false;
+        self.slot_measured = self.acking;
     }
 
     /// The once-per-slot budget update, then the slot resize.
@@ -310,8 +318,10 @@ impl MbEcn {
             return;
         }
         let width = (1u64 << self.slot_shift) as f64 / 1e9;
-        self.delivered_rate =
-            (self.delivered_rate * (1.0 - DELIVERED_DECAY)).max(self.slot_acked as f64 / width);
+        if self.slot_measured {
+            self.delivered_rate =
+                (self.delivered_rate * (1.0 - DELIVERED_DECAY)).max(self.slot_acked as f64 / width);
+        }
         // A paced sender that the budget limited lands within a packet of it.
         let used = self.slot_bytes + self.mtu >= self.budget;
         // The level over the whole slot, not the last report: a snapshot at
@@ -387,6 +397,7 @@ impl Controller for MbEcn {
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
         self.roll(now);
         self.slot_acked += acked.bytes;
+        self.acking = true;
         if rtt.has_sample() {
             self.rtt = Some(rtt.min());
         }
