@@ -337,7 +337,7 @@ impl MbEcn {
             } else if self.slot_lost {
                 self.decrease(LOSS_DECREASE);
             }
-            if used && !(self.slot_lost && ece == 0) {
+            if used {
                 // In proportion to the packets sent while the ECE was 0.
                 let inc = u128::from(self.additive_increase()) * u128::from(self.slot_clear)
                     / u128::from(self.slot_packets);
