@@ -91,15 +91,45 @@ fn windows_autotune_past_the_default_on_a_long_fat_path() {
 
 #[test]
 fn mbecn_keeps_a_short_queue() {
-    let r = assert_floor("mbecn/one-flow", "mbecn", 100.0, 0.8);
+    let r = assert_floor("mbecn/one-flow", "mbecn", 100.0, 0.9);
     let rtt = only_flow(&r).forward.rtt_ms;
-    // 1 ms each way; a 100-packet standing queue at 100 Mbit/s adds ~12 ms.
+    // 1 ms each way; a 22-packet standing queue at 100 Mbit/s adds ~2.5 ms
+    // (issue 3's target is 20 packets).
     assert!(
-        rtt.avg < rtt.min + 12.0,
+        rtt.avg < rtt.min + 2.5,
         "average RTT {:.1} ms over a minimum of {:.1} ms",
         rtt.avg,
         rtt.min
     );
+}
+
+#[test]
+fn mbecn_flows_share_a_bottleneck() {
+    // The second flow starts at 2 s; compare mean throughputs from 2.5 s
+    // until the first flow to finish stops.
+    let r = run("mbecn/two-flows", "mbecn");
+    let end = r
+        .flows
+        .iter()
+        .map(|f| f.series.last().map_or(0.0, |p| p.t))
+        .fold(f64::INFINITY, f64::min);
+    let means: Vec<f64> = r
+        .flows
+        .iter()
+        .map(|f| {
+            let xs: Vec<f64> = f
+                .series
+                .iter()
+                .filter(|p| p.t >= 2.5 && p.t < end - 0.1)
+                .map(|p| p.throughput_mbps)
+                .collect();
+            xs.iter().sum::<f64>() / xs.len().max(1) as f64
+        })
+        .collect();
+    let sum: f64 = means.iter().sum();
+    let sq: f64 = means.iter().map(|x| x * x).sum();
+    let jain = sum * sum / (means.len() as f64 * sq);
+    assert!(jain >= 0.98, "Jain {jain:.4} of {means:?} Mbit/s");
 }
 
 #[test]

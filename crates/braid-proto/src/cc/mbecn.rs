@@ -8,8 +8,9 @@
 //! [`EceReceiver`], keeps a floating sum of that field over about 32 packets,
 //! the ECE, and decides when the sender must hear it. The sender, [`MbEcn`],
 //! is rate-based: it allows a byte budget per time slot and adjusts it once
-//! per slot, doubling it in slow start, cutting it by ECE / 8192 while
-//! congested and otherwise adding 64 KiB per 2^24 ns. Because slots are
+//! per slot, doubling it in slow start, cutting it in proportion to the ECE
+//! while congested and otherwise adding 64 KiB per 2^24 ns (scaled: see
+//! below). Because slots are
 //! counted in time rather than in RTTs, every flow ramps up at the same speed
 //! whatever its RTT.
 //!
@@ -39,7 +40,33 @@
 //!   in which nothing was sent change nothing. Slot widths are bounded (see
 //!   [`MIN_SLOT_SHIFT`], [`MAX_SLOT_SHIFT`]) and the budget never drops below
 //!   one packet per slot.
-//! - MB-ECN has no loss response: see `on_congestion`.
+//!
+//! The seed's per-slot arithmetic did not hold a short queue or share a
+//! bottleneck at 100 Mbit/s and 2 ms RTT (issue 3's mbecn rows): a slot there
+//! is 2^22 ns (≈36 packets), so +64 KiB per 2^24 ns, scaled with the width,
+//! added 31 Mbit/s per 4 ms, while a queue just over 16 packets (ECE ≤ 32)
+//! cut only 32/8192 = 0.4 % per slot. Two flows seeing the same marks close
+//! their gap by that factor per slot: from 96/31 to within 10 % took ~500
+//! slots, seconds. braid keeps the terms and changes their scale:
+//! - Additive step: 64 KiB per 2^24 ns slot, scaled with the square of the
+//!   width, so the rate grows by 3.9 MB/s per 2^24 ns whatever the slot (the
+//!   prototype's comment calls it "~4MiB/s^2"). With the linear scaling a
+//!   fast sender, in narrow slots, accelerated faster than a slow one.
+//! - Decrease: ECE · 2^G / 2^(N+8) per 2^24 ns (G = 7), in proportion to the
+//!   slot width, at most half per slot: a whole 2^N-packet window of level-1
+//!   marks halves per 2^24 ns, like DCTCP's α/2. Per unit time, so flows in
+//!   slots of different widths cut alike. The ECE used is the mean over the
+//!   slot's packets, not the last report, and the additive step is earned
+//!   by the packets sent while the ECE was 0, so a wide slot with a short
+//!   congestion episode still both cuts and grows in proportion.
+//! - The cut starts from what the slot delivered (its acknowledged bytes,
+//!   once ACKs flow through a whole slot) and never raises the budget. The
+//!   ECE keeps reporting a queue while it drains, and cutting a budget that
+//!   is already below the delivery rate each slot drove the rate far below
+//!   the link (a limit cycle between 31 and 124 Mbit/s in braid-sim).
+//! - Loss: see `on_congestion`; the seed has no loss response, and on paths
+//!   that do not mark the sender flooded them (98 % loss). The window is
+//!   also bounded by twice the delivered rate times the minimum RTT.
 
 use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
@@ -74,9 +101,19 @@ const MIN_SLOT_PACKETS: u64 = 8;
 /// PKT_MAX: after a slot with more packets the next slot is narrower (seed
 /// 004: 64; prototype `CA_MAXPS`).
 const MAX_SLOT_PACKETS: u64 = 64;
-/// The decrease is budget · ECE / 2^(N+8), so ECE_MAX almost empties the
-/// budget (prototype: shift by `CA_SHFT + 8`).
+/// Decrease fractions are counted out of 2^(N+8), the prototype's shift
+/// (`CA_SHFT + 8`): there, a slot cuts budget · ECE / 2^(N+8).
 const DECREASE_SHIFT: u32 = ECE_SHIFT + 8;
+/// G: braid cuts ECE · 2^G / 2^(N+8) per 2^24 ns instead (see the module
+/// docs). With G = 7, 2^N packets all marked 1 (ECE 32, the queue just
+/// over 16 packets) cut half per 2^24 ns, DCTCP's α/2 with α = ECE / 2^N
+/// (RFC 8257 §3.3, which cuts α/2 per RTT).
+const DECREASE_GAIN_SHIFT: u32 = 7;
+/// No slot cuts more than half the budget (DCTCP's largest cut).
+const MAX_DECREASE: u128 = 1 << (DECREASE_SHIFT - 1);
+/// Loss fallback: a slot with a loss and no ECE cuts 1/8 below what it
+/// delivered (braid's choice; see `on_congestion`).
+const LOSS_DECREASE: u128 = 1 << (DECREASE_SHIFT - 3);
 /// Narrowest slot, 2^20 ns ≈ 1 ms. braid's choice (the prototype sets no
 /// bound): drivers wake about once a millisecond and the pacer allows 2 ms
 /// bursts, so a narrower slot would count bursts, not rates. Faster senders
@@ -92,6 +129,8 @@ const MIN_WINDOW_PACKETS: u64 = 16;
 /// Window = this gain × rate × RTT. In flight is about rate × RTT, and the
 /// RTT already includes queueing, so twice that never binds.
 const WINDOW_GAIN: f64 = 2.0;
+/// Per slot, the delivered-rate filter forgets this share of its maximum.
+const DELIVERED_DECAY: f64 = 1.0 / 8.0;
 /// RTT assumed before the first sample (RFC 6298 §2.1: initial RTO 1 s).
 const RTT_BEFORE_SAMPLE: Duration = Duration::from_secs(1);
 
@@ -151,8 +190,8 @@ impl EceReceiver {
 
 /// Sender side of MB-ECN: a byte budget per time slot of 2^k ns.
 ///
-/// `window()` is max(2 × rate × minimum RTT, 16 packets), using a
-/// 1 s RTT before the first sample. It only bounds what is in flight and is
+/// `window()` is max(2 × min(rate, delivered rate) × minimum RTT, 16
+/// packets), using a 1 s RTT before the first sample. It only bounds what is in flight and is
 /// never meant to limit the rate, which the pacer enforces.
 #[derive(Debug, Clone)]
 pub struct MbEcn {
@@ -169,6 +208,22 @@ pub struct MbEcn {
     slot_start: Option<Instant>,
     slot_packets: u64,
     slot_bytes: u64,
+    /// Bytes acknowledged during the slot.
+    slot_acked: u64,
+    /// Packets of the slot sent while the ECE was 0.
+    slot_clear: u64,
+    /// A loss was declared during the slot.
+    slot_lost: bool,
+    /// ACKs were already arriving when the slot began, so `slot_acked`
+    /// measures a whole slot of delivery.
+    slot_measured: bool,
+    /// An ACK has arrived.
+    acking: bool,
+    /// Bytes per second the path delivered: the best slot, decaying by 1/8
+    /// per slot; 0 before the first acknowledged slot.
+    delivered_rate: f64,
+    /// Sum over the slot's packets of the ECE when each was sent.
+    slot_ece_sum: u64,
     /// Bytes allowed per slot.
     budget: u64,
     /// The minimum RTT, once there is a sample: the window is twice the
@@ -188,6 +243,13 @@ impl MbEcn {
             slot_start: None,
             slot_packets: 0,
             slot_bytes: 0,
+            slot_ece_sum: 0,
+            slot_acked: 0,
+            slot_clear: 0,
+            slot_lost: false,
+            slot_measured: false,
+            acking: false,
+            delivered_rate: 0.0,
             budget: INITIAL_BUDGET,
             rtt: None,
         }
@@ -213,13 +275,41 @@ impl MbEcn {
         self.budget as f64 * 1e9 / (1u64 << self.slot_shift) as f64
     }
 
-    /// 64 KiB per 2^24 ns, scaled to the current slot width.
+    /// 64 KiB per 2^24 ns slot, scaled with the square of the slot width:
+    /// the rate then grows by the same 3.9 MB/s per 2^24 ns whatever the slot
+    /// (see the module docs).
     fn additive_increase(&self) -> u64 {
         if self.slot_shift >= INITIAL_SLOT_SHIFT {
-            ADDITIVE_INCREASE << (self.slot_shift - INITIAL_SLOT_SHIFT)
+            ADDITIVE_INCREASE << (2 * (self.slot_shift - INITIAL_SLOT_SHIFT))
         } else {
-            ADDITIVE_INCREASE >> (INITIAL_SLOT_SHIFT - self.slot_shift)
+            ADDITIVE_INCREASE >> (2 * (INITIAL_SLOT_SHIFT - self.slot_shift))
         }
+    }
+
+    /// The share of the budget to cut for a slot whose mean ECE was `ece`,
+    /// out of 2^(N+8): ECE · 2^G per 2^24 ns, in proportion to the slot
+    /// width, at most one half.
+    fn decrease_fraction(&self, ece: u64) -> u128 {
+        let shift = DECREASE_GAIN_SHIFT + self.slot_shift;
+        let e = u128::from(ece);
+        let e = if shift >= INITIAL_SLOT_SHIFT {
+            e << (shift - INITIAL_SLOT_SHIFT)
+        } else {
+            e >> (INITIAL_SLOT_SHIFT - shift)
+        };
+        e.min(MAX_DECREASE)
+    }
+
+    /// Cuts the budget to `fraction` / 2^(N+8) below what the slot delivered
+    /// (the budget if nothing was acknowledged), never raising it.
+    fn decrease(&mut self, fraction: u128) {
+        let base = if self.slot_measured && self.slot_acked > 0 {
+            self.slot_acked
+        } else {
+            self.budget
+        };
+        let cut = (u128::from(base) * fraction) >> DECREASE_SHIFT;
+        self.budget = self.budget.min(base - cut as u64);
     }
 
     /// Ends the current slot if `now` is past it.
@@ -241,6 +331,11 @@ impl MbEcn {
         self.slot_start = Some(Instant::from_nanos(next));
         self.slot_packets = 0;
         self.slot_bytes = 0;
+        self.slot_ece_sum = 0;
+        self.slot_acked = 0;
+        self.slot_clear = 0;
+        self.slot_lost = false;
+        self.slot_measured = self.acking;
     }
 
     /// The once-per-slot budget update, then the slot resize.
@@ -249,17 +344,32 @@ impl MbEcn {
             // Idle: no evidence about the rate or the slot width.
             return;
         }
+        let width = (1u64 << self.slot_shift) as f64 / 1e9;
+        if self.slot_measured {
+            self.delivered_rate =
+                (self.delivered_rate * (1.0 - DELIVERED_DECAY)).max(self.slot_acked as f64 / width);
+        }
         // A paced sender that the budget limited lands within a packet of it.
         let used = self.slot_bytes + self.mtu >= self.budget;
+        // The level over the whole slot, not the last report: a snapshot at
+        // the slot's end is noise that differs between flows.
+        let ece = self.slot_ece_sum.div_ceil(self.slot_packets);
         if self.slow_start {
             if used {
                 self.budget = self.budget.saturating_mul(2);
             }
-        } else if self.ece > 0 {
-            let cut = (u128::from(self.budget) * u128::from(self.ece)) >> DECREASE_SHIFT;
-            self.budget -= cut as u64;
-        } else if used {
-            self.budget = self.budget.saturating_add(self.additive_increase());
+        } else {
+            if ece > 0 {
+                self.decrease(self.decrease_fraction(ece));
+            } else if self.slot_lost {
+                self.decrease(LOSS_DECREASE);
+            }
+            if used {
+                // In proportion to the packets sent while the ECE was 0.
+                let inc = u128::from(self.additive_increase()) * u128::from(self.slot_clear)
+                    / u128::from(self.slot_packets);
+                self.budget = self.budget.saturating_add(inc as u64);
+            }
         }
         // A slot always lets one packet through: a blocking send waits only
         // after the budget has been passed.
@@ -305,10 +415,16 @@ impl Controller for MbEcn {
         if self.packets_since_ece > ECE_RESET_PACKETS {
             self.ece = 0;
         }
+        self.slot_ece_sum += u64::from(self.ece);
+        if self.ece == 0 {
+            self.slot_clear += 1;
+        }
     }
 
-    fn on_ack(&mut self, now: Instant, _acked: &Acked, rtt: &RttEstimator) {
+    fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
         self.roll(now);
+        self.slot_acked += acked.bytes;
+        self.acking = true;
         if rtt.has_sample() {
             self.rtt = Some(rtt.min());
         }
@@ -322,19 +438,23 @@ impl Controller for MbEcn {
         self.slow_start = false;
     }
 
-    /// MB-ECN reacts to queue marks only, so random loss on a lossy link does
-    /// not cut the rate. The sender does respond in three cases:
+    /// MB-ECN proper reacts to queue marks only. braid adds:
     /// - Timeout or send failure: nothing is getting through, or the local
     ///   interface refuses, so the budget is too high. It is halved and slow
     ///   start ends. This stands in for the liveness check that the seed says
     ///   MB-ECN lacks.
     /// - Loss during slow start: the doubling overshot a path that is not
-    ///   marking. The budget is halved and slow start ends. The additive step
-    ///   is steep enough that an early exit costs little.
-    /// - Loss afterwards and classic CE marks (`Cause::Ecn`) are ignored. On
-    ///   an MB-ECN path the ECE already reports the same queues. On a path
-    ///   that only does classic ECN, choose aimd or cubic instead.
-    fn on_congestion(&mut self, _now: Instant, event: &CongestionEvent) -> bool {
+    ///   marking. The budget is halved and slow start ends.
+    /// - Loss afterwards: a fallback for paths that do not mark. A slot with
+    ///   a loss and no ECE ends with the budget at most 7/8 of what the slot
+    ///   delivered. Anchoring the cut on the delivered bytes keeps a sender
+    ///   on an overflowing drop-tail queue near the path's rate instead of
+    ///   flooding it, while random loss (≤ one cut per slot, undone by the
+    ///   additive increase in a few slots) does not collapse the rate. While
+    ///   the ECE reports congestion the ECE rules and the loss adds nothing.
+    /// - Classic CE marks (`Cause::Ecn`) are ignored: on an MB-ECN path the
+    ///   ECE reports the same queues.
+    fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
         match event.cause {
             Cause::Timeout | Cause::SendFailure => {
                 self.halve();
@@ -344,7 +464,13 @@ impl Controller for MbEcn {
                 self.halve();
                 true
             }
-            Cause::Loss | Cause::Ecn => false,
+            Cause::Loss => {
+                self.roll(now);
+                let first = !self.slot_lost;
+                self.slot_lost = true;
+                first
+            }
+            Cause::Ecn => false,
         }
     }
 
@@ -358,7 +484,11 @@ impl Controller for MbEcn {
 
     fn window(&self) -> u64 {
         let rtt = self.rtt.unwrap_or(RTT_BEFORE_SAMPLE).as_secs_f64();
-        let bytes = (WINDOW_GAIN * self.rate() * rtt) as u64;
+        let mut rate = self.rate();
+        if self.delivered_rate > 0.0 {
+            rate = rate.min(self.delivered_rate);
+        }
+        let bytes = (WINDOW_GAIN * rate * rtt) as u64;
         bytes.max(MIN_WINDOW_PACKETS * self.mtu)
     }
 
@@ -472,7 +602,7 @@ mod tests {
     }
 
     #[test]
-    fn additive_increase_is_64_kib_per_2_24_ns_scaled_to_the_slot() {
+    fn additive_increase_is_64_kib_per_2_24_ns_with_the_slot_squared() {
         let mut c = sender();
         c.on_ece(ns(0), 0);
         assert!(!c.in_slow_start(), "the first update ends slow start");
@@ -485,25 +615,62 @@ mod tests {
         assert_eq!(c.slot_width(), Duration::from_nanos(W / 2));
         assert_eq!(c.budget(), 98_304);
         send(&mut c, 2 * W + W / 2, 10, MTU);
-        assert_eq!(c.budget(), 98_304 + 32_768, "half the step in half a slot");
+        // A quarter of the step per half slot: the rate still grows by
+        // 64 KiB per 2^24 ns every 2^24 ns.
+        assert_eq!(c.budget(), 98_304 + 16_384);
     }
 
     #[test]
-    fn multiplicative_decrease_by_ece() {
+    fn decrease_is_ece_times_2_to_the_g_per_2_24_ns_at_most_half() {
         let mut c = sender();
-        c.on_ece(ns(0), 4096);
+        assert_eq!(c.decrease_fraction(32), 4096, "32 level-1 marks: half");
+        assert_eq!(c.decrease_fraction(8), 1024, "an eighth");
+        assert_eq!(c.decrease_fraction(ECE_MAX.into()), MAX_DECREASE);
+        c.slot_shift = 22;
+        assert_eq!(c.decrease_fraction(32), 1024, "a quarter slot, a quarter");
+        c.slot_shift = MIN_SLOT_SHIFT;
+        assert_eq!(c.decrease_fraction(1), 8);
+    }
+
+    #[test]
+    fn multiplicative_decrease_by_the_slots_mean_ece() {
+        let rtt = RttEstimator::default();
+        let mut c = sender();
+        c.on_ece(ns(0), 32);
         send(&mut c, 0, 10, MTU);
-        send(&mut c, W, 10, MTU);
-        assert_eq!(c.budget(), 32_768, "ECE 4096 of 8192 halves");
-        c.on_ece(ns(W), 1024);
+        send(&mut c, W, 5, MTU);
+        assert_eq!(c.budget(), 32_768, "ECE 32 halves");
+        c.on_ece(ns(W), 0);
+        send(&mut c, W, 5, MTU);
+        // Half the slot's packets were sent at ECE 32: the mean, 16, cuts a
+        // quarter (and the slot did not use its budget: no step).
         send(&mut c, 2 * W, 10, MTU);
-        assert_eq!(c.budget(), 32_768 - 4_096, "ECE 1024 takes an eighth");
+        assert_eq!(c.budget(), 32_768 - 8_192);
         for slot in 3..20 {
             c.on_ece(ns(slot * W), u16::MAX);
             send(&mut c, slot * W, 10, MTU);
         }
         assert_eq!(c.ece(), ECE_MAX, "clamped");
         assert_eq!(c.budget(), MTU, "never below one packet per slot");
+
+        // Once ACKs arrive through a whole slot, the cut starts from what
+        // the slot delivered, and never raises the budget.
+        let mut c = sender();
+        c.on_ece(ns(0), 8);
+        tick(&mut c, 0, &rtt);
+        send(&mut c, 0, 10, MTU);
+        send(&mut c, W, 10, MTU);
+        assert_eq!(c.budget(), 65_536 - 8_192, "slot 0 began before the ACK");
+        for _ in 0..5 {
+            tick(&mut c, W, &rtt);
+        }
+        send(&mut c, 2 * W, 10, MTU);
+        assert_eq!(c.budget(), 10_000 - 1_250, "7/8 of 10 000 delivered");
+        for _ in 0..20 {
+            tick(&mut c, 2 * W, &rtt);
+        }
+        send(&mut c, 3 * W, 1, MTU);
+        assert_eq!(c.budget(), 8_750, "7/8 of 40 000 is more: kept");
     }
 
     #[test]
@@ -551,25 +718,37 @@ mod tests {
             0,
             "the end-of-congestion update may have been lost"
         );
-        send(&mut c, W, 10, MTU);
-        assert_eq!(
-            c.budget(),
-            INITIAL_BUDGET + ADDITIVE_INCREASE,
-            "increase, not decrease"
-        );
+        send(&mut c, W, 33, MTU);
+        // Halved for the slot's marked packets; 1 of 33 earns the step.
+        assert_eq!(c.budget(), 32_768 + 65_536 / 33);
+        send(&mut c, 2 * W, 1, MTU);
+        assert_eq!(c.budget(), 34_753 + ADDITIVE_INCREASE, "increase only");
     }
 
     #[test]
-    fn timeouts_halve_and_loss_only_ends_slow_start() {
+    fn loss_halves_in_slow_start_then_cuts_an_eighth_per_slot_without_ece() {
         let mut c = sender();
         assert!(c.on_congestion(ns(0), &event(Cause::Loss)));
         assert!(!c.in_slow_start());
         assert_eq!(c.budget(), INITIAL_BUDGET / 2);
-        assert!(!c.on_congestion(ns(0), &event(Cause::Loss)), "random loss");
+        assert!(c.on_congestion(ns(0), &event(Cause::Loss)), "fallback");
+        assert!(
+            !c.on_congestion(ns(0), &event(Cause::Loss)),
+            "once per slot"
+        );
         assert!(!c.on_congestion(ns(0), &event(Cause::Ecn)));
+        send(&mut c, 0, 10, MTU);
+        tick(&mut c, W, &RttEstimator::default());
+        assert_eq!(c.budget(), 32_768 - 4_096);
+        // A loss while the ECE reports congestion adds nothing.
+        c.on_ece(ns(W), 8);
+        c.on_congestion(ns(W), &event(Cause::Loss));
+        send(&mut c, W, 10, MTU);
+        send(&mut c, 2 * W, 1, MTU);
+        assert_eq!(c.budget(), 28_672 - 3_584);
         assert!(c.on_congestion(ns(0), &event(Cause::Timeout)));
         assert!(c.on_congestion(ns(0), &event(Cause::SendFailure)));
-        assert_eq!(c.budget(), INITIAL_BUDGET / 8);
+        assert_eq!(c.budget(), 25_088 / 4);
     }
 
     #[test]
