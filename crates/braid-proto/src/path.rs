@@ -126,6 +126,10 @@ pub(crate) struct Path {
     // Receiving side.
     pub received: RangeSet,
     largest_received_at: Instant,
+    /// Receive time of the largest ack-eliciting packet, for
+    /// [`AckFrame::rx_timestamp_us`]: the sender can date only packets it
+    /// tracks, and ACK-only packets are not tracked.
+    largest_eliciting: Option<(u64, Instant)>,
     /// Origin of this path's ACK timestamps, ours and (in ACKs) the peer's.
     epoch: Instant,
     /// Queueing on the path our ACKs come back on.
@@ -190,6 +194,7 @@ impl Path {
             tlp_credit: false,
             received: RangeSet::new(RECEIVED_RANGES),
             largest_received_at: now,
+            largest_eliciting: None,
             epoch: now,
             ack_path: AckPathDelay::default(),
             unacked_eliciting: 0,
@@ -410,8 +415,12 @@ impl Path {
         newly.sort_unstable_by_key(|&(pn, _)| pn);
         let (largest_pn, largest) = *newly.last().expect("non-empty");
         // The peer's receive time dates this delivery when the ACK's largest
-        // packet is among the newly acknowledged.
-        let rx_us = (largest_pn == ack.largest()).then_some(ack.rx_timestamp_us);
+        // ack-eliciting packet, which it is the time of, is among the newly
+        // acknowledged: ours is then the largest acknowledged so far (any
+        // larger one in the ACK would be newly acknowledged or already so).
+        let rx_us = largest_before
+            .is_none_or(|l| largest_pn > l)
+            .then_some(ack.rx_timestamp_us);
         if largest_before.is_none_or(|l| largest_pn > l) {
             self.largest_acked = Some(largest_pn);
             if largest_pn == ack.largest() {
@@ -435,6 +444,10 @@ impl Path {
         }
         let mut rate: Option<RateState> = None;
         let mut acked_bytes = 0;
+        // A frame filling a hole below an earlier largest shows reordering:
+        // its receive time is not its packets'.
+        let in_order = largest_before.is_none_or(|l| newly[0].0 > l);
+        self.cc.on_ack_frame(now, rx_us.filter(|_| in_order));
         for &(pn, p) in &newly {
             self.sent.remove(&pn);
             self.in_flight -= p.charge;
@@ -694,6 +707,9 @@ impl Path {
             self.ack_now = true; // reordered or filling a gap
         }
         if ack_eliciting {
+            if self.largest_eliciting.is_none_or(|(l, _)| pn > l) {
+                self.largest_eliciting = Some((pn, now));
+            }
             self.unacked_eliciting += 1;
             if self.unacked_eliciting >= ack_every {
                 self.ack_now = true;
@@ -732,7 +748,11 @@ impl Path {
             fin,
             max_data,
             ce_count: self.ce_received,
-            rx_timestamp_us: micros_since(self.largest_received_at, self.epoch),
+            rx_timestamp_us: micros_since(
+                self.largest_eliciting
+                    .map_or(self.largest_received_at, |(_, at)| at),
+                self.epoch,
+            ),
         }
     }
 

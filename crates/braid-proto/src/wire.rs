@@ -126,7 +126,8 @@ pub struct AckFrame {
     pub max_data: u64,
     /// ECN CE marks seen on this path so far.
     pub ce_count: u64,
-    /// The receiver's clock when it received the largest packet, µs since
+    /// The receiver's clock when it received the largest ack-eliciting
+    /// packet (the largest packet before any), µs since
     /// its own epoch for this path (only differences are meaningful).
     pub rx_timestamp_us: u64,
 }

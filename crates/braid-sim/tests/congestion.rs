@@ -204,3 +204,25 @@ fn initial_windows_set_each_connection_s_first_window() {
     );
     assert!(first(1) <= 16.0, "slow connection started at {}", first(1));
 }
+
+#[test]
+fn full_duplex_bbr_with_jitter_and_loss_fills_both_directions() {
+    // Each direction's first-flight ACKs ride on the other's paced data or
+    // queue behind it: measured on arrival they gave 8 Mbit/s (50 real) and
+    // STARTUP ended there, so one direction ran at 30.5 Mbit/s. The
+    // receiver's receive times give the train; queueing on the ACK path
+    // no longer reads as our own queue in STARTUP's loss exit.
+    let r = run("rudp/loss-10pct-jitter-duplex", "bbr");
+    let f = only_flow(&r);
+    let back = f
+        .reverse
+        .as_ref()
+        .expect("duplex row has a reverse direction");
+    assert!(back.completed && back.verified, "reverse did not complete");
+    for (dir, g) in [
+        ("forward", f.forward.goodput_mbps),
+        ("reverse", back.goodput_mbps),
+    ] {
+        assert!(g >= 0.75 * 45.0, "{dir}: {g:.2} Mbit/s < 75 % of 45");
+    }
+}

@@ -49,6 +49,11 @@
 //!   RTT grows past 2 × RTprop, the sender becomes cwnd-limited, its rate
 //!   samples fall and BtlBw with them (a 50 Mbit/s duplex transfer at 1 ms
 //!   RTT ran one way at 10.6 Mbit/s).
+//! - STARTUP's loss exit and the random-loss estimate judge "a queue" on
+//!   the RTT less the ACK path's queueing: in full duplex the other
+//!   direction's data delays our ACKs, and with random loss that ended
+//!   STARTUP at a fraction of the rate (the train estimate itself uses the
+//!   receiver's receive times, see [`super::startup`]).
 //! - Before the first bandwidth sample `pacing_rate` is `None`: the
 //!   connection paces at its own gain over cwnd / sRTT, and not at all
 //!   before its first RTT sample, so IW10 leaves as one burst (the train).
@@ -353,10 +358,12 @@ impl Bbr {
         self.round_delivered += s.newly_acked;
         if self.round_start {
             // Only loss with a standing queue (RTT well above the minimum):
-            // random loss is not a sign of a full pipe.
+            // random loss is not a sign of a full pipe. Queueing on the ACK
+            // path (full duplex) is not ours and does not count.
+            let rtt = s.rtt.saturating_sub(s.ack_queue_delay);
             let queued = self
                 .min_rtt()
-                .is_some_and(|m| s.rtt.as_secs_f64() > m.as_secs_f64() * STARTUP_QUEUE_RTT_RATIO);
+                .is_some_and(|m| rtt.as_secs_f64() > m.as_secs_f64() * STARTUP_QUEUE_RTT_RATIO);
             let lossy = queued
                 && self.round_lost as f64
                     > STARTUP_LOSS_THRESH * (self.round_lost + self.round_delivered) as f64;
@@ -508,6 +515,11 @@ impl Controller for Bbr {
 
     fn on_sent(&mut self, now: Instant, bytes: u64) {
         self.train.on_sent(now, bytes);
+    }
+
+    fn on_ack_frame(&mut self, _now: Instant, peer_rx_us: Option<u64>) {
+        self.train
+            .on_frame(peer_rx_us.map(|us| Instant::from_nanos(us.saturating_mul(1000))));
     }
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, _rtt: &RttEstimator) {

@@ -144,6 +144,11 @@ pub trait Controller: Send + fmt::Debug {
     fn name(&self) -> &'static str;
     /// A packet of `bytes` was sent.
     fn on_sent(&mut self, _now: Instant, _bytes: u64) {}
+    /// An ACK frame newly acknowledging packets arrived: before its
+    /// `on_ack` calls, the peer's clock (µs, own epoch) when it received the
+    /// frame's largest packet, if that packet is among them and all of them
+    /// are above the previous largest acknowledged (no reordering shown).
+    fn on_ack_frame(&mut self, _now: Instant, _peer_rx_us: Option<u64>) {}
     /// A packet in flight was acknowledged.
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator);
     /// Returns whether the window was decreased.

@@ -7,7 +7,9 @@
 //! that end with no queue count (their smallest RTT is at the minimum):
 //! loss there cannot be the bottleneck's queue overflowing. A round that
 //! shows a queue counts as a round without random loss, so an estimate that
-//! paces too fast and builds a queue decays.
+//! paces too fast and builds a queue decays. The RTT is taken less the ACK
+//! path's queueing ([`RateSample::ack_queue_delay`]): in full duplex the
+//! peer's data delays our ACKs without any queue of ours.
 
 use super::RateSample;
 use std::time::Duration;
@@ -50,7 +52,9 @@ impl RandomLoss {
         self.lost += s.newly_lost;
         self.delivered += s.newly_acked;
         if !s.rtt.is_zero() {
-            self.round_min_rtt = Some(self.round_min_rtt.map_or(s.rtt, |r| r.min(s.rtt)));
+            // Queueing on the ACK path (full duplex) is not our queue.
+            let rtt = s.rtt.saturating_sub(s.ack_queue_delay);
+            self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |r| r.min(rtt)));
         }
     }
 
