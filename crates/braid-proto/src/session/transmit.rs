@@ -21,6 +21,9 @@ const PIGGYBACK_RANGES: usize = 4;
 /// Packets a connection may have in flight before its first RTT sample
 /// (RFC 9002 §7.2's initial window of 10 packets).
 const UNMEASURED_WINDOW_PACKETS: u64 = 10;
+/// Bandwidth-delay products a connection may hold in flight while another
+/// would acknowledge sooner (see `is_queue_capped`).
+const QUEUE_CAP_BDPS: u64 = 2;
 
 /// A datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,19 +163,23 @@ impl Session {
     }
 
     /// The connection that takes the next data packet: among those whose
-    /// window has room and whose pacer is ready, the one where it would be
-    /// acknowledged earliest (unmeasured paths count as immediate, so they
-    /// get measured). When only pacing holds packets back, the paths
-    /// remember when to wake.
+    /// window has room, whose pacer is ready and whose queue is not capped
+    /// (see `is_queue_capped`), the one where it would be acknowledged
+    /// earliest (unmeasured paths count as immediate, so they get
+    /// measured). When only pacing holds packets back, the paths remember
+    /// when to wake.
     fn pick_data_path(&mut self, now: Instant, charge: u64) -> Option<u8> {
         let mtu = u64::from(self.cfg.mtu);
         let blind = self.blind_window();
+        let acks: Vec<(u8, Duration)> = self
+            .paths
+            .values()
+            .filter(|p| p.state == PathState::Active && p.delivery_rate() > 0.0)
+            .filter_map(|p| Some((p.id, expected_ack(p, charge)?)))
+            .collect();
         let mut ready: Option<(Duration, u8)> = None;
         for p in self.paths.values_mut() {
-            if !p.can_send_data(charge) {
-                continue;
-            }
-            if !p.rtt.has_sample() && blind.is_some_and(|b| p.in_flight() + charge > b) {
+            if !p.can_send_data(charge) || is_queue_capped(p, charge, blind, &acks) {
                 continue;
             }
             match p.pacing_delay(now, charge, mtu) {
@@ -370,6 +377,52 @@ impl Session {
         self.push_ack(now, id, buf);
         Some(self.finish_packet(id, buf))
     }
+}
+
+/// Whether `p` must not take another packet now although its window has
+/// room. With more than one connection (`blind` is `Some`), a connection
+/// whose delivery rate is not measured yet holds at most the blind window,
+/// and a measured one at most twice its bandwidth-delay product (delivery
+/// rate × minimum RTT) while another measured connection would acknowledge
+/// a packet sooner. Data beyond that only waits in the path's queue, where
+/// it holds up the stream (and the receive window) for longer than the
+/// faster connection would take: a controller with a large window, such as
+/// a connection starting from most of NCP's session window, would otherwise
+/// queue tens of seconds on a slow path. Twice the BDP keeps the path busy
+/// and lets a low rate estimate double each round trip, as BBR's cwnd gain.
+fn is_queue_capped(
+    p: &Path,
+    charge: u64,
+    blind: Option<u64>,
+    acks: &[(u8, Duration)],
+) -> bool {
+    let Some(blind) = blind else {
+        return false;
+    };
+    if p.in_flight() == 0 || p.tlp_credit {
+        return false;
+    }
+    let after = p.in_flight() + charge;
+    if !p.rtt.has_sample() {
+        return after > blind;
+    }
+    // A controller with its own model of the path's rate (BBR, MBECN)
+    // bounds its in-flight data by it; a delivery rate measured while this
+    // cap held the path back would only understate a long path.
+    if p.cc.pacing_rate().is_some() {
+        return false;
+    }
+    let rate = p.delivery_rate();
+    if rate <= 0.0 {
+        return after > blind;
+    }
+    let bdp = (rate * p.rtt.min().as_secs_f64()) as u64;
+    let cap = (QUEUE_CAP_BDPS * bdp).max(blind);
+    if after <= cap {
+        return false;
+    }
+    let mine = expected_ack(p, charge).unwrap_or(Duration::MAX);
+    acks.iter().any(|&(id, t)| id != p.id && t < mine)
 }
 
 /// Time from now until a packet of `charge` bytes sent on `p` now would be
