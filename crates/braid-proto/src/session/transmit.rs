@@ -175,7 +175,9 @@ impl Session {
             .paths
             .values()
             .filter(|p| p.state == PathState::Active && p.delivery_rate() > 0.0)
-            .filter_map(|p| Some((p.id, expected_ack(p, charge)?)))
+            // The smoothed RTT where it is shorter: a connection still
+            // growing its window has a delivery rate that understates it.
+            .filter_map(|p| Some((p.id, expected_ack(p, charge)?.min(p.rtt.srtt_or(p.rtt.min())))))
             .collect();
         let mut ready: Option<(Duration, u8)> = None;
         for p in self.paths.values_mut() {
