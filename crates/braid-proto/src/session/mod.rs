@@ -687,7 +687,7 @@ impl Session {
                 .values()
                 .filter(|p| p.is_usable() && p.cc.is_normalized())
         };
-        let by_rate = live().all(|p| p.delivery_rate() > 0.0);
+        let by_rate = live().count() > 1 && live().all(|p| p.delivery_rate() > 0.0);
         let weight = |p: &crate::path::Path| {
             if by_rate {
                 p.delivery_rate()

@@ -6,7 +6,10 @@
 //! takes to drain at its delivery rate), and a slower connection is skipped
 //! when the faster ones would deliver the whole backlog before the slow
 //! one's packet arrived (ECF, Lim et al., CoNEXT 2017), so the tail of a
-//! transfer does not wait on a slow path.
+//! transfer does not wait on a slow path. A window-based connection holds
+//! at most twice its bandwidth-delay product while another would
+//! acknowledge sooner, so a large window cannot queue the stream for
+//! seconds on a slow path.
 
 use super::{Session, State};
 use crate::path::Path;
@@ -177,7 +180,12 @@ impl Session {
             .filter(|p| p.state == PathState::Active && p.delivery_rate() > 0.0)
             // The smoothed RTT where it is shorter: a connection still
             // growing its window has a delivery rate that understates it.
-            .filter_map(|p| Some((p.id, expected_ack(p, charge)?.min(p.rtt.srtt_or(p.rtt.min())))))
+            .filter_map(|p| {
+                Some((
+                    p.id,
+                    expected_ack(p, charge)?.min(p.rtt.srtt_or(p.rtt.min())),
+                ))
+            })
             .collect();
         let mut ready: Option<(Duration, u8)> = None;
         for p in self.paths.values_mut() {
@@ -392,12 +400,7 @@ impl Session {
 /// a connection starting from most of NCP's session window, would otherwise
 /// queue tens of seconds on a slow path. Twice the BDP keeps the path busy
 /// and lets a low rate estimate double each round trip, as BBR's cwnd gain.
-fn is_queue_capped(
-    p: &Path,
-    charge: u64,
-    blind: Option<u64>,
-    acks: &[(u8, Duration)],
-) -> bool {
+fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(u8, Duration)]) -> bool {
     let Some(blind) = blind else {
         return false;
     };
