@@ -140,7 +140,8 @@ pub struct PathResult {
 pub struct SeriesPoint {
     pub t: f64,
     pub path: u8,
-    /// Window, packets.
+    /// Congestion window, packets (the controller's window, not the rate;
+    /// the window-convergence rows compare its shares with the paths').
     pub window: f64,
     pub srtt_ms: f64,
     pub rto_ms: f64,

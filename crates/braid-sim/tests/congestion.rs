@@ -226,3 +226,41 @@ fn full_duplex_bbr_with_jitter_and_loss_fills_both_directions() {
         assert!(g >= 0.75 * 45.0, "{dir}: {g:.2} Mbit/s < 75 % of 45");
     }
 }
+
+#[test]
+fn a_slow_connection_starting_with_a_huge_window_does_not_queue_the_stream() {
+    // NKP-0024 row 10: the 128 pps connection starts at 4095 packets. Its
+    // queue once held the stream up for ~30 s (3.4-3.7 Mbit/s); the
+    // scheduler's queue cap keeps it near four times its BDP (~9.1-9.2 now).
+    let ideal = (1024.0 + 128.0) * 1024.0 * 8.0 / 1e6;
+    for cc in ["aimd", "ncp"] {
+        assert_floor("nkp0024/10-window-extreme-start-reversed", cc, ideal, 0.85);
+    }
+}
+
+#[test]
+fn ncp_window_shares_follow_the_rates_within_two_seconds() {
+    // NKP-0024 row 8: equal start on 1024 and 128 pps. NKP-0024's per-ACK
+    // growth takes ~10 s to bring the shares within 10 % of 8/9 and 1/9;
+    // sharing the session window by delivery rate takes about one second.
+    let r = run("nkp0024/8-window-equal-start", "ncp");
+    let f = only_flow(&r);
+    let mut at: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for p in &f.series {
+        let e = at.entry((p.t * 1000.0).round() as u64).or_default();
+        if p.path == 0 {
+            e.0 = p.window;
+        } else {
+            e.1 = p.window;
+        }
+    }
+    let late: Vec<_> = at.iter().filter(|(t, _)| **t >= 2000).collect();
+    assert!(late.len() > 50, "too few samples after 2 s");
+    for (t, (fast, slow)) in late {
+        let share = slow / (fast + slow);
+        assert!(
+            (share - 1.0 / 9.0).abs() <= 0.1 / 9.0,
+            "slow share {share:.3} at {t} ms"
+        );
+    }
+}

@@ -11,6 +11,14 @@
 //! - after each ACK and each timeout the session rescales all windows so
 //!   they sum to `sendWindowPacketCount` (see `Session::normalize_windows`).
 //!
+//! Deviation: once every connection has a measured delivery rate, braid
+//! shares `sendWindowPacketCount` in proportion to those rates at each
+//! rescale instead of rescaling the per-ACK-grown windows. NKP-0024's
+//! windows tend to the same shares, but with a time constant of the
+//! session window over the ACK rate (~3.5 s for 4096 packets at 1152
+//! packets/s; the seed reports ~10 s to converge); braid's take a round
+//! trip or two (seeds/000 NKP-0024, window convergence experiments).
+//!
 //! ECN marks are not part of NKP-0024 and are ignored.
 
 use super::{Acked, CcContext, CongestionEvent, Controller};

@@ -6,7 +6,10 @@
 //! takes to drain at its delivery rate), and a slower connection is skipped
 //! when the faster ones would deliver the whole backlog before the slow
 //! one's packet arrived (ECF, Lim et al., CoNEXT 2017), so the tail of a
-//! transfer does not wait on a slow path.
+//! transfer does not wait on a slow path. A window-based connection holds
+//! at most four times its bandwidth-delay product while another would
+//! acknowledge sooner, so a large window cannot queue the stream for
+//! seconds on a slow path.
 
 use super::{Session, State};
 use crate::path::Path;
@@ -21,6 +24,9 @@ const PIGGYBACK_RANGES: usize = 4;
 /// Packets a connection may have in flight before its first RTT sample
 /// (RFC 9002 §7.2's initial window of 10 packets).
 const UNMEASURED_WINDOW_PACKETS: u64 = 10;
+/// Bandwidth-delay products a connection may hold in flight while another
+/// would acknowledge sooner (see `is_queue_capped`).
+const QUEUE_CAP_BDPS: u64 = 4;
 
 /// A datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,19 +166,30 @@ impl Session {
     }
 
     /// The connection that takes the next data packet: among those whose
-    /// window has room and whose pacer is ready, the one where it would be
-    /// acknowledged earliest (unmeasured paths count as immediate, so they
-    /// get measured). When only pacing holds packets back, the paths
-    /// remember when to wake.
+    /// window has room, whose pacer is ready and whose queue is not capped
+    /// (see `is_queue_capped`), the one where it would be acknowledged
+    /// earliest (unmeasured paths count as immediate, so they get
+    /// measured). When only pacing holds packets back, the paths remember
+    /// when to wake.
     fn pick_data_path(&mut self, now: Instant, charge: u64) -> Option<u8> {
         let mtu = u64::from(self.cfg.mtu);
         let blind = self.blind_window();
+        let acks: Vec<(u8, Duration)> = self
+            .paths
+            .values()
+            .filter(|p| p.state == PathState::Active && p.delivery_rate() > 0.0)
+            // The smoothed RTT where it is shorter: a connection still
+            // growing its window has a delivery rate that understates it.
+            .filter_map(|p| {
+                Some((
+                    p.id,
+                    expected_ack(p, charge)?.min(p.rtt.srtt_or(p.rtt.min())),
+                ))
+            })
+            .collect();
         let mut ready: Option<(Duration, u8)> = None;
         for p in self.paths.values_mut() {
-            if !p.can_send_data(charge) {
-                continue;
-            }
-            if !p.rtt.has_sample() && blind.is_some_and(|b| p.in_flight() + charge > b) {
+            if !p.can_send_data(charge) || is_queue_capped(p, charge, blind, &acks) {
                 continue;
             }
             match p.pacing_delay(now, charge, mtu) {
@@ -370,6 +387,49 @@ impl Session {
         self.push_ack(now, id, buf);
         Some(self.finish_packet(id, buf))
     }
+}
+
+/// Whether `p` must not take another packet now although its window has
+/// room. With more than one connection (`blind` is `Some`), a connection
+/// whose delivery rate is not measured yet holds at most the blind window,
+/// and a measured one at most four times its bandwidth-delay product (delivery
+/// rate × minimum RTT) while another measured connection would acknowledge
+/// a packet sooner. Data beyond that only waits in the path's queue, where
+/// it holds up the stream (and the receive window) for longer than the
+/// faster connection would take: a controller with a large window, such as
+/// a connection starting from most of NCP's session window, would otherwise
+/// queue tens of seconds on a slow path. Four BDPs keep the path busy and
+/// let a low rate estimate grow fourfold a round trip (two, BBR's cwnd
+/// gain, left a 1-s path longer at a low estimate: nkp0024 row 6 ncp 12.9
+/// Mbit/s against 13.8, and rows 8-11 converged later).
+fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(u8, Duration)]) -> bool {
+    let Some(blind) = blind else {
+        return false;
+    };
+    if p.in_flight() == 0 || p.tlp_credit {
+        return false;
+    }
+    let after = p.in_flight() + charge;
+    if !p.rtt.has_sample() {
+        return after > blind;
+    }
+    // A controller with its own model of the path's rate (BBR, MBECN)
+    // bounds its in-flight data by it; a delivery rate measured while this
+    // cap held the path back would only understate a long path.
+    if p.cc.pacing_rate().is_some() {
+        return false;
+    }
+    let rate = p.delivery_rate();
+    if rate <= 0.0 {
+        return after > blind;
+    }
+    let bdp = (rate * p.rtt.min().as_secs_f64()) as u64;
+    let cap = (QUEUE_CAP_BDPS * bdp).max(blind);
+    if after <= cap {
+        return false;
+    }
+    let mine = expected_ack(p, charge).unwrap_or(Duration::MAX);
+    acks.iter().any(|&(id, t)| id != p.id && t < mine)
 }
 
 /// Time from now until a packet of `charge` bytes sent on `p` now would be
