@@ -64,6 +64,18 @@ impl RangeSet {
         self.ranges.iter().rev().take(n).map(|(&lo, &hi)| (lo, hi))
     }
 
+    /// Forgets the ranges wholly below `floor`, except the highest.
+    pub fn forget_below(&mut self, floor: u64) {
+        while self.ranges.len() > 1
+            && self
+                .ranges
+                .first_key_value()
+                .is_some_and(|(_, &hi)| hi < floor)
+        {
+            self.ranges.pop_first();
+        }
+    }
+
     /// Number of ranges.
     pub fn len(&self) -> usize {
         self.ranges.len()
