@@ -13,7 +13,11 @@
 //! range is forgotten once it has been reported for a while: in at least
 //! [`MIN_REPORTS`] frames (all of them lost has probability 0.3^8 < 1e-4 at
 //! 30 % loss) and for at least a minimum RTT (a hole filled later than that
-//! is one the sender's RACK timer treats as lost anyway).
+//! is one the sender's RACK timer treats as lost anyway). Ranges are
+//! forgotten only while the path has data of ours in flight (see
+//! `Path::on_ack_sent`). Forgetting cut the ACK bytes on that row from 13 %
+//! to 3.6 % and let data packets carry the ACK again (the scheduler
+//! piggybacks only up to four ranges).
 
 use crate::Instant;
 use std::collections::VecDeque;

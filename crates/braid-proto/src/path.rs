@@ -767,7 +767,12 @@ impl Path {
     }
 
     pub fn on_ack_sent(&mut self, now: Instant) {
-        if let Some(largest) = self.received.max().filter(|_| self.rtt.has_sample()) {
+        // Only while our data shares the link with these ACKs: on an idle
+        // return path the full history costs nothing, and its late reports
+        // of packets an RTO declared lost undo the timeout (loss-30pct alone
+        // with bbr took 11-18 RTOs instead of 3-15 without it, seeds 1-6).
+        let sending = self.in_flight > 0 && self.rtt.has_sample();
+        if let Some(largest) = self.received.max().filter(|_| sending) {
             if let Some(floor) = self.ack_floor.on_ack_sent(now, largest, self.rtt.min()) {
                 self.received.forget_below(floor);
                 self.forgotten_below = self.forgotten_below.max(floor);
