@@ -102,4 +102,16 @@ mod tests {
         s.insert(u64::MAX);
         assert!(s.contains(u64::MAX));
     }
+
+    #[test]
+    fn forgets_whole_ranges_below_a_floor_but_never_the_highest() {
+        let mut s = RangeSet::new(10);
+        for v in [1, 2, 5, 6, 9] {
+            s.insert(v);
+        }
+        s.forget_below(6);
+        assert_eq!(s.iter_desc(10).collect::<Vec<_>>(), vec![(9, 9), (5, 6)]);
+        s.forget_below(100);
+        assert_eq!(s.iter_desc(10).collect::<Vec<_>>(), vec![(9, 9)]);
+    }
 }
