@@ -6,6 +6,7 @@
 //! argument ([`Instant`]) and the same code runs in the simulator and on
 //! real sockets, so every run in virtual time is reproducible.
 
+mod ack_floor;
 pub mod cc;
 mod config;
 mod ecn;

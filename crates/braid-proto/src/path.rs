@@ -13,6 +13,7 @@
 //! Each ACK also yields a delivery-rate sample
 //! (draft-cheng-iccrg-delivery-rate-estimation) for rate-based controllers.
 
+use crate::ack_floor::AckFloor;
 use crate::cc::{Acked, Cause, CongestionEvent, Controller, EceReceiver, RateSample};
 use crate::owd::AckPathDelay;
 use crate::pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
@@ -125,6 +126,10 @@ pub(crate) struct Path {
     pub tlp_credit: bool,
     // Receiving side.
     pub received: RangeSet,
+    /// Which received ranges our ACKs no longer need to list.
+    ack_floor: AckFloor,
+    /// Packets below this were forgotten: a late one is not listed again.
+    forgotten_below: u64,
     largest_received_at: Instant,
     /// Receive time of the largest ack-eliciting packet, for
     /// [`AckFrame::rx_timestamp_us`]: the sender can date only packets it
@@ -200,6 +205,8 @@ impl Path {
             tlp_fired: None,
             tlp_credit: false,
             received: RangeSet::new(RECEIVED_RANGES),
+            ack_floor: AckFloor::default(),
+            forgotten_below: 0,
             largest_received_at: now,
             largest_eliciting: None,
             epoch: now,
@@ -731,6 +738,9 @@ impl Path {
         cfg_delay: Duration,
         ack_every: u32,
     ) -> bool {
+        if pn < self.forgotten_below {
+            return true; // long declared lost by the sender: only its data counts
+        }
         let largest = self.received.max();
         if !self.received.insert(pn) {
             return false;
@@ -793,7 +803,18 @@ impl Path {
         }
     }
 
-    pub fn on_ack_sent(&mut self) {
+    pub fn on_ack_sent(&mut self, now: Instant) {
+        // Only while our data shares the link with these ACKs: on an idle
+        // return path the full history costs nothing, and its late reports
+        // of packets an RTO declared lost undo the timeout (loss-30pct alone
+        // with bbr took 11-18 RTOs instead of 3-15 without it, seeds 1-6).
+        let sending = self.in_flight > 0 && self.rtt.has_sample();
+        if let Some(largest) = self.received.max().filter(|_| sending) {
+            if let Some(floor) = self.ack_floor.on_ack_sent(now, largest, self.rtt.min()) {
+                self.received.forget_below(floor);
+                self.forgotten_below = self.forgotten_below.max(floor);
+            }
+        }
         self.unacked_eliciting = 0;
         self.ack_deadline = None;
         self.ack_now = false;

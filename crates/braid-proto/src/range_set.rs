@@ -64,6 +64,18 @@ impl RangeSet {
         self.ranges.iter().rev().take(n).map(|(&lo, &hi)| (lo, hi))
     }
 
+    /// Forgets the ranges wholly below `floor`, except the highest.
+    pub fn forget_below(&mut self, floor: u64) {
+        while self.ranges.len() > 1
+            && self
+                .ranges
+                .first_key_value()
+                .is_some_and(|(_, &hi)| hi < floor)
+        {
+            self.ranges.pop_first();
+        }
+    }
+
     /// Number of ranges.
     pub fn len(&self) -> usize {
         self.ranges.len()
@@ -89,5 +101,17 @@ mod tests {
         assert_eq!(s.max(), Some(10));
         s.insert(u64::MAX);
         assert!(s.contains(u64::MAX));
+    }
+
+    #[test]
+    fn forgets_whole_ranges_below_a_floor_but_never_the_highest() {
+        let mut s = RangeSet::new(10);
+        for v in [1, 2, 5, 6, 9] {
+            s.insert(v);
+        }
+        s.forget_below(6);
+        assert_eq!(s.iter_desc(10).collect::<Vec<_>>(), vec![(9, 9), (5, 6)]);
+        s.forget_below(100);
+        assert_eq!(s.iter_desc(10).collect::<Vec<_>>(), vec![(9, 9)]);
     }
 }

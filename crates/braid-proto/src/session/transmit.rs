@@ -101,7 +101,7 @@ impl Session {
             max_data,
         ))
         .encode(buf);
-        p.on_ack_sent();
+        p.on_ack_sent(now);
         self.recv.on_advertised();
         self.window_update = false;
     }
