@@ -82,15 +82,19 @@ pub async fn send(
     progress: &Progress,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    session.write_all(&header.encode()).await?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; CHUNK];
-    let mut sent = 0u64;
-    loop {
-        let n = content.read(&mut buf).await.context("reading the input")?;
-        if n == 0 {
-            break;
-        }
+    // The header leaves with the first chunk: alone it would be the whole
+    // first flight, and BBR measures the path from that flight's ACKs.
+    let mut n = content.read(&mut buf).await.context("reading the input")?;
+    hasher.update(&buf[..n]);
+    let mut first = header.encode();
+    first.extend_from_slice(&buf[..n]);
+    session.write_all(&first).await?;
+    let mut sent = n as u64;
+    progress.set_position(sent);
+    while n > 0 {
+        n = content.read(&mut buf).await.context("reading the input")?;
         hasher.update(&buf[..n]);
         session.write_all(&buf[..n]).await?;
         sent += n as u64;
