@@ -44,6 +44,31 @@ fn assert_floor(row: &str, cc: &str, ideal_mbps: f64, fraction: f64) -> RunResul
     r
 }
 
+/// Both directions of a full-duplex row complete, each with at least
+/// `fraction` of `ideal_mbps`.
+fn assert_duplex_floor(row: &str, cc: &str, ideal_mbps: f64, fraction: f64) {
+    let r = run(row, cc);
+    let f = only_flow(&r);
+    let back = f
+        .reverse
+        .as_ref()
+        .expect("duplex row has a reverse direction");
+    assert!(
+        back.completed && back.verified,
+        "{row}: reverse did not complete"
+    );
+    for (dir, g) in [
+        ("forward", f.forward.goodput_mbps),
+        ("reverse", back.goodput_mbps),
+    ] {
+        assert!(
+            g >= fraction * ideal_mbps,
+            "{row} {dir} with {cc}: {g:.2} Mbit/s < {:.0} % of {ideal_mbps}",
+            fraction * 100.0
+        );
+    }
+}
+
 #[test]
 fn random_loss_does_not_stop_bbr() {
     // catchunks: TCP cubic gets 3.1 Mbit/s here, kernel BBR 46.9.
@@ -151,19 +176,7 @@ fn ncp_fills_one_connection_from_a_flow_blocked_start() {
 fn full_duplex_bbr_fills_both_directions() {
     // Each direction's ACKs queue behind the other's data. Without the ACK
     // path's delay in its window, one BBR direction starved at 27 Mbit/s.
-    let r = run("rudp/loss-0pct-duplex", "bbr");
-    let f = only_flow(&r);
-    let back = f
-        .reverse
-        .as_ref()
-        .expect("duplex row has a reverse direction");
-    assert!(back.completed && back.verified, "reverse did not complete");
-    for (dir, g) in [
-        ("forward", f.forward.goodput_mbps),
-        ("reverse", back.goodput_mbps),
-    ] {
-        assert!(g >= 0.85 * 50.0, "{dir}: {g:.2} Mbit/s < 85 % of 50");
-    }
+    assert_duplex_floor("rudp/loss-0pct-duplex", "bbr", 50.0, 0.85);
 }
 
 #[test]
@@ -212,19 +225,7 @@ fn full_duplex_bbr_with_jitter_and_loss_fills_both_directions() {
     // STARTUP ended there, so one direction ran at 30.5 Mbit/s. The
     // receiver's receive times give the train; queueing on the ACK path
     // no longer reads as our own queue in STARTUP's loss exit.
-    let r = run("rudp/loss-10pct-jitter-duplex", "bbr");
-    let f = only_flow(&r);
-    let back = f
-        .reverse
-        .as_ref()
-        .expect("duplex row has a reverse direction");
-    assert!(back.completed && back.verified, "reverse did not complete");
-    for (dir, g) in [
-        ("forward", f.forward.goodput_mbps),
-        ("reverse", back.goodput_mbps),
-    ] {
-        assert!(g >= 0.75 * 45.0, "{dir}: {g:.2} Mbit/s < 75 % of 45");
-    }
+    assert_duplex_floor("rudp/loss-10pct-jitter-duplex", "bbr", 45.0, 0.75);
 }
 
 #[test]
@@ -234,19 +235,7 @@ fn full_duplex_bbr_with_jitter_keeps_acks_small() {
     // bytes, went in packets of their own and took 13 % of each direction's
     // bytes: 39.3/39.5 Mbit/s. Forgetting ranges the sender has heard of
     // gives 42.8/43.4.
-    let r = run("rudp/loss-0pct-jitter-duplex", "bbr");
-    let f = only_flow(&r);
-    let back = f
-        .reverse
-        .as_ref()
-        .expect("duplex row has a reverse direction");
-    assert!(back.completed && back.verified, "reverse did not complete");
-    for (dir, g) in [
-        ("forward", f.forward.goodput_mbps),
-        ("reverse", back.goodput_mbps),
-    ] {
-        assert!(g >= 0.82 * 50.0, "{dir}: {g:.2} Mbit/s < 82 % of 50");
-    }
+    assert_duplex_floor("rudp/loss-0pct-jitter-duplex", "bbr", 50.0, 0.82);
 }
 
 #[test]
