@@ -15,7 +15,7 @@ use crate::varint;
 use thiserror::Error;
 
 /// The only protocol version this code speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Bytes of the public header.
 pub const HEADER_LEN: usize = 19;
 /// Where the MB-ECN congestion level sits in the header, for forwarders.
