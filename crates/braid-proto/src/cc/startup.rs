@@ -241,6 +241,24 @@ mod tests {
         (t, est)
     }
 
+    /// `sent` packets at t = 0; the first eight acknowledged two per frame,
+    /// 460 µs apart from 100 ms on, none of them completing the train.
+    fn four_pairs_acked(sent: usize) -> AckTrain {
+        let mut t = AckTrain::new();
+        for _ in 0..sent {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        for frame in 0..4 {
+            for _ in 0..2 {
+                assert_eq!(
+                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
+                    None
+                );
+            }
+        }
+        t
+    }
+
     #[test]
     fn rate_is_bytes_after_the_first_ack_over_the_ack_span() {
         // 2 packets per 460 us: 8 packets after the first frame in 1.84 ms.
@@ -293,18 +311,7 @@ mod tests {
 
     #[test]
     fn a_delayed_last_ack_is_left_out() {
-        let mut t = AckTrain::new();
-        for _ in 0..9 {
-            t.on_sent(Instant::ZERO, MTU);
-        }
-        for frame in 0..4 {
-            for _ in 0..2 {
-                assert_eq!(
-                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
-                    None
-                );
-            }
-        }
+        let mut t = four_pairs_acked(9);
         // The ninth waits for the receiver's 10 ms ACK delay.
         let est = t.on_ack(at_us(111_380), Instant::ZERO, MTU);
         let expected = (6 * MTU) as f64 / 1380e-6;
@@ -377,18 +384,7 @@ mod tests {
 
     #[test]
     fn losses_complete_the_train_and_survivors_give_the_rate() {
-        let mut t = AckTrain::new();
-        for _ in 0..10 {
-            t.on_sent(Instant::ZERO, MTU);
-        }
-        for frame in 0..4 {
-            for _ in 0..2 {
-                assert_eq!(
-                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
-                    None
-                );
-            }
-        }
+        let mut t = four_pairs_acked(10);
         assert_eq!(t.on_lost(Instant::ZERO, 1), None, "one still awaited");
         // The survivor after the hole, one packet's time behind: same rate.
         let est = t
@@ -397,15 +393,7 @@ mod tests {
         let expected = (2 * MTU) as f64 / 460e-6;
         assert!((est - expected).abs() < 1e-6 * expected);
         // Loss reported after the last ACK completes it instead.
-        let mut t = AckTrain::new();
-        for _ in 0..10 {
-            t.on_sent(Instant::ZERO, MTU);
-        }
-        for frame in 0..4 {
-            for _ in 0..2 {
-                t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU);
-            }
-        }
+        let mut t = four_pairs_acked(10);
         let est = t.on_lost(Instant::ZERO, 2).expect("trusted");
         let expected = (6 * MTU) as f64 / 1380e-6;
         assert!((est - expected).abs() < 1e-6 * expected);

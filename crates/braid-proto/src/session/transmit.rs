@@ -174,19 +174,24 @@ impl Session {
     fn pick_data_path(&mut self, now: Instant, charge: u64) -> Option<u8> {
         let mtu = u64::from(self.cfg.mtu);
         let blind = self.blind_window();
-        let acks: Vec<(u8, Duration)> = self
-            .paths
-            .values()
-            .filter(|p| p.state == PathState::Active && p.delivery_rate() > 0.0)
-            // The smoothed RTT where it is shorter: a connection still
-            // growing its window has a delivery rate that understates it.
-            .filter_map(|p| {
-                Some((
-                    p.id,
-                    expected_ack(p, charge)?.min(p.rtt.srtt_or(p.rtt.min())),
-                ))
-            })
-            .collect();
+        // Only the queue cap reads these, and only with several connections
+        // (`blind` is None on one): a single connection skips the work.
+        let acks: Vec<(u8, Duration)> = match blind {
+            None => Vec::new(),
+            Some(_) => self
+                .paths
+                .values()
+                .filter(|p| p.state == PathState::Active && p.delivery_rate() > 0.0)
+                // The smoothed RTT where it is shorter: a connection still
+                // growing its window has a delivery rate that understates it.
+                .filter_map(|p| {
+                    Some((
+                        p.id,
+                        expected_ack(p, charge)?.min(p.rtt.srtt_or(p.rtt.min())),
+                    ))
+                })
+                .collect(),
+        };
         let mut ready: Option<(Duration, u8)> = None;
         for p in self.paths.values_mut() {
             if !p.can_send_data(charge) || is_queue_capped(p, charge, blind, &acks) {
