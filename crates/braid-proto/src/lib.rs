@@ -9,6 +9,7 @@
 mod ack_floor;
 pub mod cc;
 mod config;
+pub mod crypto;
 mod ecn;
 mod error;
 mod owd;
@@ -25,6 +26,7 @@ mod varint;
 pub mod wire;
 
 pub use config::{ConfigError, SessionConfig};
+pub use crypto::{Keypair, PublicKey, Security};
 pub use ecn::Ecn;
 pub use error::SessionError;
 pub use rtt::RtoConfig;

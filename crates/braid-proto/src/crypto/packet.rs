@@ -1,0 +1,102 @@
+//! Sealing and opening datagrams with the handshake's directional keys.
+
+use crate::wire::{HEADER_LEN, MBECN_OFFSET};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
+
+/// Bytes the AEAD tag adds to every sealed datagram.
+pub(crate) const TAG_LEN: usize = 16;
+
+/// The two directions' keys of one session.
+pub(crate) struct PacketKeys {
+    seal: LessSafeKey,
+    open: LessSafeKey,
+}
+
+impl std::fmt::Debug for PacketKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PacketKeys(..)")
+    }
+}
+
+/// A path never reuses a packet number and each direction has its own key,
+/// so (path, packet number) never repeats under one key.
+fn nonce(header: &[u8]) -> Nonce {
+    let mut n = [0u8; NONCE_LEN];
+    n[3] = header[10]; // path
+    n[4..].copy_from_slice(&header[11..HEADER_LEN]); // packet number
+    Nonce::assume_unique_for_key(n)
+}
+
+/// The header as associated data. The MB-ECN byte is left out: forwarders
+/// rewrite it on the way, as routers rewrite IP's ECN bits.
+fn aad(header: &[u8]) -> [u8; HEADER_LEN] {
+    let mut ad = [0u8; HEADER_LEN];
+    ad.copy_from_slice(&header[..HEADER_LEN]);
+    ad[MBECN_OFFSET] = 0;
+    ad
+}
+
+impl PacketKeys {
+    pub fn new(seal: [u8; 32], open: [u8; 32]) -> PacketKeys {
+        let key = |k: [u8; 32]| {
+            LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, &k).expect("32-byte key"))
+        };
+        PacketKeys {
+            seal: key(seal),
+            open: key(open),
+        }
+    }
+
+    /// Encrypts everything after the header in place and appends the tag.
+    pub fn seal(&self, datagram: &mut Vec<u8>) {
+        let (header, payload) = datagram.split_at_mut(HEADER_LEN);
+        let tag = self
+            .seal
+            .seal_in_place_separate_tag(nonce(header), Aad::from(aad(header)), payload)
+            .expect("payload within the AEAD's limit");
+        datagram.extend_from_slice(tag.as_ref());
+    }
+
+    /// Opens `datagram` in place; returns the plaintext frames, or `None`
+    /// if it was not sealed by the peer for this header.
+    pub fn open<'a>(&self, datagram: &'a mut [u8]) -> Option<&'a [u8]> {
+        if datagram.len() < HEADER_LEN + TAG_LEN {
+            return None;
+        }
+        let (header, payload) = datagram.split_at_mut(HEADER_LEN);
+        let plain = self
+            .open
+            .open_in_place(nonce(header), Aad::from(aad(header)), payload)
+            .ok()?;
+        Some(plain)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_datagrams_open_only_intact() {
+        let a = PacketKeys::new([1; 32], [2; 32]);
+        let b = PacketKeys::new([2; 32], [1; 32]);
+        let mut d = vec![0u8; HEADER_LEN];
+        d[10] = 3;
+        d[18] = 9;
+        d.extend_from_slice(b"frames");
+        a.seal(&mut d);
+        assert_eq!(d.len(), HEADER_LEN + 6 + TAG_LEN);
+        // The MB-ECN byte may change on the way.
+        let mut marked = d.clone();
+        marked[MBECN_OFFSET] = 5;
+        assert_eq!(b.open(&mut marked).unwrap(), b"frames");
+        // Any other bit flipped, in header, payload or tag, fails.
+        for i in (0..d.len()).filter(|&i| i != MBECN_OFFSET) {
+            let mut bad = d.clone();
+            bad[i] ^= 1;
+            assert!(b.open(&mut bad).is_none(), "bit flip at {i} opened");
+        }
+        // Our own direction's key does not open what we sealed.
+        assert!(a.open(&mut d.clone()).is_none());
+    }
+}
