@@ -1,6 +1,8 @@
 //! Session configuration.
 
 use crate::cc;
+use crate::crypto::Security;
+use crate::Role;
 use crate::rtt::RtoConfig;
 use std::time::Duration;
 use thiserror::Error;
@@ -18,6 +20,9 @@ pub enum ConfigError {
     /// No controller of that name.
     #[error(transparent)]
     UnknownController(#[from] cc::UnknownController),
+    /// The security settings do not fit together or do not fit the role.
+    #[error("security: {0}")]
+    Security(&'static str),
 }
 
 /// Everything a session can be tuned with. Defaults are tuned for paths of
@@ -66,6 +71,9 @@ pub struct SessionConfig {
     /// bytes; connections beyond the list, and controllers that keep no
     /// window of their own (bbr, mbecn), start at the controller's default.
     pub initial_windows: Vec<u32>,
+    /// How the peer is authenticated and datagrams protected. The default
+    /// chooses nothing, and sessions refuse to start with it.
+    pub security: Security,
 }
 
 impl Default for SessionConfig {
@@ -89,6 +97,7 @@ impl Default for SessionConfig {
             sample_interval: Some(Duration::from_millis(100)),
             max_probe_interval: Duration::from_secs(1),
             initial_windows: Vec::new(),
+            security: Security::default(),
         }
     }
 }
@@ -111,7 +120,24 @@ fn check(
 }
 
 impl SessionConfig {
-    /// Checks every value; sessions refuse a configuration that fails.
+    /// The defaults with unprotected datagrams (simulations, benchmarks,
+    /// tests): anyone on the path can read, forge or end the session.
+    pub fn insecure() -> SessionConfig {
+        SessionConfig {
+            security: Security::insecure(),
+            ..SessionConfig::default()
+        }
+    }
+
+    /// Checks every value and the security settings for `role`.
+    pub fn validate_for(&self, role: Role) -> Result<(), ConfigError> {
+        self.validate()?;
+        self.security
+            .validate(role == Role::Client)
+            .map_err(ConfigError::Security)
+    }
+
+    /// Checks every value but the role-specific security settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check(
             (64..=16384).contains(&self.mtu),

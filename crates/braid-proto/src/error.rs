@@ -9,6 +9,11 @@ pub enum SessionError {
     /// No answer to the handshake within the handshake timeout.
     #[error("handshake timed out after {0:?}: no answer from the peer")]
     HandshakeTimeout(Duration),
+    /// No authenticated answer within the handshake timeout; an
+    /// unauthenticated packet claimed to refuse the session (a server that
+    /// cannot authenticate itself to us, or a forgery: not trusted either way).
+    #[error("handshake timed out after {after:?} without an authenticated answer; an unauthenticated packet said: {said}")]
+    UnauthenticatedRefusal { after: Duration, said: String },
     /// The peer speaks another protocol version.
     #[error("peer speaks protocol version {peer}, we speak {ours}")]
     VersionMismatch { ours: u8, peer: u8 },

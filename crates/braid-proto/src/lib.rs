@@ -17,6 +17,7 @@ mod pacing;
 mod path;
 mod range_set;
 mod recv_stream;
+mod replay;
 mod rtt;
 mod send_stream;
 mod session;

@@ -85,8 +85,11 @@ pub struct SessionStats {
     /// Well-formed datagrams that did not fit the session's state (wrong
     /// session id, unknown path, stale handshake, flow-control breach).
     pub unexpected_dropped: u64,
-    /// Packets received twice (network duplication).
+    /// Packets received twice (network duplication, or a replay).
     pub duplicate_packets: u64,
+    /// Datagrams that did not open with the session's keys: forged,
+    /// corrupted, or a handshake message that did not authenticate.
+    pub forged_dropped: u64,
     /// Stream bytes received more than once.
     pub duplicate_bytes: u64,
 }

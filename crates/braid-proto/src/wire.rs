@@ -28,6 +28,14 @@ pub const MAX_ACK_RANGES: usize = 128;
 pub const MAX_CC_NAME: usize = 16;
 /// Longest reason text in a CLOSE frame.
 pub const MAX_REASON: usize = 256;
+/// Smallest datagram that may open a session: the client pads its first
+/// packets so that the server's answers (at most three times what it
+/// received) cannot amplify an attack on a forged source address.
+pub const MIN_INITIAL_DATAGRAM: usize = 1200;
+/// Longest retry token, SPAKE2 message and Noise handshake message accepted.
+pub const MAX_TOKEN: usize = 64;
+pub const MAX_PAKE_MESSAGE: usize = 64;
+pub const MAX_NOISE_MESSAGE: usize = 1024;
 
 /// Why a datagram was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -167,6 +175,27 @@ pub enum Frame<'a> {
     /// flow-control limit `max_data` (QUIC's DATA_BLOCKED); the receiver
     /// may grow its window.
     Blocked(u64),
+    /// Zero bytes that fill a datagram up to a size (all that follow).
+    Padding,
+    /// A sealed session's opening (sent in clear): the handshake mode, a
+    /// retry token if the server asked for one, the SPAKE2 message (code
+    /// mode) and Noise's first message, whose payload is the [`Hello`].
+    ClientHello {
+        mode: u8,
+        token: &'a [u8],
+        pake: &'a [u8],
+        noise: &'a [u8],
+    },
+    /// The server's answer (sent in clear; authenticated by Noise): its
+    /// SPAKE2 message and Noise's second message, whose payload is the
+    /// negotiated [`Hello`] or a CLOSE refusing the session.
+    ServerHello { pake: &'a [u8], noise: &'a [u8] },
+    /// A server under load: open again with this token.
+    Retry { token: &'a [u8] },
+    /// Asks the peer to prove it receives on this connection's address.
+    PathChallenge([u8; 8]),
+    /// Echoes a challenge's data.
+    PathResponse([u8; 8]),
 }
 
 mod ty {
@@ -180,6 +209,33 @@ mod ty {
     pub const PATH_CLOSE: u64 = 0x08;
     pub const ECE: u64 = 0x09;
     pub const BLOCKED: u64 = 0x0a;
+    pub const PADDING: u64 = 0x00;
+    pub const CLIENT_HELLO: u64 = 0x0b;
+    pub const SERVER_HELLO: u64 = 0x0c;
+    pub const RETRY: u64 = 0x0d;
+    pub const PATH_CHALLENGE: u64 = 0x0e;
+    pub const PATH_RESPONSE: u64 = 0x0f;
+}
+
+/// Appends a length-prefixed byte string (u8 length).
+fn put_short(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.push(bytes.len() as u8);
+    buf.extend_from_slice(bytes);
+}
+
+fn get_short<'a>(input: &mut &'a [u8], max: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+    let len = usize::from(u8_(input)?);
+    if len > max {
+        return Err(DecodeError::Malformed(what));
+    }
+    take(input, len)
+}
+
+/// Appends padding so that `buf` is at least `size` bytes long.
+pub fn pad_to(buf: &mut Vec<u8>, size: usize) {
+    if buf.len() < size {
+        buf.resize(size, ty::PADDING as u8);
+    }
 }
 
 /// Bytes a STREAM frame header takes, for payload budgeting.
@@ -233,6 +289,41 @@ impl Frame<'_> {
             Frame::Blocked(limit) => {
                 varint::write(buf, ty::BLOCKED);
                 varint::write(buf, *limit);
+            }
+            Frame::Padding => varint::write(buf, ty::PADDING),
+            Frame::ClientHello {
+                mode,
+                token,
+                pake,
+                noise,
+            } => {
+                varint::write(buf, ty::CLIENT_HELLO);
+                buf.push(*mode);
+                put_short(buf, &token[..token.len().min(MAX_TOKEN)]);
+                put_short(buf, &pake[..pake.len().min(MAX_PAKE_MESSAGE)]);
+                let noise = &noise[..noise.len().min(MAX_NOISE_MESSAGE)];
+                varint::write(buf, noise.len() as u64);
+                buf.extend_from_slice(noise);
+            }
+            Frame::ServerHello { pake, noise } => {
+                varint::write(buf, ty::SERVER_HELLO);
+                put_short(buf, &pake[..pake.len().min(MAX_PAKE_MESSAGE)]);
+                let noise = &noise[..noise.len().min(MAX_NOISE_MESSAGE)];
+                varint::write(buf, noise.len() as u64);
+                buf.extend_from_slice(noise);
+            }
+            Frame::Retry { token } => {
+                varint::write(buf, ty::RETRY);
+                put_short(buf, &token[..token.len().min(MAX_TOKEN)]);
+            }
+            Frame::PathChallenge(data) | Frame::PathResponse(data) => {
+                let t = if matches!(self, Frame::PathChallenge(_)) {
+                    ty::PATH_CHALLENGE
+                } else {
+                    ty::PATH_RESPONSE
+                };
+                varint::write(buf, t);
+                buf.extend_from_slice(data);
             }
         }
     }
@@ -365,6 +456,48 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
         }
         ty::PATH_CLOSE => Frame::PathClose { path: u8_(input)? },
+        ty::PADDING => {
+            let zeros = input.iter().take_while(|&&b| b == 0).count();
+            take(input, zeros)?;
+            Frame::Padding
+        }
+        ty::CLIENT_HELLO => {
+            let mode = u8_(input)?;
+            let token = get_short(input, MAX_TOKEN, "client hello")?;
+            let pake = get_short(input, MAX_PAKE_MESSAGE, "client hello")?;
+            let len = var(input)?;
+            if len > MAX_NOISE_MESSAGE as u64 {
+                return Err(DecodeError::Malformed("client hello"));
+            }
+            Frame::ClientHello {
+                mode,
+                token,
+                pake,
+                noise: take(input, len as usize)?,
+            }
+        }
+        ty::SERVER_HELLO => {
+            let pake = get_short(input, MAX_PAKE_MESSAGE, "server hello")?;
+            let len = var(input)?;
+            if len > MAX_NOISE_MESSAGE as u64 {
+                return Err(DecodeError::Malformed("server hello"));
+            }
+            Frame::ServerHello {
+                pake,
+                noise: take(input, len as usize)?,
+            }
+        }
+        ty::RETRY => Frame::Retry {
+            token: get_short(input, MAX_TOKEN, "retry")?,
+        },
+        ty::PATH_CHALLENGE | ty::PATH_RESPONSE => {
+            let data: [u8; 8] = take(input, 8)?.try_into().expect("8 bytes");
+            if t == ty::PATH_CHALLENGE {
+                Frame::PathChallenge(data)
+            } else {
+                Frame::PathResponse(data)
+            }
+        }
         ty::BLOCKED => Frame::Blocked(var(input)?),
         ty::ECE => {
             Frame::Ece(u16::try_from(var(input)?).map_err(|_| DecodeError::Malformed("ece"))?)
@@ -464,6 +597,20 @@ mod tests {
             Frame::PathClose { path: 2 },
             Frame::Ece(8191),
             Frame::Blocked(1 << 40),
+            Frame::ClientHello {
+                mode: 2,
+                token: b"token",
+                pake: &[7; 33],
+                noise: &[9; 300],
+            },
+            Frame::ServerHello {
+                pake: &[1; 33],
+                noise: &[2; 48],
+            },
+            Frame::Retry { token: &[5; 40] },
+            Frame::PathChallenge([1, 2, 3, 4, 5, 6, 7, 8]),
+            Frame::PathResponse([8, 7, 6, 5, 4, 3, 2, 1]),
+            Frame::Padding,
         ]
     }
 

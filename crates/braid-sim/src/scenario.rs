@@ -143,6 +143,10 @@ pub struct FlowSpec {
     /// Initial window of each of the flow's connections, in order, packets
     /// (`initial_windows = [1, 4095]`); empty = the controller's default.
     pub initial_windows: Vec<u32>,
+    /// Seal datagrams (Noise handshake, ChaCha20-Poly1305) as on real
+    /// networks; off by default (the protocol's behaviour is the same, and
+    /// plain runs are faster).
+    pub sealed: bool,
 }
 
 impl Scenario {
@@ -253,6 +257,7 @@ struct RawFlow {
     initial_rto: Option<Span>,
     retry_limit: Option<i64>,
     initial_windows: Option<Vec<i64>>,
+    sealed: Option<bool>,
 }
 
 /// `queue = 300` (packets) or `queue = "256KB"` (bytes).
@@ -575,6 +580,7 @@ impl Builder<'_> {
             max_rto: raw.max_rto.map(|s| s.0),
             initial_rto: raw.initial_rto.map(|s| s.0),
             initial_windows,
+            sealed: raw.sealed.unwrap_or(false),
             retry_limit: match raw.retry_limit {
                 None => None,
                 Some(-1) => Some(None),

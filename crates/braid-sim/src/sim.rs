@@ -5,7 +5,9 @@ use crate::content::{derive_seed, Transfer};
 use crate::link::{Link, LinkEventKind, LinkState, Offer};
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
-use braid_proto::{wire, Ecn, Event, Instant, PathSample, Session, SessionConfig};
+use braid_proto::{
+    wire, Ecn, Event, Instant, Keypair, PathSample, Security, Session, SessionConfig,
+};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -110,7 +112,7 @@ const MAX_EVENTS: u64 = 200_000_000;
 pub fn flow_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig {
     let mut cfg = SessionConfig {
         sample_interval: Some(sample_interval),
-        ..SessionConfig::default()
+        ..SessionConfig::insecure()
     };
     if let Some(cc) = &spec.cc {
         cfg.cc = cc.clone();
@@ -144,6 +146,21 @@ pub fn flow_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig 
     cfg.paths = spec.paths.len().min(255) as u8;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
     cfg
+}
+
+/// A session's CSPRNG seed, derived from the run's seed so runs repeat.
+fn session_seed(seed: u64, flow: usize, side: Side) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let part = derive_seed(seed, &[4, flow as u64, side as u64, i as u64]);
+        chunk.copy_from_slice(&part.to_le_bytes());
+    }
+    out
+}
+
+/// A sealed flow's server key pair (the client pins its public half).
+fn flow_identity(seed: u64, flow: usize) -> Keypair {
+    Keypair::generate(session_seed(seed, flow, Side::Server).map(|b| b ^ 0x5a))
 }
 
 impl Sim {
@@ -311,10 +328,16 @@ impl Sim {
                 }
                 let ecn = Ecn::from_bits(ecn.0);
                 match (to, f.endpoint(to).session.as_mut()) {
-                    (_, Some(s)) => s.handle_datagram(now, conn, ecn, &datagram),
+                    (_, Some(s)) => {
+                        s.handle_datagram(now, conn, ecn, &datagram);
+                    }
                     (Side::Server, None) => {
-                        let cfg = flow_config(&f.spec, self.scenario.sample_interval);
-                        match Session::accept(cfg, now, conn, &datagram) {
+                        let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);
+                        if f.spec.sealed {
+                            cfg.security = Security::server(flow_identity(self.seed, flow));
+                        }
+                        let seed = session_seed(self.seed, flow, Side::Server);
+                        match Session::accept(cfg, now, conn, &datagram, seed) {
                             Ok(s) => f.server.session = Some(s),
                             Err(_) => return,
                         }
@@ -340,11 +363,12 @@ impl Sim {
         let session_id = derive_seed(self.seed, &[3, flow as u64]);
         let f = &mut self.flows[flow];
         f.started_at = Some(self.now);
-        match Session::connect(
-            flow_config(&f.spec, self.scenario.sample_interval),
-            session_id,
-            self.now,
-        ) {
+        let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);
+        if f.spec.sealed {
+            cfg.security = Security::pinned(flow_identity(self.seed, flow).public());
+        }
+        let seed = session_seed(self.seed, flow, Side::Client);
+        match Session::connect(cfg, session_id, self.now, seed) {
             Ok(s) => f.client.session = Some(s),
             Err(e) => {
                 // An invalid configuration is the scenario's fault: report it on the flow.

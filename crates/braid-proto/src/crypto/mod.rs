@@ -26,7 +26,8 @@ mod rng;
 
 pub(crate) use handshake::{ClientHandshake, HandshakeError, ServerHandshake};
 pub use keys::{KeyError, Keypair, PublicKey};
-pub(crate) use packet::{PacketKeys, TAG_LEN};
+pub(crate) use packet::PacketKeys;
+pub use packet::TAG_LEN;
 pub use retry::RetryKey;
 pub(crate) use rng::SessionRng;
 

@@ -4,7 +4,7 @@ use crate::wire::{HEADER_LEN, MBECN_OFFSET};
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
 
 /// Bytes the AEAD tag adds to every sealed datagram.
-pub(crate) const TAG_LEN: usize = 16;
+pub const TAG_LEN: usize = 16;
 
 /// The two directions' keys of one session.
 pub(crate) struct PacketKeys {

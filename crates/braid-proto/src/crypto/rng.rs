@@ -17,10 +17,6 @@ impl SessionRng {
         self.0.fill_bytes(out);
     }
 
-    pub fn u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-
     pub fn seed(&mut self) -> [u8; 32] {
         let mut s = [0; 32];
         self.fill(&mut s);

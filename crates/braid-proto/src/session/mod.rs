@@ -15,9 +15,12 @@
 
 mod receive;
 mod transmit;
+mod validation;
 
 use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
+use crate::crypto::{ClientHandshake, PacketKeys, SessionRng};
+use crate::replay::ReplayWindow;
 use crate::error::SessionError;
 use crate::path::Path;
 use crate::recv_stream::RecvStream;
@@ -39,7 +42,13 @@ pub(crate) mod close_code {
     pub const VERSION: u64 = 1;
     pub const CONTROLLER: u64 = 2;
     pub const PROTOCOL: u64 = 3;
+    pub const SECURITY: u64 = 4;
 }
+
+/// A server session the client has not confirmed (by a packet only our
+/// answer lets it make) within this long is dropped: half-open sessions
+/// cost memory that anyone who can send a datagram could claim.
+const UNCONFIRMED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +102,9 @@ struct Counters {
     malformed: u64,
     unexpected: u64,
     duplicate_packets: u64,
+    /// Datagrams that did not open with the session's keys (or a clear
+    /// handshake message that did not authenticate).
+    forged: u64,
 }
 
 /// See the module documentation.
@@ -124,17 +136,46 @@ pub struct Session {
     blocked_sent: Option<Instant>,
     /// The peer has shown it completed the handshake; data may flow.
     peer_confirmed: bool,
+    /// The session's CSPRNG (handshake, challenges), seeded by the caller.
+    rng: SessionRng,
+    /// Sealed sessions: the keys once the handshake produced them.
+    keys: Option<Box<PacketKeys>>,
+    /// A sealed client's handshake until the server's answer opens it.
+    client_hs: Option<Box<ClientHandshake>>,
+    /// A sealed server's answer, until the client confirms it.
+    answer: Option<receive::Answer>,
+    /// A server's retry token to echo, and how many retries were obeyed.
+    retry_token: Vec<u8>,
+    retries: u32,
+    /// What an unauthenticated refusal said, shown if the handshake fails.
+    refusal_hint: Option<String>,
+    /// Scratch space where datagrams are opened.
+    open_buf: Vec<u8>,
+    replay: BTreeMap<u8, ReplayWindow>,
+    validations: BTreeMap<u8, validation::Validation>,
+    /// PATH_RESPONSEs owed: connection and data.
+    responses: VecDeque<(u8, [u8; 8])>,
+    created: Instant,
 }
 
 impl Session {
-    /// Opens a client session over `cfg.paths` connections (ids `0..paths`).
+    /// Opens a client session over `cfg.paths` connections (ids `0..paths`);
+    /// `seed` seeds the session's CSPRNG (the OS's randomness on real
+    /// networks, the scenario's seed in the simulator).
     pub fn connect(
         cfg: SessionConfig,
         session_id: u64,
         now: Instant,
+        seed: [u8; 32],
     ) -> Result<Session, ConfigError> {
-        cfg.validate()?;
-        let mut s = Session::new(Role::Client, cfg, session_id, now);
+        cfg.validate_for(Role::Client)?;
+        let mut s = Session::new(Role::Client, cfg, session_id, now, seed);
+        if s.cfg.security.is_sealed() {
+            let mut offer = Vec::new();
+            crate::wire::Frame::Hello(s.hello()).encode(&mut offer);
+            let hs = ClientHandshake::new(&s.cfg.security, session_id, &offer, &mut s.rng);
+            s.client_hs = Some(Box::new(hs));
+        }
         s.state = State::Handshaking {
             started: now,
             next_hello: now,
@@ -146,7 +187,7 @@ impl Session {
         Ok(s)
     }
 
-    fn new(role: Role, cfg: SessionConfig, session_id: u64, now: Instant) -> Session {
+    fn new(role: Role, cfg: SessionConfig, session_id: u64, now: Instant, seed: [u8; 32]) -> Session {
         let send = SendStream::new(
             u32::from(cfg.mtu),
             cfg.send_window,
@@ -178,6 +219,18 @@ impl Session {
             blocked_pending: false,
             blocked_sent: None,
             peer_confirmed: false,
+            rng: SessionRng::new(seed),
+            keys: None,
+            client_hs: None,
+            answer: None,
+            retry_token: Vec::new(),
+            retries: 0,
+            refusal_hint: None,
+            open_buf: Vec::new(),
+            replay: BTreeMap::new(),
+            validations: BTreeMap::new(),
+            responses: VecDeque::new(),
+            created: now,
             cfg,
         }
     }
@@ -276,6 +329,18 @@ impl Session {
         matches!(self.state, State::Closed | State::Failed) && self.close.is_none()
     }
 
+    /// Whether the peer proved it completed the handshake (a server's
+    /// client sent something only our answer let it send). Until then a
+    /// server session is half-open: cheap, short-lived and not handed out.
+    pub fn is_peer_confirmed(&self) -> bool {
+        self.peer_confirmed
+    }
+
+    /// Whether datagrams are sealed.
+    pub fn is_sealed(&self) -> bool {
+        self.cfg.security.is_sealed()
+    }
+
     /// Why the session failed, if it did.
     pub fn error(&self) -> Option<&SessionError> {
         self.error.as_ref()
@@ -318,6 +383,7 @@ impl Session {
             malformed_dropped: self.counters.malformed,
             unexpected_dropped: self.counters.unexpected,
             duplicate_packets: self.counters.duplicate_packets,
+            forged_dropped: self.counters.forged,
             duplicate_bytes: self.recv.duplicate_bytes,
             ..SessionStats::default()
         };
@@ -436,7 +502,14 @@ impl Session {
                 attempts,
             } => {
                 if now >= started + self.cfg.handshake_timeout {
-                    self.fail(SessionError::HandshakeTimeout(self.cfg.handshake_timeout));
+                    let err = match self.refusal_hint.take() {
+                        Some(said) => SessionError::UnauthenticatedRefusal {
+                            after: self.cfg.handshake_timeout,
+                            said,
+                        },
+                        None => SessionError::HandshakeTimeout(self.cfg.handshake_timeout),
+                    };
+                    self.fail(err);
                     return;
                 }
                 if now >= next_hello {
@@ -468,6 +541,13 @@ impl Session {
             self.fail(SessionError::IdleTimeout(self.cfg.idle_timeout));
             return;
         }
+        if let Some(d) = self.unconfirmed_deadline() {
+            if now >= d {
+                self.fail(SessionError::HandshakeTimeout(UNCONFIRMED_TIMEOUT));
+                return;
+            }
+        }
+        self.expire_validations(now);
         // Keep-alive and flow-control persist both probe the first live connection.
         let probe_due = [self.keep_alive_deadline(), self.persist_deadline()]
             .into_iter()
@@ -520,6 +600,12 @@ impl Session {
                 self.next_sample = Some(next);
             }
         }
+    }
+
+    /// A server that the client has not confirmed gives up on it then.
+    fn unconfirmed_deadline(&self) -> Option<Instant> {
+        (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
+            .then(|| self.created + UNCONFIRMED_TIMEOUT)
     }
 
     fn keep_alive_deadline(&self) -> Option<Instant> {
@@ -588,6 +674,8 @@ impl Session {
             State::Established => {}
         }
         at(Some(self.last_recv + self.cfg.idle_timeout));
+        at(self.unconfirmed_deadline());
+        at(self.validation_deadline());
         at(self.keep_alive_deadline());
         at(self.persist_deadline());
         at(self.next_sample);
@@ -596,7 +684,9 @@ impl Session {
             at(p.tlp_deadline(self.cfg.max_ack_delay));
             at(p.pacing_wakeup);
             at(p.loss_deadline);
-            if p.unacked_eliciting > 0 {
+            // An unvalidated connection out of credit acknowledges when
+            // the peer's next datagram brings some.
+            if p.unacked_eliciting > 0 && self.amplification_allows(p.id, transmit::CONTROL_ESTIMATE) {
                 at(p.ack_deadline);
             }
         }

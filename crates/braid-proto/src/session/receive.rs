@@ -1,65 +1,179 @@
 //! Incoming datagrams: validation, handshake, and frame processing.
 
 use super::{close_code, Event, Role, Session, State, CLOSE_REPEATS};
+use crate::crypto::{HandshakeError, ServerHandshake};
 use crate::config::{ConfigError, SessionConfig};
 use crate::error::SessionError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
-use crate::wire::{DecodeError, Frame, Frames, Header, Hello, VERSION};
+use crate::wire::{
+    self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
+};
 use crate::{cc, Ecn, Instant};
 use thiserror::Error;
 
-/// Why a datagram could not open a server session.
+/// Why a datagram could not open a server session. None of these leave
+/// any state behind.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum AcceptError {
     /// Not a well-formed braid datagram.
     #[error("malformed datagram: {0}")]
     Malformed(#[from] DecodeError),
-    /// Well-formed, but its first frame is not a HELLO.
+    /// Well-formed, but its first frame is not a handshake.
     #[error("datagram for an unknown session is not a handshake")]
     NotAHello,
+    /// A first datagram shorter than [`MIN_INITIAL_DATAGRAM`] (not padded).
+    #[error("handshake datagram of {0} bytes is not padded to {MIN_INITIAL_DATAGRAM}")]
+    TooShort(usize),
+    /// The handshake did not authenticate, or asks for what we do not offer.
+    #[error("handshake refused: {0}")]
+    Handshake(&'static str),
     /// Our own configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
 }
 
+/// What a sealed server keeps of its handshake until the client confirms:
+/// the client's first message, to recognise its retransmissions, and our
+/// answer, to repeat it.
+#[derive(Debug)]
+pub(super) struct Answer {
+    client_message: Vec<u8>,
+    /// The encoded SERVER_HELLO frame.
+    frame: Vec<u8>,
+}
+
+impl Answer {
+    pub(super) fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+}
+
+/// Times a RETRY is obeyed before further ones are ignored.
+const MAX_RETRIES: u32 = 4;
+
 impl Session {
-    /// Opens a server session from a client's first datagram, which arrived on
-    /// connection `path`. A HELLO we cannot serve (version, controller) still
-    /// makes a session, one that only tells the client why and closes.
+    /// Opens a server session from a client's first datagram, which arrived
+    /// on connection `path`; `seed` seeds the session's CSPRNG. A handshake
+    /// that does not authenticate leaves nothing behind. One we cannot
+    /// serve (version, controller, protection) still makes a session, one
+    /// that only tells the client why and closes.
     pub fn accept(
         cfg: SessionConfig,
         now: Instant,
         path: u8,
         datagram: &[u8],
+        seed: [u8; 32],
     ) -> Result<Session, AcceptError> {
-        cfg.validate()?;
+        cfg.validate_for(Role::Server)?;
         let (header, payload) = Header::decode(datagram)?;
-        let hello = match Frames::new(payload).next() {
-            Some(Ok(Frame::Hello(h))) => h,
+        let first = match Frames::new(payload).next() {
+            Some(Ok(f @ (Frame::Hello(_) | Frame::ClientHello { .. }))) => f,
             Some(Err(e)) => return Err(e.into()),
             _ => return Err(AcceptError::NotAHello),
         };
-        let mut s = Session::new(Role::Server, cfg, header.session_id, now);
-        if hello.version != VERSION || header.version != VERSION {
-            let reason = format!(
-                "version {} not supported (this side speaks {VERSION})",
-                hello.version
-            );
-            s.refuse(close_code::VERSION, reason);
-        } else if !cc::is_known(&hello.cc) {
-            s.refuse(close_code::CONTROLLER, hello.cc.clone());
-        } else {
-            let paths = hello.paths.clamp(1, s.cfg.max_paths);
-            let mtu = hello.mtu.min(s.cfg.mtu).max(64);
-            let send_window = hello.send_window.min(s.cfg.send_window).max(u64::from(mtu));
-            let recv_window = hello.recv_window.min(s.cfg.recv_window).max(u64::from(mtu));
-            s.apply_negotiated(mtu, send_window, recv_window, paths, hello.cc.clone());
-            s.events.push_back(Event::Connected);
+        if datagram.len() < MIN_INITIAL_DATAGRAM {
+            return Err(AcceptError::TooShort(datagram.len()));
         }
+        let mut s = Session::new(Role::Server, cfg, header.session_id, now, seed);
+        let sealed = s.cfg.security.is_sealed();
         s.insert_path(path, now);
-        s.handle_datagram(now, path, Ecn::NotEct, datagram);
+        s.start_validation(now, path, datagram.len(), false);
+        match first {
+            _ if header.version != VERSION => {
+                let reason = format!(
+                    "version {} not supported (this side speaks {VERSION})",
+                    header.version
+                );
+                s.refuse(close_code::VERSION, reason);
+            }
+            Frame::Hello(_) if sealed => s.refuse(
+                close_code::SECURITY,
+                "this server requires encryption; the client chose insecure".into(),
+            ),
+            Frame::ClientHello { .. } if !sealed => s.refuse(
+                close_code::SECURITY,
+                "this server runs without encryption (insecure)".into(),
+            ),
+            Frame::Hello(hello) => {
+                if let Err((code, reason)) = s.negotiate(&hello) {
+                    s.refuse(code, reason);
+                } else {
+                    s.events.push_back(Event::Connected);
+                }
+                s.handle_datagram(now, path, Ecn::NotEct, datagram);
+            }
+            Frame::ClientHello {
+                mode, pake, noise, ..
+            } => {
+                let (hs, offer) = ServerHandshake::read(
+                    &s.cfg.security,
+                    header.session_id,
+                    mode,
+                    pake,
+                    noise,
+                    &mut s.rng,
+                )
+                .map_err(|e| AcceptError::Handshake(handshake_reason(e)))?;
+                let hello = match Frames::new(&offer).next() {
+                    Some(Ok(Frame::Hello(h))) => h,
+                    _ => return Err(AcceptError::Handshake("no parameters in the handshake")),
+                };
+                let mut answer = Vec::new();
+                let refusal = s.negotiate(&hello).err();
+                match &refusal {
+                    None => Frame::HelloAck(s.hello()).encode(&mut answer),
+                    Some((code, reason)) => Frame::Close {
+                        code: *code,
+                        reason: reason.as_bytes(),
+                    }
+                    .encode(&mut answer),
+                }
+                let (our_pake, msg, keys) = hs.answer(&answer);
+                let mut frame = Vec::new();
+                Frame::ServerHello {
+                    pake: &our_pake,
+                    noise: &msg,
+                }
+                .encode(&mut frame);
+                s.keys = Some(Box::new(keys));
+                s.answer = Some(Answer {
+                    client_message: noise.to_vec(),
+                    frame,
+                });
+                if let Some((code, reason)) = refusal {
+                    // The refusal travels inside the answer, authenticated.
+                    s.refuse(code, reason);
+                } else {
+                    s.events.push_back(Event::Connected);
+                    s.paths.get_mut(&path).expect("path exists").hello_ack_pending = true;
+                }
+            }
+            _ => unreachable!("matched above"),
+        }
         Ok(s)
+    }
+
+    /// Applies a client's offer, or says why it cannot be served.
+    fn negotiate(&mut self, hello: &Hello) -> Result<(), (u64, String)> {
+        if hello.version != VERSION {
+            return Err((
+                close_code::VERSION,
+                format!(
+                    "version {} not supported (this side speaks {VERSION})",
+                    hello.version
+                ),
+            ));
+        }
+        if !cc::is_known(&hello.cc) {
+            return Err((close_code::CONTROLLER, hello.cc.clone()));
+        }
+        let paths = hello.paths.clamp(1, self.cfg.max_paths);
+        let mtu = hello.mtu.min(self.cfg.mtu).max(64);
+        let send_window = hello.send_window.min(self.cfg.send_window).max(u64::from(mtu));
+        let recv_window = hello.recv_window.min(self.cfg.recv_window).max(u64::from(mtu));
+        self.apply_negotiated(mtu, send_window, recv_window, paths, hello.cc.clone());
+        Ok(())
     }
 
     fn refuse(&mut self, code: u64, reason: String) {
@@ -79,31 +193,148 @@ impl Session {
         }
     }
 
-    /// Processes a datagram that arrived on connection `path` with ECN codepoint `ecn`.
-    /// Anything malformed or unexpected is dropped and counted.
-    pub fn handle_datagram(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8]) {
+    /// Processes a datagram that arrived on connection `path` with ECN
+    /// codepoint `ecn`. Returns whether it came from the peer: it opened
+    /// with the session's keys (or, insecure, it parsed) and was not a
+    /// replay. Only then may the caller trust anything about it, such as
+    /// the address it came from. Anything else is dropped and counted
+    /// before it can touch any state.
+    pub fn handle_datagram(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8]) -> bool {
         if matches!(self.state, State::Closed) {
-            return;
+            return false;
         }
-        let Ok((header, payload)) = Header::decode(datagram) else {
+        let Ok((header, _)) = Header::decode(datagram) else {
             self.counters.malformed += 1;
-            return;
+            return false;
         };
         if header.session_id != self.session_id || header.version != VERSION {
             self.counters.unexpected += 1;
-            return;
+            return false;
         }
+        if !self.cfg.security.is_sealed() {
+            return self.handle_authentic(now, path, ecn, datagram.len(), &header, &datagram[HEADER_LEN..]);
+        }
+        let Some(keys) = &self.keys else {
+            self.handle_clear_handshake(now, path, ecn, datagram);
+            return false;
+        };
+        let mut plain = std::mem::take(&mut self.open_buf);
+        plain.clear();
+        plain.extend_from_slice(datagram);
+        let authentic = match keys.open(&mut plain) {
+            Some(frames) => {
+                let len = frames.len();
+                let frames = &plain[HEADER_LEN..HEADER_LEN + len];
+                self.handle_authentic(now, path, ecn, datagram.len(), &header, frames)
+            }
+            None => {
+                self.handle_clear_handshake(now, path, ecn, datagram);
+                false
+            }
+        };
+        self.open_buf = plain;
+        authentic
+    }
+
+    /// A datagram that is not sealed with the session's keys: the only ones
+    /// that may count are the handshake's (and only as the handshake
+    /// allows); a refusal in clear is kept as a hint, never obeyed.
+    fn handle_clear_handshake(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8]) {
+        let payload = &datagram[HEADER_LEN..];
+        let Some(Ok(frame)) = Frames::new(payload).next() else {
+            self.counters.forged += 1;
+            return;
+        };
+        match frame {
+            // A retransmitted opening: repeat our answer where it came from.
+            Frame::ClientHello { noise, .. }
+                if self.answer.as_ref().is_some_and(|a| a.client_message == noise)
+                    && datagram.len() >= MIN_INITIAL_DATAGRAM
+                    && self.paths.get(&path).is_some_and(|p| p.is_usable())
+                    && !self.is_closed() =>
+            {
+                self.credit_received(path, datagram.len());
+                self.paths.get_mut(&path).expect("path exists").hello_ack_pending = true;
+            }
+            Frame::ServerHello { pake, noise } if self.client_hs.is_some() => {
+                let hs = self.client_hs.as_mut().expect("checked");
+                match hs.read_answer(pake, noise) {
+                    Ok((answer, keys)) => {
+                        self.keys = Some(Box::new(keys));
+                        self.client_hs = None;
+                        self.on_sealed_answer(now, path, ecn, datagram, &answer);
+                    }
+                    Err(_) => self.counters.forged += 1,
+                }
+            }
+            Frame::Retry { token } if self.client_hs.is_some() && self.retries < MAX_RETRIES => {
+                self.retries += 1;
+                self.retry_token = token.to_vec();
+                if let Some(p) = self.paths.get_mut(&path) {
+                    p.hello_pending = true;
+                }
+            }
+            Frame::Close { reason, .. } if self.client_hs.is_some() => {
+                let reason = String::from_utf8_lossy(reason);
+                self.refusal_hint = Some(reason.chars().take(wire::MAX_REASON).collect());
+                self.counters.forged += 1;
+            }
+            _ => self.counters.forged += 1,
+        }
+    }
+
+    /// The server's authenticated answer: its parameters, or its refusal.
+    fn on_sealed_answer(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8], answer: &[u8]) {
+        let header = Header::decode(datagram).expect("decoded before").0;
+        // The answer's packet is the peer's like any other from now on.
+        self.handle_authentic(now, path, ecn, datagram.len(), &header, &[]);
+        match Frames::new(answer).next() {
+            Some(Ok(Frame::HelloAck(h))) => {
+                self.on_hello_ack(h);
+                // Every connection shows itself to the server sealed, so it
+                // joins (and is validated) without a handshake of its own.
+                for p in self.paths.values_mut() {
+                    p.probe_pending = true;
+                }
+            }
+            Some(Ok(Frame::Close { code, reason })) => self.on_close(code, reason),
+            _ => self.violation("handshake answer without parameters"),
+        }
+    }
+
+    /// A datagram from the peer (opened, or insecure): replay check, then
+    /// frames. Returns false if it was a replay or is dropped.
+    fn handle_authentic(
+        &mut self,
+        now: Instant,
+        path: u8,
+        ecn: Ecn,
+        len: usize,
+        header: &Header,
+        payload: &[u8],
+    ) -> bool {
+        let sealed = self.cfg.security.is_sealed();
         // Validate every frame before acting on any.
         let mut ack_eliciting = false;
         let mut handshake = false;
         let mut hello = false;
         for frame in Frames::new(payload) {
             match frame {
-                Ok(Frame::Ack(_) | Frame::Ece(_) | Frame::Blocked(_)) => {}
+                Ok(Frame::Ack(_) | Frame::Ece(_) | Frame::Blocked(_) | Frame::Padding) => {}
                 Ok(Frame::Close { .. }) => handshake = true,
-                Ok(Frame::HelloAck(_)) => {
+                Ok(Frame::HelloAck(_)) if !sealed => {
                     handshake = true;
                     ack_eliciting = true;
+                }
+                Ok(
+                    Frame::Hello(_)
+                    | Frame::HelloAck(_)
+                    | Frame::ClientHello { .. }
+                    | Frame::ServerHello { .. }
+                    | Frame::Retry { .. },
+                ) if sealed => {
+                    self.counters.malformed += 1;
+                    return false;
                 }
                 Ok(f) => {
                     hello |= matches!(f, Frame::Hello(_));
@@ -111,34 +342,43 @@ impl Session {
                 }
                 Err(_) => {
                     self.counters.malformed += 1;
-                    return;
+                    return false;
                 }
             }
         }
         // A handshaking client can use nothing but the answer (or a refusal):
         // acknowledging data it could not keep would lose that data.
-        if self.is_handshaking() && !handshake {
+        if self.is_handshaking() && !handshake && !sealed {
             self.counters.unexpected += 1;
-            return;
-        }
-        // Anything but a HELLO proves the client has our answer.
-        if !hello {
-            self.peer_confirmed = true;
+            return false;
         }
         if !self.paths.contains_key(&path) {
             let may_join =
                 self.role == Role::Server && self.is_established() && path < self.cfg.max_paths;
             if !may_join {
                 self.counters.unexpected += 1;
-                return;
+                return false;
             }
             self.insert_path(path, now);
+            self.start_validation(now, path, len, true);
             self.normalize_windows();
         }
+        let replay = self.replay.entry(path).or_default();
+        if replay.is_replay(header.packet_number) {
+            self.counters.duplicate_packets += 1;
+            return false;
+        }
+        replay.insert(header.packet_number);
+        // Anything but a HELLO proves the client has our answer.
+        if !hello {
+            self.peer_confirmed = true;
+            self.answer = None;
+        }
+        self.credit_received(path, len);
         let p = self.paths.get_mut(&path).expect("path exists");
         if p.state == PathState::Closed {
             self.counters.unexpected += 1;
-            return;
+            return false;
         }
         if !p.on_received(
             now,
@@ -148,7 +388,7 @@ impl Session {
             self.cfg.ack_every,
         ) {
             self.counters.duplicate_packets += 1;
-            return;
+            return false;
         }
         p.stats.packets_received += 1;
         p.on_mbecn(header.mbecn);
@@ -164,6 +404,7 @@ impl Session {
             self.handle_frame(now, path, frame);
         }
         self.check_progress(now);
+        true
     }
 
     fn handle_frame(&mut self, now: Instant, path: u8, frame: Frame<'_>) {
@@ -221,17 +462,25 @@ impl Session {
                 self.normalize_windows();
                 self.autotune_send_buffer();
             }
-            Frame::Close { code, reason } => {
-                let reason = String::from_utf8_lossy(reason).into_owned();
-                let err = match code {
-                    close_code::CONTROLLER => SessionError::UnknownController(reason),
-                    _ => SessionError::PeerAborted { code, reason },
-                };
-                self.fail(err);
-                self.state = State::Closed;
-            }
+            Frame::Close { code, reason } => self.on_close(code, reason),
             Frame::PathClose { path: closed } => self.on_path_closed(closed),
+            Frame::PathChallenge(data) => self.on_path_challenge(path, data),
+            Frame::PathResponse(data) => self.on_path_response(path, data),
+            Frame::Padding
+            | Frame::ClientHello { .. }
+            | Frame::ServerHello { .. }
+            | Frame::Retry { .. } => {}
         }
+    }
+
+    fn on_close(&mut self, code: u64, reason: &[u8]) {
+        let reason = String::from_utf8_lossy(reason).into_owned();
+        let err = match code {
+            close_code::CONTROLLER => SessionError::UnknownController(reason),
+            _ => SessionError::PeerAborted { code, reason },
+        };
+        self.fail(err);
+        self.state = State::Closed;
     }
 
     fn on_hello_ack(&mut self, h: Hello) {
@@ -281,5 +530,13 @@ impl Session {
         if self.paths.values().all(|p| p.state == PathState::Closed) {
             self.fail(SessionError::AllPathsClosed);
         }
+    }
+}
+
+fn handshake_reason(e: HandshakeError) -> &'static str {
+    match e {
+        HandshakeError::Mode => "handshake mode not offered",
+        HandshakeError::Auth => "handshake did not authenticate",
+        HandshakeError::NotAllowed => "client key not allowed",
     }
 }

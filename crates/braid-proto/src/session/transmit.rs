@@ -14,7 +14,7 @@
 use super::{Session, State};
 use crate::path::Path;
 use crate::stats::PathState;
-use crate::wire::{self, Frame, Header, VERSION};
+use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
 use crate::{Ecn, Instant, SessionError};
 use std::time::Duration;
 
@@ -27,6 +27,10 @@ const UNMEASURED_WINDOW_PACKETS: u64 = 10;
 /// Bandwidth-delay products a connection may hold in flight while another
 /// would acknowledge sooner (see `is_queue_capped`).
 const QUEUE_CAP_BDPS: u64 = 4;
+
+/// Bytes a control or ACK-only datagram takes at most, for checking an
+/// unvalidated connection's amplification credit before building one.
+pub(super) const CONTROL_ESTIMATE: usize = 320;
 
 /// A datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +81,22 @@ impl Session {
         pn
     }
 
-    fn finish_packet(&mut self, path: u8, buf: &[u8]) -> Transmit {
+    /// Seals the datagram (once the session has keys) and accounts for it.
+    fn finish_packet(&mut self, path: u8, buf: &mut Vec<u8>) -> Transmit {
+        if let Some(keys) = &self.keys {
+            keys.seal(buf);
+        }
+        self.account_packet(path, buf)
+    }
+
+    /// A handshake datagram: it travels in clear, its content authenticated
+    /// (or not) by the handshake itself.
+    fn finish_clear_packet(&mut self, path: u8, buf: &[u8]) -> Transmit {
+        self.account_packet(path, buf)
+    }
+
+    fn account_packet(&mut self, path: u8, buf: &[u8]) -> Transmit {
+        self.charge_amplification(path, buf.len());
         let p = self.paths.get_mut(&path).expect("path exists");
         p.stats.packets_sent += 1;
         p.stats.bytes_sent += buf.len() as u64;
@@ -117,6 +136,17 @@ impl Session {
         } else {
             self.paths.values().find(|p| p.is_usable()).map(|p| p.id)
         }?;
+        if !self.amplification_allows(path, CONTROL_ESTIMATE) {
+            return None;
+        }
+        // A client without our answer could not open a sealed CLOSE: the
+        // answer goes first (a refusal travels inside it).
+        if let Some(answer) = self.answer.take().filter(|_| !self.peer_confirmed) {
+            self.close = Some((code, reason, left));
+            self.start_packet(now, path, buf);
+            buf.extend_from_slice(answer.frame());
+            return Some(self.finish_clear_packet(path, buf));
+        }
         if left > 1 {
             self.close = Some((code, reason.clone(), left - 1));
         }
@@ -129,11 +159,15 @@ impl Session {
         Some(self.finish_packet(path, buf))
     }
 
-    /// Handshake, path-close and probe frames, in path order.
+    /// Handshake, path-validation, path-close and probe frames, in path order.
     fn transmit_control(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if let Some(t) = self.transmit_validation(now, buf) {
+            return Some(t);
+        }
         let established = self.is_established();
         let id = self.paths.values().find(|p| {
             p.is_usable()
+                && self.validations_allow(p.id)
                 && (p.hello_pending
                     || p.hello_ack_pending
                     || p.close_pending
@@ -145,9 +179,28 @@ impl Session {
         let p = self.paths.get_mut(&id).expect("path exists");
         if p.hello_pending {
             p.hello_pending = false;
-            Frame::Hello(hello).encode(buf);
+            match &self.client_hs {
+                Some(hs) => {
+                    let (pake, noise) = hs.message();
+                    Frame::ClientHello {
+                        mode: hs.mode(),
+                        token: &self.retry_token,
+                        pake,
+                        noise,
+                    }
+                    .encode(buf);
+                }
+                None => Frame::Hello(hello).encode(buf),
+            }
+            wire::pad_to(buf, MIN_INITIAL_DATAGRAM);
+            return Some(self.finish_clear_packet(id, buf));
         } else if p.hello_ack_pending {
             p.hello_ack_pending = false;
+            if self.is_sealed() {
+                let answer = self.answer.as_ref()?;
+                buf.extend_from_slice(answer.frame());
+                return Some(self.finish_clear_packet(id, buf));
+            }
             Frame::HelloAck(hello).encode(buf);
         } else if p.close_pending {
             Frame::PathClose { path: id }.encode(buf);
@@ -162,6 +215,36 @@ impl Session {
         if self.is_established() && self.paths[&id].unacked_eliciting > 0 {
             self.push_ack(now, id, buf);
         }
+        Some(self.finish_packet(id, buf))
+    }
+
+    /// Whether a control or ACK-only packet fits `id`'s amplification credit.
+    fn validations_allow(&self, id: u8) -> bool {
+        self.amplification_allows(id, CONTROL_ESTIMATE)
+    }
+
+    /// PATH_RESPONSEs we owe, then PATH_CHALLENGEs that are due. Both need
+    /// keys (they would prove nothing forgeable).
+    fn transmit_validation(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if !self.is_established() || (self.is_sealed() && self.keys.is_none()) {
+            return None;
+        }
+        while let Some(&(id, data)) = self.responses.front() {
+            self.responses.pop_front();
+            if self.paths.get(&id).is_some_and(|p| p.is_usable()) && self.validations_allow(id) {
+                self.start_packet(now, id, buf);
+                Frame::PathResponse(data).encode(buf);
+                if self.paths[&id].unacked_eliciting > 0 {
+                    self.push_ack(now, id, buf);
+                }
+                return Some(self.finish_packet(id, buf));
+            }
+        }
+        // Alone in its datagram, so that a small credit suffices.
+        let (id, data) = self.due_challenge(now)?;
+        self.start_packet(now, id, buf);
+        Frame::PathChallenge(data).encode(buf);
+        self.on_challenge_sent(now, id);
         Some(self.finish_packet(id, buf))
     }
 
@@ -193,8 +276,12 @@ impl Session {
                 .collect(),
         };
         let mut ready: Option<(Duration, u8)> = None;
+        let unvalidated = &self.validations;
         for p in self.paths.values_mut() {
-            if !p.can_send_data(charge) || is_queue_capped(p, charge, blind, &acks) {
+            if unvalidated.contains_key(&p.id)
+                || !p.can_send_data(charge)
+                || is_queue_capped(p, charge, blind, &acks)
+            {
                 continue;
             }
             match p.pacing_delay(now, charge, mtu) {
@@ -371,7 +458,12 @@ impl Session {
         let due = self
             .paths
             .values()
-            .find(|p| p.is_usable() && p.ack_due(now) && !self.ack_rides_data(p, now))
+            .find(|p| {
+                p.is_usable()
+                    && p.ack_due(now)
+                    && !self.ack_rides_data(p, now)
+                    && self.validations_allow(p.id)
+            })
             .map(|p| p.id);
         let id = match due {
             Some(id) => id,
@@ -381,6 +473,9 @@ impl Session {
                     .get(&self.last_recv_path)
                     .filter(|p| p.state != PathState::Closed);
                 let any = last.or_else(|| self.paths.values().find(|p| p.is_usable()))?;
+                if !self.validations_allow(any.id) {
+                    return None;
+                }
                 any.id
             }
             None => return None,

@@ -1,0 +1,159 @@
+//! Address validation (RFC 9000 §8). A connection the server learns of
+//! mid-session, or one whose packets start coming from another address,
+//! carries no stream data until the peer echoes an unpredictable
+//! challenge on it, and until then the server sends on it at most three
+//! times the bytes it received there, so a forged or replayed packet can
+//! neither steer the stream to a third party nor turn us into an amplifier.
+//! The connection a session opened on is validated by the handshake
+//! itself: the client's first sealed packet proves it received our answer.
+
+use super::{Event, Session};
+use crate::Instant;
+use std::time::Duration;
+
+/// Bytes we may send per byte received on an unvalidated connection.
+const AMPLIFICATION_FACTOR: u64 = 3;
+/// Challenges sent before the connection is given up.
+const MAX_CHALLENGES: u32 = 6;
+/// Challenge answers waiting to be sent, at most.
+const MAX_PENDING_RESPONSES: usize = 8;
+/// Bytes of a datagram that carries only a PATH_CHALLENGE, sealed.
+pub(super) const CHALLENGE_DATAGRAM: usize = crate::wire::HEADER_LEN + 9 + crate::crypto::TAG_LEN;
+
+/// One connection's validation in progress.
+#[derive(Debug, Clone)]
+pub(crate) struct Validation {
+    /// Data the peer must echo; `None` while the handshake validates.
+    challenge: Option<[u8; 8]>,
+    /// Bytes we may still send on the connection.
+    credit: u64,
+    /// When the challenge is (re)sent.
+    due: Instant,
+    sent: u32,
+}
+
+impl Session {
+    /// Tells the session that the authenticated datagram of `len` bytes it
+    /// just handled on connection `path` came from another address than the
+    /// connection's previous one. The connection is revalidated before it
+    /// carries stream data again (servers; clients choose their addresses).
+    pub fn handle_address_change(&mut self, now: Instant, path: u8, len: usize) {
+        if self.paths.contains_key(&path) {
+            self.start_validation(now, path, len, true);
+        }
+    }
+
+    /// Whether connection `path` may carry stream data (its address answered).
+    pub fn is_path_validated(&self, path: u8) -> bool {
+        !self.validations.contains_key(&path)
+    }
+
+    pub(super) fn start_validation(&mut self, now: Instant, path: u8, len: usize, challenge: bool) {
+        let challenge = challenge.then(|| {
+            let mut data = [0u8; 8];
+            self.rng.fill(&mut data);
+            data
+        });
+        self.validations.insert(
+            path,
+            Validation {
+                challenge,
+                credit: AMPLIFICATION_FACTOR * len as u64,
+                due: now,
+                sent: 0,
+            },
+        );
+    }
+
+    /// An authenticated datagram of `len` bytes arrived on `path`.
+    pub(super) fn credit_received(&mut self, path: u8, len: usize) {
+        if let Some(v) = self.validations.get_mut(&path) {
+            v.credit += AMPLIFICATION_FACTOR * len as u64;
+            // The handshake's connection is proven by any sealed packet.
+            if v.challenge.is_none() && self.peer_confirmed {
+                self.validations.remove(&path);
+            }
+        }
+    }
+
+    pub(super) fn on_path_response(&mut self, path: u8, data: [u8; 8]) {
+        let matches = self
+            .validations
+            .get(&path)
+            .is_some_and(|v| v.challenge == Some(data));
+        if matches {
+            self.validations.remove(&path);
+            self.events.push_back(Event::PathUp(path));
+        } else {
+            self.counters.unexpected += 1;
+        }
+    }
+
+    pub(super) fn on_path_challenge(&mut self, path: u8, data: [u8; 8]) {
+        if self.responses.len() < MAX_PENDING_RESPONSES {
+            self.responses.push_back((path, data));
+        }
+    }
+
+    /// Whether `size` more bytes may go out on `path` now.
+    pub(super) fn amplification_allows(&self, path: u8, size: usize) -> bool {
+        self.validations
+            .get(&path)
+            .is_none_or(|v| v.credit >= size as u64)
+    }
+
+    /// Counts `size` bytes sent on `path` against its credit.
+    pub(super) fn charge_amplification(&mut self, path: u8, size: usize) {
+        if let Some(v) = self.validations.get_mut(&path) {
+            v.credit = v.credit.saturating_sub(size as u64);
+        }
+    }
+
+    /// The challenge to send on a connection now, if any is due and its
+    /// credit allows.
+    pub(super) fn due_challenge(&self, now: Instant) -> Option<(u8, [u8; 8])> {
+        self.validations.iter().find_map(|(&id, v)| {
+            let data = v.challenge?;
+            (now >= v.due
+                && v.credit >= CHALLENGE_DATAGRAM as u64
+                && self.paths.get(&id).is_some_and(|p| p.is_usable()))
+            .then_some((id, data))
+        })
+    }
+
+    /// A challenge went out on `path`: the next one after a backed-off RTO.
+    pub(super) fn on_challenge_sent(&mut self, now: Instant, path: u8) {
+        let rto = self.cfg.rto.initial_rto;
+        if let Some(v) = self.validations.get_mut(&path) {
+            v.sent += 1;
+            v.due = now + rto.mul_f64(2f64.powi(v.sent.min(10) as i32)).min(Duration::from_secs(8));
+        }
+    }
+
+    /// When the next challenge is due (one without credit waits for the
+    /// peer's next datagram instead).
+    pub(super) fn validation_deadline(&self) -> Option<Instant> {
+        self.validations
+            .values()
+            .filter(|v| {
+                v.challenge.is_some()
+                    && (v.credit >= CHALLENGE_DATAGRAM as u64 || v.sent >= MAX_CHALLENGES)
+            })
+            .map(|v| v.due)
+            .min()
+    }
+
+    /// Gives up connections whose challenges all went unanswered.
+    pub(super) fn expire_validations(&mut self, now: Instant) {
+        let dead: Vec<u8> = self
+            .validations
+            .iter()
+            .filter(|(_, v)| v.challenge.is_some() && v.sent >= MAX_CHALLENGES && now >= v.due)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in dead {
+            self.validations.remove(&id);
+            self.on_path_closed(id);
+        }
+    }
+}
