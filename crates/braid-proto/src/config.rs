@@ -2,8 +2,8 @@
 
 use crate::cc;
 use crate::crypto::Security;
-use crate::Role;
 use crate::rtt::RtoConfig;
+use crate::Role;
 use std::time::Duration;
 use thiserror::Error;
 

@@ -223,7 +223,11 @@ fn put_short(buf: &mut Vec<u8>, bytes: &[u8]) {
     buf.extend_from_slice(bytes);
 }
 
-fn get_short<'a>(input: &mut &'a [u8], max: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+fn get_short<'a>(
+    input: &mut &'a [u8],
+    max: usize,
+    what: &'static str,
+) -> Result<&'a [u8], DecodeError> {
     let len = usize::from(u8_(input)?);
     if len > max {
         return Err(DecodeError::Malformed(what));

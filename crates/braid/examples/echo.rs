@@ -1,11 +1,14 @@
 //! An echo server and client over braid.
 //!
 //! ```sh
-//! cargo run --example echo -- server 127.0.0.1:7000
-//! cargo run --example echo -- client 127.0.0.1:7000 "hello, braid"
+//! cargo run --example echo -- server 127.0.0.1:7000 secret-code
+//! cargo run --example echo -- client 127.0.0.1:7000 secret-code "hello, braid"
 //! ```
+//!
+//! Both sides know a one-time code, which a PAKE turns into the session's
+//! keys; see `braid keygen` and `Security::pinned` for long-term keys.
 
-use braid::{connect, Listener, PathSpec, SessionConfig};
+use braid::{connect, Listener, PathSpec, Security, SessionConfig};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,15 +17,22 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["server", addr] => server(addr.parse()?).await,
-        ["client", addr, text] => client(addr.parse()?, text).await,
-        _ => anyhow::bail!("usage: echo server ADDR | echo client ADDR TEXT"),
+        ["server", addr, code] => server(addr.parse()?, with_code(code)).await,
+        ["client", addr, code, text] => client(addr.parse()?, with_code(code), text).await,
+        _ => anyhow::bail!("usage: echo server ADDR CODE | echo client ADDR CODE TEXT"),
+    }
+}
+
+fn with_code(code: &str) -> SessionConfig {
+    SessionConfig {
+        security: Security::code(code),
+        ..SessionConfig::default()
     }
 }
 
 /// Echoes every session's stream back to it, many sessions at once.
-async fn server(addr: SocketAddr) -> anyhow::Result<()> {
-    let listener = Listener::bind(addr, SessionConfig::default())?;
+async fn server(addr: SocketAddr, cfg: SessionConfig) -> anyhow::Result<()> {
+    let listener = Listener::bind(addr, cfg)?;
     println!("echoing on {}", listener.local_addr());
     loop {
         let session = listener.accept().await?;
@@ -36,8 +46,8 @@ async fn server(addr: SocketAddr) -> anyhow::Result<()> {
     }
 }
 
-async fn client(addr: SocketAddr, text: &str) -> anyhow::Result<()> {
-    let mut session = connect(&[PathSpec::to(addr)], SessionConfig::default()).await?;
+async fn client(addr: SocketAddr, cfg: SessionConfig, text: &str) -> anyhow::Result<()> {
+    let mut session = connect(&[PathSpec::to(addr)], cfg).await?;
     session.write_all(text.as_bytes()).await?;
     session.shutdown().await?;
     let mut echoed = String::new();

@@ -5,7 +5,7 @@
 //! cargo run --release --example two_path_copy -- SOURCE DEST
 //! ```
 
-use braid::{connect, Listener, PathSpec, Relay, RelayConfig, SessionConfig};
+use braid::{connect, Listener, PathSpec, Relay, RelayConfig, Security, SessionConfig};
 use braid_sim::units::Rate;
 use braid_sim::LinkConfig;
 use std::net::SocketAddr;
@@ -21,7 +21,19 @@ async fn main() -> anyhow::Result<()> {
     let data = tokio::fs::read(source).await?;
     let localhost: SocketAddr = ([127, 0, 0, 1], 0).into();
 
-    let listener = Listener::bind(localhost, SessionConfig::default())?;
+    // The receiver's key pair, pinned by the sender.
+    let key = braid::random_keypair();
+    let pinned = SessionConfig {
+        security: Security::pinned(key.public()),
+        ..SessionConfig::default()
+    };
+    let listener = Listener::bind(
+        localhost,
+        SessionConfig {
+            security: Security::server(key),
+            ..SessionConfig::default()
+        },
+    )?;
     let server = listener.local_addr();
     // A fast short path and a slow long one, as Wi-Fi and LTE might be.
     let fast = Relay::start(RelayConfig::new(
@@ -51,7 +63,7 @@ async fn main() -> anyhow::Result<()> {
         PathSpec::to(fast.local_addr()),
         PathSpec::to(slow.local_addr()),
     ];
-    let mut session = connect(&paths, SessionConfig::default()).await?;
+    let mut session = connect(&paths, pinned).await?;
     session.write_all(&data).await?;
     session.shutdown().await?;
     let mut hash = Vec::new();

@@ -8,12 +8,14 @@ use crate::driver::drive;
 use crate::session::{Route, Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::{clock, Error, Result};
-use braid_proto::wire::Header;
+use braid_proto::crypto::RetryKey;
+use braid_proto::wire::{Frame, Frames, Header, VERSION};
 use braid_proto::{Ecn, Instant, Role, SessionConfig};
 use quinn_udp::RecvMeta;
+use rand::RngCore;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, IoSliceMut};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -24,11 +26,29 @@ const MAX_SESSIONS: usize = 4096;
 const ACCEPT_BACKLOG: usize = 256;
 /// Ended session ids remembered, so a late duplicate HELLO opens nothing.
 const RECENTLY_CLOSED: usize = 4096;
+/// Half-open server sessions (handshake answered, client not yet confirmed)
+/// at most, in all and per source address: each costs memory that anyone
+/// who can send a datagram could claim. They expire after ~5 s.
+const MAX_HALF_OPEN: usize = 512;
+const MAX_HALF_OPEN_PER_SOURCE: usize = 16;
+/// From this many half-open sessions on, a handshake must first echo a
+/// stateless retry token, proving it receives at its source address.
+const RETRY_THRESHOLD: usize = 64;
 
 /// What a listening endpoint needs to open server sessions.
 struct Accepting {
     cfg: SessionConfig,
     queue: mpsc::Sender<Session>,
+    retry_key: RetryKey,
+    /// Half-open sessions by id, with their source address.
+    half_open: Arc<Mutex<HashMap<u64, IpAddr>>>,
+}
+
+/// 32 bytes from the operating system's CSPRNG.
+pub(crate) fn os_seed() -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut seed);
+    seed
 }
 
 pub(crate) struct EndpointInner {
@@ -58,7 +78,10 @@ impl EndpointInner {
         }
     }
 
-    /// Hands one datagram to its session, or opens a server session for a HELLO.
+    /// Hands one datagram to its session, or opens a server session for a
+    /// handshake. A server's route to a connection follows its packets, but
+    /// only those that authenticate; a new address is validated by the core
+    /// before it carries data.
     fn dispatch(
         self: &Arc<Self>,
         now: Instant,
@@ -77,17 +100,26 @@ impl EndpointInner {
         };
         {
             let mut g = shared.lock();
-            if g.proto.role() == Role::Server {
-                // Reply where the connection's packets now come from.
-                g.routes.insert(
-                    header.path,
-                    Route {
-                        endpoint: self.clone(),
-                        remote: from,
-                    },
-                );
+            let authentic = g.proto.handle_datagram(now, header.path, ecn, datagram);
+            if authentic && g.proto.role() == Role::Server {
+                let same = g
+                    .routes
+                    .get(&header.path)
+                    .map(|r| r.remote == from && Arc::ptr_eq(&r.endpoint, self));
+                if same != Some(true) {
+                    g.routes.insert(
+                        header.path,
+                        Route {
+                            endpoint: self.clone(),
+                            remote: from,
+                        },
+                    );
+                }
+                if same == Some(false) {
+                    g.proto
+                        .handle_address_change(now, header.path, datagram.len());
+                }
             }
-            g.proto.handle_datagram(now, header.path, ecn, datagram);
         }
         if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
             touched.push(shared);
@@ -99,14 +131,39 @@ impl EndpointInner {
         let Some(a) = accepting.as_ref() else {
             return;
         };
-        if lock(&self.sessions).len() >= MAX_SESSIONS {
+        let Ok((header, payload)) = Header::decode(datagram) else {
+            return;
+        };
+        if lock(&self.sessions).len() >= MAX_SESSIONS
+            || lock(&self.closed).contains(&header.session_id)
+        {
             return;
         }
-        let id = Header::decode(datagram).map(|(h, _)| h.session_id);
-        if id.is_ok_and(|id| lock(&self.closed).contains(&id)) {
-            return;
+        let token = match Frames::new(payload).next() {
+            Some(Ok(Frame::ClientHello { token, .. })) => Some(token),
+            Some(Ok(Frame::Hello(_))) => None,
+            _ => return,
+        };
+        {
+            let half_open = lock(&a.half_open);
+            let from_source = half_open.values().filter(|&&ip| ip == from.ip()).count();
+            if half_open.len() >= MAX_HALF_OPEN || from_source >= MAX_HALF_OPEN_PER_SOURCE {
+                return;
+            }
+            if half_open.len() >= RETRY_THRESHOLD {
+                let now_s = now.as_nanos() / 1_000_000_000;
+                let valid =
+                    token.is_some_and(|t| a.retry_key.verify(t, from, header.session_id, now_s));
+                if !valid {
+                    if token.is_some() {
+                        self.send_retry(from, &header, &a.retry_key, now_s);
+                    }
+                    return;
+                }
+            }
         }
-        let Ok(proto) = braid_proto::Session::accept(a.cfg.clone(), now, path, datagram) else {
+        let Ok(proto) = braid_proto::Session::accept(a.cfg.clone(), now, path, datagram, os_seed())
+        else {
             return;
         };
         let refused = proto.error().is_some();
@@ -120,11 +177,36 @@ impl EndpointInner {
         let shared = Shared::new(proto, routes);
         self.register(&shared);
         tokio::spawn(drive(shared.clone()));
-        // A refused HELLO only gets its CLOSE; a full backlog aborts the
-        // session when the handle is dropped here.
-        if !refused {
-            let _ = a.queue.try_send(Session::new(shared));
+        if refused {
+            return; // it only sends its CLOSE
         }
+        // Handed out once the client proves it completed the handshake; a
+        // full backlog aborts the session when the handle is dropped.
+        lock(&a.half_open).insert(shared.id, from.ip());
+        let (half_open, queue) = (a.half_open.clone(), a.queue.clone());
+        tokio::spawn(async move {
+            let confirmed = shared.wait_for(|g| g.proto.is_peer_confirmed()).await;
+            lock(&half_open).remove(&shared.id);
+            if confirmed.is_ok() {
+                let _ = queue.try_send(Session::new(shared));
+            }
+        });
+    }
+
+    /// Answers a handshake with a retry token instead of a session.
+    fn send_retry(&self, to: SocketAddr, hello: &Header, key: &RetryKey, now_s: u64) {
+        let token = key.token(to, hello.session_id, now_s);
+        let mut datagram = Vec::with_capacity(80);
+        Header {
+            version: VERSION,
+            mbecn: 0,
+            session_id: hello.session_id,
+            path: hello.path,
+            packet_number: 0,
+        }
+        .encode(&mut datagram);
+        Frame::Retry { token: &token }.encode(&mut datagram);
+        let _ = self.io.try_send_to(to, &datagram);
     }
 }
 
@@ -289,7 +371,7 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
             })
         })?;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
-    let proto = braid_proto::Session::connect(cfg, rand::random(), clock::now())?;
+    let proto = braid_proto::Session::connect(cfg, rand::random(), clock::now(), os_seed())?;
     let routes = paths
         .iter()
         .enumerate()
@@ -325,11 +407,16 @@ impl Listener {
     /// Listens at `addr`; accepted sessions use `cfg` (the client's
     /// parameters are capped by it). Needs a tokio runtime.
     pub fn bind(addr: SocketAddr, cfg: SessionConfig) -> Result<Listener> {
-        cfg.validate()?;
+        cfg.validate_for(Role::Server)?;
         let endpoint =
             Endpoint::bind(addr).map_err(|e| rename(e, format!("cannot listen on {addr}")))?;
         let (tx, rx) = mpsc::channel(ACCEPT_BACKLOG);
-        *lock(&endpoint.inner.accepting) = Some(Accepting { cfg, queue: tx });
+        *lock(&endpoint.inner.accepting) = Some(Accepting {
+            cfg,
+            queue: tx,
+            retry_key: RetryKey::new(os_seed()),
+            half_open: Arc::default(),
+        });
         Ok(Listener {
             endpoint,
             queue: tokio::sync::Mutex::new(rx),

@@ -78,7 +78,8 @@ impl Error {
                 reason: reason.clone(),
             },
             SessionError::AllPathsClosed => Error::AllPathsDown(Duration::ZERO),
-            SessionError::VersionMismatch { .. }
+            SessionError::UnauthenticatedRefusal { .. }
+            | SessionError::VersionMismatch { .. }
             | SessionError::UnknownController(_)
             | SessionError::Protocol(_) => Error::Protocol(e.clone()),
         }

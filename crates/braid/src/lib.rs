@@ -3,11 +3,21 @@
 //! applies the simulator's link model to real packets.
 //!
 //! ```no_run
-//! use braid::{connect, Listener, PathSpec, SessionConfig};
+//! use braid::{connect, Listener, PathSpec, Security, SessionConfig};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
 //!
 //! # async fn demo() -> anyhow::Result<()> {
-//! let listener = Listener::bind("127.0.0.1:0".parse()?, SessionConfig::default())?;
+//! // The server's long-term key; clients pin its public half.
+//! let key = braid::random_keypair();
+//! let client_cfg = SessionConfig {
+//!     security: Security::pinned(key.public()),
+//!     ..SessionConfig::default()
+//! };
+//! let server_cfg = SessionConfig {
+//!     security: Security::server(key),
+//!     ..SessionConfig::default()
+//! };
+//! let listener = Listener::bind("127.0.0.1:0".parse()?, server_cfg)?;
 //! let to = listener.local_addr();
 //! let server = tokio::spawn(async move {
 //!     let mut s = listener.accept().await?;
@@ -17,7 +27,7 @@
 //!     anyhow::Ok(got)
 //! });
 //! // One connection; give several PathSpecs for several.
-//! let mut s = connect(&[PathSpec::to(to)], SessionConfig::default()).await?;
+//! let mut s = connect(&[PathSpec::to(to)], client_cfg).await?;
 //! s.write_all(b"hello").await?;
 //! s.shutdown().await?; // returns once everything was acknowledged
 //! assert_eq!(server.await??, b"hello");
@@ -32,8 +42,15 @@ pub mod relay;
 mod session;
 pub mod udp;
 
-pub use braid_proto::{PathSample, PathState, SessionConfig, SessionStats};
+pub use braid_proto::{
+    Keypair, PathSample, PathState, PublicKey, Security, SessionConfig, SessionStats,
+};
 pub use endpoint::{connect, Endpoint, Listener, PathSpec};
 pub use error::{Error, Result};
 pub use relay::{Relay, RelayConfig, RelayStats};
 pub use session::{Monitor, Session};
+
+/// A fresh key pair from the operating system's random source.
+pub fn random_keypair() -> Keypair {
+    Keypair::generate(endpoint::os_seed())
+}

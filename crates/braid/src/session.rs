@@ -14,8 +14,10 @@ use std::task::{Context, Poll, Waker};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{broadcast, Notify};
 
-/// Per-connection samples buffered for a slow subscriber before the oldest are dropped.
-const SAMPLE_CHANNEL: usize = 4096;
+/// Per-connection samples buffered for a slow subscriber before the oldest
+/// are dropped (25 s of one connection at the default 100 ms interval). The
+/// channel is allocated with the session, half-open ones included.
+const SAMPLE_CHANNEL: usize = 256;
 
 /// Where one connection's datagrams go: a local socket and a remote address.
 #[derive(Clone)]

@@ -96,6 +96,12 @@ impl UdpIo {
         }
     }
 
+    /// Sends one small datagram now if the socket has room, or drops it
+    /// (stateless answers such as retries are not worth waiting for).
+    pub fn try_send_to(&self, to: SocketAddr, datagram: &[u8]) -> io::Result<()> {
+        self.io.try_send_to(datagram, to).map(|_| ())
+    }
+
     /// Receives a batch; each `meta[i]` describes `bufs[i]`, which may hold
     /// several datagrams of `meta[i].stride` bytes (GRO).
     pub async fn recv(

@@ -2,11 +2,27 @@
 //! path that fails and comes back, and every path failing.
 
 use braid::{connect, Error, Listener, PathSpec, Relay, RelayConfig, SessionConfig};
+use braid::{Keypair, Security};
 use braid_sim::units::Rate;
 use braid_sim::LinkConfig;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A sealed pair of configurations: the listener's key pinned by the client.
+fn server_cfg() -> SessionConfig {
+    SessionConfig {
+        security: Security::server(Keypair::generate([7; 32])),
+        ..SessionConfig::default()
+    }
+}
+
+fn client_cfg() -> SessionConfig {
+    SessionConfig {
+        security: Security::pinned(Keypair::generate([7; 32]).public()),
+        ..SessionConfig::default()
+    }
+}
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -46,7 +62,7 @@ fn content(len: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lossy_reordering_paths_survive_a_relay_restart() {
-    let listener = Listener::bind(loopback(), SessionConfig::default()).unwrap();
+    let listener = Listener::bind(loopback(), server_cfg()).unwrap();
     let server = listener.local_addr();
     let link_a = lossy_jittery(20, 5, 3, 0.02);
     let link_b = lossy_jittery(10, 15, 5, 0.01);
@@ -57,7 +73,7 @@ async fn lossy_reordering_paths_survive_a_relay_restart() {
 
     let data = content(10 << 20);
     let paths = [PathSpec::to(relay_a.local_addr()), PathSpec::to(b_addr)];
-    let mut session = connect(&paths, SessionConfig::default()).await.unwrap();
+    let mut session = connect(&paths, client_cfg()).await.unwrap();
     let monitor = session.monitor();
     let sender = tokio::spawn(async move {
         session.write_all(&data).await?;
@@ -101,7 +117,7 @@ fn path_acked(monitor: &braid::Monitor, path: u8) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_every_path_is_an_all_paths_down_error() {
-    let listener = Listener::bind(loopback(), SessionConfig::default()).unwrap();
+    let listener = Listener::bind(loopback(), server_cfg()).unwrap();
     let server = listener.local_addr();
     let link = LinkConfig::new(Rate::mbit(20), Duration::from_millis(5));
     let relay_a = relay(loopback(), server, link.clone(), 1);
@@ -109,7 +125,7 @@ async fn losing_every_path_is_an_all_paths_down_error() {
     let _receiver = hashing_receiver(listener);
     let cfg = SessionConfig {
         idle_timeout: Duration::from_millis(1500),
-        ..SessionConfig::default()
+        ..client_cfg()
     };
     let paths = [
         PathSpec::to(relay_a.local_addr()),

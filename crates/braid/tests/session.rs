@@ -1,9 +1,25 @@
 //! Sessions on loopback sockets: delivery, graceful close, abort, failures.
 
 use braid::{connect, Error, Listener, PathSpec, SessionConfig};
+use braid::{Keypair, Security};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A sealed pair of configurations: the listener's key pinned by the client.
+fn server_cfg() -> SessionConfig {
+    SessionConfig {
+        security: Security::server(Keypair::generate([7; 32])),
+        ..SessionConfig::default()
+    }
+}
+
+fn client_cfg() -> SessionConfig {
+    SessionConfig {
+        security: Security::pinned(Keypair::generate([7; 32]).public()),
+        ..SessionConfig::default()
+    }
+}
 
 fn localhost() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -15,7 +31,7 @@ fn pattern(len: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_close_delivers_everything_both_ways() {
-    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
     let to = listener.local_addr();
     let data = pattern(8 << 20);
     let expected = data.clone();
@@ -27,9 +43,7 @@ async fn graceful_close_delivers_everything_both_ways() {
         s.shutdown().await.unwrap();
         got
     });
-    let mut s = connect(&[PathSpec::to(to)], SessionConfig::default())
-        .await
-        .unwrap();
+    let mut s = connect(&[PathSpec::to(to)], client_cfg()).await.unwrap();
     s.write_all(&data).await.unwrap();
     s.shutdown().await.unwrap();
     let mut reply = Vec::new();
@@ -50,7 +64,7 @@ async fn graceful_close_delivers_everything_both_ways() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_connections_on_one_socket_share_the_stream() {
-    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
     let to = listener.local_addr();
     let data = pattern(4 << 20);
     let expected = data.clone();
@@ -61,12 +75,9 @@ async fn two_connections_on_one_socket_share_the_stream() {
         s.shutdown().await.unwrap();
         (got, s.paths().len())
     });
-    let mut s = connect(
-        &[PathSpec::to(to), PathSpec::to(to)],
-        SessionConfig::default(),
-    )
-    .await
-    .unwrap();
+    let mut s = connect(&[PathSpec::to(to), PathSpec::to(to)], client_cfg())
+        .await
+        .unwrap();
     s.write_all(&data).await.unwrap();
     s.shutdown().await.unwrap();
     let (got, server_paths) = server.await.unwrap();
@@ -79,7 +90,7 @@ async fn two_connections_on_one_socket_share_the_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_surfaces_as_an_error_on_the_other_side() {
-    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
     let to = listener.local_addr();
     let server = tokio::spawn(async move {
         let mut s = listener.accept().await.unwrap();
@@ -92,9 +103,7 @@ async fn abort_surfaces_as_an_error_on_the_other_side() {
             }
         }
     });
-    let mut s = connect(&[PathSpec::to(to)], SessionConfig::default())
-        .await
-        .unwrap();
+    let mut s = connect(&[PathSpec::to(to)], client_cfg()).await.unwrap();
     s.write_all(&pattern(100_000)).await.unwrap();
     s.abort(7, "changed my mind");
     let err = tokio::time::timeout(Duration::from_secs(10), server)
@@ -118,7 +127,7 @@ async fn handshake_to_nobody_fails_within_the_timeout() {
         .unwrap();
     let cfg = SessionConfig {
         handshake_timeout: Duration::from_millis(800),
-        ..SessionConfig::default()
+        ..client_cfg()
     };
     let started = Instant::now();
     let err = connect(&[PathSpec::to(nobody)], cfg).await.unwrap_err();
@@ -131,8 +140,8 @@ async fn handshake_to_nobody_fails_within_the_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listening_on_a_port_in_use_is_a_clear_error() {
-    let first = Listener::bind(localhost(), SessionConfig::default()).unwrap();
-    let err = Listener::bind(first.local_addr(), SessionConfig::default()).unwrap_err();
+    let first = Listener::bind(localhost(), server_cfg()).unwrap();
+    let err = Listener::bind(first.local_addr(), server_cfg()).unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.contains("cannot listen on") && msg.contains("address already in use"),
@@ -144,7 +153,7 @@ async fn listening_on_a_port_in_use_is_a_clear_error() {
 async fn a_hundred_concurrent_sessions_on_one_listener_all_verify() {
     const SESSIONS: usize = 100;
     const BYTES: usize = 1 << 20;
-    let listener = Listener::bind(localhost(), SessionConfig::default()).unwrap();
+    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
     let to = listener.local_addr();
     let server = tokio::spawn(async move {
         let mut handlers = Vec::new();
@@ -170,9 +179,7 @@ async fn a_hundred_concurrent_sessions_on_one_listener_all_verify() {
     for i in 0..SESSIONS {
         clients.push(tokio::spawn(async move {
             let data: Vec<u8> = (0..BYTES).map(|j| ((i * 7 + j) % 253) as u8).collect();
-            let mut s = connect(&[PathSpec::to(to)], SessionConfig::default())
-                .await
-                .unwrap();
+            let mut s = connect(&[PathSpec::to(to)], client_cfg()).await.unwrap();
             s.write_all(&data).await.unwrap();
             s.shutdown().await.unwrap();
             let mut echo = Vec::new();

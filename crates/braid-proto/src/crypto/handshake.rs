@@ -136,7 +136,10 @@ impl ClientHandshake {
                 .expect("valid IK parameters");
             (mode::PINNED, noise, None, Vec::new())
         } else {
-            let code = sec.code.clone().expect("validated: a client has a peer key or a code");
+            let code = sec
+                .code
+                .clone()
+                .expect("validated: a client has a peer key or a code");
             let seed = rng.seed();
             let (_, msg) = pake_start(&code, true, seed);
             let noise = builder(NN_PSK2, rng)
@@ -290,20 +293,33 @@ mod tests {
     #[test]
     fn pinned_key_and_code_handshakes_complete() {
         let server = Keypair::generate([2; 32]);
-        let (offer, answer) =
-            run(&Security::pinned(server.public()), &Security::server(server.clone())).unwrap();
+        let (offer, answer) = run(
+            &Security::pinned(server.public()),
+            &Security::server(server.clone()),
+        )
+        .unwrap();
         assert_eq!((&offer[..], &answer[..]), (&b"offer"[..], &b"answer"[..]));
-        run(&Security::code("7-tidy-otter"), &Security::code("7-tidy-otter")).unwrap();
+        run(
+            &Security::code("7-tidy-otter"),
+            &Security::code("7-tidy-otter"),
+        )
+        .unwrap();
     }
 
     #[test]
     fn wrong_key_wrong_code_and_unlisted_client_fail() {
         let server = Keypair::generate([2; 32]);
         let other = Keypair::generate([3; 32]);
-        let pinned_wrong = run(&Security::pinned(other.public()), &Security::server(server.clone()));
+        let pinned_wrong = run(
+            &Security::pinned(other.public()),
+            &Security::server(server.clone()),
+        );
         assert_eq!(pinned_wrong.unwrap_err(), HandshakeError::Auth);
         // A wrong code is only found out by the client, when the answer fails.
-        let code = run(&Security::code("7-tidy-otter"), &Security::code("7-tidy-owl"));
+        let code = run(
+            &Security::code("7-tidy-otter"),
+            &Security::code("7-tidy-owl"),
+        );
         assert_eq!(code.unwrap_err(), HandshakeError::Auth);
         let mut only_other = Security::server(server.clone());
         only_other.allowed_clients = vec![other.public()];
@@ -322,7 +338,10 @@ mod tests {
     fn a_forged_answer_does_not_spoil_the_real_one() {
         let server = Keypair::generate([2; 32]);
         for (client, srv) in [
-            (Security::pinned(server.public()), Security::server(server.clone())),
+            (
+                Security::pinned(server.public()),
+                Security::server(server.clone()),
+            ),
             (Security::code("4-lazy-fox"), Security::code("4-lazy-fox")),
         ] {
             let mut rng = SessionRng::new([5; 32]);
@@ -332,7 +351,10 @@ mod tests {
             let (pake, noise, _) = s.answer(b"");
             let mut forged = noise.clone();
             *forged.last_mut().unwrap() ^= 1;
-            assert_eq!(c.read_answer(&pake, &forged).unwrap_err(), HandshakeError::Auth);
+            assert_eq!(
+                c.read_answer(&pake, &forged).unwrap_err(),
+                HandshakeError::Auth
+            );
             c.read_answer(&pake, &noise).unwrap();
         }
     }

@@ -20,10 +20,10 @@ mod validation;
 use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::{ClientHandshake, PacketKeys, SessionRng};
-use crate::replay::ReplayWindow;
 use crate::error::SessionError;
 use crate::path::Path;
 use crate::recv_stream::RecvStream;
+use crate::replay::ReplayWindow;
 use crate::send_stream::SendStream;
 use crate::stats::{PathSample, PathState, SessionStats};
 use crate::Instant;
@@ -187,7 +187,13 @@ impl Session {
         Ok(s)
     }
 
-    fn new(role: Role, cfg: SessionConfig, session_id: u64, now: Instant, seed: [u8; 32]) -> Session {
+    fn new(
+        role: Role,
+        cfg: SessionConfig,
+        session_id: u64,
+        now: Instant,
+        seed: [u8; 32],
+    ) -> Session {
         let send = SendStream::new(
             u32::from(cfg.mtu),
             cfg.send_window,
@@ -686,7 +692,9 @@ impl Session {
             at(p.loss_deadline);
             // An unvalidated connection out of credit acknowledges when
             // the peer's next datagram brings some.
-            if p.unacked_eliciting > 0 && self.amplification_allows(p.id, transmit::CONTROL_ESTIMATE) {
+            if p.unacked_eliciting > 0
+                && self.amplification_allows(p.id, transmit::CONTROL_ESTIMATE)
+            {
                 at(p.ack_deadline);
             }
         }

@@ -1,8 +1,8 @@
 //! Incoming datagrams: validation, handshake, and frame processing.
 
 use super::{close_code, Event, Role, Session, State, CLOSE_REPEATS};
-use crate::crypto::{HandshakeError, ServerHandshake};
 use crate::config::{ConfigError, SessionConfig};
+use crate::crypto::{HandshakeError, ServerHandshake};
 use crate::error::SessionError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
@@ -146,7 +146,10 @@ impl Session {
                     s.refuse(code, reason);
                 } else {
                     s.events.push_back(Event::Connected);
-                    s.paths.get_mut(&path).expect("path exists").hello_ack_pending = true;
+                    s.paths
+                        .get_mut(&path)
+                        .expect("path exists")
+                        .hello_ack_pending = true;
                 }
             }
             _ => unreachable!("matched above"),
@@ -170,8 +173,14 @@ impl Session {
         }
         let paths = hello.paths.clamp(1, self.cfg.max_paths);
         let mtu = hello.mtu.min(self.cfg.mtu).max(64);
-        let send_window = hello.send_window.min(self.cfg.send_window).max(u64::from(mtu));
-        let recv_window = hello.recv_window.min(self.cfg.recv_window).max(u64::from(mtu));
+        let send_window = hello
+            .send_window
+            .min(self.cfg.send_window)
+            .max(u64::from(mtu));
+        let recv_window = hello
+            .recv_window
+            .min(self.cfg.recv_window)
+            .max(u64::from(mtu));
         self.apply_negotiated(mtu, send_window, recv_window, paths, hello.cc.clone());
         Ok(())
     }
@@ -212,7 +221,14 @@ impl Session {
             return false;
         }
         if !self.cfg.security.is_sealed() {
-            return self.handle_authentic(now, path, ecn, datagram.len(), &header, &datagram[HEADER_LEN..]);
+            return self.handle_authentic(
+                now,
+                path,
+                ecn,
+                datagram.len(),
+                &header,
+                &datagram[HEADER_LEN..],
+            );
         }
         let Some(keys) = &self.keys else {
             self.handle_clear_handshake(now, path, ecn, datagram);
@@ -248,13 +264,19 @@ impl Session {
         match frame {
             // A retransmitted opening: repeat our answer where it came from.
             Frame::ClientHello { noise, .. }
-                if self.answer.as_ref().is_some_and(|a| a.client_message == noise)
+                if self
+                    .answer
+                    .as_ref()
+                    .is_some_and(|a| a.client_message == noise)
                     && datagram.len() >= MIN_INITIAL_DATAGRAM
                     && self.paths.get(&path).is_some_and(|p| p.is_usable())
                     && !self.is_closed() =>
             {
                 self.credit_received(path, datagram.len());
-                self.paths.get_mut(&path).expect("path exists").hello_ack_pending = true;
+                self.paths
+                    .get_mut(&path)
+                    .expect("path exists")
+                    .hello_ack_pending = true;
             }
             Frame::ServerHello { pake, noise } if self.client_hs.is_some() => {
                 let hs = self.client_hs.as_mut().expect("checked");
@@ -284,7 +306,14 @@ impl Session {
     }
 
     /// The server's authenticated answer: its parameters, or its refusal.
-    fn on_sealed_answer(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8], answer: &[u8]) {
+    fn on_sealed_answer(
+        &mut self,
+        now: Instant,
+        path: u8,
+        ecn: Ecn,
+        datagram: &[u8],
+        answer: &[u8],
+    ) {
         let header = Header::decode(datagram).expect("decoded before").0;
         // The answer's packet is the peer's like any other from now on.
         self.handle_authentic(now, path, ecn, datagram.len(), &header, &[]);

@@ -126,7 +126,10 @@ impl Session {
         let rto = self.cfg.rto.initial_rto;
         if let Some(v) = self.validations.get_mut(&path) {
             v.sent += 1;
-            v.due = now + rto.mul_f64(2f64.powi(v.sent.min(10) as i32)).min(Duration::from_secs(8));
+            v.due = now
+                + rto
+                    .mul_f64(2f64.powi(v.sent.min(10) as i32))
+                    .min(Duration::from_secs(8));
         }
     }
 

@@ -34,7 +34,11 @@ pub struct Pair {
 impl Pair {
     /// Configurations that choose no protection get a sealed pair: the
     /// server's key pinned by the client.
-    pub fn new(mut client_cfg: SessionConfig, mut server_cfg: SessionConfig, latency: Duration) -> Pair {
+    pub fn new(
+        mut client_cfg: SessionConfig,
+        mut server_cfg: SessionConfig,
+        latency: Duration,
+    ) -> Pair {
         let server_key = Keypair::generate([9; 32]);
         if client_cfg.security == Security::default() {
             client_cfg.security = Security::pinned(server_key.public());
@@ -153,4 +157,3 @@ impl Pair {
         self.server.as_ref().expect("server exists")
     }
 }
-
