@@ -1,9 +1,7 @@
 //! Two sessions wired back to back in virtual time.
 #![allow(dead_code)]
 
-use braid_proto::{
-    Ecn, Event, Instant, Keypair, PathState, Security, Session, SessionConfig, SessionError,
-};
+use braid_proto::{Ecn, Event, Instant, Keypair, Security, Session, SessionConfig};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
