@@ -16,6 +16,7 @@ use rand::RngCore;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -34,6 +35,9 @@ const MAX_HALF_OPEN_PER_SOURCE: usize = 16;
 /// From this many half-open sessions on, a handshake must first echo a
 /// stateless retry token, proving it receives at its source address.
 const RETRY_THRESHOLD: usize = 64;
+/// A listener with a one-time code stops after this many handshakes that
+/// never completed: each is one online guess at the code.
+pub const CODE_GUESS_LIMIT: u32 = 8;
 
 /// What a listening endpoint needs to open server sessions.
 struct Accepting {
@@ -42,6 +46,14 @@ struct Accepting {
     retry_key: RetryKey,
     /// Half-open sessions by id, with their source address.
     half_open: Arc<Mutex<HashMap<u64, IpAddr>>>,
+    failed: Arc<FailedHandshakes>,
+}
+
+/// Handshakes that were answered but never confirmed by the client.
+#[derive(Default)]
+struct FailedHandshakes {
+    count: std::sync::atomic::AtomicU32,
+    changed: tokio::sync::Notify,
 }
 
 /// 32 bytes from the operating system's CSPRNG.
@@ -162,11 +174,20 @@ impl EndpointInner {
                 }
             }
         }
-        let Ok(proto) = braid_proto::Session::accept(a.cfg.clone(), now, path, datagram, os_seed())
+        let Ok(mut proto) =
+            braid_proto::Session::accept(a.cfg.clone(), now, path, datagram, os_seed())
         else {
             return;
         };
-        let refused = proto.error().is_some();
+        if proto.error().is_some() {
+            // A refusal (version, protection mode, parameters) is said once
+            // and keeps no state; the core limits it to 3x the hello.
+            let mut buf = Vec::new();
+            while let Some(t) = proto.poll_transmit(now, &mut buf) {
+                let _ = self.io.try_send_to(from, &buf[..t.size]);
+            }
+            return;
+        }
         let routes = BTreeMap::from([(
             path,
             Route {
@@ -177,18 +198,18 @@ impl EndpointInner {
         let shared = Shared::new(proto, routes);
         self.register(&shared);
         tokio::spawn(drive(shared.clone()));
-        if refused {
-            return; // it only sends its CLOSE
-        }
         // Handed out once the client proves it completed the handshake; a
         // full backlog aborts the session when the handle is dropped.
         lock(&a.half_open).insert(shared.id, from.ip());
-        let (half_open, queue) = (a.half_open.clone(), a.queue.clone());
+        let (half_open, queue, failed) = (a.half_open.clone(), a.queue.clone(), a.failed.clone());
         tokio::spawn(async move {
             let confirmed = shared.wait_for(|g| g.proto.is_peer_confirmed()).await;
             lock(&half_open).remove(&shared.id);
             if confirmed.is_ok() {
                 let _ = queue.try_send(Session::new(shared));
+            } else {
+                failed.count.fetch_add(1, Ordering::Relaxed);
+                failed.changed.notify_waiters();
             }
         });
     }
@@ -401,6 +422,9 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
 pub struct Listener {
     endpoint: Endpoint,
     queue: tokio::sync::Mutex<mpsc::Receiver<Session>>,
+    failed: Arc<FailedHandshakes>,
+    /// With a one-time code: how many failed handshakes end the listener.
+    guess_limit: Option<u32>,
 }
 
 impl Listener {
@@ -411,26 +435,48 @@ impl Listener {
         let endpoint =
             Endpoint::bind(addr).map_err(|e| rename(e, format!("cannot listen on {addr}")))?;
         let (tx, rx) = mpsc::channel(ACCEPT_BACKLOG);
+        let failed = Arc::<FailedHandshakes>::default();
+        let guess_limit = cfg.security.code.is_some().then_some(CODE_GUESS_LIMIT);
         *lock(&endpoint.inner.accepting) = Some(Accepting {
             cfg,
             queue: tx,
             retry_key: RetryKey::new(os_seed()),
             half_open: Arc::default(),
+            failed: failed.clone(),
         });
         Ok(Listener {
             endpoint,
             queue: tokio::sync::Mutex::new(rx),
+            failed,
+            guess_limit,
         })
     }
 
-    /// The next session a client opened.
+    /// The next session whose client completed the handshake. Handshakes
+    /// that fail (a wrong key or code, a forged or lost hello) are not
+    /// sessions; with a one-time code, [`CODE_GUESS_LIMIT`] of them end
+    /// the listener, since each may be an attacker's guess.
     pub async fn accept(&self) -> Result<Session> {
-        self.queue
-            .lock()
-            .await
-            .recv()
-            .await
-            .ok_or(Error::EndpointClosed)
+        let mut queue = self.queue.lock().await;
+        loop {
+            let changed = self.failed.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let failed = self.failed_handshakes();
+            if self.guess_limit.is_some_and(|limit| failed >= limit) {
+                *lock(&self.endpoint.inner.accepting) = None;
+                return Err(Error::CodeGuessLimit(failed));
+            }
+            tokio::select! {
+                s = queue.recv() => return s.ok_or(Error::EndpointClosed),
+                _ = changed => {}
+            }
+        }
+    }
+
+    /// Handshakes answered but never completed by the client.
+    pub fn failed_handshakes(&self) -> u32 {
+        self.failed.count.load(Ordering::Relaxed)
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -41,6 +41,10 @@ pub enum Error {
         kind: io::ErrorKind,
         message: String,
     },
+    /// Too many handshakes with a one-time code failed: someone may be
+    /// guessing it, so the listener stopped.
+    #[error("{0} handshakes failed (wrong code?); stopped listening, since each may be a guess at the code: start again with a new code")]
+    CodeGuessLimit(u32),
     /// The endpoint the session runs on was shut down.
     #[error("the endpoint was closed")]
     EndpointClosed,
@@ -92,6 +96,7 @@ impl Error {
             Error::RetryLimit(_) | Error::AllPathsDown(_) => io::ErrorKind::NotConnected,
             Error::PeerClosed { .. } => io::ErrorKind::ConnectionReset,
             Error::Aborted { .. } | Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
+            Error::CodeGuessLimit(_) => io::ErrorKind::PermissionDenied,
             Error::Protocol(_) => io::ErrorKind::InvalidData,
             Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::Io { kind, .. } => *kind,

@@ -45,7 +45,7 @@ pub mod udp;
 pub use braid_proto::{
     Keypair, PathSample, PathState, PublicKey, Security, SessionConfig, SessionStats,
 };
-pub use endpoint::{connect, Endpoint, Listener, PathSpec};
+pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};
 pub use relay::{Relay, RelayConfig, RelayStats};
 pub use session::{Monitor, Session};
