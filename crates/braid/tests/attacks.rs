@@ -438,15 +438,19 @@ async fn a_wrong_code_is_not_a_session_and_guesses_are_limited() {
     // Guessing ends the listener after CODE_GUESS_LIMIT failures.
     let listener = Listener::bind(addr("127.0.0.1:0"), code("9-amber-walrus")).unwrap();
     let to = listener.local_addr();
-    let guesses = tokio::spawn(async move {
-        for i in 0..braid::CODE_GUESS_LIMIT {
-            let _ = connect(&[PathSpec::to(to)], code(&format!("{i}-amber-walrus"))).await;
-        }
-    });
+    let guesses: Vec<_> = (0..braid::CODE_GUESS_LIMIT)
+        .map(|i| {
+            tokio::spawn(async move {
+                connect(&[PathSpec::to(to)], code(&format!("{i}-amber-walrus"))).await
+            })
+        })
+        .collect();
     let err = tokio::time::timeout(Duration::from_secs(60), listener.accept())
         .await
         .expect("the listener gives up")
         .expect_err("no guess is accepted");
     assert!(matches!(err, braid::Error::CodeGuessLimit(n) if n >= braid::CODE_GUESS_LIMIT));
-    guesses.abort();
+    for g in guesses {
+        assert!(g.await.unwrap().is_err(), "a guess opened a session");
+    }
 }
