@@ -1,7 +1,7 @@
 //! Sealing and opening datagrams with the handshake's directional keys.
 
 use crate::wire::{HEADER_LEN, MBECN_OFFSET};
-use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 
 /// Bytes the AEAD tag adds to every sealed datagram.
 pub const TAG_LEN: usize = 16;
@@ -38,9 +38,8 @@ fn aad(header: &[u8]) -> [u8; HEADER_LEN] {
 
 impl PacketKeys {
     pub fn new(seal: [u8; 32], open: [u8; 32]) -> PacketKeys {
-        let key = |k: [u8; 32]| {
-            LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, &k).expect("32-byte key"))
-        };
+        let key =
+            |k: [u8; 32]| LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &k).expect("32-byte key"));
         PacketKeys {
             seal: key(seal),
             open: key(open),
