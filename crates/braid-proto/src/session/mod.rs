@@ -46,8 +46,10 @@ pub(crate) mod close_code {
 }
 
 /// A server session the client has not confirmed (by a packet only our
-/// answer lets it make) within this long is dropped: half-open sessions
-/// cost memory that anyone who can send a datagram could claim.
+/// answer lets it make) within this long of its last opening is dropped:
+/// half-open sessions cost memory that anyone who can send a datagram
+/// could claim. A client repeats its opening at least every 4 s (1 s
+/// doubling) while it waits, so a lost answer does not expire it.
 const UNCONFIRMED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Something the application should know.
@@ -155,7 +157,8 @@ pub struct Session {
     validations: BTreeMap<u8, validation::Validation>,
     /// PATH_RESPONSEs owed: connection and data.
     responses: VecDeque<(u8, [u8; 8])>,
-    created: Instant,
+    /// When the client's opening last arrived (the first or a repeat).
+    last_hello: Instant,
 }
 
 impl Session {
@@ -236,7 +239,7 @@ impl Session {
             replay: BTreeMap::new(),
             validations: BTreeMap::new(),
             responses: VecDeque::new(),
-            created: now,
+            last_hello: now,
             cfg,
         }
     }
@@ -611,7 +614,7 @@ impl Session {
     /// A server that the client has not confirmed gives up on it then.
     fn unconfirmed_deadline(&self) -> Option<Instant> {
         (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
-            .then(|| self.created + UNCONFIRMED_TIMEOUT)
+            .then(|| self.last_hello + UNCONFIRMED_TIMEOUT)
     }
 
     fn keep_alive_deadline(&self) -> Option<Instant> {

@@ -273,6 +273,7 @@ impl Session {
                     && !self.is_closed() =>
             {
                 self.credit_received(path, datagram.len());
+                self.last_hello = now;
                 self.paths
                     .get_mut(&path)
                     .expect("path exists")
@@ -451,6 +452,7 @@ impl Session {
             }
             Frame::Hello(_) => {
                 if self.role == Role::Server {
+                    self.last_hello = now;
                     if let Some(p) = self.paths.get_mut(&path) {
                         p.hello_ack_pending = true;
                     }
