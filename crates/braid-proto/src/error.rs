@@ -14,6 +14,9 @@ pub enum SessionError {
     /// cannot authenticate itself to us, or a forgery: not trusted either way).
     #[error("handshake timed out after {after:?} without an authenticated answer; an unauthenticated packet said: {said}")]
     UnauthenticatedRefusal { after: Duration, said: String },
+    /// Answers arrived but none authenticated within the handshake timeout.
+    #[error("handshake failed after {0:?}: the server answered, but its answer did not authenticate (a wrong code, or forged answers)")]
+    HandshakeUnauthenticated(Duration),
     /// The peer speaks another protocol version.
     #[error("peer speaks protocol version {peer}, we speak {ours}")]
     VersionMismatch { ours: u8, peer: u8 },

@@ -38,3 +38,46 @@ fn repeated_openings_keep_a_half_open_server_alive() {
         assert!(pair.now > lost_until);
     }
 }
+
+/// A client that pinned another key learns why from the server's refusal,
+/// which, in clear, is only reported once the handshake timed out.
+#[test]
+fn a_wrong_pinned_key_is_named_after_the_timeout() {
+    use braid_proto::{Keypair, Security, SessionError};
+    let client = SessionConfig {
+        security: Security::pinned(Keypair::generate([8; 32]).public()),
+        handshake_timeout: Duration::from_secs(2),
+        ..SessionConfig::default()
+    };
+    let mut pair = Pair::new(client, SessionConfig::default(), 10 * MS);
+    pair.drive_until(Duration::from_secs(10), |p| p.client.error().is_some());
+    match pair.client.error() {
+        Some(SessionError::UnauthenticatedRefusal { said, .. }) => {
+            assert!(said.contains("another key"), "{said}")
+        }
+        e => panic!("{e:?}"),
+    }
+    // The server's side is a refusal: it only says why, and is over.
+    assert!(pair.server().error().is_some());
+}
+
+/// With a wrong one-time code the server answers, but its answer cannot
+/// authenticate: the client says so rather than "no answer".
+#[test]
+fn a_wrong_code_is_reported_as_an_unauthenticated_answer() {
+    use braid_proto::{Security, SessionError};
+    let with = |code: &str| SessionConfig {
+        security: Security::code(code),
+        handshake_timeout: Duration::from_secs(2),
+        ..SessionConfig::default()
+    };
+    let mut pair = Pair::new(with("4-lemon-drop"), with("4-lemon-crop"), 10 * MS);
+    pair.drive_until(Duration::from_secs(10), |p| p.client.error().is_some());
+    assert_eq!(
+        pair.client.error(),
+        Some(&SessionError::HandshakeUnauthenticated(
+            Duration::from_secs(2)
+        ))
+    );
+    assert!(pair.client.stats().forged_dropped >= 1);
+}

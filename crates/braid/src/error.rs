@@ -83,6 +83,7 @@ impl Error {
             },
             SessionError::AllPathsClosed => Error::AllPathsDown(Duration::ZERO),
             SessionError::UnauthenticatedRefusal { .. }
+            | SessionError::HandshakeUnauthenticated(_)
             | SessionError::VersionMismatch { .. }
             | SessionError::UnknownController(_)
             | SessionError::Protocol(_) => Error::Protocol(e.clone()),

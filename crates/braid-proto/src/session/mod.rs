@@ -151,6 +151,9 @@ pub struct Session {
     retries: u32,
     /// What an unauthenticated refusal said, shown if the handshake fails.
     refusal_hint: Option<String>,
+    /// Server answers that did not authenticate (a wrong code or key, or
+    /// forgeries): what a handshake timeout then reports.
+    unauthentic_answers: u32,
     /// Scratch space where datagrams are opened.
     open_buf: Vec<u8>,
     replay: BTreeMap<u8, ReplayWindow>,
@@ -235,6 +238,7 @@ impl Session {
             retry_token: Vec::new(),
             retries: 0,
             refusal_hint: None,
+            unauthentic_answers: 0,
             open_buf: Vec::new(),
             replay: BTreeMap::new(),
             validations: BTreeMap::new(),
@@ -516,6 +520,9 @@ impl Session {
                             after: self.cfg.handshake_timeout,
                             said,
                         },
+                        None if self.unauthentic_answers > 0 => {
+                            SessionError::HandshakeUnauthenticated(self.cfg.handshake_timeout)
+                        }
                         None => SessionError::HandshakeTimeout(self.cfg.handshake_timeout),
                     };
                     self.fail(err);

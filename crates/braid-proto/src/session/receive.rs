@@ -106,15 +106,23 @@ impl Session {
             Frame::ClientHello {
                 mode, pake, noise, ..
             } => {
-                let (hs, offer) = ServerHandshake::read(
+                let read = ServerHandshake::read(
                     &s.cfg.security,
                     header.session_id,
                     mode,
                     pake,
                     noise,
                     &mut s.rng,
-                )
-                .map_err(|e| AcceptError::Handshake(handshake_reason(e)))?;
+                );
+                let (hs, offer) = match read {
+                    Ok(r) => r,
+                    // Said in clear, so only a hint to the client; it helps
+                    // a user who pinned the wrong key.
+                    Err(e) => {
+                        s.refuse(close_code::SECURITY, handshake_reason(e).into());
+                        return Ok(s);
+                    }
+                };
                 let hello = match Frames::new(&offer).next() {
                     Some(Ok(Frame::Hello(h))) => h,
                     _ => return Err(AcceptError::Handshake("no parameters in the handshake")),
@@ -287,7 +295,10 @@ impl Session {
                         self.client_hs = None;
                         self.on_sealed_answer(now, path, ecn, datagram, &answer);
                     }
-                    Err(_) => self.counters.forged += 1,
+                    Err(_) => {
+                        self.counters.forged += 1;
+                        self.unauthentic_answers += 1;
+                    }
                 }
             }
             Frame::Retry { token } if self.client_hs.is_some() && self.retries < MAX_RETRIES => {
@@ -566,8 +577,12 @@ impl Session {
 
 fn handshake_reason(e: HandshakeError) -> &'static str {
     match e {
-        HandshakeError::Mode => "handshake mode not offered",
-        HandshakeError::Auth => "handshake did not authenticate",
-        HandshakeError::NotAllowed => "client key not allowed",
+        HandshakeError::Mode => {
+            "the server does not offer this handshake (a key where it expects a code, or the reverse)"
+        }
+        HandshakeError::Auth => {
+            "the handshake did not authenticate: the client pinned another key than this server's"
+        }
+        HandshakeError::NotAllowed => "the server does not accept this client's key",
     }
 }
