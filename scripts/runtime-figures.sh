@@ -10,6 +10,9 @@ B=target/release/braid
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 head -c 100000000 /dev/urandom > "$work/100MB.bin"
+# Sealed, as users run it: the receiver's key, pinned by the sender.
+$B keygen -o "$work/recv.key" >/dev/null 2>&1
+peer=$(cat "$work/recv.key.pub")
 
 port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -19,7 +22,7 @@ transfer() {
     local rport; rport=$(port)
     local to=127.0.0.1:$rport
     /usr/bin/time -f "%U %S" -o "$work/recv.cpu" \
-        $B recv --listen "127.0.0.1:$rport" --output "$work/out.bin" --quiet 2>"$work/recv.log" &
+        $B recv --listen "127.0.0.1:$rport" --output "$work/out.bin" --overwrite --key "$work/recv.key" --quiet 2>"$work/recv.log" &
     local recv=$!
     if [ $# -gt 0 ]; then
         local lport; lport=$(port)
@@ -29,7 +32,7 @@ transfer() {
     fi
     sleep 0.3
     /usr/bin/time -f "%U %S" -o "$work/send.cpu" \
-        $B send "$work/100MB.bin" --to "$to" --json > "$work/send.json"
+        $B send "$work/100MB.bin" --to "$to" --peer "$peer" --json > "$work/send.json"
     wait $recv
     [ -n "${relay:-}" ] && kill -INT $relay && wait $relay 2>/dev/null || true
     cmp -s "$work/100MB.bin" "$work/out.bin" || { echo "$label: FILES DIFFER"; exit 1; }

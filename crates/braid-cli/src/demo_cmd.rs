@@ -6,7 +6,7 @@ use crate::progress::Progress;
 use crate::summary::Ended;
 use crate::transfer::{self, Header, Output};
 use anyhow::{bail, Context as _};
-use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, SessionConfig};
+use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, Security, SessionConfig};
 use braid_sim::link::QueueLimit;
 use braid_sim::units::{format_duration, parse_duration, parse_size};
 use braid_sim::LinkConfig;
@@ -113,12 +113,21 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if plans.len() > 255 {
         bail!("at most 255 paths");
     }
-    crate::runtime()?.block_on(demo(args, plans))
+    crate::block_on(demo(args, plans))?
 }
 
 async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> {
     let localhost: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let listener = Listener::bind(localhost, SessionConfig::default())?;
+    // Sealed, as a real transfer: the receiver's key, pinned by the sender.
+    let key = braid::random_keypair();
+    let pinned = Security::pinned(key.public());
+    let listener = Listener::bind(
+        localhost,
+        SessionConfig {
+            security: Security::server(key),
+            ..SessionConfig::default()
+        },
+    )?;
     let mut relays = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let mut cfg = RelayConfig::new(localhost, listener.local_addr(), plan.link.clone());
@@ -141,13 +150,17 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
 
     let receiver = tokio::spawn(async move {
         let mut session = listener.accept().await?;
-        let result = transfer::receive(&mut session, &Output::Discard, &Progress::disabled()).await;
+        let result =
+            transfer::receive(&mut session, &Output::Discard, false, &Progress::disabled()).await;
         crate::linger(&session).await;
         let config = session.config();
         anyhow::Ok((result, session.stats(), config))
     });
 
-    let mut cfg = SessionConfig::default();
+    let mut cfg = SessionConfig {
+        security: pinned,
+        ..SessionConfig::default()
+    };
     if let Some(cc) = &args.cc {
         cfg.cc = cc.clone();
     }

@@ -2,12 +2,14 @@
 
 mod bench;
 mod demo_cmd;
+mod keys;
 mod progress;
 mod recv_cmd;
 mod relay_cmd;
 mod send_cmd;
 mod sim_cmd;
 mod summary;
+mod text;
 mod transfer;
 
 use anyhow::Context as _;
@@ -35,6 +37,8 @@ enum Command {
     Send(send_cmd::SendArgs),
     /// Receive a file from `braid send`, verify it (BLAKE3) and keep it.
     Recv(recv_cmd::RecvArgs),
+    /// Write a key pair for `braid recv --key` (secret mode 0600, public in FILE.pub).
+    Keygen(keys::KeygenArgs),
     /// Run a scenario file in the deterministic simulator (no FILE: a built-in two-path example).
     Sim(sim_cmd::SimArgs),
     /// Forward UDP both ways through the simulator's link model in real time (one emulated path per relay).
@@ -52,18 +56,41 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo_cmd::run(args),
         Command::Send(args) => send_cmd::run(args),
         Command::Recv(args) => recv_cmd::run(args),
+        Command::Keygen(args) => keys::keygen(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Relay(args) => relay_cmd::run(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("braid: {e:#} (see braid --help)");
+            ExitCode::from(2)
+        }
         Err(e) => {
-            eprintln!("braid: {e:#}");
+            eprintln!("braid: {}", text::escape(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
 }
+
+/// A command line that cannot work, found after parsing (exit status 2).
+#[derive(Debug)]
+pub struct UsageError(String);
+
+impl UsageError {
+    pub fn new(message: impl Into<String>) -> UsageError {
+        UsageError(message.into())
+    }
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 /// Help and version print in full; a bad command line is one line and exit 2.
 fn usage_error(e: clap::Error) -> ExitCode {
@@ -77,24 +104,50 @@ fn usage_error(e: clap::Error) -> ExitCode {
         e.exit();
     }
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("bad command line");
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("bad command line");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("braid: {first} (see braid --help)");
+    // What is missing is listed on the indented lines that follow.
+    let details: Vec<&str> = lines
+        .take_while(|l| l.starts_with("  "))
+        .map(str::trim)
+        .collect();
+    let message = if details.is_empty() {
+        first.to_owned()
+    } else {
+        format!("{first} {}", details.join(", "))
+    };
+    eprintln!("braid: {message} (see braid --help)");
     ExitCode::from(2)
 }
 
-/// The runtime every networked command runs on.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+/// Runs a networked command on a fresh runtime. The runtime is left behind
+/// rather than shut down in order: a blocking read of stdin may never
+/// return, and the process is about to exit anyway.
+fn block_on<T>(command: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")
+        .context("cannot start the async runtime")?;
+    let out = runtime.block_on(command);
+    runtime.shutdown_background();
+    Ok(out)
 }
 
-/// `ip:port`, `[ipv6]:port` or `host:port`.
+/// `ip:port`, `[ipv6]:port` or `host:port`; anything without a port is a
+/// usage error, a name that does not resolve a runtime one.
 async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(a) = addr.parse() {
         return Ok(a);
+    }
+    let has_port = addr
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if !has_port {
+        return Err(UsageError::new(format!(
+            "{addr:?} is not an address; expected HOST:PORT, e.g. 127.0.0.1:7000"
+        ))
+        .into());
     }
     tokio::net::lookup_host(addr)
         .await
@@ -117,6 +170,14 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     braid_sim::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// A timeout: zero would fail at once.
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("a timeout must be longer than 0".into()),
+        d => Ok(d),
+    }
+}
+
 /// How a transfer reports: live progress on a terminal, then a summary or JSON.
 #[derive(clap::Args)]
 pub struct ReportArgs {
@@ -133,6 +194,23 @@ impl ReportArgs {
     fn live(&self) -> bool {
         !self.json && !self.quiet
     }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM, with what happened and the exit
+/// status a shell expects (128 + the signal's number).
+async fn interrupted() -> (&'static str, u8) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => ("interrupted (SIGINT)", 130),
+                _ = term.recv() => ("terminated (SIGTERM)", 143),
+            };
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    ("interrupted (SIGINT)", 130)
 }
 
 /// Stops a transfer's live display and lingers for the peer's last packets.

@@ -2,8 +2,8 @@
 
 use crate::progress::{Progress, Side};
 use crate::summary::Ended;
-use crate::transfer::{self, Output};
-use anyhow::bail;
+use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
+use anyhow::{anyhow, bail};
 use braid::{Listener, Session, SessionConfig};
 use clap::Args;
 use std::process::ExitCode;
@@ -22,12 +22,17 @@ pub struct RecvArgs {
     /// Keep accepting transfers (concurrently) instead of exiting after one.
     #[arg(long)]
     keep: bool,
+    /// Replace an existing file of the same name (default: refuse).
+    #[arg(long)]
+    overwrite: bool,
+    #[command(flatten)]
+    security: crate::keys::RecvSecurity,
     #[command(flatten)]
     report: crate::ReportArgs,
 }
 
 pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
-    crate::runtime()?.block_on(recv(args))
+    crate::block_on(recv(args))?
 }
 
 async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
@@ -35,13 +40,43 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
     if matches!(output, Output::Stdout) && args.report.json {
         bail!("--json prints to stdout; it cannot be combined with --output -");
     }
+    if let Output::File(path) = &output {
+        if path.exists() && !args.overwrite {
+            bail!("{} exists; pass --overwrite to replace it", path.display());
+        }
+    }
+    let identity = args.security.resolve()?;
     let addr = crate::resolve(&args.listen).await?;
-    let listener = Listener::bind(addr, SessionConfig::default())?;
-    eprintln!("listening on {}", listener.local_addr());
+    let cfg = SessionConfig {
+        security: identity.security,
+        ..SessionConfig::default()
+    };
+    let listener = Listener::bind(addr, cfg)?;
+    let local = listener.local_addr();
+    let host = if local.ip().is_unspecified() {
+        format!("THIS-HOST:{}", local.port())
+    } else {
+        local.to_string()
+    };
+    eprintln!("listening on {local}");
+    eprintln!(
+        "on the sender: braid send FILE --to {host} {}",
+        identity.sender_option
+    );
     let args = Arc::new(args);
     let output = Arc::new(output);
     loop {
-        let session = listener.accept().await?;
+        let accepted = tokio::select! {
+            s = listener.accept() => Ok(s),
+            signal = crate::interrupted() => Err(signal),
+        };
+        let session = match accepted {
+            Ok(s) => s?,
+            Err((what, status)) => {
+                eprintln!("braid: {what}");
+                return Ok(ExitCode::from(status));
+            }
+        };
         if args.keep {
             let (args, output) = (args.clone(), output.clone());
             tokio::spawn(async move {
@@ -63,7 +98,18 @@ pub async fn receive_one(
     let progress = Progress::new(bar && args.report.live(), None, "recv");
     let watch = progress.watch(session.monitor(), Side::Receiver);
     let started = Instant::now();
-    let result = transfer::receive(&mut session, output, &progress).await;
+    let outcome = tokio::select! {
+        r = transfer::receive(&mut session, output, args.overwrite, &progress) => Ok(r),
+        signal = crate::interrupted() => Err(signal),
+    };
+    // Interrupted, the transfer's partial file is already gone with it.
+    let (result, status) = match outcome {
+        Ok(r) => (r, None),
+        Err((what, status)) => {
+            session.abort(CLOSE_INTERRUPTED, &format!("receiver {what}"));
+            (Err(anyhow!("{what}")), Some(status))
+        }
+    };
     crate::wind_down(watch, &progress, &session).await;
     let config = session.config();
     let stats = session.stats();
@@ -73,7 +119,7 @@ pub async fn receive_one(
             stats.bytes_received,
             false,
             started.elapsed(),
-            Some(format!("{e:#}")),
+            Some(crate::text::escape(&format!("{e:#}"))),
         ),
     };
     let ended = Ended {
@@ -91,16 +137,16 @@ pub async fn receive_one(
     match result {
         Ok(o) => {
             if !args.report.json {
-                let place = o
-                    .path
-                    .map_or("stdout".to_owned(), |p| p.display().to_string());
+                let place = o.path.map_or("stdout".to_owned(), |p| {
+                    crate::text::escape(&p.display().to_string())
+                });
                 eprintln!("verified: BLAKE3 {} -> {place}", o.hash.to_hex());
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("braid: {e:#}");
-            Ok(ExitCode::FAILURE)
+            eprintln!("braid: {}", crate::text::escape(&format!("{e:#}")));
+            Ok(status.map_or(ExitCode::FAILURE, ExitCode::from))
         }
     }
 }

@@ -2,8 +2,9 @@
 
 use crate::progress::{Progress, Side};
 use crate::summary::Ended;
-use crate::transfer::{self, Header};
-use anyhow::{bail, Context as _};
+use crate::transfer::{self, Header, CLOSE_INTERRUPTED};
+use crate::UsageError;
+use anyhow::{anyhow, bail, Context as _};
 use braid::{PathSpec, SessionConfig};
 use clap::Args;
 use std::net::SocketAddr;
@@ -26,49 +27,73 @@ pub struct SendArgs {
     #[arg(long, value_parser = crate::parse_cc)]
     cc: Option<String>,
     /// Give up if the receiver does not answer within this time.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::parse_timeout)]
     handshake_timeout: Duration,
+    #[command(flatten)]
+    security: crate::keys::SendSecurity,
     #[command(flatten)]
     report: crate::ReportArgs,
 }
 
 pub fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
-    crate::runtime()?.block_on(send(args))
+    crate::block_on(send(args))?
 }
 
 async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
-    let (header, input) = open_input(&args.file).await?;
+    let security = args.security.resolve()?;
     let mut remotes = Vec::new();
     for to in &args.to {
         remotes.push(crate::resolve(to).await?);
     }
     let paths = pair(&remotes, &args.bind)?;
+    let (header, input) = open_input(&args.file).await?;
     let mut cfg = SessionConfig {
         handshake_timeout: args.handshake_timeout,
+        security,
         ..SessionConfig::default()
     };
     if let Some(cc) = &args.cc {
         cfg.cc = cc.clone();
     }
-    let mut session = braid::connect(&paths, cfg).await.with_context(|| {
-        format!(
-            "cannot reach {}",
-            args.to
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })?;
+    let connected = tokio::select! {
+        s = braid::connect(&paths, cfg) => Ok(s),
+        signal = crate::interrupted() => Err(signal),
+    };
+    let mut session = match connected {
+        Ok(s) => s.with_context(|| format!("cannot reach {}", args.to.join(", ")))?,
+        Err((what, status)) => {
+            eprintln!("braid: {what}");
+            return Ok(ExitCode::from(status));
+        }
+    };
     let progress = Progress::new(args.report.live(), header.size, "send");
     let watch = progress.watch(session.monitor(), Side::Sender);
     let started = Instant::now();
-    let result = transfer::send(&mut session, &header, input, &progress).await;
+    let monitor = session.monitor();
+    let outcome = tokio::select! {
+        r = transfer::send(&mut session, &header, input, &progress) => Ok(r),
+        // Noticed even while waiting for input, as from a stalled pipe.
+        e = monitor.failed() => Ok(Err(e.into())),
+        signal = crate::interrupted() => Err(signal),
+    };
+    let (result, status) = match outcome {
+        Ok(r) => (r, None),
+        Err((what, status)) => {
+            // The receiver learns why at once, and deletes its partial file.
+            session.abort(CLOSE_INTERRUPTED, &format!("sender {what}"));
+            (Err(anyhow!("{what}")), Some(status))
+        }
+    };
     crate::wind_down(watch, &progress, &session).await;
     let config = session.config();
     let (delivered, verified, elapsed, error) = match &result {
         Ok(o) => (o.bytes, true, o.elapsed, None),
-        Err(e) => (0, false, started.elapsed(), Some(format!("{e:#}"))),
+        Err(e) => (
+            0,
+            false,
+            started.elapsed(),
+            Some(crate::text::escape(&format!("{e:#}"))),
+        ),
     };
     let ended = Ended {
         role: "braid send",
@@ -90,8 +115,8 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("braid: {e:#}");
-            Ok(ExitCode::FAILURE)
+            eprintln!("braid: {}", crate::text::escape(&format!("{e:#}")));
+            Ok(status.map_or(ExitCode::FAILURE, ExitCode::from))
         }
     }
 }
@@ -127,7 +152,11 @@ async fn open_input(file: &PathBuf) -> anyhow::Result<(Header, Input)> {
 /// One connection per --to; --bind gives one local address for all, or one each.
 pub fn pair(remotes: &[SocketAddr], binds: &[SocketAddr]) -> anyhow::Result<Vec<PathSpec>> {
     if remotes.len() > 255 {
-        bail!("at most 255 connections ({} --to given)", remotes.len());
+        return Err(UsageError::new(format!(
+            "at most 255 connections ({} --to given)",
+            remotes.len()
+        ))
+        .into());
     }
     match binds.len() {
         0 => Ok(remotes.iter().map(|&r| PathSpec::to(r)).collect()),
@@ -154,9 +183,10 @@ pub fn pair(remotes: &[SocketAddr], binds: &[SocketAddr]) -> anyhow::Result<Vec<
                 remote,
             })
             .collect()),
-        n => bail!(
+        n => Err(UsageError::new(format!(
             "{n} --bind for {} --to: give one --bind, one per --to, or one --to",
             remotes.len()
-        ),
+        ))
+        .into()),
     }
 }

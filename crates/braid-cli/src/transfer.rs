@@ -4,7 +4,10 @@
 //! size (u64, `u64::MAX` if unknown, as for stdin), the content, then the
 //! BLAKE3 hash of the content (32 bytes) and the end of the stream.
 //! Receiver to sender: `OK <hex hash>\n` once the content was verified and
-//! is in place under its final name, or `ERR <reason>\n`.
+//! is in place under its final name. A receiver that fails (a write error,
+//! a file it may not replace, a corrupted transfer) or is interrupted aborts
+//! the session with the reason, which reaches the sender within a round
+//! trip, even while it is still sending.
 
 use anyhow::{bail, Context as _};
 use braid::Session;
@@ -20,8 +23,12 @@ const CHUNK: usize = 256 * 1024;
 const UNKNOWN_SIZE: u64 = u64::MAX;
 /// Longest verdict line read back.
 const MAX_VERDICT: u64 = 4096;
-/// How long a failing receiver tries to tell the sender why.
-const ERR_GRACE: Duration = Duration::from_secs(2);
+/// Close codes of the application (the core's own are below 16).
+pub const CLOSE_FAILED: u64 = 16;
+pub const CLOSE_INTERRUPTED: u64 = 17;
+/// Longest part of a file name kept in its temporary file's name, so that
+/// names of up to 255 bytes (the usual file-system limit) still fit.
+const TEMP_NAME_PART: usize = 64;
 
 /// What precedes the content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,8 +129,10 @@ pub async fn send(
             elapsed: started.elapsed(),
             path: None,
         }),
-        Some(("OK", hex)) => bail!("the receiver computed another hash ({hex}): content corrupted"),
-        Some(("ERR", reason)) => bail!("the receiver failed: {reason}"),
+        Some(("OK", hex)) => bail!(
+            "the receiver computed another hash ({}): content corrupted",
+            crate::text::escape(hex)
+        ),
         _ => bail!("the receiver closed without a verdict"),
     }
 }
@@ -178,33 +187,31 @@ fn check_writable(dir: &Path) -> anyhow::Result<()> {
 fn safe_name(name: &str) -> anyhow::Result<&str> {
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
     if base.is_empty() || base == "." || base == ".." {
-        bail!("the sender's file name {name:?} is not usable");
+        bail!(
+            "the sender's file name \"{}\" is not usable",
+            crate::text::escape(name)
+        );
     }
     Ok(base)
 }
 
-/// Receives one file into `output`, verifies it and tells the sender.
+/// Receives one file into `output`, verifies it and tells the sender: the
+/// verdict, or an abort with the reason.
 pub async fn receive(
     session: &mut Session,
     output: &Output,
+    overwrite: bool,
     progress: &Progress,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let result = receive_inner(session, output, progress, started).await;
+    let result = receive_inner(session, output, overwrite, progress, started).await;
     match &result {
         Ok(o) => {
             let line = format!("OK {}\n", o.hash.to_hex());
             session.write_all(line.as_bytes()).await?;
             session.shutdown().await?;
         }
-        Err(e) => {
-            let line = format!("ERR {e:#}\n");
-            let tell = async {
-                session.write_all(line.as_bytes()).await?;
-                session.shutdown().await
-            };
-            let _ = tokio::time::timeout(ERR_GRACE, tell).await;
-        }
+        Err(e) => session.abort(CLOSE_FAILED, &format!("receiver failed: {e:#}")),
     }
     result
 }
@@ -212,6 +219,7 @@ pub async fn receive(
 async fn receive_inner(
     session: &mut Session,
     output: &Output,
+    overwrite: bool,
     progress: &Progress,
     started: Instant,
 ) -> anyhow::Result<Outcome> {
@@ -239,6 +247,12 @@ async fn receive_inner(
             })
         }
         Some(target) => {
+            if !overwrite && target.exists() {
+                bail!(
+                    "{} exists on the receiver (start it with --overwrite to replace files)",
+                    target.display()
+                );
+            }
             let dir = match target.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                 _ => PathBuf::from("."),
@@ -246,7 +260,7 @@ async fn receive_inner(
             // Removed on drop unless persisted: an incomplete transfer
             // never leaves a file that looks complete.
             let part = tempfile::Builder::new()
-                .prefix(&format!(".{}.", safe_name(&header.name).unwrap_or("braid")))
+                .prefix(&format!(".{}.", temp_name_part(&header.name)))
                 .suffix(".braid-part")
                 .tempfile_in(&dir)
                 .with_context(|| format!("cannot create a file in {}", dir.display()))?;
@@ -264,8 +278,14 @@ async fn receive_inner(
                     .as_file()
                     .set_permissions(std::fs::Permissions::from_mode(0o644));
             }
-            part.persist(&target)
-                .with_context(|| format!("renaming into {}", target.display()))?;
+            // Without --overwrite the rename refuses an existing file, even
+            // one that appeared during the transfer.
+            let persisted = if overwrite {
+                part.persist(&target).map(drop)
+            } else {
+                part.persist_noclobber(&target).map(drop)
+            };
+            persisted.with_context(|| format!("renaming into {}", target.display()))?;
             Ok(Outcome {
                 bytes,
                 hash,
@@ -274,6 +294,16 @@ async fn receive_inner(
             })
         }
     }
+}
+
+/// The start of the sender's (safe) name, cut at a character boundary.
+fn temp_name_part(name: &str) -> &str {
+    let name = safe_name(name).unwrap_or("braid");
+    let mut end = name.len().min(TEMP_NAME_PART);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
 }
 
 /// Copies the content to `out`, holding back the trailing hash, and checks it.
@@ -357,6 +387,14 @@ mod tests {
         assert!(err
             .to_string()
             .contains("not sending a braid file transfer"));
+    }
+
+    #[test]
+    fn long_names_leave_room_in_the_temporary_name() {
+        let long = "é".repeat(127) + "x"; // 255 bytes
+        assert_eq!(long.len(), 255);
+        let part = temp_name_part(&long);
+        assert!(part.len() <= TEMP_NAME_PART && long.starts_with(part));
     }
 
     #[test]

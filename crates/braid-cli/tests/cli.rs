@@ -23,8 +23,18 @@ fn free_port() -> String {
     s.local_addr().unwrap().to_string()
 }
 
-/// Starts `braid recv` on a free port and returns it with its address.
-fn start_recv(extra: &[&str]) -> (Child, String) {
+/// A running `braid recv`: its address and the options a sender needs
+/// (`--code C`, `--peer K` or `--insecure`), as it printed them.
+struct Recv {
+    child: Child,
+    addr: String,
+    auth: Vec<String>,
+    /// Its stderr after the first two lines.
+    rest: std::sync::mpsc::Receiver<String>,
+}
+
+/// Starts `braid recv` on a free port.
+fn start_recv(extra: &[&str]) -> Recv {
     let mut child = braid()
         .args(["recv", "--listen", "127.0.0.1:0", "--quiet"])
         .args(extra)
@@ -34,18 +44,45 @@ fn start_recv(extra: &[&str]) -> (Child, String) {
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    while !line.starts_with("listening on ") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "recv exited");
+    }
     let addr = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .unwrap()
         .to_owned();
+    line.clear();
+    err.read_line(&mut line).unwrap();
+    let (_, option) = line
+        .trim()
+        .split_once(&format!("--to {addr} "))
+        .unwrap_or_else(|| panic!("unexpected sender hint {line:?}"));
+    let auth = option.split(' ').map(str::to_owned).collect();
     // Keep draining stderr so the receiver never blocks on a full pipe.
+    let (tx, rest) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut sink = String::new();
-        while err.read_line(&mut sink).unwrap_or(0) > 0 {}
+        let mut l = String::new();
+        while err.read_line(&mut l).unwrap_or(0) > 0 {
+            let _ = tx.send(std::mem::take(&mut l));
+        }
     });
-    (child, addr)
+    Recv {
+        child,
+        addr,
+        auth,
+        rest,
+    }
+}
+
+impl Recv {
+    /// `braid send` arguments for this receiver: FILE --to ADDR and its auth.
+    fn send_args<'a>(&'a self, file: &'a str) -> Vec<&'a str> {
+        let mut a = vec!["send", file, "--to", &self.addr];
+        a.extend(self.auth.iter().map(String::as_str));
+        a
+    }
 }
 
 fn wait(mut child: Child, limit: Duration) -> std::process::ExitStatus {
@@ -77,16 +114,10 @@ fn send_and_recv_verify_a_file_over_two_connections() {
     std::fs::create_dir(&out).unwrap();
     let input = dir.path().join("data.bin");
     let data = write_random(&input, 3_000_000);
-    let (recv, addr) = start_recv(&["--output", out.to_str().unwrap()]);
-    let sent = run(&[
-        "send",
-        input.to_str().unwrap(),
-        "--to",
-        &addr,
-        "--to",
-        &addr,
-        "--json",
-    ]);
+    let recv = start_recv(&["--output", out.to_str().unwrap()]);
+    let mut args = recv.send_args(input.to_str().unwrap());
+    args.extend(["--to", &recv.addr, "--json"]);
+    let sent = run(&args);
     assert!(sent.status.success(), "{}", stderr(&sent));
     let json: serde_json::Value = serde_json::from_slice(&sent.stdout).unwrap();
     let flow = &json["flows"][0];
@@ -95,7 +126,7 @@ fn send_and_recv_verify_a_file_over_two_connections() {
     assert_eq!(flow["delivered"], 3_000_000);
     assert_eq!(flow["paths"].as_array().unwrap().len(), 2);
     assert_eq!(json["wall_s"], flow["duration_s"]);
-    assert!(wait(recv, Duration::from_secs(20)).success());
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
     let got = std::fs::read(out.join("data.bin")).unwrap();
     assert!(got == data, "received file differs");
     let leftovers: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
@@ -104,9 +135,10 @@ fn send_and_recv_verify_a_file_over_two_connections() {
 
 #[test]
 fn stdin_to_stdout() {
-    let (recv, addr) = start_recv(&["--output", "-"]);
+    let recv = start_recv(&["--output", "-"]);
     let mut send = braid()
-        .args(["send", "-", "--to", &addr, "--quiet"])
+        .args(recv.send_args("-"))
+        .arg("--quiet")
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -117,7 +149,7 @@ fn stdin_to_stdout() {
         stdin.write_all(b"hello through braid\n").unwrap();
     }
     assert!(wait(send, Duration::from_secs(20)).success());
-    let out = recv.wait_with_output().unwrap();
+    let out = recv.child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(out.stdout, b"hello through braid\n");
 }
@@ -133,11 +165,75 @@ fn bad_command_lines_are_one_line_and_exit_2() {
             vec!["send", "x", "--to", "127.0.0.1:1", "--cc", "reno9"],
             "reno9",
         ),
+        (vec!["recv", "--listen", "abc"], "\"abc\" is not an address"),
+        (vec!["send", "x", "--to", "127.0.0.1:1"], "--peer"),
+        (
+            vec![
+                "send",
+                "x",
+                "--to",
+                "127.0.0.1:1",
+                "--insecure",
+                "--code",
+                "abcdef",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "recv",
+                "--listen",
+                "127.0.0.1:0",
+                "--insecure",
+                "--code",
+                "abcdef",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "send",
+                "x",
+                "--to",
+                "127.0.0.1:1",
+                "--to",
+                "127.0.0.1:2",
+                "--bind",
+                "127.0.0.1:0",
+                "--bind",
+                "127.0.0.1:0",
+                "--bind",
+                "127.0.0.1:0",
+                "--insecure",
+            ],
+            "3 --bind for 2 --to",
+        ),
+        (
+            vec![
+                "send",
+                "x",
+                "--to",
+                "127.0.0.1:1",
+                "--insecure",
+                "--handshake-timeout",
+                "0s",
+            ],
+            "longer than 0",
+        ),
+        (
+            vec!["send", "x", "--to", "127.0.0.1:1", "--peer", "00ff"],
+            "--peer",
+        ),
         (vec!["sim", "--cc", "fastest"], "fastest"),
     ] {
         let o = run(&args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let err: String = err
+            .lines()
+            .filter(|l| !l.contains("warning: --insecure"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.starts_with("braid: ") && err.contains(needle), "{err}");
     }
@@ -153,10 +249,21 @@ fn runtime_errors_are_one_clear_line() {
     let not_a_dir = format!("{}/sub/", input.display());
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
-            vec!["send", "/no/such/file", "--to", "127.0.0.1:9"],
+            vec![
+                "send",
+                "/no/such/file",
+                "--to",
+                "127.0.0.1:9",
+                "--code",
+                "1-abc-def",
+            ],
             "cannot open /no/such/file",
         ),
         (vec!["recv", "--listen", &in_use], "address already in use"),
+        (
+            vec!["relay", "--listen", &in_use, "--to", &in_use],
+            "address already in use",
+        ),
         (
             vec!["recv", "--listen", "127.0.0.1:0", "--output", &not_a_dir],
             "does not exist",
@@ -184,6 +291,8 @@ fn unreachable_peer_fails_after_the_handshake_timeout() {
         &free_port(),
         "--handshake-timeout",
         "600ms",
+        "--code",
+        "1-abc-def",
     ]);
     let took = start.elapsed();
     assert_eq!(o.status.code(), Some(1));
@@ -213,13 +322,302 @@ fn disk_full_mid_transfer_leaves_no_file() {
     }
     let input = dir.path().join("big.bin");
     write_random(&input, 4_000_000);
-    let (recv, addr) = start_recv(&["--output", mnt.to_str().unwrap()]);
-    let sent = run(&["send", input.to_str().unwrap(), "--to", &addr, "--quiet"]);
-    let recv_status = wait(recv, Duration::from_secs(20));
+    let recv = start_recv(&["--output", mnt.to_str().unwrap()]);
+    let started = Instant::now();
+    let mut args = recv.send_args(input.to_str().unwrap());
+    args.push("--quiet");
+    let sent = run(&args);
+    let took = started.elapsed();
+    let recv_status = wait(recv.child, Duration::from_secs(20));
     let leftovers: Vec<_> = std::fs::read_dir(&mnt).unwrap().collect();
     let _ = Command::new("umount").arg(&mnt).status();
     assert_eq!(sent.status.code(), Some(1));
+    // The receiver's own reason, while the sender was still sending.
     assert!(stderr(&sent).contains("No space left"), "{}", stderr(&sent));
+    assert!(took < Duration::from_secs(5), "{took:?}");
     assert!(!recv_status.success());
     assert!(leftovers.is_empty(), "the partial file was removed");
+}
+
+fn kill(child: &Child, signal: &str) {
+    let ok = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn keygen_writes_a_private_key_and_its_public_half() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("id.key");
+    let o = run(&["keygen", "-o", key.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let public = String::from_utf8(o.stdout).unwrap();
+    let pub_file = std::fs::read_to_string(dir.path().join("id.key.pub")).unwrap();
+    assert_eq!(public.trim(), pub_file.trim());
+    assert_eq!(public.trim().len(), 64);
+    assert_ne!(std::fs::read_to_string(&key).unwrap().trim(), public.trim());
+    // A second run keeps the first key unless told otherwise.
+    let again = run(&["keygen", "-o", key.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("--overwrite"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("id.key.pub")).unwrap(),
+        pub_file
+    );
+}
+
+#[test]
+fn a_pinned_key_transfer_verifies_and_a_wrong_key_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("r.key");
+    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
+        .status
+        .success());
+    let other = dir.path().join("other.key");
+    let other_pub = run(&["keygen", "-o", other.to_str().unwrap()]).stdout;
+    let other_pub = String::from_utf8(other_pub).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_random(&input, 500_000);
+    let recv = start_recv(&[
+        "--key",
+        key.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(recv.auth[0], "--peer");
+    // The wrong key: refused, and the receiver keeps listening.
+    let wrong = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        &recv.addr,
+        "--peer",
+        other_pub.trim(),
+        "--handshake-timeout",
+        "1s",
+        "--quiet",
+    ]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(stderr(&wrong).contains("another key"), "{}", stderr(&wrong));
+    let mut args = recv.send_args(input.to_str().unwrap());
+    args.push("--quiet");
+    let sent = run(&args);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(out.join("data.bin")).unwrap() == data);
+}
+
+#[test]
+fn a_wrong_code_does_not_take_a_one_shot_receiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_random(&input, 200_000);
+    let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
+    assert_eq!(recv.auth[0], "--code");
+    let wrong = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        &recv.addr,
+        "--code",
+        "0-wrong-guess",
+        "--handshake-timeout",
+        "1s",
+        "--quiet",
+    ]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        stderr(&wrong).contains("did not authenticate"),
+        "{}",
+        stderr(&wrong)
+    );
+    let mut args = recv.send_args(input.to_str().unwrap());
+    args.push("--quiet");
+    let sent = run(&args);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
+}
+
+#[test]
+fn an_existing_file_is_replaced_only_with_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("data.bin"), b"precious").unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_random(&input, 100_000);
+
+    let recv = start_recv(&["--output", out.to_str().unwrap()]);
+    let sent = run(&recv.send_args(input.to_str().unwrap()));
+    assert_eq!(sent.status.code(), Some(1));
+    assert!(
+        stderr(&sent).contains("exists on the receiver"),
+        "{}",
+        stderr(&sent)
+    );
+    assert!(!wait(recv.child, Duration::from_secs(20)).success());
+    assert_eq!(std::fs::read(out.join("data.bin")).unwrap(), b"precious");
+
+    // Naming the file itself is refused before listening.
+    let named = out.join("data.bin");
+    let o = run(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--output",
+        named.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+
+    let recv = start_recv(&["--output", out.to_str().unwrap(), "--overwrite"]);
+    let sent = run(&recv.send_args(input.to_str().unwrap()));
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(out.join("data.bin")).unwrap() == data);
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+}
+
+#[test]
+fn long_and_hostile_names_arrive_and_print_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for name in [
+        "n".repeat(251) + ".bin",
+        "evil\x1b[2J\u{202e}name.txt".to_owned(),
+    ] {
+        let input = dir.path().join(&name);
+        let data = write_random(&input, 10_000);
+        let mut recv = braid()
+            .args(["recv", "--listen", "127.0.0.1:0", "--insecure", "--output"])
+            .arg(&out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(recv.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.starts_with("listening on ") {
+            line.clear();
+            err.read_line(&mut line).unwrap();
+        }
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_owned();
+        let sent = run(&[
+            "send",
+            input.to_str().unwrap(),
+            "--to",
+            &addr,
+            "--insecure",
+            "--quiet",
+        ]);
+        assert!(sent.status.success(), "{}", stderr(&sent));
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        assert!(recv.wait().unwrap().success());
+        assert!(std::fs::read(out.join(&name)).unwrap() == data);
+        assert!(
+            !rest.contains('\x1b') && !rest.contains('\u{202e}'),
+            "{rest}"
+        );
+        if name.starts_with("evil") {
+            assert!(rest.contains("evil\\u{1b}[2J\\u{202e}name.txt"), "{rest}");
+        }
+    }
+}
+
+#[test]
+fn a_relay_refuses_to_forward_to_itself() {
+    let port = free_port();
+    let o = run(&["relay", "--listen", &port, "--to", &port]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("forward to itself"), "{}", stderr(&o));
+}
+
+/// A sender whose input stalls mid-transfer: the receiver holds a partial
+/// file until one side is stopped by a signal.
+fn stalled_transfer(out: &Path) -> (Recv, Child, std::process::ChildStdin) {
+    let recv = start_recv(&["--output", out.to_str().unwrap(), "--insecure"]);
+    let mut send = braid()
+        .args(["send", "-", "--to", &recv.addr, "--insecure", "--quiet"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = send.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, &vec![7u8; 1 << 20]).unwrap();
+    // Until the receiver has started its partial file.
+    let start = Instant::now();
+    while std::fs::read_dir(out).unwrap().count() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "no partial file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (recv, send, stdin)
+}
+
+#[test]
+fn a_signal_on_either_side_reaches_the_other_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // The receiver is terminated: the sender learns why within moments.
+    let out = dir.path().join("a");
+    std::fs::create_dir(&out).unwrap();
+    let (recv, mut send, _stdin) = stalled_transfer(&out);
+    kill(&recv.child, "-TERM");
+    let recv_status = wait(recv.child, Duration::from_secs(5));
+    let mut said = String::new();
+    let sent = std::thread::scope(|s| {
+        let err = send.stderr.take().unwrap();
+        let reader = s.spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut text);
+            text
+        });
+        let start = Instant::now();
+        while send.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = send.kill();
+        let status = send.wait().unwrap();
+        said = reader.join().unwrap();
+        status
+    });
+    assert_eq!(recv_status.code(), Some(143));
+    assert_eq!(sent.code(), Some(1), "{said}");
+    assert!(said.contains("receiver terminated (SIGTERM)"), "{said}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "no partial file"
+    );
+
+    // The sender is interrupted: the receiver says why and keeps nothing.
+    let out = dir.path().join("b");
+    std::fs::create_dir(&out).unwrap();
+    let (recv, send, _stdin) = stalled_transfer(&out);
+    kill(&send, "-INT");
+    let started = Instant::now();
+    let Recv { child, rest, .. } = recv;
+    let recv_status = wait(child, Duration::from_secs(5));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(wait(send, Duration::from_secs(5)).code(), Some(130));
+    assert_eq!(recv_status.code(), Some(1));
+    // All it printed, now that it has exited.
+    let said: String = rest.iter().collect();
+    assert!(said.contains("sender interrupted (SIGINT)"), "{said}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "no partial file"
+    );
 }

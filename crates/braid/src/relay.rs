@@ -119,6 +119,23 @@ pub struct Relay {
     _tasks: Vec<Task>,
 }
 
+/// Whether datagrams sent to `to` would arrive at a socket bound to `local`:
+/// the same port, and an address of this host that the bind covers.
+fn forwards_to_itself(local: SocketAddr, to: SocketAddr) -> bool {
+    if to.port() != local.port() {
+        return false;
+    }
+    let (l, t) = (local.ip(), to.ip());
+    // An unspecified destination means this host; a bind to the unspecified
+    // address receives on all of this host's addresses.
+    l == t || t.is_unspecified() || (l.is_unspecified() && is_own_address(t))
+}
+
+/// A host can bind only its own addresses.
+fn is_own_address(ip: std::net::IpAddr) -> bool {
+    ip.is_loopback() || std::net::UdpSocket::bind((ip, 0)).is_ok()
+}
+
 impl Relay {
     /// Binds the listen address and starts forwarding. Needs a tokio runtime.
     pub fn start(cfg: RelayConfig) -> Result<Relay> {
@@ -130,6 +147,16 @@ impl Relay {
             .map_err(|e| Error::io(format!("cannot listen on {}", cfg.listen), &e))?;
         let listen = Arc::new(listen);
         let local = listen.local_addr();
+        if forwards_to_itself(local, cfg.to) {
+            let e = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is the relay's own address: it would forward to itself",
+                    cfg.to
+                ),
+            );
+            return Err(Error::io(format!("cannot relay to {}", cfg.to), &e));
+        }
         let shared = Arc::new(Shared {
             origin: std::time::Instant::now(),
             forward: Direction::new(Link::new(
@@ -672,6 +699,25 @@ async fn apply_changes(shared: Arc<Shared>, changes: Vec<(Duration, LinkState)>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relay_to_its_own_address_is_recognised() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(forwards_to_itself(a("127.0.0.1:7000"), a("127.0.0.1:7000")));
+        assert!(forwards_to_itself(a("0.0.0.0:7000"), a("127.0.0.1:7000")));
+        assert!(forwards_to_itself(a("127.0.0.1:7000"), a("0.0.0.0:7000")));
+        assert!(forwards_to_itself(a("[::]:7000"), a("[::1]:7000")));
+        assert!(!forwards_to_itself(
+            a("127.0.0.1:7000"),
+            a("127.0.0.1:7001")
+        ));
+        assert!(!forwards_to_itself(
+            a("127.0.0.1:7000"),
+            a("127.0.0.2:7000")
+        ));
+        // 192.0.2.1 (TEST-NET-1) is nobody's own address.
+        assert!(!forwards_to_itself(a("0.0.0.0:7000"), a("192.0.2.1:7000")));
+    }
 
     #[test]
     fn outages_end_in_simulator_order() {

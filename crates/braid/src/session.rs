@@ -247,6 +247,18 @@ impl Monitor {
     pub fn samples(&self) -> broadcast::Receiver<PathSample> {
         self.shared.samples.subscribe()
     }
+
+    /// Resolves with the session's failure (a peer's abort, a timeout), so
+    /// that a task busy elsewhere, such as reading its input, learns of it.
+    /// Pending forever if the session ends well.
+    pub async fn failed(&self) -> Error {
+        // Nothing is "ready": this returns only with the error, or when the
+        // session is done.
+        match self.shared.wait_for(|_| false).await {
+            Err(Error::EndpointClosed) | Ok(()) => std::future::pending().await,
+            Err(e) => e,
+        }
+    }
 }
 
 impl AsyncRead for Session {
