@@ -1,7 +1,20 @@
 //! The receiving half of the session's byte stream: reassembly in order,
 //! bounded by the receive window (flow control).
+//!
+//! Memory is bounded whatever the peer sends: bytes live in one buffer that
+//! spans from the application's read point to the highest byte received,
+//! which flow control keeps within the window, and out-of-order pieces are
+//! only (start, end) ranges over it, merged as they touch. A peer that
+//! scatters more separate pieces than an honest sender could (one per
+//! [`MIN_PIECE`] bytes of window) is breaking the protocol.
 
 use std::collections::{BTreeMap, VecDeque};
+
+/// Out-of-order ranges allowed: one per this many bytes of window, plus
+/// [`MIN_RANGES`]. An honest sender's pieces are packets (over a thousand
+/// bytes), so even alternate losses stay far below.
+const MIN_PIECE: u64 = 256;
+const MIN_RANGES: usize = 1024;
 
 /// Why incoming stream data was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,18 +23,22 @@ pub(crate) enum RecvError {
     FlowControl,
     /// A FIN that contradicts an earlier one or data past it.
     FinalSize,
+    /// More separate out-of-order pieces than the window allows.
+    Fragmented,
 }
 
 #[derive(Debug)]
 pub(crate) struct RecvStream {
-    /// In-order bytes not yet read by the application.
-    readable: VecDeque<u8>,
-    /// Offset of the first byte of `readable`.
+    /// Bytes from `read_offset` up to the highest received: in order up to
+    /// `cumulative`, then out-of-order pieces with holes (zeros) between.
+    buf: VecDeque<u8>,
+    /// Offset of the first byte of `buf` (what the application has read).
     read_offset: u64,
     /// Bytes received contiguously from offset 0.
     cumulative: u64,
-    /// Out-of-order pieces, keyed by offset.
-    pending: BTreeMap<u64, Vec<u8>>,
+    /// Out-of-order pieces above `cumulative`: start -> end (exclusive),
+    /// neither overlapping nor touching.
+    pending: BTreeMap<u64, u64>,
     final_size: Option<u64>,
     window: u64,
     /// Autotuning may grow `window` up to this.
@@ -37,7 +54,7 @@ pub(crate) struct RecvStream {
 impl RecvStream {
     pub fn new(window: u64) -> Self {
         RecvStream {
-            readable: VecDeque::new(),
+            buf: VecDeque::new(),
             read_offset: 0,
             cumulative: 0,
             pending: BTreeMap::new(),
@@ -126,6 +143,13 @@ impl RecvStream {
         self.final_size == Some(self.read_offset)
     }
 
+    /// End of the highest byte received.
+    fn highest(&self) -> u64 {
+        self.pending
+            .last_key_value()
+            .map_or(self.cumulative, |(_, &end)| end)
+    }
+
     /// Accepts a STREAM frame.
     pub fn insert(&mut self, offset: u64, data: &[u8], fin: bool) -> Result<(), RecvError> {
         let end = offset + data.len() as u64;
@@ -137,12 +161,7 @@ impl RecvStream {
                 return Err(RecvError::FinalSize);
             }
         } else if fin {
-            if end < self.cumulative
-                || self
-                    .pending
-                    .last_key_value()
-                    .is_some_and(|(&o, d)| o + d.len() as u64 > end)
-            {
+            if end < self.highest() {
                 return Err(RecvError::FinalSize);
             }
             self.final_size = Some(end);
@@ -151,72 +170,113 @@ impl RecvStream {
             self.duplicate_bytes += data.len() as u64;
             return Ok(());
         }
-        let skip = self.cumulative.saturating_sub(offset) as usize;
-        let (offset, data) = (offset + skip as u64, &data[skip..]);
-        if offset == self.cumulative {
-            self.append(data);
-            self.drain_pending();
-        } else if data.is_empty() {
+        let skip = self.cumulative.saturating_sub(offset);
+        let (offset, data) = (offset + skip, &data[skip as usize..]);
+        if data.is_empty() {
             // A bare FIN beyond a gap: its offset is recorded in final_size.
+            return Ok(());
+        }
+        let new = self.add_range(offset, end)?;
+        self.duplicate_bytes += data.len() as u64 - new;
+        // Within the window, so the buffer stays within it too.
+        let from = (offset - self.read_offset) as usize;
+        if from == self.buf.len() {
+            self.buf.extend(data);
         } else {
-            match self.pending.get(&offset) {
-                Some(existing) if existing.len() >= data.len() => {
-                    self.duplicate_bytes += data.len() as u64
-                }
-                _ => {
-                    self.pending.insert(offset, data.to_vec());
-                }
+            let to = from + data.len();
+            if self.buf.len() < to {
+                self.buf.resize(to, 0);
+            }
+            // Bytes already present are equal in an honest stream; writing
+            // them again is simpler than skipping them.
+            let (a, b) = self.buf.as_mut_slices();
+            let a_len = a.len();
+            if from < a_len {
+                let n = (a_len - from).min(data.len());
+                a[from..from + n].copy_from_slice(&data[..n]);
+                b[..data.len() - n].copy_from_slice(&data[n..]);
+            } else {
+                b[from - a_len..][..data.len()].copy_from_slice(data);
             }
         }
+        self.advance();
         Ok(())
     }
 
-    fn append(&mut self, data: &[u8]) {
-        self.readable.extend(data);
-        self.cumulative += data.len() as u64;
+    /// Records [start, end) as received above `cumulative`, merged with the
+    /// pieces it overlaps or touches; returns how many bytes were new.
+    fn add_range(&mut self, mut start: u64, mut end: u64) -> Result<u64, RecvError> {
+        let len = end - start;
+        let mut present = 0;
+        // The piece that starts at or before `start` may reach into it.
+        if let Some((&s, &e)) = self.pending.range(..=start).next_back() {
+            if e >= start {
+                present += e.min(end) - start;
+                self.pending.remove(&s);
+                start = s;
+                end = end.max(e);
+            }
+        }
+        while let Some((&s, &e)) = self.pending.range(start..=end).next() {
+            present += e.min(end) - s;
+            self.pending.remove(&s);
+            end = end.max(e);
+        }
+        let limit = (self.window / MIN_PIECE) as usize + MIN_RANGES;
+        if self.pending.len() >= limit {
+            return Err(RecvError::Fragmented);
+        }
+        self.pending.insert(start, end);
+        Ok(len - present)
     }
 
-    fn drain_pending(&mut self) {
+    /// Moves `cumulative` over the pieces that now continue it.
+    fn advance(&mut self) {
         while let Some(entry) = self.pending.first_entry() {
-            let offset = *entry.key();
-            if offset > self.cumulative {
+            if *entry.key() > self.cumulative {
                 break;
             }
-            let data = entry.remove();
-            let skip = (self.cumulative - offset) as usize;
-            if skip < data.len() {
-                self.duplicate_bytes += skip as u64;
-                self.append(&data[skip..]);
-            } else {
-                self.duplicate_bytes += data.len() as u64;
-            }
+            self.cumulative = self.cumulative.max(entry.remove());
         }
     }
 
     /// Bytes waiting to be read.
     pub fn readable(&self) -> usize {
-        self.readable.len()
+        (self.cumulative - self.read_offset) as usize
+    }
+
+    /// Bytes held for the application: read-ready and out of order, with
+    /// the holes between them (for tests of the memory bound).
+    #[cfg(test)]
+    fn buffered(&self) -> usize {
+        self.buf.len()
     }
 
     /// Moves up to `out.len()` in-order bytes to `out`.
     pub fn read(&mut self, out: &mut [u8]) -> usize {
-        let n = out.len().min(self.readable.len());
-        for (dst, src) in out.iter_mut().zip(self.readable.drain(..n)) {
-            *dst = src;
-        }
-        self.read_offset += n as u64;
+        let n = out.len().min(self.readable());
+        let (a, b) = self.buf.as_slices();
+        let from_a = n.min(a.len());
+        out[..from_a].copy_from_slice(&a[..from_a]);
+        out[from_a..n].copy_from_slice(&b[..n - from_a]);
+        self.consume(n);
         n
     }
 
     /// Calls `f` with every readable in-order chunk, then drops them; returns the count.
     pub fn read_with(&mut self, mut f: impl FnMut(&[u8])) -> usize {
-        let (a, b) = self.readable.as_slices();
-        f(a);
-        f(b);
-        let n = self.readable.len();
-        self.readable.clear();
-        self.read_offset += n as u64;
+        let n = self.readable();
+        let (a, b) = self.buf.as_slices();
+        let from_a = n.min(a.len());
+        f(&a[..from_a]);
+        f(&b[..n - from_a]);
+        self.consume(n);
         n
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.buf.drain(..n);
+        self.read_offset += n as u64;
     }
 }
 
@@ -236,6 +296,7 @@ mod tests {
         r.insert(4, b"efgh", false).unwrap();
         r.insert(8, b"ij", true).unwrap();
         assert_eq!(r.readable(), 0);
+        assert_eq!(r.insert(6, b"gh", true), Err(RecvError::FinalSize));
         r.insert(0, b"abcd", false).unwrap();
         r.insert(4, b"efgh", false).unwrap();
         assert_eq!(read_all(&mut r), b"abcdefghij");
@@ -265,6 +326,87 @@ mod tests {
         r.insert(10, b"ab", true).unwrap();
         assert_eq!(r.insert(12, b"c", false), Err(RecvError::FinalSize));
         assert_eq!(r.insert(10, b"a", true), Err(RecvError::FinalSize));
+    }
+
+    #[test]
+    fn overlapping_and_nested_pieces_merge() {
+        let mut r = RecvStream::new(100);
+        r.insert(10, b"klmn", false).unwrap();
+        r.insert(20, b"uv", false).unwrap();
+        r.insert(8, b"ijklmnopqrstu", false).unwrap();
+        assert_eq!(r.pending.len(), 1, "{:?}", r.pending);
+        assert_eq!(r.duplicate_bytes, 5);
+        r.insert(12, b"mn", false).unwrap();
+        assert_eq!(r.duplicate_bytes, 7);
+        r.insert(0, b"abcdefgh", true).unwrap_err();
+        r.insert(0, b"abcdefgh", false).unwrap();
+        assert_eq!(read_all(&mut r), b"abcdefghijklmnopqrstuv");
+        assert!(r.pending.is_empty());
+    }
+
+    /// Pieces of random sizes, overlapping, in random order within the
+    /// window, read in random amounts: the stream comes out exact, through
+    /// every wrap of the ring buffer.
+    #[test]
+    fn random_pieces_reassemble_exactly() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let content: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let window = 8192u64;
+        let mut r = RecvStream::new(window);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 700];
+        while out.len() < content.len() {
+            let base = r.cumulative();
+            let limit = r.max_data().min(content.len() as u64);
+            for _ in 0..20 {
+                let start = rng.gen_range(base..limit.max(base + 1)).min(limit);
+                let end = (start + rng.gen_range(1..400)).min(limit);
+                let fin = end == content.len() as u64;
+                let piece = &content[start as usize..end as usize];
+                r.insert(start, piece, fin).unwrap();
+            }
+            // Fill the hole at the in-order point, so it always advances.
+            let end = (base + 300).min(limit);
+            let fin = end == content.len() as u64;
+            r.insert(base, &content[base as usize..end as usize], fin)
+                .unwrap();
+            let want = rng.gen_range(0..buf.len());
+            let n = r.read(&mut buf[..want]);
+            out.extend_from_slice(&buf[..n]);
+            assert!(r.buffered() as u64 <= window);
+        }
+        assert!(out == content);
+        assert!(r.is_finished());
+    }
+
+    /// A peer scattering one-byte pieces over the window: the buffer never
+    /// exceeds the window, the ranges stay bounded, and past an honest
+    /// sender's worst case it is a protocol violation.
+    #[test]
+    fn a_flood_of_tiny_pieces_is_bounded() {
+        let window = 1 << 20;
+        let mut r = RecvStream::new(window);
+        let mut refused = None;
+        for i in 0..window / 2 {
+            match r.insert(1 + 2 * i, b"x", false) {
+                Ok(()) => {}
+                Err(e) => {
+                    refused = Some((i, e));
+                    break;
+                }
+            }
+            assert!(r.buffered() as u64 <= window);
+        }
+        let (at, e) = refused.expect("the flood is refused");
+        assert_eq!(e, RecvError::Fragmented);
+        assert_eq!(at as usize, (window / MIN_PIECE) as usize + MIN_RANGES);
+        // The same bytes again, or overlapping them, add nothing.
+        let before = r.pending.len();
+        for i in 0..1000 {
+            r.insert(1 + 2 * i, b"x", false).unwrap();
+        }
+        assert_eq!(r.pending.len(), before);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::varint;
 use thiserror::Error;
 
 /// The only protocol version this code speaks.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// Bytes of the public header.
 pub const HEADER_LEN: usize = 19;
 /// Where the MB-ECN congestion level sits in the header, for forwarders.
@@ -336,17 +336,19 @@ impl Frame<'_> {
 fn encode_ack(ack: &AckFrame, buf: &mut Vec<u8>) {
     varint::write(buf, ty::ACK);
     let ranges = &ack.ranges[..ack.ranges.len().min(MAX_ACK_RANGES)];
-    let (first_lo, largest) = ranges.first().copied().unwrap_or((0, 0));
-    varint::write(buf, largest);
+    // No ranges is valid: a window update on a path that has received nothing.
+    varint::write(buf, ranges.len() as u64);
     varint::write(buf, ack.ack_delay_us);
-    varint::write(buf, ranges.len().saturating_sub(1) as u64);
-    varint::write(buf, largest - first_lo);
-    let mut prev_lo = first_lo;
-    for &(lo, hi) in &ranges[1..] {
-        // gap: packets between this range and the previous one, minus one.
-        varint::write(buf, prev_lo - hi - 2);
-        varint::write(buf, hi - lo);
-        prev_lo = lo;
+    if let Some((&(first_lo, largest), rest)) = ranges.split_first() {
+        varint::write(buf, largest);
+        varint::write(buf, largest - first_lo);
+        let mut prev_lo = first_lo;
+        for &(lo, hi) in rest {
+            // gap: packets between this range and the previous one, minus one.
+            varint::write(buf, prev_lo - hi - 2);
+            varint::write(buf, hi - lo);
+            prev_lo = lo;
+        }
     }
     varint::write(buf, ack.cumulative);
     buf.push(u8::from(ack.fin));
@@ -512,25 +514,27 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
 
 fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
     let bad = DecodeError::Malformed("ack");
-    let largest = var(input)?;
-    let ack_delay_us = var(input)?;
-    let extra = var(input)?;
-    if extra >= MAX_ACK_RANGES as u64 {
+    let count = var(input)?;
+    if count > MAX_ACK_RANGES as u64 {
         return Err(bad);
     }
-    let first_len = var(input)?;
-    let mut lo = largest.checked_sub(first_len).ok_or(bad)?;
-    let mut ranges = Vec::with_capacity(extra as usize + 1);
-    ranges.push((lo, largest));
-    for _ in 0..extra {
-        let gap = var(input)?;
-        let len = var(input)?;
-        let hi = lo
-            .checked_sub(gap)
-            .and_then(|v| v.checked_sub(2))
-            .ok_or(bad)?;
-        lo = hi.checked_sub(len).ok_or(bad)?;
-        ranges.push((lo, hi));
+    let ack_delay_us = var(input)?;
+    let mut ranges = Vec::with_capacity(count as usize);
+    if count > 0 {
+        let largest = var(input)?;
+        let first_len = var(input)?;
+        let mut lo = largest.checked_sub(first_len).ok_or(bad)?;
+        ranges.push((lo, largest));
+        for _ in 1..count {
+            let gap = var(input)?;
+            let len = var(input)?;
+            let hi = lo
+                .checked_sub(gap)
+                .and_then(|v| v.checked_sub(2))
+                .ok_or(bad)?;
+            lo = hi.checked_sub(len).ok_or(bad)?;
+            ranges.push((lo, hi));
+        }
     }
     let cumulative = var(input)?;
     let fin = match u8_(input)? {
@@ -670,8 +674,32 @@ mod tests {
             Frames::new(&[0x3f]).next(),
             Some(Err(DecodeError::UnknownFrame(0x3f)))
         );
-        // largest 5, first range length 9: would underflow.
-        let bytes = [ty::ACK as u8, 5, 0, 0, 9, 0, 0, 0, 0];
+        // one range, largest 5, first range length 9: would underflow.
+        let bytes = [ty::ACK as u8, 1, 0, 5, 9, 0, 0, 0, 0, 0];
+        assert_eq!(
+            Frames::new(&bytes).next(),
+            Some(Err(DecodeError::Malformed("ack")))
+        );
+    }
+
+    /// An ACK of no packets (a window update on a path that has received
+    /// nothing yet) once panicked in `encode_ack`.
+    #[test]
+    fn an_ack_without_ranges_round_trips() {
+        let ack = Frame::Ack(AckFrame {
+            ranges: Vec::new(),
+            ack_delay_us: 0,
+            cumulative: 4096,
+            fin: false,
+            max_data: 1 << 22,
+            ce_count: 0,
+            rx_timestamp_us: 0,
+        });
+        let buf = encode_all(std::slice::from_ref(&ack));
+        let (_, payload) = Header::decode(&buf).unwrap();
+        assert_eq!(Frames::new(payload).next(), Some(Ok(ack)));
+        // More ranges than an ACK may carry are refused.
+        let bytes = [ty::ACK as u8, 0x40, MAX_ACK_RANGES as u8 + 1, 0];
         assert_eq!(
             Frames::new(&bytes).next(),
             Some(Err(DecodeError::Malformed("ack")))

@@ -487,6 +487,9 @@ impl Session {
                     Err(RecvError::FinalSize) => {
                         self.violation("stream data inconsistent with its end")
                     }
+                    Err(RecvError::Fragmented) => {
+                        self.violation("stream data in more pieces than its window allows")
+                    }
                 }
             }
             Frame::Ack(ack) => {
