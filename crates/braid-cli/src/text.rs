@@ -1,12 +1,13 @@
 //! Text from the peer, made safe to print: a file name or a close reason
 //! may carry terminal escapes, line breaks or bidirectional overrides.
 
-/// Escapes control characters (C0, DEL, C1) and Unicode format characters
-/// that reorder or hide text, as `\u{..}`; everything else is kept.
+/// Escapes control characters (C0, DEL, C1), Unicode characters that
+/// reorder, hide or break text, and the backslash itself (so an escape in
+/// the output is always ours), as `\u{..}`; everything else is kept.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() || is_invisible_format(c) {
+        if c.is_control() || c == '\\' || is_invisible_format(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);
@@ -15,9 +16,13 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Bidirectional overrides and isolates, zero-width characters and the BOM.
+/// Bidirectional marks, overrides and isolates, zero-width and invisible
+/// characters, line and paragraph separators, variation selectors, tags.
 fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+        | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}')
 }
 
 #[cfg(test)]
@@ -32,5 +37,8 @@ mod tests {
         assert_eq!(escape("line\nbreak\r"), "line\\u{a}break\\u{d}");
         assert_eq!(escape("gpj.\u{202E}exe"), "gpj.\\u{202e}exe");
         assert_eq!(escape("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(escape("a\u{2028}b\u{2066}c"), "a\\u{2028}b\\u{2066}c");
+        // A backslash in the text cannot pass for one of our escapes.
+        assert_eq!(escape("\\u{1b}"), "\\u{5c}u{1b}");
     }
 }

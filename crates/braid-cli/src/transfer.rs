@@ -211,7 +211,7 @@ pub async fn receive(
             session.write_all(line.as_bytes()).await?;
             session.shutdown().await?;
         }
-        Err(e) => session.abort(CLOSE_FAILED, &format!("receiver failed: {e:#}")),
+        Err(e) => session.abort(CLOSE_FAILED, &close_reason("receiver failed", e)),
     }
     result
 }
@@ -293,6 +293,18 @@ async fn receive_inner(
                 path: Some(target),
             })
         }
+    }
+}
+
+/// A reason for the peer: the whole chain of causes if it fits in a CLOSE
+/// frame, else the root cause (the part that says what went wrong, such as
+/// "No space left on device", rather than a long path).
+pub fn close_reason(what: &str, e: &anyhow::Error) -> String {
+    let full = format!("{what}: {e:#}");
+    if full.len() <= braid_proto::wire::MAX_REASON {
+        full
+    } else {
+        format!("{what}: {}", e.root_cause())
     }
 }
 

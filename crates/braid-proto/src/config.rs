@@ -48,8 +48,10 @@ pub struct SessionConfig {
     pub cc: String,
     /// Retransmission timeout parameters.
     pub rto: RtoConfig,
-    /// Times one segment may be retransmitted before the session fails;
-    /// `None` is unlimited (catchunks' `-1`).
+    /// Retransmission timeouts that may expire with data outstanding and
+    /// nothing new acknowledged before the session fails; `None` is
+    /// unlimited (catchunks' `-1`). Losses that ACKs reveal on a path that
+    /// still delivers do not count, however many.
     pub retry_limit: Option<u32>,
     /// The session fails after this long without receiving anything.
     pub idle_timeout: Duration,

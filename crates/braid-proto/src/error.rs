@@ -23,14 +23,10 @@ pub enum SessionError {
     /// The peer does not know the requested congestion controller.
     #[error("peer refused congestion controller {0:?}")]
     UnknownController(String),
-    /// One segment was retransmitted more often than the retry limit allows.
-    #[error("segment {segment} (stream offset {offset}) was retransmitted {retries} times, over the retry limit of {limit}")]
-    RetryLimit {
-        segment: u64,
-        offset: u64,
-        retries: u32,
-        limit: u32,
-    },
+    /// Data was outstanding and nothing new was acknowledged through more
+    /// retransmission timeouts than the retry limit allows.
+    #[error("no progress: nothing new acknowledged for {after:?} through {rtos} retransmission timeouts (the retry limit) while data was outstanding")]
+    NoProgress { after: Duration, rtos: u32 },
     /// Nothing arrived from the peer for the whole idle timeout.
     #[error("idle timeout: nothing received from the peer for {0:?}")]
     IdleTimeout(Duration),

@@ -23,7 +23,7 @@ use crate::send_stream::SendStream;
 use crate::stats::{PathSample, PathState, PathStats};
 use crate::wire::{AckFrame, MAX_ACK_RANGES};
 use crate::Instant;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 /// Packet threshold ceiling after reordering is seen.
@@ -86,11 +86,27 @@ pub(crate) struct AckOutcome {
     pub revived: bool,
 }
 
+/// Why an ACK frame cannot come from an honest peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AckError {
+    /// It acknowledges a packet number not sent yet.
+    NeverSent,
+    /// It acknowledges a packet number we skipped on purpose: the peer
+    /// acknowledges what it did not receive (an optimistic ACK).
+    Skipped,
+}
+
+/// Skipped packet numbers remembered per path; older ones are forgotten
+/// (an ACK covering one is then just not caught).
+const SKIPPED_REMEMBERED: usize = 16;
+
 #[derive(Debug)]
 pub(crate) struct Path {
     pub id: u8,
     pub state: PathState,
     next_pn: u64,
+    /// Packet numbers left out on purpose, most recent last.
+    skipped: VecDeque<u64>,
     /// In flight, keyed by packet number.
     sent: BTreeMap<u64, SentPacket>,
     /// Declared lost, remembered for a while to detect spurious losses.
@@ -182,6 +198,7 @@ impl Path {
             id,
             state: PathState::Active,
             next_pn: 0,
+            skipped: VecDeque::new(),
             sent: BTreeMap::new(),
             lost: BTreeMap::new(),
             in_flight: 0,
@@ -236,6 +253,29 @@ impl Path {
         let pn = self.next_pn;
         self.next_pn += 1;
         pn
+    }
+
+    /// Leaves out the next packet number (RFC 9000 §21.4): no honest peer
+    /// can acknowledge it.
+    pub fn skip_packet_number(&mut self) {
+        if self.skipped.len() == SKIPPED_REMEMBERED {
+            self.skipped.pop_front();
+        }
+        self.skipped.push_back(self.next_pn);
+        self.next_pn += 1;
+    }
+
+    /// Checks an ACK frame's ranges before anything acts on them.
+    pub fn validate_ack(&self, ack: &AckFrame) -> Result<(), AckError> {
+        for &(lo, hi) in &ack.ranges {
+            if hi >= self.next_pn {
+                return Err(AckError::NeverSent);
+            }
+            if self.skipped.iter().any(|&s| lo <= s && s <= hi) {
+                return Err(AckError::Skipped);
+            }
+        }
+        Ok(())
     }
 
     pub fn is_usable(&self) -> bool {
@@ -392,9 +432,7 @@ impl Path {
         let lost_before = self.stats.lost_bytes;
         let mut newly: Vec<(u64, SentPacket)> = Vec::new();
         for &(lo, hi) in &ack.ranges {
-            if hi >= self.next_pn {
-                continue; // acknowledges what we never sent: ignore the range
-            }
+            debug_assert!(hi < self.next_pn, "validated by validate_ack");
             newly.extend(self.sent.range(lo..=hi).map(|(&pn, &p)| (pn, p)));
             let spurious: Vec<(u64, SentPacket)> =
                 self.lost.range(lo..=hi).map(|(&pn, &p)| (pn, p)).collect();

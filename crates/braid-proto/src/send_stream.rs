@@ -2,7 +2,7 @@
 //! cut into segments, and which segments are in flight, lost or acknowledged.
 //!
 //! A segment keeps its byte range for life, so a retransmission carries the
-//! same bytes in a new packet and the retry limit counts per segment.
+//! same bytes in a new packet.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -144,6 +144,11 @@ impl SendStream {
     }
 
     /// Whether written bytes (or the FIN) wait to be sent for the first time.
+    /// Whether any sent segment awaits its acknowledgement.
+    pub fn has_outstanding(&self) -> bool {
+        !self.segments.is_empty()
+    }
+
     pub fn has_unsent(&self) -> bool {
         self.next_new < self.written || (self.finishing && !self.fin_sent)
     }
@@ -274,6 +279,12 @@ impl SendStream {
         }
     }
 
+    /// Whether a peer's cumulative point (and FIN) could be true: it cannot
+    /// pass what we sent, nor report a FIN we did not send.
+    pub fn is_plausible_cumulative(&self, cumulative: u64, fin: bool) -> bool {
+        cumulative <= self.next_new && (!fin || (self.fin_sent && cumulative == self.next_new))
+    }
+
     pub fn on_cumulative(&mut self, cumulative: u64, fin: bool) {
         let mut covered = Vec::new();
         for (&off, seg) in &self.segments {
@@ -299,11 +310,6 @@ impl SendStream {
         self.buf.drain(..free.min(self.buf.len()));
         self.base += free as u64;
         self.complete = self.fin_sent && self.segments.is_empty();
-    }
-
-    /// Offset and retry count of the segment at `offset`, if outstanding.
-    pub fn retries(&self, offset: u64) -> Option<u32> {
-        self.segments.get(&offset).map(|s| s.retries)
     }
 }
 

@@ -128,32 +128,40 @@ fn abort_surfaces_as_an_error_on_the_other_side() {
     assert!(pair.client.is_closed());
 }
 
+/// Every data packet is lost once established (ACKs and probes pass, so
+/// the peer is heard all along): nothing new is acknowledged, and after the
+/// retry limit's RTOs the session says so, long before the idle timeout.
 #[test]
-fn retry_limit_fails_naming_the_segment() {
+fn no_progress_for_the_retry_limit_of_rtos_fails() {
     let mut c = cfg();
     c.retry_limit = Some(3);
     c.idle_timeout = Duration::from_secs(600);
     c.max_probe_interval = Duration::from_millis(300);
     let mut pair = Pair::new(c, cfg(), 10 * MS);
     pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
-    // Every data packet is lost once established; ACKs pass.
+    let started = pair.now;
     pair.drop = Box::new(|to_server, _, bytes| to_server && bytes.len() > 200);
     pair.client.write(&payload(5_000));
     pair.drive_until(Duration::from_secs(600), |p| p.client.error().is_some());
     match pair.client.error() {
-        Some(SessionError::RetryLimit {
-            segment,
-            retries,
-            limit,
-            ..
-        }) => {
-            // 5,000 bytes are segments 0..=3; whichever ran out first is named
-            // (the tail-loss probe retransmits the last one an extra time).
-            assert!(*segment < 4, "segment {segment}");
-            assert_eq!((*retries, *limit), (3, 3));
+        Some(SessionError::NoProgress { after, rtos }) => {
+            assert_eq!(*rtos, 3);
+            // Three RTOs of a 20 ms path: 3 x the 200 ms minimum.
+            assert!(*after >= Duration::from_millis(600), "{after:?}");
+            assert!(
+                pair.now - started < Duration::from_secs(2),
+                "{:?}",
+                pair.now - started
+            );
         }
-        other => panic!("expected a retry-limit error, got {other:?}"),
+        other => panic!("expected a no-progress error, got {other:?}"),
     }
+    assert!(pair
+        .client
+        .error()
+        .unwrap()
+        .to_string()
+        .contains("retry limit"));
 }
 
 #[test]

@@ -12,9 +12,10 @@ pub enum Error {
     /// No answer to the handshake within the handshake timeout.
     #[error("handshake timed out after {0:?}: nobody answered (is `braid recv` running there?)")]
     HandshakeTimeout(Duration),
-    /// One segment was retransmitted more often than the retry limit allows.
+    /// Nothing new was acknowledged for the retry limit's number of RTOs
+    /// while data was outstanding: the peer or every path went silent.
     #[error("{0}")]
-    RetryLimit(SessionError),
+    NoProgress(SessionError),
     /// Nothing arrived from the peer for the whole idle timeout.
     #[error("idle timeout: nothing received from the peer for {0:?}")]
     IdleTimeout(Duration),
@@ -70,7 +71,7 @@ impl Error {
     pub fn from_session(e: &SessionError, all_paths_down: bool) -> Error {
         match e {
             SessionError::HandshakeTimeout(d) => Error::HandshakeTimeout(*d),
-            SessionError::RetryLimit { .. } => Error::RetryLimit(e.clone()),
+            SessionError::NoProgress { .. } => Error::NoProgress(e.clone()),
             SessionError::IdleTimeout(d) if all_paths_down => Error::AllPathsDown(*d),
             SessionError::IdleTimeout(d) => Error::IdleTimeout(*d),
             SessionError::PeerAborted { code, reason } => Error::PeerClosed {
@@ -94,7 +95,7 @@ impl Error {
     pub fn kind(&self) -> io::ErrorKind {
         match self {
             Error::HandshakeTimeout(_) | Error::IdleTimeout(_) => io::ErrorKind::TimedOut,
-            Error::RetryLimit(_) | Error::AllPathsDown(_) => io::ErrorKind::NotConnected,
+            Error::NoProgress(_) | Error::AllPathsDown(_) => io::ErrorKind::NotConnected,
             Error::PeerClosed { .. } => io::ErrorKind::ConnectionReset,
             Error::Aborted { .. } | Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
             Error::CodeGuessLimit(_) => io::ErrorKind::PermissionDenied,

@@ -125,7 +125,8 @@ fn forwards_to_itself(local: SocketAddr, to: SocketAddr) -> bool {
     if to.port() != local.port() {
         return false;
     }
-    let (l, t) = (local.ip(), to.ip());
+    // An IPv4 address in IPv6 clothes (::ffff:a.b.c.d) is that address.
+    let (l, t) = (local.ip().to_canonical(), to.ip().to_canonical());
     // An unspecified destination means this host; a bind to the unspecified
     // address receives on all of this host's addresses.
     l == t || t.is_unspecified() || (l.is_unspecified() && is_own_address(t))
@@ -707,6 +708,10 @@ mod tests {
         assert!(forwards_to_itself(a("0.0.0.0:7000"), a("127.0.0.1:7000")));
         assert!(forwards_to_itself(a("127.0.0.1:7000"), a("0.0.0.0:7000")));
         assert!(forwards_to_itself(a("[::]:7000"), a("[::1]:7000")));
+        assert!(forwards_to_itself(
+            a("127.0.0.1:7000"),
+            a("[::ffff:127.0.0.1]:7000")
+        ));
         assert!(!forwards_to_itself(
             a("127.0.0.1:7000"),
             a("127.0.0.1:7001")

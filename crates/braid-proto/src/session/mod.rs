@@ -162,6 +162,12 @@ pub struct Session {
     responses: VecDeque<(u8, [u8; 8])>,
     /// When the client's opening last arrived (the first or a repeat).
     last_hello: Instant,
+    /// When new stream data was last acknowledged, or data became
+    /// outstanding.
+    progress_at: Instant,
+    /// Retransmission timeouts since then (one per expiry, whichever
+    /// connection's): what the retry limit counts.
+    rtos_without_progress: u32,
 }
 
 impl Session {
@@ -244,6 +250,8 @@ impl Session {
             validations: BTreeMap::new(),
             responses: VecDeque::new(),
             last_hello: now,
+            progress_at: now,
+            rtos_without_progress: 0,
             cfg,
         }
     }
@@ -605,6 +613,18 @@ impl Session {
         }
         if any_rto {
             self.normalize_windows();
+            // Losses that ACKs reveal do not count, only timeouts: a path
+            // that still delivers, however lossy, makes progress.
+            self.rtos_without_progress += 1;
+            if let Some(limit) = self.cfg.retry_limit {
+                if self.rtos_without_progress > limit && self.send.has_outstanding() {
+                    self.fail(SessionError::NoProgress {
+                        after: now - self.progress_at,
+                        rtos: self.rtos_without_progress - 1,
+                    });
+                    return;
+                }
+            }
         }
         if let (Some(at), Some(interval)) = (self.next_sample, self.cfg.sample_interval) {
             if now >= at {

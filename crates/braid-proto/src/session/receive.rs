@@ -4,6 +4,7 @@ use super::{close_code, Event, Role, Session, State, CLOSE_REPEATS};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::{HandshakeError, ServerHandshake};
 use crate::error::SessionError;
+use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
 use crate::wire::{
@@ -498,12 +499,31 @@ impl Session {
                     return;
                 }
                 let p = self.paths.get_mut(&path).expect("path exists");
+                // Numbers from the peer are checked before anything uses them.
+                match p.validate_ack(&ack) {
+                    Err(AckError::NeverSent) => {
+                        return self.violation("ACK of a packet number never sent")
+                    }
+                    Err(AckError::Skipped) => {
+                        return self.violation("ACK of a skipped packet number (optimistic ACK)")
+                    }
+                    Ok(()) => {}
+                }
+                if !self.send.is_plausible_cumulative(ack.cumulative, ack.fin) {
+                    return self.violation("ACK of stream data or a FIN never sent");
+                }
+                let acked_before = self.send.acked_bytes;
+                let p = self.paths.get_mut(&path).expect("path exists");
                 let outcome = p.on_ack_frame(now, &ack, &mut self.send);
                 if outcome.revived {
                     self.events.push_back(Event::PathUp(path));
                 }
                 self.send.update_max_data(ack.max_data);
                 self.send.on_cumulative(ack.cumulative, ack.fin);
+                if self.send.acked_bytes > acked_before || !self.send.has_outstanding() {
+                    self.progress_at = now;
+                    self.rtos_without_progress = 0;
+                }
                 self.normalize_windows();
                 self.autotune_send_buffer();
             }

@@ -15,7 +15,8 @@ use super::{Session, State};
 use crate::path::Path;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
-use crate::{Ecn, Instant, SessionError};
+use crate::{Ecn, Instant};
+use rand::Rng;
 use std::time::Duration;
 
 /// ACK ranges a data packet may carry and still fit a 1500-byte IP MTU
@@ -31,6 +32,10 @@ const QUEUE_CAP_BDPS: u64 = 4;
 /// Bytes a control or ACK-only datagram takes at most, for checking an
 /// unvalidated connection's amplification credit before building one.
 pub(super) const CONTROL_ESTIMATE: usize = 320;
+/// One packet number in this many, at random, is skipped (RFC 9000 §21.4):
+/// rare enough to cost nothing, often enough that acknowledging unseen
+/// packets is caught within a few hundred.
+const SKIP_ONE_IN: u32 = 256;
 
 /// A datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +72,11 @@ impl Session {
 
     fn start_packet(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
+        // Now and then a number is left out, so that a peer acknowledging
+        // what it did not receive gives itself away.
+        if self.rng.gen_ratio(1, SKIP_ONE_IN) {
+            p.skip_packet_number();
+        }
         let pn = p.next_packet_number();
         Header {
             version: VERSION,
@@ -380,20 +390,6 @@ impl Session {
         };
         let charge = u64::from(pending.len).max(1);
         let id = self.pick_data_path(now, charge)?;
-        if pending.retransmission {
-            let retries = self.send.retries(pending.offset).unwrap_or(0) + 1;
-            if let Some(limit) = self.cfg.retry_limit {
-                if retries > limit {
-                    self.fail(SessionError::RetryLimit {
-                        segment: pending.offset / u64::from(self.cfg.mtu),
-                        offset: pending.offset,
-                        retries: retries - 1,
-                        limit,
-                    });
-                    return None;
-                }
-            }
-        }
         // An ACK needing many ranges goes in a packet of its own first.
         let p = &self.paths[&id];
         let piggyback = p.unacked_eliciting > 0;
@@ -420,6 +416,11 @@ impl Session {
             buf.len() - frame_start,
             wire::stream_frame_overhead(pending.offset, data.len()) + data.len()
         );
+        if !self.send.has_outstanding() {
+            // Data becomes outstanding: the no-progress count starts.
+            self.progress_at = now;
+            self.rtos_without_progress = 0;
+        }
         self.send.on_sent(pending, id);
         if pending.retransmission {
             self.counters.retransmitted += 1;

@@ -1,0 +1,184 @@
+//! A client and a server in virtual time, moving a stream while an
+//! attacker who sees every datagram injects its own.
+
+use crate::configs;
+use braid_proto::wire::Header;
+use braid_proto::{Ecn, Instant, Session};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const LATENCY: Duration = Duration::from_millis(5);
+const PAYLOAD: usize = 64 << 10;
+/// Far more steps than an undisturbed transfer takes.
+const MAX_STEPS: usize = 200_000;
+
+struct Net {
+    now: Instant,
+    /// (arrival, seq) -> (to_server, path, datagram)
+    in_flight: BTreeMap<(Instant, u64), (bool, u8, Vec<u8>)>,
+    seq: u64,
+    /// The last honest datagram each way, as an on-path attacker sees it.
+    last_to_server: Vec<u8>,
+    last_to_client: Vec<u8>,
+}
+
+impl Net {
+    fn send(&mut self, to_server: bool, path: u8, d: Vec<u8>) {
+        self.seq += 1;
+        self.in_flight
+            .insert((self.now + LATENCY, self.seq), (to_server, path, d));
+    }
+}
+
+/// What one piece of the input makes the attacker send.
+fn forge(net: &Net, piece: &[u8]) -> Option<(bool, Vec<u8>)> {
+    let (&how, body) = piece.split_first()?;
+    let to_server = how & 0x80 == 0;
+    let seen = if to_server {
+        &net.last_to_server
+    } else {
+        &net.last_to_client
+    };
+    let d = match how & 0x3 {
+        0 => body.to_vec(),
+        // A genuine header (session, path, a later packet number), any frames.
+        1 | 2 if seen.len() >= braid_proto::wire::HEADER_LEN => {
+            let (mut h, _) = Header::decode(seen).ok()?;
+            h.packet_number += u64::from(how >> 2 & 0xf);
+            let mut d = Vec::new();
+            h.encode(&mut d);
+            d.extend_from_slice(body);
+            d
+        }
+        // A genuine datagram with bits flipped, or replayed as is.
+        _ if !seen.is_empty() => {
+            let mut d = seen.clone();
+            for (i, &b) in body.iter().enumerate() {
+                let at = (usize::from(b) * 31 + i) % d.len();
+                d[at] ^= body.get(i + 1).copied().unwrap_or(1);
+            }
+            d
+        }
+        _ => return None,
+    };
+    Some((to_server, d))
+}
+
+/// A transfer of 64 KiB each way's worth of steps with attacker datagrams
+/// from `data` interleaved (pieces separated by 0xff; the first byte picks
+/// the protection mode). Sealed, the transfer must end exactly as without
+/// the attacker; unprotected, it only must not panic or spin.
+pub fn session_pair(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let (server_cfg, client_cfg) = configs(mode);
+    let sealed = client_cfg.security.is_sealed();
+    let mut attacks = rest.split(|&b| b == 0xff).filter(|p| !p.is_empty());
+    let mut net = Net {
+        now: Instant::ZERO,
+        in_flight: BTreeMap::new(),
+        seq: 0,
+        last_to_server: Vec::new(),
+        last_to_client: Vec::new(),
+    };
+    let content: Vec<u8> = (0..PAYLOAD).map(|i| (i * 13 % 251) as u8).collect();
+    let mut client = Session::connect(client_cfg, 42, net.now, [3; 32]).unwrap();
+    client.write(&content);
+    client.finish();
+    let mut server: Option<Session> = None;
+    let mut received = Vec::new();
+    let mut buf = Vec::new();
+    for _ in 0..MAX_STEPS {
+        // Everything each side has to send now.
+        for to_server in [true, false] {
+            let s = if to_server {
+                Some(&mut client)
+            } else {
+                server.as_mut()
+            };
+            let Some(s) = s else { continue };
+            for _ in 0..10_000 {
+                buf.clear();
+                let Some(t) = s.poll_transmit(net.now, &mut buf) else {
+                    break;
+                };
+                let d = buf[..t.size].to_vec();
+                if to_server {
+                    net.last_to_server = d.clone();
+                } else {
+                    net.last_to_client = d.clone();
+                }
+                net.send(to_server, t.path, d);
+            }
+            if !to_server {
+                s.read_with(net.now, |c| received.extend_from_slice(c));
+                if s.is_recv_finished() && !s.is_send_finished() {
+                    s.finish();
+                }
+            }
+        }
+        if let Some(piece) = attacks.next() {
+            if let Some((to_server, d)) = forge(&net, piece) {
+                net.send(to_server, 0, d);
+            }
+        }
+        let done = client.is_closed() && server.as_ref().is_some_and(|s| s.is_closed());
+        let failed =
+            client.error().is_some() || server.as_ref().is_some_and(|s| s.error().is_some());
+        if done || (failed && !sealed) {
+            break;
+        }
+        assert!(
+            !failed,
+            "an attacker without the keys broke the session: {:?} / {:?}",
+            client.error(),
+            server.as_ref().and_then(|s| s.error())
+        );
+        // The next arrival or timer.
+        let timers = [
+            client.poll_timeout(),
+            server.as_ref().and_then(|s| s.poll_timeout()),
+        ];
+        let next_timer = timers.into_iter().flatten().min();
+        let next_packet = net.in_flight.keys().next().map(|k| k.0);
+        let Some(next) = [next_timer, next_packet].into_iter().flatten().min() else {
+            break;
+        };
+        net.now = net.now.max(next);
+        if next_packet == Some(next) {
+            let (_, (to_server, path, d)) = net.in_flight.pop_first().unwrap();
+            if to_server {
+                match server.as_mut() {
+                    Some(s) => {
+                        s.handle_datagram(net.now, path, Ecn::NotEct, &d);
+                    }
+                    None => {
+                        server =
+                            Session::accept(server_cfg.clone(), net.now, path, &d, [4; 32]).ok();
+                    }
+                }
+            } else {
+                client.handle_datagram(net.now, path, Ecn::NotEct, &d);
+            }
+        } else {
+            client.handle_timeout(net.now);
+            if let Some(s) = server.as_mut() {
+                s.handle_timeout(net.now);
+            }
+        }
+    }
+    if sealed {
+        assert!(
+            received == content,
+            "the stream differs: {} of {} bytes",
+            received.len(),
+            content.len()
+        );
+        assert!(
+            client.is_closed(),
+            "the transfer did not end: {:?}",
+            client.error()
+        );
+    }
+}
