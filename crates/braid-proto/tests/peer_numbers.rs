@@ -38,20 +38,26 @@ fn sending_pair() -> (Pair, Rc<Cell<u64>>) {
     (pair, largest)
 }
 
-/// Delivers `frames` to the client as if the server had sent them.
-fn as_server(pair: &mut Pair, frames: &[Frame<'_>]) {
+/// An unprotected datagram of session 42, path 0, with `frames`.
+fn datagram(packet_number: u64, frames: &[Frame<'_>]) -> Vec<u8> {
     let mut d = Vec::new();
     Header {
         version: VERSION,
         mbecn: 0,
         session_id: 42,
         path: 0,
-        packet_number: 1 << 40,
+        packet_number,
     }
     .encode(&mut d);
     for f in frames {
         f.encode(&mut d);
     }
+    d
+}
+
+/// Delivers `frames` to the client as if the server had sent them.
+fn as_server(pair: &mut Pair, frames: &[Frame<'_>]) {
+    let d = datagram(1 << 40, frames);
     pair.seq += 1;
     pair.in_flight.insert((pair.now, pair.seq), (false, 0, d));
     pair.drive_until(Duration::from_secs(30), |p| p.client.error().is_some());
@@ -120,24 +126,15 @@ fn a_flood_of_one_byte_pieces_ends_the_session() {
     pair.client.write(b"hello");
     pair.drive_until(Duration::from_secs(1), |p| p.received == b"hello");
     for i in 0..20_000u64 {
-        let mut d = Vec::new();
-        Header {
-            version: VERSION,
-            mbecn: 0,
-            session_id: 42,
-            path: 0,
-            packet_number: (1 << 40) + i,
-        }
-        .encode(&mut d);
         // Many pieces per datagram, as a flooder would.
-        for j in 0..100 {
-            Frame::Stream {
+        let pieces: Vec<Frame<'_>> = (0..100)
+            .map(|j| Frame::Stream {
                 offset: 100 + 2 * (i * 100 + j),
                 fin: false,
                 data: b"x",
-            }
-            .encode(&mut d);
-        }
+            })
+            .collect();
+        let d = datagram((1 << 40) + i, &pieces);
         pair.seq += 1;
         pair.in_flight.insert((pair.now, pair.seq), (true, 0, d));
         pair.step();

@@ -6,28 +6,17 @@
 //! content on both sides, that the forgeries were counted as dropped, and
 //! that nobody got more than 3x the bytes it sent to the server.
 
+mod common;
+
+use braid::Session;
 use braid::{connect, Listener, PathSpec, Security, SessionConfig};
-use braid::{Keypair, Session};
 use braid_proto::wire::{AckFrame, Frame, Header, HEADER_LEN};
+use common::{client_cfg, server_cfg};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UdpSocket;
-
-fn server_cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::server(Keypair::generate([3; 32])),
-        ..SessionConfig::default()
-    }
-}
-
-fn client_cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::pinned(Keypair::generate([3; 32]).public()),
-        ..SessionConfig::default()
-    }
-}
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
@@ -266,36 +255,25 @@ async fn forged_replayed_and_hijacking_datagrams_change_nothing() {
     );
 }
 
-/// A client hello as a real client would send it: the server's public key
-/// is no secret.
-fn client_hello(session_id: u64, seed: u8) -> Vec<u8> {
-    let cfg = client_cfg();
-    let mut s =
-        braid_proto::Session::connect(cfg, session_id, braid_proto::Instant::ZERO, [seed; 32])
-            .unwrap();
+/// The first datagram of a client with `cfg`.
+fn opening(cfg: SessionConfig, session_id: u64, seed: u8) -> Vec<u8> {
+    let zero = braid_proto::Instant::ZERO;
+    let mut s = braid_proto::Session::connect(cfg, session_id, zero, [seed; 32]).unwrap();
     let mut buf = Vec::new();
-    let t = s
-        .poll_transmit(braid_proto::Instant::ZERO, &mut buf)
-        .unwrap();
+    let t = s.poll_transmit(zero, &mut buf).unwrap();
     buf.truncate(t.size);
     buf
 }
 
+/// A client hello as a real client would send it: the server's public key
+/// is no secret.
+fn client_hello(session_id: u64, seed: u8) -> Vec<u8> {
+    opening(client_cfg(), session_id, seed)
+}
+
 /// An unprotected HELLO, as an insecure client opens.
 fn plain_hello(session_id: u64) -> Vec<u8> {
-    let mut s = braid_proto::Session::connect(
-        SessionConfig::insecure(),
-        session_id,
-        braid_proto::Instant::ZERO,
-        [0; 32],
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    let t = s
-        .poll_transmit(braid_proto::Instant::ZERO, &mut buf)
-        .unwrap();
-    buf.truncate(t.size);
-    buf
+    opening(SessionConfig::insecure(), session_id, 0)
 }
 
 fn rss_bytes() -> u64 {

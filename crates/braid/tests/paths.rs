@@ -1,28 +1,15 @@
 //! Sessions over emulated paths (relays on loopback): loss, reordering, a
 //! path that fails and comes back, and every path failing.
 
+mod common;
+
 use braid::{connect, Error, Listener, PathSpec, Relay, RelayConfig, SessionConfig};
-use braid::{Keypair, Security};
 use braid_sim::units::Rate;
 use braid_sim::LinkConfig;
+use common::{client_cfg, server_cfg};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A sealed pair of configurations: the listener's key pinned by the client.
-fn server_cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::server(Keypair::generate([7; 32])),
-        ..SessionConfig::default()
-    }
-}
-
-fn client_cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::pinned(Keypair::generate([7; 32]).public()),
-        ..SessionConfig::default()
-    }
-}
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()

@@ -1,25 +1,12 @@
 //! Sessions on loopback sockets: delivery, graceful close, abort, failures.
 
+mod common;
+
 use braid::{connect, Error, Listener, PathSpec, SessionConfig};
-use braid::{Keypair, Security};
+use common::{client_cfg, server_cfg};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A sealed pair of configurations: the listener's key pinned by the client.
-fn server_cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::server(Keypair::generate([7; 32])),
-        ..SessionConfig::default()
-    }
-}
-
-fn client_cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::pinned(Keypair::generate([7; 32]).public()),
-        ..SessionConfig::default()
-    }
-}
 
 fn localhost() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
