@@ -31,6 +31,9 @@ pub struct RecvArgs {
     report: crate::ReportArgs,
 }
 
+/// How long a stopped `--keep` receiver waits for its transfers to end.
+const SIGNAL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
     crate::block_on(recv(args))?
 }
@@ -65,21 +68,29 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
     );
     let args = Arc::new(args);
     let output = Arc::new(output);
+    // With --keep, the transfers under way; on a signal each one tells its
+    // sender and removes its partial file, and we wait for them to.
+    let mut running = tokio::task::JoinSet::new();
     loop {
         let accepted = tokio::select! {
             s = listener.accept() => Ok(s),
             signal = crate::interrupted() => Err(signal),
+            Some(_) = running.join_next(), if !running.is_empty() => continue,
         };
         let session = match accepted {
             Ok(s) => s?,
             Err((what, status)) => {
+                let _ = tokio::time::timeout(SIGNAL_GRACE, async {
+                    while running.join_next().await.is_some() {}
+                })
+                .await;
                 eprintln!("braid: {what}");
                 return Ok(ExitCode::from(status));
             }
         };
         if args.keep {
             let (args, output) = (args.clone(), output.clone());
-            tokio::spawn(async move {
+            running.spawn(async move {
                 let _ = receive_one(session, &output, &args, false).await;
             });
         } else {
