@@ -23,9 +23,10 @@ pub enum SessionError {
     /// The peer does not know the requested congestion controller.
     #[error("peer refused congestion controller {0:?}")]
     UnknownController(String),
-    /// Data was outstanding and nothing new was acknowledged through more
-    /// retransmission timeouts than the retry limit allows.
-    #[error("no progress: nothing new acknowledged for {after:?} through {rtos} retransmission timeouts (the retry limit) while data was outstanding")]
+    /// Data was outstanding and nothing new was acknowledged while every
+    /// connection went through more retransmission timeouts than the retry
+    /// limit allows.
+    #[error("no progress: nothing new acknowledged for {after:?}, more than {rtos} retransmission timeouts on every connection (the retry limit), while data was outstanding")]
     NoProgress { after: Duration, rtos: u32 },
     /// Nothing arrived from the peer for the whole idle timeout.
     #[error("idle timeout: nothing received from the peer for {0:?}")]

@@ -165,9 +165,11 @@ pub struct Session {
     /// When new stream data was last acknowledged, or data became
     /// outstanding.
     progress_at: Instant,
-    /// Retransmission timeouts since then (one per expiry, whichever
-    /// connection's): what the retry limit counts.
-    rtos_without_progress: u32,
+    /// Retransmission timeouts since then, per connection: the session
+    /// fails when every usable connection has had more than the retry
+    /// limit, so one dead path among live ones, or an outage the probes
+    /// outlast, never adds up to it.
+    rtos_without_progress: BTreeMap<u8, u32>,
 }
 
 impl Session {
@@ -251,7 +253,7 @@ impl Session {
             responses: VecDeque::new(),
             last_hello: now,
             progress_at: now,
-            rtos_without_progress: 0,
+            rtos_without_progress: BTreeMap::new(),
             cfg,
         }
     }
@@ -601,6 +603,7 @@ impl Session {
                 }
             } else if rto.is_some_and(|d| now >= d) {
                 any_rto = true;
+                *self.rtos_without_progress.entry(p.id).or_default() += 1;
                 if p.on_rto(now, &mut self.send) {
                     self.events.push_back(Event::PathDown(p.id));
                 }
@@ -615,12 +618,15 @@ impl Session {
             self.normalize_windows();
             // Losses that ACKs reveal do not count, only timeouts: a path
             // that still delivers, however lossy, makes progress.
-            self.rtos_without_progress += 1;
             if let Some(limit) = self.cfg.retry_limit {
-                if self.rtos_without_progress > limit && self.send.has_outstanding() {
+                let exhausted =
+                    self.paths.values().filter(|p| p.is_usable()).all(|p| {
+                        self.rtos_without_progress.get(&p.id).copied().unwrap_or(0) > limit
+                    });
+                if exhausted && self.send.has_outstanding() {
                     self.fail(SessionError::NoProgress {
                         after: now - self.progress_at,
-                        rtos: self.rtos_without_progress - 1,
+                        rtos: limit,
                     });
                     return;
                 }

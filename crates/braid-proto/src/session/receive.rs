@@ -522,7 +522,7 @@ impl Session {
                 self.send.on_cumulative(ack.cumulative, ack.fin);
                 if self.send.acked_bytes > acked_before || !self.send.has_outstanding() {
                     self.progress_at = now;
-                    self.rtos_without_progress = 0;
+                    self.rtos_without_progress.clear();
                 }
                 self.normalize_windows();
                 self.autotune_send_buffer();

@@ -419,7 +419,7 @@ impl Session {
         if !self.send.has_outstanding() {
             // Data becomes outstanding: the no-progress count starts.
             self.progress_at = now;
-            self.rtos_without_progress = 0;
+            self.rtos_without_progress.clear();
         }
         self.send.on_sent(pending, id);
         if pending.retransmission {
