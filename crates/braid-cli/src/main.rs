@@ -229,7 +229,7 @@ async fn wind_down(
 /// Lets the session acknowledge the peer's last packets before the
 /// process exits (there is no kernel to do it after us, unlike TCP).
 async fn linger(session: &braid::Session) {
-    let _ = tokio::time::timeout(Duration::from_millis(250), session.closed()).await;
+    let _ = tokio::time::timeout(Duration::from_millis(250), session.ended()).await;
 }
 
 /// Prints a transfer's result: JSON on stdout, or the summary on stderr.

@@ -199,6 +199,21 @@ impl Session {
         self.shared.wake_driver.notify_one();
     }
 
+    /// Waits until the session's driver has stopped, having sent all it had
+    /// to send (an abort's CLOSE included), whether the session succeeded
+    /// or failed: what a process should await before it exits.
+    pub async fn ended(&self) {
+        loop {
+            let changed = self.shared.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.shared.lock().done {
+                return;
+            }
+            changed.await;
+        }
+    }
+
     /// Waits until the session has fully ended: both directions finished
     /// and drained (Ok) or failed (the error).
     pub async fn closed(&self) -> Result<(), Error> {
