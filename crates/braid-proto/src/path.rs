@@ -107,6 +107,10 @@ pub(crate) struct Path {
     next_pn: u64,
     /// Packet numbers left out on purpose, most recent last.
     skipped: VecDeque<u64>,
+    /// The next packet number to leave out (0: not chosen yet), and the
+    /// gap it was chosen in.
+    pub skip_at: u64,
+    pub skip_gap: u64,
     /// In flight, keyed by packet number.
     sent: BTreeMap<u64, SentPacket>,
     /// Declared lost, remembered for a while to detect spurious losses.
@@ -199,6 +203,8 @@ impl Path {
             state: PathState::Active,
             next_pn: 0,
             skipped: VecDeque::new(),
+            skip_at: 0,
+            skip_gap: 0,
             sent: BTreeMap::new(),
             lost: BTreeMap::new(),
             in_flight: 0,
@@ -253,6 +259,11 @@ impl Path {
         let pn = self.next_pn;
         self.next_pn += 1;
         pn
+    }
+
+    /// The number the next packet will carry.
+    pub fn peek_packet_number(&self) -> u64 {
+        self.next_pn
     }
 
     /// Leaves out the next packet number (RFC 9000 §21.4): no honest peer
