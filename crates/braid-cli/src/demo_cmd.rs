@@ -14,11 +14,8 @@ use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::process::ExitCode;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, ReadBuf};
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -309,18 +306,12 @@ impl Generated {
     }
 }
 
-impl AsyncRead for Generated {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let n = (buf.remaining() as u64).min(self.remaining) as usize;
-        let out = &mut buf.initialize_unfilled()[..n];
-        self.xof.fill(out);
-        buf.advance(n);
+impl std::io::Read for Generated {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (buf.len() as u64).min(self.remaining) as usize;
+        self.xof.fill(&mut buf[..n]);
         self.remaining -= n as u64;
-        Poll::Ready(Ok(()))
+        Ok(n)
     }
 }
 

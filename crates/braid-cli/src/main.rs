@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo_cmd;
+mod file_io;
 mod keys;
 mod progress;
 mod recv_cmd;
@@ -125,7 +126,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// rather than shut down in order: a blocking read of stdin may never
 /// return, and the process is about to exit anyway.
 fn block_on<T>(command: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

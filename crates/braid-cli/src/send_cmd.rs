@@ -7,11 +7,11 @@ use crate::UsageError;
 use anyhow::{anyhow, bail, Context as _};
 use braid::{PathSpec, SessionConfig};
 use clap::Args;
+use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncRead;
 
 #[derive(Args)]
 pub struct SendArgs {
@@ -121,7 +121,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-type Input = Box<dyn AsyncRead + Unpin + Send>;
+type Input = Box<dyn Read + Send>;
 
 async fn open_input(file: &PathBuf) -> anyhow::Result<(Header, Input)> {
     if file.as_os_str() == "-" {
@@ -129,12 +129,10 @@ async fn open_input(file: &PathBuf) -> anyhow::Result<(Header, Input)> {
             name: "stdin".into(),
             size: None,
         };
-        return Ok((header, Box::new(tokio::io::stdin())));
+        return Ok((header, Box::new(std::io::stdin())));
     }
-    let f = tokio::fs::File::open(file)
-        .await
-        .with_context(|| format!("cannot open {}", file.display()))?;
-    let meta = f.metadata().await?;
+    let f = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+    let meta = f.metadata()?;
     if meta.is_dir() {
         bail!("{} is a directory; send a file", file.display());
     }

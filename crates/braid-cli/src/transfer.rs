@@ -11,15 +11,18 @@
 
 use anyhow::{bail, Context as _};
 use braid::Session;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use crate::file_io::{HashingReader, HashingWriter, Sink};
 use crate::progress::Progress;
 
 const MAGIC: &[u8; 8] = b"BRAIDF1\n";
 const HASH_LEN: usize = 32;
-const CHUNK: usize = 256 * 1024;
+/// Content gathered from the session before it goes to the writer thread.
+const MIN_PIECE: usize = 256 * 1024;
 const UNKNOWN_SIZE: u64 = u64::MAX;
 /// Longest verdict line read back.
 const MAX_VERDICT: u64 = 4096;
@@ -82,30 +85,33 @@ pub struct Outcome {
 }
 
 /// Sends `header` and `content`, then waits for the receiver's verdict.
+/// The content is read and hashed on a thread of its own.
 pub async fn send(
     session: &mut Session,
     header: &Header,
-    mut content: impl AsyncRead + Unpin,
+    content: impl Read + Send + 'static,
     progress: &Progress,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; CHUNK];
+    let mut reader = HashingReader::spawn(content);
     // The header leaves with the first chunk: alone it would be the whole
     // first flight, and BBR measures the path from that flight's ACKs.
-    let mut n = content.read(&mut buf).await.context("reading the input")?;
-    hasher.update(&buf[..n]);
-    let mut first = header.encode();
-    first.extend_from_slice(&buf[..n]);
-    session.write_all(&first).await?;
-    let mut sent = n as u64;
-    progress.set_position(sent);
-    while n > 0 {
-        n = content.read(&mut buf).await.context("reading the input")?;
-        hasher.update(&buf[..n]);
-        session.write_all(&buf[..n]).await?;
-        sent += n as u64;
+    let mut pending_header = Some(header.encode());
+    let mut sent = 0u64;
+    while let Some(piece) = reader.next().await.context("reading the input")? {
+        match pending_header.take() {
+            Some(mut first) => {
+                first.extend_from_slice(piece.bytes());
+                session.write_all(&first).await?;
+            }
+            None => session.write_all(piece.bytes()).await?,
+        }
+        sent += piece.bytes().len() as u64;
         progress.set_position(sent);
+        reader.recycle(piece);
+    }
+    if let Some(first) = pending_header {
+        session.write_all(&first).await?;
     }
     if header.size.is_some_and(|s| s != sent) {
         bail!(
@@ -113,7 +119,7 @@ pub async fn send(
             header.size.unwrap_or(0)
         );
     }
-    let hash = hasher.finalize();
+    let hash = reader.hash().await.context("reading the input")?;
     session.write_all(hash.as_bytes()).await?;
     session.shutdown().await?;
     let mut verdict = String::new();
@@ -234,11 +240,12 @@ async fn receive_inner(
     };
     match target {
         None => {
-            let (bytes, hash) = if matches!(output, Output::Discard) {
-                copy_verified(session, tokio::io::sink(), &header, progress).await?
+            let sink = if matches!(output, Output::Discard) {
+                Sink::Discard
             } else {
-                copy_verified(session, tokio::io::stdout(), &header, progress).await?
+                Sink::Stream(Box::new(std::io::stdout()))
             };
+            let (bytes, hash) = copy_verified(session, sink, &header, progress).await?;
             Ok(Outcome {
                 bytes,
                 hash,
@@ -264,12 +271,11 @@ async fn receive_inner(
                 .suffix(".braid-part")
                 .tempfile_in(&dir)
                 .with_context(|| format!("cannot create a file in {}", dir.display()))?;
-            let file = tokio::fs::File::from_std(part.reopen()?);
-            let (bytes, hash) = copy_verified(session, file, &header, progress)
+            // Synced (on disk) before the rename that makes it look complete.
+            let sink = Sink::File(part.reopen()?);
+            let (bytes, hash) = copy_verified(session, sink, &header, progress)
                 .await
                 .with_context(|| format!("writing {}", target.display()))?;
-            // On disk before the rename that makes it look complete.
-            part.as_file().sync_all()?;
             // A received file is an ordinary file, not a private temporary.
             #[cfg(unix)]
             {
@@ -318,46 +324,48 @@ fn temp_name_part(name: &str) -> &str {
     &name[..end]
 }
 
-/// Copies the content to `out`, holding back the trailing hash, and checks it.
+/// Copies the content to `sink`, holding back the trailing hash, and checks it.
 async fn copy_verified(
     session: &mut Session,
-    out: impl AsyncWrite + Unpin,
+    sink: Sink,
     header: &Header,
     progress: &Progress,
 ) -> anyhow::Result<(u64, blake3::Hash)> {
-    let mut out = tokio::io::BufWriter::with_capacity(1 << 20, out);
-    let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; CHUNK];
-    let mut tail: Vec<u8> = Vec::with_capacity(2 * HASH_LEN);
-    let mut written = 0u64;
+    let mut writer = HashingWriter::spawn(sink);
+    let mut tail = [0u8; HASH_LEN];
+    let mut tail_len = 0;
+    let mut queued = 0u64;
     loop {
-        let n = session.read(&mut buf).await?;
-        if n == 0 {
+        // Each buffer starts with the bytes held back last time.
+        let mut buf = writer.buffer(HASH_LEN);
+        buf[..tail_len].copy_from_slice(&tail[..tail_len]);
+        let mut len = tail_len;
+        let mut ended = false;
+        while len < MIN_PIECE {
+            let n = session.read(&mut buf[len..]).await?;
+            if n == 0 {
+                ended = true;
+                break;
+            }
+            len += n;
+        }
+        // The last HASH_LEN bytes seen so far may be the hash, not content.
+        tail_len = len.min(HASH_LEN);
+        tail[..tail_len].copy_from_slice(&buf[len - tail_len..len]);
+        let content = len - tail_len;
+        if content > 0 {
+            queued += content as u64;
+            if writer.write(buf, content).await.is_err() {
+                break; // The writer failed; `finish` says why.
+            }
+        }
+        progress.set_position(queued);
+        if ended {
             break;
         }
-        let chunk = &buf[..n];
-        // Everything but the last HASH_LEN bytes seen so far is content.
-        if chunk.len() >= HASH_LEN {
-            let (content, rest) = chunk.split_at(chunk.len() - HASH_LEN);
-            for part in [&tail[..], content] {
-                hasher.update(part);
-                out.write_all(part).await?;
-                written += part.len() as u64;
-            }
-            tail.clear();
-            tail.extend_from_slice(rest);
-        } else {
-            tail.extend_from_slice(chunk);
-            let excess = tail.len().saturating_sub(HASH_LEN);
-            hasher.update(&tail[..excess]);
-            out.write_all(&tail[..excess]).await?;
-            written += excess as u64;
-            tail.drain(..excess);
-        }
-        progress.set_position(written);
     }
-    out.flush().await?;
-    if tail.len() < HASH_LEN {
+    let (written, hash) = writer.finish().await?;
+    if tail_len < HASH_LEN {
         bail!("the stream ended before the content's hash: transfer incomplete");
     }
     if header.size.is_some_and(|s| s != written) {
@@ -366,7 +374,6 @@ async fn copy_verified(
             header.size.unwrap_or(0)
         );
     }
-    let hash = hasher.finalize();
     if hash.as_bytes()[..] != tail[..] {
         bail!("BLAKE3 mismatch: the content was corrupted");
     }

@@ -217,6 +217,16 @@ mod ty {
     pub const PATH_RESPONSE: u64 = 0x0f;
 }
 
+/// Whether a payload's first frame is of a type that travels in clear (a
+/// handshake message, a retry or a refusal), judged by the type alone.
+pub fn starts_with_clear_frame(payload: &[u8]) -> bool {
+    let mut input = payload;
+    matches!(
+        varint::read(&mut input),
+        Some(ty::CLIENT_HELLO | ty::SERVER_HELLO | ty::RETRY | ty::CLOSE)
+    )
+}
+
 /// Appends a length-prefixed byte string (u8 length).
 fn put_short(buf: &mut Vec<u8>, bytes: &[u8]) {
     buf.push(bytes.len() as u8);

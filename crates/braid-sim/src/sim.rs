@@ -313,7 +313,7 @@ impl Sim {
                 conn,
                 scenario_path,
                 ecn,
-                datagram,
+                mut datagram,
             } => {
                 let dir = usize::from(to == Side::Client);
                 if !self.links[scenario_path][dir].is_up() {
@@ -329,7 +329,7 @@ impl Sim {
                 let ecn = Ecn::from_bits(ecn.0);
                 match (to, f.endpoint(to).session.as_mut()) {
                     (_, Some(s)) => {
-                        s.handle_datagram(now, conn, ecn, &datagram);
+                        s.handle_datagram_in_place(now, conn, ecn, &mut datagram);
                     }
                     (Side::Server, None) => {
                         let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);

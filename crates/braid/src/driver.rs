@@ -60,7 +60,9 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 };
                 datagrams += 1;
                 let datagram = &scratch[..t.size];
-                if let Some(b) = batches.last_mut() {
+                // The connection's latest batch, even with others' after it:
+                // connections take turns, and each keeps its own batch long.
+                if let Some(b) = batches.iter_mut().rev().find(|b| b.path == t.path) {
                     if b.accepts(t.path, t.ecn, t.size) {
                         b.data.extend_from_slice(datagram);
                         b.count += 1;

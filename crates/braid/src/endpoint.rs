@@ -99,7 +99,7 @@ impl EndpointInner {
         now: Instant,
         from: SocketAddr,
         ecn: Ecn,
-        datagram: &[u8],
+        datagram: &mut [u8],
         touched: &mut Vec<Arc<Shared>>,
     ) {
         let Ok((header, _)) = Header::decode(datagram) else {
@@ -112,7 +112,9 @@ impl EndpointInner {
         };
         {
             let mut g = shared.lock();
-            let authentic = g.proto.handle_datagram(now, header.path, ecn, datagram);
+            let authentic = g
+                .proto
+                .handle_datagram_in_place(now, header.path, ecn, datagram);
             if authentic && g.proto.role() == Role::Server {
                 let same = g
                     .routes
@@ -264,9 +266,9 @@ async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
             return;
         };
         let now = clock::now();
-        for (m, buf) in meta.iter().zip(storage.chunks(RECV_BUFFER)).take(n) {
+        for (m, buf) in meta.iter().zip(storage.chunks_mut(RECV_BUFFER)).take(n) {
             let stride = if m.stride == 0 { m.len } else { m.stride };
-            for datagram in buf[..m.len].chunks(stride.max(1)) {
+            for datagram in buf[..m.len].chunks_mut(stride.max(1)) {
                 ep.dispatch(
                     now,
                     m.addr,

@@ -218,6 +218,24 @@ impl Session {
     /// the address it came from. Anything else is dropped and counted
     /// before it can touch any state.
     pub fn handle_datagram(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8]) -> bool {
+        let mut copy = std::mem::take(&mut self.open_buf);
+        copy.clear();
+        copy.extend_from_slice(datagram);
+        let authentic = self.handle_datagram_in_place(now, path, ecn, &mut copy);
+        self.open_buf = copy;
+        authentic
+    }
+
+    /// [`Session::handle_datagram`] without a copy: a sealed datagram is
+    /// opened where it lies, so `datagram` holds plaintext (or, if it did
+    /// not open, unspecified bytes) afterwards.
+    pub fn handle_datagram_in_place(
+        &mut self,
+        now: Instant,
+        path: u8,
+        ecn: Ecn,
+        datagram: &mut [u8],
+    ) -> bool {
         if matches!(self.state, State::Closed) {
             return false;
         }
@@ -229,36 +247,31 @@ impl Session {
             self.counters.unexpected += 1;
             return false;
         }
+        let size = datagram.len();
         if !self.cfg.security.is_sealed() {
-            return self.handle_authentic(
-                now,
-                path,
-                ecn,
-                datagram.len(),
-                &header,
-                &datagram[HEADER_LEN..],
-            );
+            return self.handle_authentic(now, path, ecn, size, &header, &datagram[HEADER_LEN..]);
         }
         let Some(keys) = &self.keys else {
             self.handle_clear_handshake(now, path, ecn, datagram);
             return false;
         };
-        let mut plain = std::mem::take(&mut self.open_buf);
-        plain.clear();
-        plain.extend_from_slice(datagram);
-        let authentic = match keys.open(&mut plain) {
+        // A failed open leaves the bytes unspecified; the rare datagram that
+        // may be a handshake message in clear is kept to be read as one.
+        let clear = crate::wire::starts_with_clear_frame(&datagram[HEADER_LEN..])
+            .then(|| datagram.to_vec());
+        match keys.open(datagram) {
             Some(frames) => {
-                let len = frames.len();
-                let frames = &plain[HEADER_LEN..HEADER_LEN + len];
-                self.handle_authentic(now, path, ecn, datagram.len(), &header, frames)
+                let frames: &[u8] = frames;
+                self.handle_authentic(now, path, ecn, size, &header, frames)
             }
             None => {
-                self.handle_clear_handshake(now, path, ecn, datagram);
+                match clear {
+                    Some(clear) => self.handle_clear_handshake(now, path, ecn, &clear),
+                    None => self.counters.forged += 1,
+                }
                 false
             }
-        };
-        self.open_buf = plain;
-        authentic
+        }
     }
 
     /// A datagram that is not sealed with the session's keys: the only ones

@@ -1,0 +1,279 @@
+//! The disk side of a transfer, on a thread of its own: reading or writing
+//! and BLAKE3 run beside the runtime's thread, which is left to move
+//! datagrams. The two meet through a few large buffers that go back and
+//! forth, so a slow disk fills them and then holds the session back, and
+//! nothing is allocated per chunk.
+
+use std::io::{self, Read, Write};
+use std::sync::mpsc as std_mpsc;
+use tokio::sync::{mpsc, oneshot};
+
+/// Bytes per buffer.
+pub const CHUNK: usize = 1 << 20;
+/// Buffers in flight between the thread and the session.
+const BUFFERS: usize = 4;
+/// A file's written bytes are handed to the disk every this many bytes, so
+/// the final sync waits for the last few megabytes, not the whole file.
+const WRITEBACK_EVERY: u64 = 8 << 20;
+
+/// A buffer and how many of its bytes are content.
+pub struct Piece {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Piece {
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Reads a source to its end on its own thread, hashing as it goes.
+pub struct HashingReader {
+    full: mpsc::Receiver<io::Result<Piece>>,
+    empty: std_mpsc::Sender<Vec<u8>>,
+    hash: oneshot::Receiver<blake3::Hash>,
+}
+
+impl HashingReader {
+    pub fn spawn(mut source: impl Read + Send + 'static) -> HashingReader {
+        let (full_tx, full) = mpsc::channel(BUFFERS);
+        let (empty, empty_rx) = std_mpsc::channel::<Vec<u8>>();
+        let (hash_tx, hash) = oneshot::channel();
+        std::thread::spawn(move || {
+            let mut hasher = blake3::Hasher::new();
+            loop {
+                let mut buf = empty_rx.try_recv().unwrap_or_else(|_| vec![0; CHUNK]);
+                let len = match fill(&mut source, &mut buf) {
+                    Ok(len) => len,
+                    Err(e) => {
+                        let _ = full_tx.blocking_send(Err(e));
+                        return;
+                    }
+                };
+                if len == 0 {
+                    let _ = hash_tx.send(hasher.finalize());
+                    return;
+                }
+                hasher.update(&buf[..len]);
+                if full_tx.blocking_send(Ok(Piece { buf, len })).is_err() {
+                    return; // The transfer ended early.
+                }
+            }
+        });
+        HashingReader { full, empty, hash }
+    }
+
+    /// The next piece of content; `None` at the end.
+    pub async fn next(&mut self) -> io::Result<Option<Piece>> {
+        self.full.recv().await.transpose()
+    }
+
+    /// Hands a piece's buffer back for the next read.
+    pub fn recycle(&self, piece: Piece) {
+        let _ = self.empty.send(piece.buf);
+    }
+
+    /// The hash of everything read, once [`HashingReader::next`] gave `None`.
+    pub async fn hash(self) -> io::Result<blake3::Hash> {
+        self.hash
+            .await
+            .map_err(|_| io::Error::other("the input reader stopped"))
+    }
+}
+
+/// Reads until `buf` is full or the source ends.
+fn fill(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut len = 0;
+    while len < buf.len() {
+        match source.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(len)
+}
+
+/// Where received content goes.
+pub enum Sink {
+    /// A file, made durable (synced) before [`HashingWriter::finish`] returns.
+    File(std::fs::File),
+    /// A stream such as stdout, flushed at the end.
+    Stream(Box<dyn Write + Send>),
+    /// Nowhere (the content is only hashed).
+    Discard,
+}
+
+/// What the writer thread is told.
+enum Order {
+    Write(Piece),
+    /// Everything was queued: sync and report. Without it (the transfer
+    /// failed) the thread stops at once.
+    Finish,
+}
+
+/// Writes and hashes content on its own thread.
+pub struct HashingWriter {
+    full: mpsc::Sender<Order>,
+    empty: std_mpsc::Receiver<Vec<u8>>,
+    done: oneshot::Receiver<io::Result<(u64, blake3::Hash)>>,
+}
+
+impl HashingWriter {
+    pub fn spawn(sink: Sink) -> HashingWriter {
+        let (full, mut full_rx) = mpsc::channel::<Order>(BUFFERS);
+        let (empty_tx, empty) = std_mpsc::channel();
+        let (done_tx, done) = oneshot::channel();
+        std::thread::spawn(move || {
+            let mut sink = sink;
+            let mut hasher = blake3::Hasher::new();
+            let mut written = 0u64;
+            let mut handed_to_disk = 0u64;
+            let result = (|| {
+                loop {
+                    let piece = match full_rx.blocking_recv() {
+                        Some(Order::Write(piece)) => piece,
+                        Some(Order::Finish) => break,
+                        None => return Err(io::Error::other("transfer abandoned")),
+                    };
+                    let bytes = piece.bytes();
+                    hasher.update(bytes);
+                    match &mut sink {
+                        Sink::File(f) => f.write_all(bytes)?,
+                        Sink::Stream(w) => w.write_all(bytes)?,
+                        Sink::Discard => {}
+                    }
+                    written += bytes.len() as u64;
+                    if let Sink::File(f) = &sink {
+                        if written - handed_to_disk >= WRITEBACK_EVERY {
+                            start_writeback(f, handed_to_disk, written - handed_to_disk);
+                            handed_to_disk = written;
+                        }
+                    }
+                    let _ = empty_tx.send(piece.buf);
+                }
+                match &mut sink {
+                    Sink::File(f) => f.sync_all()?,
+                    Sink::Stream(w) => w.flush()?,
+                    Sink::Discard => {}
+                }
+                Ok((written, hasher.finalize()))
+            })();
+            let _ = done_tx.send(result);
+        });
+        HashingWriter { full, empty, done }
+    }
+
+    /// An empty buffer of [`CHUNK`] bytes (plus `extra`) to fill.
+    pub fn buffer(&self, extra: usize) -> Vec<u8> {
+        match self.empty.try_recv() {
+            Ok(buf) if buf.len() == CHUNK + extra => buf,
+            _ => vec![0; CHUNK + extra],
+        }
+    }
+
+    /// Queues the first `len` bytes of `buf`; waits while all buffers are
+    /// in use. Fails if the thread stopped (its error comes from `finish`).
+    pub async fn write(&mut self, buf: Vec<u8>, len: usize) -> Result<(), WriterStopped> {
+        self.full
+            .send(Order::Write(Piece { buf, len }))
+            .await
+            .map_err(|_| WriterStopped)
+    }
+
+    /// Waits until everything is written (and a file synced): the bytes
+    /// written and their hash, or the first error.
+    pub async fn finish(self) -> io::Result<(u64, blake3::Hash)> {
+        // If the thread already stopped, `done` holds its error.
+        let _ = self.full.send(Order::Finish).await;
+        self.done
+            .await
+            .map_err(|_| io::Error::other("the output writer stopped"))?
+    }
+}
+
+/// The writer thread stopped; [`HashingWriter::finish`] says why.
+#[derive(Debug)]
+pub struct WriterStopped;
+
+/// Asks the kernel to start writing a range to disk without waiting for it.
+fn start_writeback(file: &std::fs::File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the descriptor is open for the call; the kernel only reads
+        // the arguments. Failure only means a longer final sync.
+        unsafe {
+            libc::sync_file_range(
+                file.as_raw_fd(),
+                offset as libc::off64_t,
+                len as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn reader_hashes_what_it_hands_out() {
+        let data: Vec<u8> = (0..3 * CHUNK + 17).map(|i| (i * 7) as u8).collect();
+        let mut r = HashingReader::spawn(io::Cursor::new(data.clone()));
+        let mut got = Vec::new();
+        while let Some(p) = r.next().await.unwrap() {
+            got.extend_from_slice(p.bytes());
+            r.recycle(p);
+        }
+        assert_eq!(got, data);
+        assert_eq!(r.hash().await.unwrap(), blake3::hash(&data));
+    }
+
+    #[tokio::test]
+    async fn writer_writes_syncs_and_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut w = HashingWriter::spawn(Sink::File(std::fs::File::create(&path).unwrap()));
+        let mut expected = Vec::new();
+        for i in 0..20u8 {
+            let mut buf = w.buffer(0);
+            let len = CHUNK / 2 + usize::from(i);
+            buf[..len].fill(i);
+            expected.extend_from_slice(&buf[..len]);
+            w.write(buf, len).await.unwrap();
+        }
+        let (n, hash) = w.finish().await.unwrap();
+        assert_eq!(n, expected.len() as u64);
+        assert_eq!(hash, blake3::hash(&expected));
+        assert_eq!(std::fs::read(&path).unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn a_write_error_reaches_finish() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = HashingWriter::spawn(Sink::Stream(Box::new(Full)));
+        // The thread stops at the first piece; later writes may fail.
+        for _ in 0..2 * BUFFERS {
+            let buf = w.buffer(0);
+            if w.write(buf, 10).await.is_err() {
+                break;
+            }
+        }
+        let e = w.finish().await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+    }
+}
