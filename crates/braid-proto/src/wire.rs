@@ -252,6 +252,14 @@ pub fn pad_to(buf: &mut Vec<u8>, size: usize) {
     }
 }
 
+/// A STREAM frame up to its data, which the caller appends (`len` bytes):
+/// the sender copies data from its buffer into the datagram only once.
+pub fn encode_stream_header(buf: &mut Vec<u8>, offset: u64, fin: bool, len: usize) {
+    varint::write(buf, if fin { ty::STREAM_FIN } else { ty::STREAM });
+    varint::write(buf, offset);
+    varint::write(buf, len as u64);
+}
+
 /// Bytes a STREAM frame header takes, for payload budgeting.
 pub fn stream_frame_overhead(offset: u64, len: usize) -> usize {
     1 + varint::size(offset) + varint::size(len as u64)
@@ -264,9 +272,7 @@ impl Frame<'_> {
             Frame::Ping => varint::write(buf, ty::PING),
             Frame::Ack(ack) => encode_ack(ack, buf),
             Frame::Stream { offset, fin, data } => {
-                varint::write(buf, if *fin { ty::STREAM_FIN } else { ty::STREAM });
-                varint::write(buf, *offset);
-                varint::write(buf, data.len() as u64);
+                encode_stream_header(buf, *offset, *fin, data.len());
                 buf.extend_from_slice(data);
             }
             Frame::Hello(h) | Frame::HelloAck(h) => {

@@ -317,3 +317,37 @@ fn ncp_windows_always_sum_to_the_session_window() {
         "the lossy connection holds the smaller share: {lossy} vs {clean}"
     );
 }
+
+#[test]
+fn datagrams_appended_to_one_buffer_open_like_single_ones() {
+    let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
+    pair.drive_until(Duration::from_secs(1), |p| {
+        p.client.is_established() && p.server.is_some()
+    });
+    pair.drive_until(Duration::from_secs(1), |p| p.in_flight.is_empty());
+    // Within the initial window: all of it leaves at once.
+    let data = payload(8_000);
+    assert_eq!(pair.client.write(&data), data.len());
+    // A batch as a driver builds it: datagrams one after another, each
+    // sealed where it starts, after a prefix that must stay untouched.
+    let now = pair.now;
+    let mut batch = vec![0xee; 3];
+    let mut sizes = Vec::new();
+    while let Some(t) = pair.client.poll_transmit_append(now, &mut batch) {
+        sizes.push(t.size);
+    }
+    assert!(sizes.len() >= 5, "{} datagrams", sizes.len());
+    assert_eq!(batch[..3], [0xee; 3]);
+    assert_eq!(batch.len(), 3 + sizes.iter().sum::<usize>());
+    let server = pair.server.as_mut().unwrap();
+    let mut at = 3;
+    for size in sizes {
+        assert!(server.handle_datagram(now + 10 * MS, 0, Ecn::NotEct, &batch[at..at + size]));
+        at += size;
+    }
+    let mut got = vec![0u8; data.len() + 1];
+    let n = server.read(now + 10 * MS, &mut got);
+    assert_eq!(n, data.len());
+    assert!(got[..n] == data[..], "content differs");
+    assert_eq!(server.stats().forged_dropped, 0);
+}

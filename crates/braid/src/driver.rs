@@ -14,6 +14,8 @@ use std::sync::Arc;
 const MAX_BURST: usize = 64;
 /// Largest GSO batch, bytes (the UDP payload limit, with room to spare).
 const MAX_GSO_BYTES: usize = 60_000;
+/// Batch buffers kept for reuse between bursts.
+const SPARE_BUFFERS: usize = 8;
 
 /// Consecutive datagrams for one connection, sent with one system call.
 struct Batch {
@@ -30,13 +32,15 @@ struct Batch {
 }
 
 impl Batch {
-    fn accepts(&self, path: u8, ecn: Ecn, size: usize) -> bool {
+    /// Whether a datagram of `size` bytes may follow the batch's first
+    /// `before` bytes.
+    fn accepts(&self, path: u8, ecn: Ecn, size: usize, before: usize) -> bool {
         self.path == path
             && self.ecn == ecn
             && !self.sealed
             && size <= self.segment
             && self.count < self.max_segments
-            && self.data.len() + size <= MAX_GSO_BYTES
+            && before + size <= MAX_GSO_BYTES
     }
 
     fn io(&self) -> &UdpIo {
@@ -46,25 +50,50 @@ impl Batch {
 
 /// Runs until the session has closed or failed, then unregisters it.
 pub(crate) async fn drive(shared: Arc<Shared>) {
+    // Datagrams are written straight into the batch they leave in (or to
+    // `scratch` first when they start one); a batch's buffer goes back to
+    // `spare` once sent.
     let mut scratch = Vec::with_capacity(2048);
+    let mut spare: Vec<Vec<u8>> = Vec::new();
     let mut batches: Vec<Batch> = Vec::new();
     loop {
         let now = clock::now();
-        let (deadline, burst_full, finished) = {
+        let (deadline, sent, finished) = {
             let mut g = shared.lock();
             g.proto.handle_timeout(now);
             let mut datagrams = 0;
             while datagrams < MAX_BURST {
-                let Some(t) = g.proto.poll_transmit(now, &mut scratch) else {
+                // Most datagrams join the batch written last: write them there.
+                let in_last = batches.last().is_some_and(|b| !b.sealed);
+                let buf = match batches.last_mut() {
+                    Some(b) if in_last => &mut b.data,
+                    _ => {
+                        scratch.clear();
+                        &mut scratch
+                    }
+                };
+                let start = buf.len();
+                let Some(t) = g.proto.poll_transmit_append(now, buf) else {
                     break;
                 };
                 datagrams += 1;
-                let datagram = &scratch[..t.size];
+                if in_last {
+                    let b = batches.last_mut().expect("checked");
+                    if b.accepts(t.path, t.ecn, t.size, start) {
+                        b.count += 1;
+                        b.sealed = t.size < b.segment;
+                        continue;
+                    }
+                    // Another connection's: move it out.
+                    scratch.clear();
+                    scratch.extend_from_slice(&b.data[start..]);
+                    b.data.truncate(start);
+                }
                 // The connection's latest batch, even with others' after it:
                 // connections take turns, and each keeps its own batch long.
                 if let Some(b) = batches.iter_mut().rev().find(|b| b.path == t.path) {
-                    if b.accepts(t.path, t.ecn, t.size) {
-                        b.data.extend_from_slice(datagram);
+                    if b.accepts(t.path, t.ecn, t.size, b.data.len()) {
+                        b.data.extend_from_slice(&scratch);
                         b.count += 1;
                         b.sealed = t.size < b.segment;
                         continue;
@@ -74,12 +103,16 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 let Some(route) = g.routes.get(&t.path) else {
                     continue;
                 };
+                let mut data = spare.pop().unwrap_or_default();
+                data.clear();
+                data.reserve(MAX_GSO_BYTES + scratch.len());
+                data.extend_from_slice(&scratch);
                 batches.push(Batch {
                     path: t.path,
                     ecn: t.ecn,
                     endpoint: route.endpoint.clone(),
                     remote: route.remote,
-                    data: datagram.to_vec(),
+                    data,
                     segment: t.size,
                     count: 1,
                     max_segments: route.endpoint.io.max_gso_segments().max(1),
@@ -91,11 +124,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 // No subscriber is fine.
                 let _ = shared.samples.send(sample);
             }
-            (
-                g.proto.poll_timeout(),
-                datagrams == MAX_BURST,
-                g.proto.is_closed(),
-            )
+            (g.proto.poll_timeout(), datagrams, g.proto.is_closed())
         };
         shared.changed.notify_waiters();
 
@@ -108,11 +137,18 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             {
                 shared.lock().proto.handle_send_error(clock::now(), b.path);
             }
+            if spare.len() < SPARE_BUFFERS {
+                spare.push(b.data);
+            }
         }
         if finished {
             break;
         }
-        if burst_full {
+        if sent == 0 {
+            // Idle (a timer only): an idle session keeps no batch buffers.
+            spare = Vec::new();
+        }
+        if sent == MAX_BURST {
             // More to send now; let other tasks run between bursts.
             tokio::task::yield_now().await;
             continue;

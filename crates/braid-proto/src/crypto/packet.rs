@@ -46,14 +46,15 @@ impl PacketKeys {
         }
     }
 
-    /// Encrypts everything after the header in place and appends the tag.
-    pub fn seal(&self, datagram: &mut Vec<u8>) {
-        let (header, payload) = datagram.split_at_mut(HEADER_LEN);
+    /// Encrypts the datagram that starts at `start` in `buf` (everything
+    /// after its header) in place and appends the tag.
+    pub fn seal(&self, buf: &mut Vec<u8>, start: usize) {
+        let (header, payload) = buf[start..].split_at_mut(HEADER_LEN);
         let tag = self
             .seal
             .seal_in_place_separate_tag(nonce(header), Aad::from(aad(header)), payload)
             .expect("payload within the AEAD's limit");
-        datagram.extend_from_slice(tag.as_ref());
+        buf.extend_from_slice(tag.as_ref());
     }
 
     /// Opens `datagram` in place; returns the plaintext frames, or `None`
@@ -83,7 +84,13 @@ mod tests {
         d[10] = 3;
         d[18] = 9;
         d.extend_from_slice(b"frames");
-        a.seal(&mut d);
+        // Sealing a datagram after others in a batch leaves those alone.
+        let mut batch = vec![7u8; 5];
+        batch.extend_from_slice(&d);
+        a.seal(&mut batch, 5);
+        assert_eq!(batch[..5], [7; 5]);
+        a.seal(&mut d, 0);
+        assert_eq!(batch[5..], d[..]);
         assert_eq!(d.len(), HEADER_LEN + 6 + TAG_LEN);
         // The MB-ECN byte may change on the way.
         let mut marked = d.clone();

@@ -156,6 +156,8 @@ pub struct Session {
     unauthentic_answers: u32,
     /// Scratch space where datagrams are opened.
     open_buf: Vec<u8>,
+    /// Where the datagram being written starts in the caller's buffer.
+    packet_start: usize,
     replay: BTreeMap<u8, ReplayWindow>,
     validations: BTreeMap<u8, validation::Validation>,
     /// PATH_RESPONSEs owed: connection and data.
@@ -248,6 +250,7 @@ impl Session {
             refusal_hint: None,
             unauthentic_answers: 0,
             open_buf: Vec::new(),
+            packet_start: 0,
             replay: BTreeMap::new(),
             validations: BTreeMap::new(),
             responses: VecDeque::new(),

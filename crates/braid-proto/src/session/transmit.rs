@@ -56,6 +56,22 @@ impl Session {
     /// Writes the next datagram into `buf` (cleared first), if there is one to send now.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();
+        self.poll_transmit_append(now, buf)
+    }
+
+    /// Appends the next datagram to `buf`, if there is one to send now: a
+    /// driver builds a GSO batch of a connection's datagrams in place.
+    /// [`Transmit::size`] is the new datagram's length.
+    pub fn poll_transmit_append(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.packet_start = buf.len();
+        let t = self.next_transmit(now, buf);
+        if t.is_none() {
+            buf.truncate(self.packet_start);
+        }
+        t
+    }
+
+    fn next_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         if let Some(t) = self.transmit_close(now, buf) {
             return Some(t);
         }
@@ -104,7 +120,7 @@ impl Session {
     /// Seals the datagram (once the session has keys) and accounts for it.
     fn finish_packet(&mut self, path: u8, buf: &mut Vec<u8>) -> Transmit {
         if let Some(keys) = &self.keys {
-            keys.seal(buf);
+            keys.seal(buf, self.packet_start);
         }
         self.account_packet(path, buf)
     }
@@ -116,13 +132,14 @@ impl Session {
     }
 
     fn account_packet(&mut self, path: u8, buf: &[u8]) -> Transmit {
-        self.charge_amplification(path, buf.len());
+        let size = buf.len() - self.packet_start;
+        self.charge_amplification(path, size);
         let p = self.paths.get_mut(&path).expect("path exists");
         p.stats.packets_sent += 1;
-        p.stats.bytes_sent += buf.len() as u64;
+        p.stats.bytes_sent += size as u64;
         Transmit {
             path,
-            size: buf.len(),
+            size,
             ecn: Ecn::Ect0,
         }
     }
@@ -212,7 +229,7 @@ impl Session {
                 }
                 None => Frame::Hello(hello).encode(buf),
             }
-            wire::pad_to(buf, MIN_INITIAL_DATAGRAM);
+            wire::pad_to(buf, self.packet_start + MIN_INITIAL_DATAGRAM);
             return Some(self.finish_clear_packet(id, buf));
         } else if p.hello_ack_pending {
             p.hello_ack_pending = false;
@@ -412,19 +429,14 @@ impl Session {
         if piggyback {
             self.push_ack(now, id, buf);
         }
-        let mut data = Vec::with_capacity(pending.len as usize);
-        self.send
-            .read_segment(pending.offset, pending.len, &mut data);
         let frame_start = buf.len();
-        Frame::Stream {
-            offset: pending.offset,
-            fin: pending.fin,
-            data: &data,
-        }
-        .encode(buf);
+        // The frame's header, then its data straight from the send buffer.
+        wire::encode_stream_header(buf, pending.offset, pending.fin, pending.len as usize);
+        self.send.read_segment(pending.offset, pending.len, buf);
         debug_assert_eq!(
             buf.len() - frame_start,
-            wire::stream_frame_overhead(pending.offset, data.len()) + data.len()
+            wire::stream_frame_overhead(pending.offset, pending.len as usize)
+                + pending.len as usize
         );
         if !self.send.has_outstanding() {
             // Data becomes outstanding: the no-progress count starts.
