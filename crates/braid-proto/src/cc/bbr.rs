@@ -29,9 +29,10 @@
 //!   recovery ends).
 //! - The PROBE_BW start phase is a hash of the delivered count, not a random
 //!   draw (the core has no RNG); like Linux it is never the 0.75 phase.
-//! - Omitted: long-term bandwidth sampling (`lt_bw` policer detection), ACK
-//!   aggregation (`extra_acked`), idle-restart handling, the 1 % pacing margin,
-//!   TSO rounding of cwnd.
+//! - cwnd adds the ACK aggregation estimate as Linux does since 2019
+//!   (`extra_acked`; [`super::ack_aggregation`]).
+//! - Omitted: long-term bandwidth sampling (`lt_bw` policer detection),
+//!   idle-restart handling, the 1 % pacing margin, TSO rounding of cwnd.
 //! - PROBE_RTT holds cwnd at half the estimated BDP, not at 4 packets
 //!   (BBRv2: draft-cardwell-iccrg-bbr-congestion-control-02 §2.14.2,
 //!   BBRProbeRTTCwndGain = 0.5; Linux `tcp_bbr2.c` `bbr_probe_rtt_cwnd_gain`),
@@ -63,6 +64,7 @@
 //!   path (PROBE_RTT still runs every 10 s) and understates the BDP by that
 //!   time only.
 
+use super::ack_aggregation::AckAggregation;
 use super::random_loss::RandomLoss;
 use super::startup::AckTrain;
 use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
@@ -193,6 +195,7 @@ pub struct Bbr {
     jump_bw: f64,
     /// Loss without a queue, which PROBE_BW's pacing makes up for.
     random_loss: RandomLoss,
+    ack_aggregation: AckAggregation,
     mtu: u64,
     max_cwnd: u64,
 }
@@ -228,6 +231,7 @@ impl Bbr {
             ssthresh: None,
             train: AckTrain::new(),
             jump_bw: 0.0,
+            ack_aggregation: AckAggregation::new(),
             random_loss: RandomLoss::default(),
             mtu,
             // Growing past the session window would only inflate the number.
@@ -477,7 +481,10 @@ impl Bbr {
         // without being queued by us: one BtlBw × that delay more, not scaled
         // by the gain, so our own queue stays within what v1 allows.
         let ack_path = (self.btl_bw.get() * s.ack_queue_delay.as_secs_f64()) as u64;
-        let target = self.inflight(self.cwnd_gain()) + ack_path;
+        let aggregation = self
+            .ack_aggregation
+            .cwnd_bonus(self.btl_bw.get(), self.full_bw_reached);
+        let target = self.inflight(self.cwnd_gain()) + ack_path + aggregation;
         if self.full_bw_reached {
             self.cwnd = (self.cwnd + s.newly_acked).min(target);
         } else if self.cwnd < target || s.total_delivered < INITIAL_CWND * self.mtu {
@@ -558,6 +565,14 @@ impl Controller for Bbr {
     fn on_rate_sample(&mut self, now: Instant, s: &RateSample) {
         let app_limited = s.is_app_limited || s.prior_delivered < self.app_limited_until;
         self.update_bw(s, app_limited);
+        self.ack_aggregation.on_ack(
+            now,
+            self.round_start,
+            self.btl_bw.get(),
+            s.newly_acked,
+            self.cwnd,
+            self.mtu,
+        );
         self.update_cycle_phase(now, s);
         self.check_full_bw_reached(s, app_limited);
         self.check_drain(now, s);
@@ -607,8 +622,12 @@ mod tests {
     const BW: f64 = 1_380_000.0;
     const RTT: Duration = Duration::from_millis(100);
     const ACKS_PER_RTT: u32 = 10;
-    /// 2 × BDP + 3 packets at BW and RTT.
-    const PROBE_BW_CWND: u64 = 2 * 138_000 + 3 * MTU;
+    /// Bytes one ACK of the fluid path acknowledges at BW.
+    const ACK_BYTES: u64 = 13_800;
+    /// 2 × BDP + 3 packets at BW and RTT, plus the ACK aggregation estimate,
+    /// which on evenly spaced ACKs is one ACK (as in Linux: an epoch's first
+    /// ACK is all excess).
+    const PROBE_BW_CWND: u64 = 2 * 138_000 + 3 * MTU + ACK_BYTES;
 
     /// A fluid path: one ACK frame every RTT/10 delivering at a set rate.
     struct Net {
@@ -927,7 +946,8 @@ mod tests {
         net.run(30, BW, RTT, false);
         net.run(30, BW / 4.0, RTT, true);
         assert_eq!(net.bbr.btl_bw(), BW);
-        assert_eq!(net.bbr.window(), PROBE_BW_CWND);
+        // The aggregation estimate is now the smaller ACKs' size.
+        assert_eq!(net.bbr.window(), PROBE_BW_CWND - ACK_BYTES + ACK_BYTES / 4);
         net.ack(2.0 * BW, RTT, true);
         assert_eq!(net.bbr.btl_bw(), 2.0 * BW, "a higher one still raises it");
     }

@@ -3,6 +3,7 @@
 //! Each algorithm lives in its own module and cites its source and constants.
 //! Hooks have no-op defaults so an algorithm implements only what it uses.
 
+mod ack_aggregation;
 mod aimd;
 mod bbr;
 mod cubic;
