@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 /// Sessions one endpoint serves at most; HELLOs beyond are ignored.
-const MAX_SESSIONS: usize = 4096;
+const MAX_SESSIONS: usize = 16_384;
 /// Accepted sessions waiting for `Listener::accept`.
 const ACCEPT_BACKLOG: usize = 256;
 /// Ended session ids remembered, so a late duplicate HELLO opens nothing.
