@@ -86,7 +86,7 @@ pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         ..RelayConfig::new(args.listen, args.to, LinkConfig::default())
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

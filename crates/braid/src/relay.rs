@@ -48,6 +48,8 @@ const UPSTREAM_BATCH: usize = 4;
 
 /// Datagrams sent per lock of a direction's scheduler.
 const SEND_BATCH: usize = 64;
+/// Largest GSO batch the relay sends, bytes.
+const MAX_GSO_BYTES: usize = 60_000;
 
 /// What a relay listens on, where it forwards to, and the link of each
 /// direction.
@@ -621,6 +623,7 @@ async fn wait_until(deadline: tokio::time::Instant) {
 async fn deliver(shared: Arc<Shared>, dir: Dir) {
     let d = shared.direction(dir);
     let mut due = Vec::with_capacity(SEND_BATCH);
+    let mut batch = Vec::new();
     loop {
         let next = {
             let mut s = d.lock();
@@ -646,12 +649,21 @@ async fn deliver(shared: Arc<Shared>, dir: Dir) {
         };
         if !due.is_empty() {
             let (mut sent, mut failed) = (0, 0);
-            for p in due.drain(..) {
-                match p.via.send(p.to, p.ecn, &p.datagram, None).await {
-                    Ok(()) => sent += 1,
-                    Err(_) => failed += 1,
+            let mut rest = &due[..];
+            while !rest.is_empty() {
+                // Datagrams due together for one destination leave in one
+                // GSO call; a link with a rate makes them due one by one.
+                let n = gso_run(rest, &mut batch);
+                let first = &rest[0];
+                let segment = (n > 1).then_some(first.datagram.len());
+                let contents: &[u8] = if n > 1 { &batch } else { &first.datagram };
+                match first.via.send(first.to, first.ecn, contents, segment).await {
+                    Ok(()) => sent += n as u64,
+                    Err(_) => failed += n as u64,
                 }
+                rest = &rest[n..];
             }
+            due.clear();
             let mut s = d.lock();
             s.sent += sent;
             s.send_errors += failed;
@@ -667,6 +679,38 @@ async fn deliver(shared: Arc<Shared>, dir: Dir) {
             None => d.wake.notified().await,
         }
     }
+}
+
+/// How many datagrams from the start of `due` can leave in one GSO call
+/// (same socket, destination and ECN; all as long as the first but the
+/// last, which may be shorter); with more than one, `batch` holds them.
+fn gso_run(due: &[Pending], batch: &mut Vec<u8>) -> usize {
+    let first = &due[0];
+    let segment = first.datagram.len();
+    let max = first.via.max_gso_segments().min(due.len());
+    let mut n = 1;
+    while n < max {
+        let p = &due[n];
+        let fits = Arc::ptr_eq(&p.via, &first.via)
+            && p.to == first.to
+            && p.ecn == first.ecn
+            && p.datagram.len() <= segment
+            && (n + 1) * segment <= MAX_GSO_BYTES;
+        if !fits {
+            break;
+        }
+        n += 1;
+        if p.datagram.len() < segment {
+            break; // Only the last may be shorter.
+        }
+    }
+    if n > 1 {
+        batch.clear();
+        for p in &due[..n] {
+            batch.extend_from_slice(&p.datagram);
+        }
+    }
+    n
 }
 
 /// The state changes of `events` in the order the simulator applies them:
@@ -747,6 +791,38 @@ mod tests {
                 (s(3), LinkState::Closed)
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn datagrams_due_together_leave_in_gso_runs() {
+        let via = Arc::new(UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap());
+        let other = Arc::new(UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap());
+        let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let p = |via: &Arc<UdpIo>, to, len: usize, fill: u8| Pending {
+            at: Instant::ZERO,
+            seq: 0,
+            to,
+            via: via.clone(),
+            ecn: Ecn::NotEct,
+            datagram: vec![fill; len].into(),
+        };
+        let due = [
+            p(&via, to, 100, 1),
+            p(&via, to, 100, 2),
+            p(&via, to, 60, 3), // shorter: ends the run
+            p(&via, to, 100, 4),
+            p(&other, to, 100, 5), // another socket
+        ];
+        let mut batch = Vec::new();
+        if via.max_gso_segments() < 3 {
+            assert_eq!(gso_run(&due, &mut batch), 1, "without GSO, one by one");
+            return;
+        }
+        assert_eq!(gso_run(&due, &mut batch), 3);
+        assert_eq!(batch.len(), 260);
+        assert_eq!((batch[0], batch[100], batch[200]), (1, 2, 3));
+        assert_eq!(gso_run(&due[3..], &mut batch), 1);
+        assert_eq!(gso_run(&due[4..], &mut batch), 1);
     }
 
     #[test]
