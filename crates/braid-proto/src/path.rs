@@ -282,7 +282,9 @@ impl Path {
             if hi >= self.next_pn {
                 return Err(AckError::NeverSent);
             }
-            if self.skipped.iter().any(|&s| lo <= s && s <= hi) {
+            // `skipped` is in ascending order: the first at or above `lo`.
+            let i = self.skipped.partition_point(|&s| s < lo);
+            if self.skipped.get(i).is_some_and(|&s| s <= hi) {
                 return Err(AckError::Skipped);
             }
         }
@@ -442,8 +444,18 @@ impl Path {
         let largest_before = self.largest_acked;
         let lost_before = self.stats.lost_bytes;
         let mut newly: Vec<(u64, SentPacket)> = Vec::new();
+        // Ranges below every packet still tracked (sent or declared lost)
+        // acknowledge nothing new: most of them, as ACKs repeat old ranges.
+        let oldest = match (self.sent.keys().next(), self.lost.keys().next()) {
+            (Some(&a), Some(&b)) => a.min(b),
+            (Some(&a), None) | (None, Some(&a)) => a,
+            (None, None) => u64::MAX,
+        };
         for &(lo, hi) in &ack.ranges {
             debug_assert!(hi < self.next_pn, "validated by validate_ack");
+            if hi < oldest {
+                continue;
+            }
             newly.extend(self.sent.range(lo..=hi).map(|(&pn, &p)| (pn, p)));
             let spurious: Vec<(u64, SentPacket)> =
                 self.lost.range(lo..=hi).map(|(&pn, &p)| (pn, p)).collect();

@@ -17,19 +17,33 @@ pub fn derive_seed(seed: u64, parts: &[u64]) -> u64 {
         .fold(splitmix64(seed), |acc, &p| splitmix64(acc ^ splitmix64(p)))
 }
 
+/// The 8 bytes of content at `block` × 8.
+fn word(key: u64, block: u64) -> [u8; 8] {
+    splitmix64(key ^ block.wrapping_mul(0xd6e8_feb8_6659_fd93)).to_le_bytes()
+}
+
 /// Writes `len` bytes of a stream's content, from `offset` on.
 pub fn fill(key: u64, offset: u64, out: &mut Vec<u8>, len: usize) {
     out.clear();
-    out.reserve(len);
-    let mut pos = offset;
+    out.resize(len, 0);
     let end = offset + len as u64;
-    while pos < end {
-        let block = pos / 8;
-        let word = splitmix64(key ^ block.wrapping_mul(0xd6e8_feb8_6659_fd93)).to_le_bytes();
-        let from = (pos % 8) as usize;
-        let to = (8).min(from + (end - pos) as usize);
-        out.extend_from_slice(&word[from..to]);
-        pos += (to - from) as u64;
+    // A partial first word, whole words, a partial last word.
+    let head = (((8 - offset % 8) % 8) as usize).min(len);
+    if head > 0 {
+        let from = (offset % 8) as usize;
+        out[..head].copy_from_slice(&word(key, offset / 8)[from..from + head]);
+    }
+    let mut block = (offset + head as u64) / 8;
+    let mut words = out[head..].chunks_exact_mut(8);
+    for w in &mut words {
+        w.copy_from_slice(&word(key, block));
+        block += 1;
+    }
+    let tail = words.into_remainder();
+    if !tail.is_empty() {
+        debug_assert_eq!(block, (end - tail.len() as u64) / 8);
+        let n = tail.len();
+        tail.copy_from_slice(&word(key, block)[..n]);
     }
 }
 
@@ -41,9 +55,49 @@ pub struct Transfer {
     pub total: u64,
     pub written: u64,
     pub read: u64,
-    sent_hash: blake3::Hasher,
-    recv_hash: blake3::Hasher,
+    sent_hash: Hashing,
+    recv_hash: Hashing,
     chunk: Vec<u8>,
+}
+
+/// BLAKE3 fed in large pieces: a session reads and writes a packet or two
+/// at a time, and BLAKE3 hashes many chunks in parallel (SIMD) only when it
+/// is given many at once; fed 1,380 bytes at a time it was a third of the
+/// simulator's time.
+#[derive(Debug)]
+struct Hashing {
+    hasher: blake3::Hasher,
+    pending: Vec<u8>,
+}
+
+/// Bytes gathered before they go to the hasher.
+const HASH_BATCH: usize = 64 * 1024;
+
+impl Hashing {
+    fn new() -> Self {
+        Hashing {
+            hasher: blake3::Hasher::new(),
+            pending: Vec::with_capacity(HASH_BATCH),
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        if self.pending.len() + data.len() > HASH_BATCH {
+            self.hasher.update(&self.pending);
+            self.pending.clear();
+        }
+        if data.len() >= HASH_BATCH {
+            self.hasher.update(data);
+        } else {
+            self.pending.extend_from_slice(data);
+        }
+    }
+
+    fn finalize(&self) -> blake3::Hash {
+        let mut h = self.hasher.clone();
+        h.update(&self.pending);
+        h.finalize()
+    }
 }
 
 /// Largest chunk handed to the session at once.
@@ -56,8 +110,8 @@ impl Transfer {
             total,
             written: 0,
             read: 0,
-            sent_hash: blake3::Hasher::new(),
-            recv_hash: blake3::Hasher::new(),
+            sent_hash: Hashing::new(),
+            recv_hash: Hashing::new(),
             chunk: Vec::new(),
         }
     }
@@ -114,6 +168,21 @@ mod tests {
         let mut other = Vec::new();
         fill(8, 3, &mut other, 100);
         assert_ne!(whole, other);
+    }
+
+    #[test]
+    fn fill_is_the_byte_by_byte_definition() {
+        // Byte i of the stream is byte i % 8 of word(i / 8).
+        for offset in 0..20u64 {
+            for len in [0usize, 1, 5, 7, 8, 9, 15, 16, 17, 100] {
+                let mut got = Vec::new();
+                fill(3, offset, &mut got, len);
+                let want: Vec<u8> = (offset..offset + len as u64)
+                    .map(|i| word(3, i / 8)[(i % 8) as usize])
+                    .collect();
+                assert_eq!(got, want, "offset {offset} len {len}");
+            }
+        }
     }
 
     #[test]
