@@ -9,7 +9,8 @@
 //! The listener runs in this process and the clients in a child process
 //! (this program again), so the memory printed is the server's alone:
 //! resident memory after the sessions are up, minus before, per session.
-//! Sessions are sealed (pinned key) on one current_thread runtime per side.
+//! Sessions are sealed (pinned key) on one current_thread runtime per side;
+//! `SERVER_THREADS=2` runs the listener's side on two worker threads.
 
 use braid::{Endpoint, Listener, Security, SessionConfig};
 use std::io::{BufRead, BufReader, Write};
@@ -33,9 +34,22 @@ fn rss() -> u64 {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    // SERVER_THREADS=2: the listener's side on a 2-worker runtime, to see
+    // what a second core buys (the clients stay on one thread).
+    let threads: usize = std::env::var("SERVER_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
+    let rt = if threads > 1 && args.first().is_some_and(|a| a != "clients") {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    };
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         [mode @ ("idle" | "transfers"), n] => rt.block_on(server(mode, n.parse()?)),
         ["clients", mode, n, addr, key] => {
