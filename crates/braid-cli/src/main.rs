@@ -122,9 +122,11 @@ fn usage_error(e: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Runs a networked command on a fresh runtime. The runtime is left behind
-/// rather than shut down in order: a blocking read of stdin may never
-/// return, and the process is about to exit anyway.
+/// Runs a networked command on a fresh single-threaded runtime: a transfer
+/// is one session's receive, timers and sends, and handing them between
+/// worker threads cost more than it gained (the disk has a thread of its
+/// own, see `file_io`). The runtime is left behind rather than shut down in
+/// order: the process is about to exit anyway.
 fn block_on<T>(command: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -218,7 +218,9 @@ mod ty {
 }
 
 /// Whether a payload's first frame is of a type that travels in clear (a
-/// handshake message, a retry or a refusal), judged by the type alone.
+/// handshake message, a retry or a refusal), judged by the type alone: the
+/// frames a session reads from a datagram that did not open with its keys
+/// (`Session::handle_clear_handshake`; keep the two lists together).
 pub fn starts_with_clear_frame(payload: &[u8]) -> bool {
     let mut input = payload;
     matches!(

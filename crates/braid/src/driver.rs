@@ -4,7 +4,7 @@
 //! receive loops, which feed the core and wake this task.
 
 use crate::session::Shared;
-use crate::udp::UdpIo;
+use crate::udp::{UdpIo, MAX_GSO_BYTES};
 use crate::{clock, endpoint::EndpointInner};
 use braid_proto::{Ecn, Instant};
 use std::net::SocketAddr;
@@ -12,8 +12,6 @@ use std::sync::Arc;
 
 /// Datagrams gathered under one hold of the lock before sending them.
 const MAX_BURST: usize = 64;
-/// Largest GSO batch, bytes (the UDP payload limit, with room to spare).
-const MAX_GSO_BYTES: usize = 60_000;
 /// Batch buffers kept for reuse between bursts.
 const SPARE_BUFFERS: usize = 8;
 

@@ -28,7 +28,7 @@ use quinn_udp::RecvMeta;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use crate::udp::{self, UdpIo};
+use crate::udp::{self, UdpIo, MAX_GSO_BYTES};
 use crate::{Error, Result};
 
 /// Clients served at once; a new client beyond this replaces the one that
@@ -48,8 +48,6 @@ const UPSTREAM_BATCH: usize = 4;
 
 /// Datagrams sent per lock of a direction's scheduler.
 const SEND_BATCH: usize = 64;
-/// Largest GSO batch the relay sends, bytes.
-const MAX_GSO_BYTES: usize = 60_000;
 
 /// What a relay listens on, where it forwards to, and the link of each
 /// direction.

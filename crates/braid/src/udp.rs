@@ -17,6 +17,9 @@ pub const DEFAULT_SOCKET_BUFFER: usize = 8 << 20;
 pub const RECV_BATCH: usize = 16;
 pub const RECV_BUFFER: usize = 64 * 1024;
 
+/// Largest GSO batch sent, bytes (the UDP payload limit, with room to spare).
+pub const MAX_GSO_BYTES: usize = 60_000;
+
 /// A bound, non-blocking UDP socket registered with tokio.
 #[derive(Debug)]
 pub struct UdpIo {
