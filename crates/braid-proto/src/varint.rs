@@ -28,14 +28,23 @@ pub fn write(buf: &mut Vec<u8>, v: u64) {
 /// Reads one varint from the front of `input`, advancing it; `None` if truncated.
 pub fn read(input: &mut &[u8]) -> Option<u64> {
     let first = *input.first()?;
-    let len = 1usize << (first >> 6);
-    if input.len() < len {
-        return None;
-    }
-    let mut v = u64::from(first & 0x3f);
-    for &b in &input[1..len] {
-        v = (v << 8) | u64::from(b);
-    }
+    // One fixed-width big-endian load per length: ACK frames are mostly
+    // one- and two-byte varints and decoding them is a hot path.
+    let (v, len) = match first >> 6 {
+        0 => (u64::from(first), 1),
+        1 => {
+            let b: [u8; 2] = input.get(..2)?.try_into().ok()?;
+            (u64::from(u16::from_be_bytes(b) & 0x3fff), 2)
+        }
+        2 => {
+            let b: [u8; 4] = input.get(..4)?.try_into().ok()?;
+            (u64::from(u32::from_be_bytes(b) & 0x3fff_ffff), 4)
+        }
+        _ => {
+            let b: [u8; 8] = input.get(..8)?.try_into().ok()?;
+            (u64::from_be_bytes(b) & MAX, 8)
+        }
+    };
     *input = &input[len..];
     Some(v)
 }
