@@ -4,6 +4,9 @@ mod bench;
 mod demo_cmd;
 mod file_io;
 mod keys;
+mod link_args;
+mod link_cmd;
+mod netns;
 mod progress;
 mod recv_cmd;
 mod relay_cmd;
@@ -44,6 +47,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Forward UDP both ways through the simulator's link model in real time (one emulated path per relay).
     Relay(relay_cmd::RelayArgs),
+    /// Run a command (iperf3, curl, braid, ...) behind an emulated link, in a network namespace of its own (root).
+    Link(link_cmd::LinkCmdArgs),
     /// Run the scenario suites with every controller and several seeds; write reports and plots.
     Bench(bench::BenchArgs),
 }
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         Command::Keygen(args) => keys::keygen(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Relay(args) => relay_cmd::run(args),
+        Command::Link(args) => link_cmd::run(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {

@@ -1,0 +1,187 @@
+//! The link options `braid relay` and `braid link` share: one parser and
+//! one description of a link, in the syntax of scenario files.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_sim::link::{EcnMode, LinkStats, QueueLimit};
+use braid_sim::units::{format_duration, parse_duration, Rate};
+use braid_sim::{LinkConfig, Trace};
+use clap::Args;
+
+/// Both directions get the same settings, except where a flag says otherwise.
+/// "Forward" is the direction the data of the tool's usual use goes: client to
+/// target for the relay, the command's side to the outside for `braid link`.
+#[derive(Args, Clone, Debug)]
+pub struct LinkArgs {
+    /// Service rate of each direction, e.g. "40Mbit" or "1024pps". Default: unlimited.
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<Rate>,
+    /// Service rate of the reverse direction only.
+    #[arg(long, value_name = "RATE")]
+    pub reverse_rate: Option<Rate>,
+    /// Mahimahi trace serving the forward direction instead of a rate; the
+    /// reverse direction then has --reverse-trace, --reverse-rate, or no limit.
+    #[arg(long, value_name = "FILE", conflicts_with = "rate")]
+    pub trace: Option<PathBuf>,
+    /// Mahimahi trace serving the reverse direction.
+    #[arg(long, value_name = "FILE", conflicts_with = "reverse_rate")]
+    pub reverse_trace: Option<PathBuf>,
+    /// One-way delay of each direction, e.g. "20ms".
+    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "0")]
+    pub delay: Duration,
+    /// Each packet's delay varies uniformly within ±J; packets may reorder.
+    #[arg(long, value_name = "J", value_parser = parse_duration, default_value = "0")]
+    pub jitter: Duration,
+    /// Random loss of each direction, e.g. "1%" or 0.01.
+    #[arg(long, value_name = "P", value_parser = parse_probability, default_value = "0")]
+    pub loss: f64,
+    /// Drop-tail queue of each direction: packets ("1000") or bytes ("256KB").
+    #[arg(long, value_name = "Q", default_value = "1000")]
+    pub queue: QueueLimit,
+    /// Queue marking: off, threshold:K (CE at K queued packets) or mbecn
+    /// (writes queue depth / 16 into braid's header).
+    #[arg(long, value_name = "MODE", default_value = "off")]
+    pub ecn: EcnMode,
+    /// Seed of the random loss, jitter and duplication.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// A direction's link and the trace file it came from, for descriptions.
+#[derive(Debug, Clone)]
+pub struct Direction {
+    pub config: LinkConfig,
+    pub trace_file: Option<PathBuf>,
+}
+
+impl LinkArgs {
+    /// The forward and reverse links these options describe.
+    pub fn directions(&self) -> anyhow::Result<(Direction, Direction)> {
+        let forward = LinkConfig {
+            rate: self.rate,
+            trace: self.trace.as_deref().map(read_trace).transpose()?,
+            delay: self.delay,
+            jitter: self.jitter,
+            loss: self.loss,
+            queue: self.queue,
+            ecn: self.ecn,
+            ..LinkConfig::default()
+        };
+        let reverse = LinkConfig {
+            rate: self.reverse_rate.or(self.rate),
+            trace: self.reverse_trace.as_deref().map(read_trace).transpose()?,
+            ..forward.clone()
+        };
+        for r in [forward.rate, reverse.rate].into_iter().flatten() {
+            anyhow::ensure!(r.is_positive(), "rate {r} must be above zero");
+        }
+        Ok((
+            Direction {
+                config: forward,
+                trace_file: self.trace.clone(),
+            },
+            Direction {
+                config: reverse,
+                trace_file: self.reverse_trace.clone(),
+            },
+        ))
+    }
+}
+
+fn read_trace(path: &Path) -> anyhow::Result<Arc<Trace>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read trace {}: {e}", path.display()))?;
+    let trace =
+        Trace::parse(&text).map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
+    Ok(Arc::new(trace))
+}
+
+/// "1%" or "0.01", from 0 to 1.
+pub fn parse_probability(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim_end(), 100.0),
+        None => (t, 1.0),
+    };
+    number
+        .parse::<f64>()
+        .ok()
+        .map(|v| v / scale)
+        .filter(|p| (0.0..=1.0).contains(p))
+        .ok_or_else(|| {
+            format!("{s:?} is not a probability; expected 0 to 1 (0.01) or a percentage (1%)")
+        })
+}
+
+impl Direction {
+    /// e.g. "40Mbit/s, 20ms delay, 1% loss, queue 1000 packets".
+    pub fn describe(&self) -> String {
+        let link = &self.config;
+        let mut parts = vec![match (&link.trace, link.rate) {
+            (Some(t), _) => format!(
+                "trace {} ({:.1} Mbit/s average)",
+                self.trace_file
+                    .as_deref()
+                    .unwrap_or(Path::new("?"))
+                    .display(),
+                t.average_bits_per_sec() / 1e6
+            ),
+            (None, Some(r)) => format!("{r}/s"),
+            (None, None) => "no rate limit".to_owned(),
+        }];
+        parts.push(format!("{} delay", format_duration(link.delay)));
+        if !link.jitter.is_zero() {
+            parts.push(format!("±{} jitter", format_duration(link.jitter)));
+        }
+        if link.loss > 0.0 {
+            parts.push(format!("{} loss", percent(link.loss)));
+        }
+        parts.push(format!("queue {}", link.queue));
+        if link.ecn != EcnMode::Off {
+            parts.push(format!("ECN {}", link.ecn));
+        }
+        parts.join(", ")
+    }
+}
+
+/// Both directions in one line, said once when they are the same.
+pub fn describe_both(forward: &Direction, reverse: &Direction, names: [&str; 2]) -> String {
+    let (f, r) = (forward.describe(), reverse.describe());
+    if f == r {
+        format!("{f} (both directions)")
+    } else {
+        format!("{} {f}; {} {r}", names[0], names[1])
+    }
+}
+
+/// What a link did with the packets offered to it.
+pub fn link_counters(l: &LinkStats) -> String {
+    format!(
+        "offered {}, delivered {}, dropped {} by loss / {} by queue / {} while down, {} CE marks",
+        l.offered, l.delivered, l.dropped_loss, l.dropped_queue, l.dropped_down, l.ce_marked
+    )
+}
+
+fn percent(p: f64) -> String {
+    let s = format!("{:.4}", p * 100.0);
+    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probabilities_accept_fractions_and_percentages() {
+        assert_eq!(parse_probability("0.01"), Ok(0.01));
+        assert_eq!(parse_probability("1%"), Ok(0.01));
+        assert_eq!(parse_probability("100%"), Ok(1.0));
+        for bad in ["1.5", "-1%", "lots", "NaN", ""] {
+            assert!(parse_probability(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(percent(0.01), "1%");
+        assert_eq!(percent(0.075), "7.5%");
+    }
+}
