@@ -32,7 +32,7 @@ fn a_transfer_through_the_link_has_its_delay_and_rate() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.bin");
     let data: Vec<u8> = (0..2_000_000u32)
-        .map(|i| (i * 2_654_435_761 >> 13) as u8)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     std::fs::write(&input, &data).unwrap();
     let output = dir.path().join("out.bin");
