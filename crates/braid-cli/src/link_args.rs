@@ -47,6 +47,25 @@ pub struct LinkArgs {
     /// Seed of the random loss, jitter and duplication.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Both directions, their events and the seed from a path of a scenario
+    /// file (docs/scenarios.md) instead of the options above.
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "rate", "reverse_rate", "trace", "reverse_trace", "delay", "jitter", "loss", "queue", "ecn", "seed",
+    ])]
+    pub scenario: Option<PathBuf>,
+    /// Which of the scenario's paths (from 0).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "scenario")]
+    pub path: usize,
+}
+
+/// Both directions of an emulated path and the seed of their randomness.
+#[derive(Debug, Clone)]
+pub struct Links {
+    pub forward: Direction,
+    pub reverse: Direction,
+    pub seed: u64,
+    /// The scenario path they came from (0 without a scenario).
+    pub path: usize,
 }
 
 /// A direction's link and the trace file it came from, for descriptions.
@@ -57,8 +76,30 @@ pub struct Direction {
 }
 
 impl LinkArgs {
-    /// The forward and reverse links these options describe.
-    pub fn directions(&self) -> anyhow::Result<(Direction, Direction)> {
+    /// The links these options (or the scenario) describe.
+    pub fn links(&self) -> anyhow::Result<Links> {
+        if let Some(file) = &self.scenario {
+            let sc = braid_sim::Scenario::from_file(file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let Some(p) = sc.paths.get(self.path) else {
+                anyhow::bail!(
+                    "{} has {} path(s); --path {} is not one of them",
+                    file.display(),
+                    sc.paths.len(),
+                    self.path
+                );
+            };
+            let from = |config: &LinkConfig| Direction {
+                config: config.clone(),
+                trace_file: config.trace.as_ref().map(|_| file.clone()),
+            };
+            return Ok(Links {
+                forward: from(&p.forward),
+                reverse: from(&p.reverse),
+                seed: sc.seed,
+                path: self.path,
+            });
+        }
         let forward = LinkConfig {
             rate: self.rate,
             trace: self.trace.as_deref().map(read_trace).transpose()?,
@@ -77,16 +118,18 @@ impl LinkArgs {
         for r in [forward.rate, reverse.rate].into_iter().flatten() {
             anyhow::ensure!(r.is_positive(), "rate {r} must be above zero");
         }
-        Ok((
-            Direction {
+        Ok(Links {
+            forward: Direction {
                 config: forward,
                 trace_file: self.trace.clone(),
             },
-            Direction {
+            reverse: Direction {
                 config: reverse,
                 trace_file: self.reverse_trace.clone(),
             },
-        ))
+            seed: self.seed,
+            path: 0,
+        })
     }
 }
 

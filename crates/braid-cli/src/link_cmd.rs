@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use braid_proto::{Ecn, Instant};
 use braid_sim::content::derive_seed;
-use braid_sim::link::{DropReason, EcnMode, LinkStats};
+use braid_sim::link::{state_changes, DropReason, EcnMode, LinkStats};
 use braid_sim::{Link, LinkConfig, Offer};
 use clap::Args;
 
@@ -65,6 +65,11 @@ const MAX_PENDING_BYTES: usize = 256 << 20;
 const READ_BATCH: usize = 256;
 /// Longest sleep: how soon the command's exit and signals are noticed.
 const MAX_WAIT: Duration = Duration::from_millis(20);
+/// After the command exits, the link carries packets until it has been idle
+/// this long (the far end's answers to its last packets are back), at most
+/// until DRAIN_MAX.
+const DRAIN_MIN: Duration = Duration::from_millis(100);
+const DRAIN_MAX: Duration = Duration::from_secs(3);
 /// How long an interrupted command has to exit before it is told again.
 const SIGNAL_GRACE: Duration = Duration::from_secs(2);
 
@@ -76,7 +81,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
-    let (up, down) = args.link.directions()?;
+    let links = args.link.links()?;
+    let (up, down) = (&links.forward, &links.reverse);
     if up.config.ecn == EcnMode::MbEcn {
         bail!("--ecn mbecn needs braid's header, which braid link does not look into; use threshold:K, or braid relay");
     }
@@ -87,7 +93,9 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
     });
     let [up_log, down_log] = logs;
     let (up_log, down_log) = (up_log?, down_log?);
-    let description = describe_both(&up, &down, ["uplink", "downlink"]);
+    let description = describe_both(up, down, ["uplink", "downlink"]);
+    // Both directions share the path's events, as in the simulator.
+    let mut changes = state_changes(&up.config.events).into_iter().peekable();
 
     let ns = Namespace::create()?;
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
@@ -99,17 +107,13 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1);
     }
     let origin = std::time::Instant::now();
+    // The simulator's seeds for this path's links.
+    let seed = |dir| derive_seed(links.seed, &[1, links.path as u64, dir]);
     let mut lanes = [
+        Lane::new(up.config.clone(), seed(0), up_log, &description, "uplink"),
         Lane::new(
-            up.config,
-            derive_seed(args.link.seed, &[5, 0]),
-            up_log,
-            &description,
-            "uplink",
-        ),
-        Lane::new(
-            down.config,
-            derive_seed(args.link.seed, &[5, 1]),
+            down.config.clone(),
+            seed(1),
             down_log,
             &description,
             "downlink",
@@ -128,20 +132,43 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
 
     let mut buf = vec![0u8; 65_536];
     let mut told: Option<std::time::Instant> = None;
+    let mut exited = None;
+    // Last time a packet was read or waiting in the link.
+    let mut busy = std::time::Instant::now();
     let status = loop {
         let now = link_now(origin);
+        while let Some(&(_, state)) = changes.peek().filter(|c| Instant::ZERO + c.0 <= now) {
+            changes.next();
+            for lane in &mut lanes {
+                lane.link.set_state(now, state);
+            }
+        }
         // Uplink: read inside, write outside; downlink the other way.
         for (lane, from, to) in [(0, &ns.inside, &ns.outside), (1, &ns.outside, &ns.inside)] {
             lanes[lane].deliver(link_now(origin), to);
             for _ in 0..READ_BATCH {
                 match from.recv(&mut buf)? {
-                    Some(n) => lanes[lane].offer(now, &mut buf[..n]),
+                    Some(n) => {
+                        busy = std::time::Instant::now();
+                        lanes[lane].offer(now, &mut buf[..n]);
+                    }
                     None => break,
                 }
             }
         }
-        if let Some(status) = child.try_wait()? {
-            break status;
+        if exited.is_none() {
+            exited = child.try_wait()?.map(|st| (st, std::time::Instant::now()));
+        }
+        if let Some((status, at)) = exited {
+            // Packets still in the link (a FIN, the last ACKs) are delivered
+            // before the namespace goes, so the far end sees a clean close.
+            if lanes.iter().any(|l| l.due().is_some()) {
+                busy = std::time::Instant::now();
+            }
+            let quiet = busy.elapsed() >= DRAIN_MIN;
+            if quiet || at.elapsed() >= DRAIN_MAX || SIGNAL.load(Ordering::Relaxed) != 0 {
+                break status;
+            }
         }
         let sig = SIGNAL.load(Ordering::Relaxed);
         // A terminal's Ctrl-C reaches the command too; anything else (or a
@@ -153,7 +180,8 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
             }
             told = Some(std::time::Instant::now());
         }
-        let due = lanes.iter().filter_map(Lane::due).min();
+        let next_change = changes.peek().map(|c| Instant::ZERO + c.0);
+        let due = lanes.iter().filter_map(Lane::due).chain(next_change).min();
         let wait = due.map_or(MAX_WAIT, |at| {
             Duration::from_nanos(at.as_nanos().saturating_sub(link_now(origin).as_nanos()))
                 .min(MAX_WAIT)

@@ -30,11 +30,12 @@ pub struct RelayArgs {
 }
 
 pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
-    let (forward, reverse) = args.link.directions()?;
+    let links = args.link.links()?;
+    let (forward, reverse) = (&links.forward, &links.reverse);
     let cfg = RelayConfig {
         forward: forward.config.clone(),
         reverse: reverse.config.clone(),
-        seed: args.link.seed,
+        seed: links.seed,
         ..RelayConfig::new(args.listen, args.to, LinkConfig::default())
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -43,7 +44,7 @@ pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
         let relay = Relay::start(cfg.clone())?;
-        let links = describe_both(&forward, &reverse, ["forward", "reverse"]);
+        let links = describe_both(forward, reverse, ["forward", "reverse"]);
         println!("relay {} -> {}: {links}", relay.local_addr(), cfg.to);
         tokio::signal::ctrl_c()
             .await

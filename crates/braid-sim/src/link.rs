@@ -136,13 +136,35 @@ pub enum LinkEventKind {
 }
 
 /// Whether a link carries packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum LinkState {
     #[default]
     Up,
     Down,
     /// Permanent: a later `Up` is ignored.
     Closed,
+}
+
+/// The state changes of `events` in the order they apply: by time, ties in
+/// list order, a timed outage's end right after it. The simulator, the relay
+/// and `braid link` all schedule a path's events from this list.
+pub fn state_changes(events: &[LinkEvent]) -> Vec<(Duration, LinkState)> {
+    let mut changes = Vec::with_capacity(events.len());
+    for e in events {
+        match e.kind {
+            LinkEventKind::Down { duration } => {
+                changes.push((e.at, LinkState::Down));
+                if let Some(d) = duration {
+                    changes.push((e.at.saturating_add(d), LinkState::Up));
+                }
+            }
+            LinkEventKind::Up => changes.push((e.at, LinkState::Up)),
+            LinkEventKind::Close => changes.push((e.at, LinkState::Closed)),
+        }
+    }
+    // Stable: equal times keep their order.
+    changes.sort_by_key(|c| c.0);
+    changes
 }
 
 /// Everything that shapes one direction of a path.
@@ -563,6 +585,31 @@ fn nanos(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outages_end_in_order() {
+        let s = Duration::from_secs;
+        let events = [
+            LinkEvent {
+                at: s(1),
+                kind: LinkEventKind::Down {
+                    duration: Some(s(2)),
+                },
+            },
+            LinkEvent {
+                at: s(3),
+                kind: LinkEventKind::Close,
+            },
+        ];
+        assert_eq!(
+            state_changes(&events),
+            [
+                (s(1), LinkState::Down),
+                (s(3), LinkState::Up),
+                (s(3), LinkState::Closed)
+            ]
+        );
+    }
 
     const MS: u64 = 1_000_000;
 

@@ -2,7 +2,7 @@
 //! endpoints of each flow, in virtual time, deterministically from a seed.
 
 use crate::content::{derive_seed, Transfer};
-use crate::link::{Link, LinkEventKind, LinkState, Offer};
+use crate::link::{state_changes, Link, LinkState, Offer};
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
 use braid_proto::{
@@ -40,19 +40,13 @@ enum Action {
     },
     SetLink {
         path: usize,
-        state: LinkStateKey,
+        state: LinkState,
     },
 }
 
 /// Orderable stand-ins for foreign types kept in the heap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct EcnBits(u8);
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum LinkStateKey {
-    Up,
-    Down,
-    Closed,
-}
 
 /// One endpoint: its session (the server's appears with the first datagram) and wake-up.
 #[derive(Debug, Default)]
@@ -221,42 +215,8 @@ impl Sim {
             .collect();
         for (i, path_events) in events.into_iter().enumerate() {
             // Both directions share the path's events.
-            for ev in path_events {
-                let at = Instant::ZERO + ev.at;
-                match ev.kind {
-                    LinkEventKind::Down { duration } => {
-                        sim.push(
-                            at,
-                            Action::SetLink {
-                                path: i,
-                                state: LinkStateKey::Down,
-                            },
-                        );
-                        if let Some(d) = duration {
-                            sim.push(
-                                at + d,
-                                Action::SetLink {
-                                    path: i,
-                                    state: LinkStateKey::Up,
-                                },
-                            );
-                        }
-                    }
-                    LinkEventKind::Up => sim.push(
-                        at,
-                        Action::SetLink {
-                            path: i,
-                            state: LinkStateKey::Up,
-                        },
-                    ),
-                    LinkEventKind::Close => sim.push(
-                        at,
-                        Action::SetLink {
-                            path: i,
-                            state: LinkStateKey::Closed,
-                        },
-                    ),
-                }
+            for (at, state) in state_changes(&path_events) {
+                sim.push(Instant::ZERO + at, Action::SetLink { path: i, state });
             }
         }
         sim
@@ -347,11 +307,6 @@ impl Sim {
                 self.service(flow, to);
             }
             Action::SetLink { path, state } => {
-                let state = match state {
-                    LinkStateKey::Up => LinkState::Up,
-                    LinkStateKey::Down => LinkState::Down,
-                    LinkStateKey::Closed => LinkState::Closed,
-                };
                 for link in &mut self.links[path] {
                     link.set_state(self.now, state);
                 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use braid_proto::{wire, Ecn, Instant};
 use braid_sim::content::derive_seed;
-use braid_sim::link::{LinkEvent, LinkEventKind, LinkStats};
+use braid_sim::link::{state_changes, LinkStats};
 use braid_sim::{Link, LinkConfig, LinkState, Offer, IP_UDP_OVERHEAD};
 use quinn_udp::RecvMeta;
 use tokio::sync::Notify;
@@ -711,26 +711,6 @@ fn gso_run(due: &[Pending], batch: &mut Vec<u8>) -> usize {
     n
 }
 
-/// The state changes of `events` in the order the simulator applies them:
-/// by time, ties in list order, a timed outage's end right after it.
-fn state_changes(events: &[LinkEvent]) -> Vec<(Duration, LinkState)> {
-    let mut changes = Vec::with_capacity(events.len());
-    for e in events {
-        match e.kind {
-            LinkEventKind::Down { duration } => {
-                changes.push((e.at, LinkState::Down));
-                if let Some(d) = duration {
-                    changes.push((e.at.saturating_add(d), LinkState::Up));
-                }
-            }
-            LinkEventKind::Up => changes.push((e.at, LinkState::Up)),
-            LinkEventKind::Close => changes.push((e.at, LinkState::Closed)),
-        }
-    }
-    changes.sort_by_key(|c| c.0);
-    changes
-}
-
 /// Applies scheduled state changes to both directions at their times.
 async fn apply_changes(shared: Arc<Shared>, changes: Vec<(Duration, LinkState)>) {
     for (at, state) in changes {
@@ -764,31 +744,6 @@ mod tests {
         ));
         // 192.0.2.1 (TEST-NET-1) is nobody's own address.
         assert!(!forwards_to_itself(a("0.0.0.0:7000"), a("192.0.2.1:7000")));
-    }
-
-    #[test]
-    fn outages_end_in_simulator_order() {
-        let s = Duration::from_secs;
-        let events = [
-            LinkEvent {
-                at: s(1),
-                kind: LinkEventKind::Down {
-                    duration: Some(s(2)),
-                },
-            },
-            LinkEvent {
-                at: s(3),
-                kind: LinkEventKind::Close,
-            },
-        ];
-        assert_eq!(
-            state_changes(&events),
-            [
-                (s(1), LinkState::Down),
-                (s(3), LinkState::Up),
-                (s(3), LinkState::Closed)
-            ]
-        );
     }
 
     #[tokio::test]

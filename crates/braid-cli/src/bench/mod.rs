@@ -4,6 +4,7 @@
 
 mod plots;
 mod published;
+mod real;
 mod report;
 mod report_html;
 mod report_md;
@@ -41,7 +42,10 @@ const SUITE_ORDER: &[&str] = &[
 ];
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    mode: Option<BenchMode>,
     /// Suites: directory names under the suites directory (or paths to
     /// directories). None: every directory whose files have a [published] table.
     suites: Vec<String>,
@@ -63,6 +67,13 @@ pub struct BenchArgs {
     /// Skip the PNG copies of the plots (SVG only).
     #[arg(long)]
     no_png: bool,
+}
+
+#[derive(clap::Subcommand)]
+enum BenchMode {
+    /// Rows run for real through `braid link` (root): kernel TCP (iperf3) and
+    /// braid side by side, beside the simulator's figure for the same row.
+    Real(real::RealArgs),
 }
 
 /// A suite and its rows, in order.
@@ -110,6 +121,9 @@ impl Bench {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(BenchMode::Real(real)) = args.mode {
+        return real::run(real);
+    }
     let started = Instant::now();
     let names = if args.suites.is_empty() {
         discover(&args.suites_dir)?

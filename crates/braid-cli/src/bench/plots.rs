@@ -517,3 +517,30 @@ fn delay_scatter(bench: &Bench, si: usize) -> Option<Chart> {
         series,
     })
 }
+
+/// One point series per kind over numbered rows (`braid bench real`).
+pub fn rows_chart(
+    title: &str,
+    y_label: &str,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+    dir: &Path,
+    name: &str,
+    png: bool,
+) -> anyhow::Result<Figure> {
+    let chart = Chart {
+        title: title.to_owned(),
+        x_label: "row (numbered as in the table)".to_owned(),
+        y_label: y_label.to_owned(),
+        series: series
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, points))| Series {
+                name,
+                points,
+                mark: Mark::LinePoints,
+                color: nth_color(i),
+            })
+            .collect(),
+    };
+    save(&chart, dir, name, png, "real")
+}

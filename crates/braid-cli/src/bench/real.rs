@@ -1,0 +1,531 @@
+//! `braid bench real`: rows of the simulator's suites run for real through
+//! `braid link`, kernel TCP (iperf3, cubic and bbr) and braid side by side,
+//! kinds rotated each round, beside the simulator's figure for the same
+//! scenario file and controller.
+//!
+//! Data flows from inside the link's namespace to the outside end, the
+//! scenario's forward direction, as in the simulator. Goodput: iperf3's
+//! receiver figure; braid's from the handshake to the last byte read (its
+//! `--json`), the same definition as the simulator's.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use braid_sim::Scenario;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use super::plots;
+
+/// The default rows: the issue's table (long RTT, loss, queue, 12 Mbit/s with
+/// loss) and a cellular trace, relative to --suites-dir.
+const DEFAULT_ROWS: &[&str] = &[
+    "catchunks-longrtt/rtt-100ms.toml",
+    "catchunks-longrtt/rtt-200ms.toml",
+    "catchunks-longrtt/rtt-400ms.toml",
+    "catchunks-loss/loss-1pct.toml",
+    "catchunks-loss/loss-5pct.toml",
+    "catchunks-queue/queue-20.toml",
+    "catchunks-queue/queue-100.toml",
+    "catchunks-loss/loss-1pct-12mbit.toml",
+    "real/verizon-lte.toml",
+];
+
+/// Longest a run may take before it counts as failed.
+const RUN_LIMIT: Duration = Duration::from_secs(180);
+const IPERF_PORT: u16 = 5201;
+
+#[derive(Args)]
+pub struct RealArgs {
+    /// Scenario files with one path and one flow (default: the catchunks rows
+    /// of issue 13's table and a cellular trace).
+    rows: Vec<PathBuf>,
+    /// Rounds; each runs every kind once per row, in rotated order.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
+    /// Megabytes per transfer (default: each row's own size).
+    #[arg(long, value_name = "MB")]
+    mb: Option<u64>,
+    /// What to run through each link.
+    #[arg(long, value_delimiter = ',', default_value = "tcp-cubic,tcp-bbr,braid")]
+    kinds: Vec<Kind>,
+    /// braid's controller (the simulator's figure uses the same).
+    #[arg(long, default_value = "bbr", value_parser = crate::parse_cc)]
+    cc: String,
+    /// Output directory: real.md, real.json, plots/real-*.svg.
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
+    /// Where the default rows are.
+    #[arg(long, default_value = "scenarios")]
+    suites_dir: PathBuf,
+    /// Skip the PNG copy of the plot.
+    #[arg(long)]
+    no_png: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    TcpCubic,
+    TcpBbr,
+    Braid,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::TcpCubic => "tcp-cubic",
+            Kind::TcpBbr => "tcp-bbr",
+            Kind::Braid => "braid",
+        }
+    }
+}
+
+/// One transfer through the link.
+#[derive(Debug, Clone, Serialize)]
+struct RealRun {
+    round: u64,
+    kind: Kind,
+    goodput_mbps: Option<f64>,
+    /// Retransmitted packets (braid) or segments (TCP) per packet sent, %.
+    retransmit_pct: Option<f64>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct RealRow {
+    file: String,
+    link: String,
+    bytes: u64,
+    /// The simulator's goodput for this file with braid's controller.
+    sim_mbps: f64,
+    runs: Vec<RealRun>,
+}
+
+impl RealRow {
+    fn median(&self, kind: Kind) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.kind == kind)
+            .filter_map(|r| r.goodput_mbps)
+            .collect();
+        median(&mut v)
+    }
+
+    fn median_retransmits(&self, kind: Kind) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.kind == kind)
+            .filter_map(|r| r.retransmit_pct)
+            .collect();
+        median(&mut v)
+    }
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
+    let files: Vec<PathBuf> = if args.rows.is_empty() {
+        DEFAULT_ROWS
+            .iter()
+            .map(|r| args.suites_dir.join(r))
+            .collect()
+    } else {
+        args.rows.clone()
+    };
+    let needs_tcp = args.kinds.iter().any(|k| *k != Kind::Braid);
+    if needs_tcp && Command::new("iperf3").arg("-v").output().is_err() {
+        bail!("braid bench real needs iperf3 for kernel TCP: run scripts/install-bench-deps.sh (apt-get install iperf3)");
+    }
+    let braid = std::env::current_exe().context("cannot find the braid binary")?;
+    let work = tempfile::tempdir().context("cannot make a temporary directory")?;
+    let key = work.path().join("recv.key");
+    let keygen = Command::new(&braid)
+        .arg("keygen")
+        .arg("-o")
+        .arg(&key)
+        .output()?;
+    anyhow::ensure!(keygen.status.success(), "braid keygen failed");
+    let peer = std::fs::read_to_string(work.path().join("recv.key.pub"))?
+        .trim()
+        .to_owned();
+    let _iperf = needs_tcp.then(iperf_server).transpose()?;
+
+    let mut rows = Vec::new();
+    for file in &files {
+        let mut sc =
+            Scenario::from_file(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        anyhow::ensure!(
+            sc.paths.len() == 1 && sc.flows.len() == 1,
+            "{}: a real row has one path and one flow",
+            file.display()
+        );
+        if let Some(mb) = args.mb {
+            sc.flows[0].bytes = mb * 1_000_000;
+        }
+        sc.flows[0].cc = Some(args.cc.clone());
+        let bytes = sc.flows[0].bytes;
+        let sim = braid_sim::run(&sc, None);
+        let sim_mbps = sim.flows[0].forward.goodput_mbps;
+        let input = work.path().join("in.bin");
+        write_content(&input, bytes)?;
+        let link = crate::link_args::Direction {
+            config: sc.paths[0].forward.clone(),
+            trace_file: Some(file.clone()),
+        }
+        .describe();
+        eprintln!("{}: {link}; simulator {sim_mbps:.1} Mbit/s", file.display());
+        let mut row = RealRow {
+            file: file.display().to_string(),
+            link,
+            bytes,
+            sim_mbps,
+            runs: Vec::new(),
+        };
+        for round in 1..=args.rounds {
+            let n = args.kinds.len();
+            for i in 0..n {
+                let kind = args.kinds[(i + round as usize) % n];
+                let ctx = RunContext {
+                    braid: &braid,
+                    scenario: file,
+                    bytes,
+                    input: &input,
+                    key: &key,
+                    peer: &peer,
+                    cc: &args.cc,
+                };
+                let r = ctx.run(round, kind);
+                eprintln!(
+                    "  round {round} {:<9} {}",
+                    kind.name(),
+                    match (&r.goodput_mbps, &r.error) {
+                        (Some(g), _) => format!(
+                            "{g:.1} Mbit/s, {:.2} % retransmitted",
+                            r.retransmit_pct.unwrap_or(0.0)
+                        ),
+                        (None, e) => format!("failed: {}", e.as_deref().unwrap_or("?")),
+                    }
+                );
+                row.runs.push(r);
+            }
+        }
+        rows.push(row);
+    }
+
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let json = serde_json::json!({
+        "rounds": args.rounds,
+        "cc": args.cc,
+        "kinds": args.kinds,
+        "rows": rows,
+    });
+    std::fs::write(
+        args.out.join("real.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    let md = markdown(&rows, &args);
+    std::fs::write(args.out.join("real.md"), &md)?;
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = args
+        .kinds
+        .iter()
+        .map(|&k| {
+            let points = rows
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.median(k).map(|g| ((i + 1) as f64, g)))
+                .collect();
+            (k.name().to_owned(), points)
+        })
+        .collect();
+    series.push((
+        "braid, simulator".to_owned(),
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| ((i + 1) as f64, r.sim_mbps))
+            .collect(),
+    ));
+    plots::rows_chart(
+        "Goodput through braid link (medians) and in the simulator",
+        "goodput, Mbit/s",
+        series,
+        &args.out.join("plots"),
+        "real-goodput",
+        !args.no_png,
+    )?;
+    print!("{md}");
+    eprintln!("braid bench real: {}", args.out.join("real.md").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+struct RunContext<'a> {
+    braid: &'a Path,
+    scenario: &'a Path,
+    bytes: u64,
+    input: &'a Path,
+    key: &'a Path,
+    peer: &'a str,
+    cc: &'a str,
+}
+
+impl RunContext<'_> {
+    fn run(&self, round: u64, kind: Kind) -> RealRun {
+        let result = match kind {
+            Kind::TcpCubic => self.tcp("cubic"),
+            Kind::TcpBbr => self.tcp("bbr"),
+            Kind::Braid => self.braid(),
+        };
+        match result {
+            Ok((goodput, retrans)) => RealRun {
+                round,
+                kind,
+                goodput_mbps: Some(goodput),
+                retransmit_pct: Some(retrans),
+                error: None,
+            },
+            Err(e) => RealRun {
+                round,
+                kind,
+                goodput_mbps: None,
+                retransmit_pct: None,
+                error: Some(format!("{e:#}")),
+            },
+        }
+    }
+
+    /// `braid link --scenario ROW --quiet -- sh -c SCRIPT`, bounded in time.
+    fn through_link(&self, script: &str) -> anyhow::Result<Vec<u8>> {
+        let child = Command::new(self.braid)
+            .arg("link")
+            .arg("--scenario")
+            .arg(self.scenario)
+            .args(["--quiet", "--", "sh", "-c", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot run braid link")?;
+        let out = wait_bounded(child, RUN_LIMIT)?;
+        if !out.status.success() {
+            bail!(
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("exit status")
+            );
+        }
+        Ok(out.stdout)
+    }
+
+    fn tcp(&self, cc: &str) -> anyhow::Result<(f64, f64)> {
+        let script = format!(
+            "exec iperf3 -c \"$BRAID_LINK_HOST\" -p {IPERF_PORT} -n {} -C {cc} --json",
+            self.bytes
+        );
+        // The server takes a moment after a test before it accepts the next.
+        let mut tries = 0;
+        let v = loop {
+            let out = self.through_link(&script);
+            let v: Option<serde_json::Value> = out
+                .as_deref()
+                .ok()
+                .and_then(|o| serde_json::from_slice(o).ok());
+            let busy = v
+                .as_ref()
+                .and_then(|v| v["error"].as_str())
+                .is_some_and(|e| e.contains("busy"));
+            tries += 1;
+            if !busy || tries == 5 {
+                if let Some(e) = v.as_ref().and_then(|v| v["error"].as_str()) {
+                    bail!("iperf3: {e}");
+                }
+                break v.context("iperf3 printed no JSON")?;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        };
+        let end = &v["end"];
+        let bps = end["sum_received"]["bits_per_second"]
+            .as_f64()
+            .context("no sum_received in iperf3's JSON")?;
+        let retransmits = end["sum_sent"]["retransmits"].as_f64().unwrap_or(0.0);
+        // Segments sent: bytes over the MSS a 1500-byte MTU gives (with timestamps).
+        let segments = self.bytes as f64 / 1448.0;
+        Ok((bps / 1e6, 100.0 * retransmits / segments))
+    }
+
+    fn braid(&self) -> anyhow::Result<(f64, f64)> {
+        let port = free_udp_port()?;
+        let recv = Command::new(self.braid)
+            .args(["recv", "--listen", &format!("0.0.0.0:{port}"), "--quiet"])
+            .arg("--key")
+            .arg(self.key)
+            .args(["--output", "-"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot run braid recv")?;
+        let _recv = KillOnDrop(recv);
+        std::thread::sleep(Duration::from_millis(200));
+        let out = self.through_link(&format!(
+            "exec {} send {} --to \"$BRAID_LINK_HOST:{port}\" --peer {} --cc {} --quiet --json",
+            sh_quote(self.braid),
+            sh_quote(self.input),
+            self.peer,
+            self.cc
+        ))?;
+        let v: serde_json::Value = serde_json::from_slice(&out).context("braid's JSON")?;
+        let f = &v["flows"][0];
+        anyhow::ensure!(f["verified"] == true, "transfer not verified");
+        let goodput = f["goodput_mbps"].as_f64().context("no goodput")?;
+        let sent: f64 = f["paths"].as_array().map_or(0.0, |p| {
+            p.iter().filter_map(|p| p["packets_sent"].as_f64()).sum()
+        });
+        let retrans = f["retransmitted"].as_f64().unwrap_or(0.0);
+        Ok((goodput, 100.0 * retrans / sent.max(1.0)))
+    }
+}
+
+fn sh_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An iperf3 server on all addresses, for the runs' clients inside the links.
+fn iperf_server() -> anyhow::Result<KillOnDrop> {
+    let child = Command::new("iperf3")
+        .args(["-s", "-p", &IPERF_PORT.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start iperf3 -s")?;
+    std::thread::sleep(Duration::from_millis(300));
+    Ok(KillOnDrop(child))
+}
+
+fn free_udp_port() -> anyhow::Result<u16> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0")?;
+    Ok(s.local_addr()?.port())
+}
+
+fn wait_bounded(mut child: Child, limit: Duration) -> anyhow::Result<std::process::Output> {
+    let started = Instant::now();
+    loop {
+        if child.try_wait()?.is_some() {
+            return Ok(child.wait_with_output()?);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("no result within {} s", limit.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Incompressible bytes, written once per row.
+fn write_content(path: &Path, bytes: u64) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut chunk = Vec::new();
+    let mut at = 0;
+    while at < bytes {
+        let n = (bytes - at).min(1 << 20) as usize;
+        braid_sim::content::fill(0x5eed, at, &mut chunk, n);
+        f.write_all(&chunk)?;
+        at += n as u64;
+    }
+    f.flush()?;
+    Ok(())
+}
+
+fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
+    let mut s = String::from("# Real links: braid next to kernel TCP through `braid link`\n\n");
+    s += &format!(
+        "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
+         sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
+         controller. Data goes the scenario's forward way, from inside the link to outside.\n\n",
+        args.rounds, args.cc
+    );
+    s += "```sh\nbraid bench real";
+    if args.rounds != 3 {
+        s += &format!(" --rounds {}", args.rounds);
+    }
+    if let Some(mb) = args.mb {
+        s += &format!(" --mb {mb}");
+    }
+    s += &format!(" --out {}\n```\n\n", args.out.display());
+    let has = |k| args.kinds.contains(&k);
+    s += "| # | row | link | simulator | braid | tcp cubic | tcp bbr | braid / best TCP | braid real / sim | retransmitted braid / cubic / bbr |\n";
+    s += "|---|---|---|---|---|---|---|---|---|---|\n";
+    let fmt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
+    let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} %"));
+    for (i, r) in rows.iter().enumerate() {
+        let braid = r.median(Kind::Braid);
+        let best_tcp = [Kind::TcpCubic, Kind::TcpBbr]
+            .into_iter()
+            .filter(|&k| has(k))
+            .filter_map(|k| r.median(k))
+            .reduce(f64::max);
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+            _ => "-".to_owned(),
+        };
+        let name = Path::new(&r.file)
+            .with_extension("")
+            .components()
+            .rev()
+            .take(2)
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("/");
+        let failed = r.runs.iter().filter(|x| x.error.is_some()).count();
+        s += &format!(
+            "| {} | {name}{} | {} | {:.1} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
+            i + 1,
+            if failed > 0 {
+                format!(" ({failed} failed)")
+            } else {
+                String::new()
+            },
+            r.link,
+            r.sim_mbps,
+            fmt(braid),
+            fmt(r.median(Kind::TcpCubic)),
+            fmt(r.median(Kind::TcpBbr)),
+            ratio(braid, best_tcp),
+            ratio(braid, Some(r.sim_mbps)),
+            pct(r.median_retransmits(Kind::Braid)),
+            pct(r.median_retransmits(Kind::TcpCubic)),
+            pct(r.median_retransmits(Kind::TcpBbr)),
+        );
+    }
+    s += "\nGoodput in Mbit/s. ![goodput](plots/real-goodput.svg)\n";
+    s
+}
