@@ -1,5 +1,6 @@
 //! Loopback goodput and CPU per GB, memory to memory on 127.0.0.1: braid
-//! sealed and insecure next to quinn (TLS) and kernel TCP.
+//! sealed and insecure next to quinn (TLS, and without packet protection)
+//! and kernel TCP.
 //!
 //! ```sh
 //! cargo run --release --manifest-path bench/loopback/Cargo.toml -- \
@@ -15,6 +16,7 @@ mod braid_peer;
 mod measure;
 mod peer;
 mod quinn_peer;
+mod quinn_plain;
 mod run;
 mod tcp_peer;
 
@@ -34,7 +36,7 @@ struct Options {
 
 fn usage() -> &'static str {
     "loopback-bench [--mib 512] [--rounds 5] [--json OUT.json] \
-     [--only braid-sealed,braid-insecure,quinn-tls,tcp] [--no-perf]"
+     [--only braid-sealed,braid-insecure,quinn-tls,quinn-plain,tcp] [--no-perf]"
 }
 
 fn parse_args(args: &[String]) -> Result<Options> {
@@ -97,7 +99,8 @@ fn child(args: &[String]) -> Result<()> {
                 match Kind::parse(kind)? {
                     Kind::BraidSealed => braid_peer::serve(true, bytes).await,
                     Kind::BraidInsecure => braid_peer::serve(false, bytes).await,
-                    Kind::QuinnTls => quinn_peer::serve(bytes).await,
+                    Kind::QuinnTls => quinn_peer::serve(true, bytes).await,
+                    Kind::QuinnPlain => quinn_peer::serve(false, bytes).await,
                     Kind::Tcp => tcp_peer::serve(bytes).await,
                 }
             }
@@ -106,7 +109,8 @@ fn child(args: &[String]) -> Result<()> {
                 match Kind::parse(kind)? {
                     Kind::BraidSealed => braid_peer::send(true, addr, extra, bytes).await,
                     Kind::BraidInsecure => braid_peer::send(false, addr, extra, bytes).await,
-                    Kind::QuinnTls => quinn_peer::send(addr, extra, bytes).await,
+                    Kind::QuinnTls => quinn_peer::send(true, addr, extra, bytes).await,
+                    Kind::QuinnPlain => quinn_peer::send(false, addr, extra, bytes).await,
                     Kind::Tcp => tcp_peer::send(addr, bytes).await,
                 }
             }
@@ -346,12 +350,25 @@ fn print_table(table: &[Medians]) {
         );
     }
     let get = |k: Kind| table.iter().find(|m| m.kind == k.name());
-    if let (Some(s), Some(i)) = (get(Kind::BraidSealed), get(Kind::BraidInsecure)) {
-        println!();
-        println!(
-            "braid-sealed / braid-insecure: goodput {}, CPU (both ends) {}",
-            times(div(s.mbit_s, i.mbit_s)),
-            times(div(s.total_cpu_s_per_gb, i.total_cpu_s_per_gb)),
-        );
+    // What sealing costs braid, and braid against quinn with protection off
+    // on both (the issue's bar: braid-insecure at least quinn-plain).
+    let pairs = [
+        (Kind::BraidSealed, Kind::BraidInsecure),
+        (Kind::BraidInsecure, Kind::QuinnPlain),
+    ];
+    let mut first = true;
+    for (a, b) in pairs {
+        if let (Some(x), Some(y)) = (get(a), get(b)) {
+            if std::mem::take(&mut first) {
+                println!();
+            }
+            println!(
+                "{} / {}: goodput {}, CPU (both ends) {}",
+                a.name(),
+                b.name(),
+                times(div(x.mbit_s, y.mbit_s)),
+                times(div(x.total_cpu_s_per_gb, y.total_cpu_s_per_gb)),
+            );
+        }
     }
 }

@@ -17,14 +17,17 @@ pub enum Kind {
     BraidSealed,
     BraidInsecure,
     QuinnTls,
+    /// quinn, same handshake, 1-RTT packets unprotected.
+    QuinnPlain,
     Tcp,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 5] = [
         Kind::BraidSealed,
         Kind::BraidInsecure,
         Kind::QuinnTls,
+        Kind::QuinnPlain,
         Kind::Tcp,
     ];
 
@@ -33,6 +36,7 @@ impl Kind {
             Kind::BraidSealed => "braid-sealed",
             Kind::BraidInsecure => "braid-insecure",
             Kind::QuinnTls => "quinn-tls",
+            Kind::QuinnPlain => "quinn-plain",
             Kind::Tcp => "tcp",
         }
     }

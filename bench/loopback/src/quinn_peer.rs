@@ -2,11 +2,15 @@
 //! certificate from rcgen, one bidirectional stream. quinn's defaults
 //! otherwise, except that no window limits the transfer: stream receive
 //! window and send window 16 MiB (as quinn's own `perf` tool lets one set),
-//! and the sockets get the same 8 MiB buffers braid asks for.
+//! and the sockets get the same 8 MiB buffers braid asks for. Without
+//! `protect` (quinn-plain) the same handshake, then unprotected 1-RTT
+//! packets (see `quinn_plain`).
 
 use crate::measure::PeerStats;
 use crate::peer::{self, CHUNK};
+use crate::quinn_plain;
 use anyhow::{anyhow, ensure, Context, Result};
+use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{ConnectionStats, Endpoint, EndpointConfig, TokioRuntime, TransportConfig, VarInt};
 use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer};
 use std::net::SocketAddr;
@@ -66,11 +70,14 @@ fn endpoint(server: Option<quinn::ServerConfig>) -> Result<Endpoint> {
     )?)
 }
 
-pub async fn serve(bytes: u64) -> Result<PeerStats> {
+pub async fn serve(protect: bool, bytes: u64) -> Result<PeerStats> {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])?;
     let der = cert.cert.der().clone();
     let key = PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der());
     let mut cfg = quinn::ServerConfig::with_single_cert(vec![der.clone()], key.into())?;
+    if !protect {
+        cfg.crypto = Arc::new(quinn_plain::ServerConfig(cfg.crypto.clone()));
+    }
     cfg.transport_config(Arc::new(transport()));
     let ep = endpoint(Some(cfg))?;
     peer::announce(ep.local_addr()?.port(), &hex(&der));
@@ -96,10 +103,14 @@ pub async fn serve(bytes: u64) -> Result<PeerStats> {
     Ok(peer_stats(got, wall, &stats))
 }
 
-pub async fn send(addr: SocketAddr, extra: &str, bytes: u64) -> Result<PeerStats> {
+pub async fn send(protect: bool, addr: SocketAddr, extra: &str, bytes: u64) -> Result<PeerStats> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(CertificateDer::from(unhex(extra)?))?;
-    let mut cfg = quinn::ClientConfig::with_root_certificates(Arc::new(roots))?;
+    let tls: Arc<dyn quinn::crypto::ClientConfig> = Arc::new(tls_client(roots)?);
+    let mut cfg = quinn::ClientConfig::new(match protect {
+        true => tls,
+        false => Arc::new(quinn_plain::ClientConfig(tls)),
+    });
     cfg.transport_config(Arc::new(transport()));
     let mut ep = endpoint(None)?;
     ep.set_default_client_config(cfg);
@@ -122,6 +133,19 @@ pub async fn send(addr: SocketAddr, extra: &str, bytes: u64) -> Result<PeerStats
     let _ = tokio::time::timeout(LINGER, ep.wait_idle()).await;
     peer::check_reply(&reply, bytes)?;
     Ok(peer_stats(bytes, wall, &stats))
+}
+
+/// What `quinn::ClientConfig::with_root_certificates` builds (ring provider,
+/// TLS 1.3 only, early data on), spelled out because quinn keeps a
+/// `ClientConfig`'s crypto private and quinn-plain has to wrap it.
+fn tls_client(roots: rustls::RootCertStore) -> Result<QuicClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.enable_early_data = true;
+    Ok(QuicClientConfig::try_from(tls)?)
 }
 
 fn peer_stats(bytes: u64, wall: Duration, stats: &ConnectionStats) -> PeerStats {
