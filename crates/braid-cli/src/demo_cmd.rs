@@ -149,7 +149,11 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         let mut session = listener.accept().await?;
         let result =
             transfer::receive(&mut session, &Output::Discard, false, &Progress::disabled()).await;
-        crate::linger(&session).await;
+        if result.is_ok() {
+            transfer::verdict_acknowledged(&mut session).await;
+        } else {
+            crate::linger(&session).await;
+        }
         let config = session.config();
         anyhow::Ok((result, session.stats(), config))
     });

@@ -222,20 +222,25 @@ async fn interrupted() -> (&'static str, u8) {
     ("interrupted (SIGINT)", 130)
 }
 
-/// Stops a transfer's live display and lingers for the peer's last packets.
+/// Stops a transfer's live display; after a failure, lingers briefly so the
+/// CLOSE telling the peer why goes out. A success is printed first and
+/// settled after (`transfer::settle`).
 async fn wind_down(
     watch: Option<tokio::task::JoinHandle<()>>,
     progress: &progress::Progress,
     session: &braid::Session,
+    failed: bool,
 ) {
     if let Some(w) = watch {
         w.abort();
     }
     progress.finish();
-    linger(session).await;
+    if failed {
+        linger(session).await;
+    }
 }
 
-/// Lets the session acknowledge the peer's last packets before the
+/// Lets the session send and acknowledge its last packets before the
 /// process exits (there is no kernel to do it after us, unlike TCP).
 async fn linger(session: &braid::Session) {
     let _ = tokio::time::timeout(Duration::from_millis(250), session.ended()).await;

@@ -121,7 +121,7 @@ pub async fn receive_one(
             (Err(anyhow!("{what}")), Some(status))
         }
     };
-    crate::wind_down(watch, &progress, &session).await;
+    crate::wind_down(watch, &progress, &session, result.is_err()).await;
     let config = session.config();
     let stats = session.stats();
     let (delivered, verified, elapsed, error) = match &result {
@@ -153,6 +153,7 @@ pub async fn receive_one(
                 });
                 eprintln!("verified: BLAKE3 {} -> {place}", o.hash.to_hex());
             }
+            transfer::verdict_acknowledged(&mut session).await;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

@@ -84,12 +84,17 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
             (Err(anyhow!("{what}")), Some(status))
         }
     };
-    crate::wind_down(watch, &progress, &session).await;
+    crate::wind_down(watch, &progress, &session, result.is_err()).await;
     let config = session.config();
     let (delivered, verified, elapsed, error) = match &result {
         Ok(o) => (o.bytes, true, o.elapsed, None),
+        // What the receiver acknowledged, without our header and hash.
         Err(e) => (
-            0,
+            session
+                .stats()
+                .bytes_acked
+                .saturating_sub(header.encode().len() as u64)
+                .min(header.size.unwrap_or(u64::MAX)),
             false,
             started.elapsed(),
             Some(crate::text::escape(&format!("{e:#}"))),
@@ -112,6 +117,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
             if !args.report.json {
                 eprintln!("verified: BLAKE3 {}", o.hash.to_hex());
             }
+            transfer::settle(&session, transfer::SENDER_LINGER).await;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

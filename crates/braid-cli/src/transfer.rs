@@ -41,7 +41,7 @@ pub struct Header {
 }
 
 impl Header {
-    fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Vec<u8> {
         let name = self.name.as_bytes();
         let len = u16::try_from(name.len()).unwrap_or(u16::MAX);
         let mut out = Vec::with_capacity(8 + 2 + name.len() + 8);
@@ -121,13 +121,24 @@ pub async fn send(
     }
     let hash = reader.hash().await.context("reading the input")?;
     session.write_all(hash.as_bytes()).await?;
-    session.shutdown().await?;
+    // The verdict, not the ACK of our FIN, says how it ended: the receiver
+    // answers only once it has read everything, FIN included.
+    session.finish();
     let mut verdict = String::new();
-    (&mut *session)
+    let read = (&mut *session)
         .take(MAX_VERDICT)
         .read_to_string(&mut verdict)
-        .await
-        .context("waiting for the receiver's verdict")?;
+        .await;
+    if let Err(e) = read {
+        let total = sent + header.encode().len() as u64 + hash.as_bytes().len() as u64;
+        if session.stats().bytes_acked >= total {
+            bail!(
+                "the receiver acknowledged every byte, but its verdict never arrived \
+                 (it may have kept the file): {e}"
+            );
+        }
+        return Err(e).context("waiting for the receiver's verdict");
+    }
     match verdict.trim_end().split_once(' ') {
         Some(("OK", hex)) if hex == hash.to_hex().as_str() => Ok(Outcome {
             bytes: sent,
@@ -213,13 +224,41 @@ pub async fn receive(
     let result = receive_inner(session, output, overwrite, progress, started).await;
     match &result {
         Ok(o) => {
+            // The file is verified and kept: that is the outcome, reported
+            // at once. The verdict goes out reliably while the caller
+            // lingers (`verdict_acknowledged`); its fate does not change ours.
             let line = format!("OK {}\n", o.hash.to_hex());
-            session.write_all(line.as_bytes()).await?;
-            session.shutdown().await?;
+            if session.write_all(line.as_bytes()).await.is_ok() {
+                session.finish();
+            }
         }
         Err(e) => session.abort(CLOSE_FAILED, &close_reason("receiver failed", e)),
     }
     result
+}
+
+/// Longest a receiver stays after its outcome to get its verdict
+/// acknowledged: past the sender's own silent-peer limit (about 3.4 s on a
+/// short path, longer on long ones), so a sender that can still hear us gets
+/// the verdict and one that cannot has given up by then.
+pub const VERDICT_LINGER: Duration = Duration::from_secs(15);
+
+/// Longest a sender stays after the verdict: to acknowledge it again if our
+/// ACK was lost, while the session drains (3 RTOs).
+pub const SENDER_LINGER: Duration = Duration::from_secs(5);
+
+/// After a sender's outcome is printed: waits until the session has
+/// drained (so a verdict whose ACK was lost is acknowledged again), fails,
+/// or `limit` passes. Its fate does not change the outcome.
+pub async fn settle(session: &Session, limit: Duration) {
+    let _ = tokio::time::timeout(limit, session.closed()).await;
+}
+
+/// After a receiver's outcome is printed: waits until the verdict is
+/// acknowledged (the sender has everything it needs from us), the session
+/// fails, or `VERDICT_LINGER` passes. Its fate does not change the outcome.
+pub async fn verdict_acknowledged(session: &mut Session) {
+    let _ = tokio::time::timeout(VERDICT_LINGER, session.shutdown()).await;
 }
 
 async fn receive_inner(

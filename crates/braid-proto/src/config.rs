@@ -53,6 +53,14 @@ pub struct SessionConfig {
     /// unlimited (catchunks' `-1`). Losses that ACKs reveal on a path that
     /// still delivers do not count, however many.
     pub retry_limit: Option<u32>,
+    /// Retransmission timeouts every usable connection may go through, in
+    /// a row and with data outstanding, while nothing at all arrives from
+    /// the peer, before the peer is declared gone (a killed process, a
+    /// pulled cable): a few seconds instead of the idle timeout. A peer that
+    /// answers anything, even only ACKs of old packets, is not silent. The
+    /// silence must also have lasted [`MIN_SILENCE`]. `None` leaves it to
+    /// the retry limit and the idle timeout.
+    pub silent_limit: Option<u32>,
     /// The session fails after this long without receiving anything.
     pub idle_timeout: Duration,
     /// The handshake fails after this long without an answer.
@@ -78,6 +86,18 @@ pub struct SessionConfig {
     pub security: Security,
 }
 
+/// RTOs in a row without a word from the peer, and at least
+/// [`MIN_SILENCE`] of silence: 200 + 400 + 800 + 1,000 + 1,000 ms (probes of
+/// a connection that seems down are at most `max_probe_interval` apart) is
+/// only 3.4 s on a short path, shorter than outages a transfer should
+/// outlast (a Wi-Fi handover, a tunnel), hence the floor. TCP's R2 (RFC 1122
+/// §4.2.3.5) is "at least 100 s" because it cannot tell a peer's silence from
+/// a long outage either; a transfer tool that reports its outcome is better
+/// served by seconds.
+pub const SILENT_LIMIT: u32 = 5;
+/// See [`SILENT_LIMIT`]: a third of the idle timeout.
+pub const MIN_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
@@ -90,6 +110,7 @@ impl Default for SessionConfig {
             cc: cc::DEFAULT_CONTROLLER.to_owned(),
             rto: RtoConfig::default(),
             retry_limit: Some(15),
+            silent_limit: Some(SILENT_LIMIT),
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(10),
             keep_alive: Some(Duration::from_secs(10)),

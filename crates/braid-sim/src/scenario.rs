@@ -147,6 +147,10 @@ pub struct FlowSpec {
     /// networks; off by default (the protocol's behaviour is the same, and
     /// plain runs are faster).
     pub sealed: bool,
+    /// The reverse bytes are the receiver's verdict, as `braid recv`'s: the
+    /// server writes them only once it has read the forward direction to its
+    /// end, so the client's "read it all" means "the receiver has it all".
+    pub verdict: bool,
 }
 
 impl Scenario {
@@ -258,6 +262,7 @@ struct RawFlow {
     retry_limit: Option<i64>,
     initial_windows: Option<Vec<i64>>,
     sealed: Option<bool>,
+    verdict: Option<bool>,
 }
 
 /// `queue = 300` (packets) or `queue = "256KB"` (bytes).
@@ -581,6 +586,7 @@ impl Builder<'_> {
             initial_rto: raw.initial_rto.map(|s| s.0),
             initial_windows,
             sealed: raw.sealed.unwrap_or(false),
+            verdict: raw.verdict.unwrap_or(false),
             retry_limit: match raw.retry_limit {
                 None => None,
                 Some(-1) => Some(None),

@@ -360,11 +360,21 @@ impl Sim {
         };
         let Some(s) = ep.session.as_mut() else { return };
         if !s.is_closed() {
-            writer.pump(s.writable(), |d| s.write(d));
-            if writer.is_written() {
-                s.finish();
+            let pump = |s: &mut Session, writer: &mut Transfer| {
+                writer.pump(s.writable(), |d| s.write(d));
+                if writer.is_written() {
+                    s.finish();
+                }
+            };
+            // A verdict is written once the forward bytes have all been read.
+            let holds_answer = spec.verdict && side == Side::Server;
+            if !holds_answer {
+                pump(s, writer);
             }
             s.read_with(now, |d| reader.on_read(d));
+            if holds_answer && s.is_recv_finished() && reader.read == reader.total {
+                pump(s, writer);
+            }
         }
         let dir = usize::from(side == Side::Server);
         let to = if side == Side::Client {

@@ -12,8 +12,9 @@ pub enum Error {
     /// No answer to the handshake within the handshake timeout.
     #[error("handshake timed out after {0:?}: nobody answered (is `braid recv` running there?)")]
     HandshakeTimeout(Duration),
-    /// Nothing new was acknowledged for the retry limit's number of RTOs
-    /// while data was outstanding: the peer or every path went silent.
+    /// Nothing new was acknowledged for the retry limit's number of RTOs,
+    /// or nothing arrived at all for the silent limit's, while data was
+    /// outstanding: the peer or every path went silent.
     #[error("{0}")]
     NoProgress(SessionError),
     /// Nothing arrived from the peer for the whole idle timeout.
@@ -71,7 +72,9 @@ impl Error {
     pub fn from_session(e: &SessionError, all_paths_down: bool) -> Error {
         match e {
             SessionError::HandshakeTimeout(d) => Error::HandshakeTimeout(*d),
-            SessionError::NoProgress { .. } => Error::NoProgress(e.clone()),
+            SessionError::NoProgress { .. } | SessionError::PeerSilent { .. } => {
+                Error::NoProgress(e.clone())
+            }
             SessionError::IdleTimeout(d) if all_paths_down => Error::AllPathsDown(*d),
             SessionError::IdleTimeout(d) => Error::IdleTimeout(*d),
             SessionError::PeerAborted { code, reason } => Error::PeerClosed {

@@ -214,6 +214,20 @@ impl Session {
         }
     }
 
+    /// Ends our direction of the stream after what was written, without
+    /// waiting for the peer to acknowledge it (`shutdown` waits). A side
+    /// whose answer comes on the other direction (a verdict) reads it
+    /// next: the answer proves the end arrived, whatever became of its ACK.
+    pub fn finish(&self) {
+        let mut g = self.shared.lock();
+        if !g.finish_requested && g.error.is_none() {
+            g.finish_requested = true;
+            g.proto.finish();
+            drop(g);
+            self.shared.wake_driver.notify_one();
+        }
+    }
+
     /// Waits until the session has fully ended: both directions finished
     /// and drained (Ok) or failed (the error).
     pub async fn closed(&self) -> Result<(), Error> {

@@ -172,6 +172,9 @@ pub struct Session {
     /// limit, so one dead path among live ones, or an outage the probes
     /// outlast, never adds up to it.
     rtos_without_progress: BTreeMap<u8, u32>,
+    /// Retransmission timeouts per connection since anything authentic
+    /// arrived from the peer (see `SessionConfig::silent_limit`).
+    rtos_in_silence: BTreeMap<u8, u32>,
 }
 
 impl Session {
@@ -257,6 +260,7 @@ impl Session {
             last_hello: now,
             progress_at: now,
             rtos_without_progress: BTreeMap::new(),
+            rtos_in_silence: BTreeMap::new(),
             cfg,
         }
     }
@@ -607,6 +611,7 @@ impl Session {
             } else if rto.is_some_and(|d| now >= d) {
                 any_rto = true;
                 *self.rtos_without_progress.entry(p.id).or_default() += 1;
+                *self.rtos_in_silence.entry(p.id).or_default() += 1;
                 if p.on_rto(now, &mut self.send) {
                     self.events.push_back(Event::PathDown(p.id));
                 }
@@ -621,6 +626,25 @@ impl Session {
             self.normalize_windows();
             // Losses that ACKs reveal do not count, only timeouts: a path
             // that still delivers, however lossy, makes progress.
+            let every = |counts: &BTreeMap<u8, u32>, limit: u32| {
+                self.paths
+                    .values()
+                    .filter(|p| p.is_usable())
+                    .all(|p| counts.get(&p.id).copied().unwrap_or(0) >= limit)
+            };
+            if let Some(limit) = self.cfg.silent_limit {
+                let silence = now - self.last_recv;
+                if every(&self.rtos_in_silence, limit)
+                    && silence >= crate::config::MIN_SILENCE
+                    && self.send.has_outstanding()
+                {
+                    self.fail(SessionError::PeerSilent {
+                        after: silence,
+                        rtos: limit,
+                    });
+                    return;
+                }
+            }
             if let Some(limit) = self.cfg.retry_limit {
                 let exhausted =
                     self.paths.values().filter(|p| p.is_usable()).all(|p| {

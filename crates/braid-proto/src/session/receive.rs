@@ -452,6 +452,7 @@ impl Session {
         }
         self.last_recv = now;
         self.last_recv_path = path;
+        self.rtos_in_silence.clear();
         for frame in Frames::new(payload).flatten() {
             if matches!(self.state, State::Failed | State::Closed) {
                 break;
