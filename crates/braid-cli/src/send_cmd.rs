@@ -117,7 +117,8 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
             if !args.report.json {
                 eprintln!("verified: BLAKE3 {}", o.hash.to_hex());
             }
-            transfer::settle(&session, transfer::SENDER_LINGER).await;
+            // CLOSE_DONE goes out before we exit.
+            crate::linger(&session).await;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

@@ -29,6 +29,10 @@ const MAX_VERDICT: u64 = 4096;
 /// Close codes of the application (the core's own are below 16).
 pub const CLOSE_FAILED: u64 = 16;
 pub const CLOSE_INTERRUPTED: u64 = 17;
+/// The sender has the receiver's verdict: the transfer is over, and the
+/// receiver need not wait for the ACK of its verdict (QUIC's
+/// CONNECTION_CLOSE after the application is done).
+pub const CLOSE_DONE: u64 = 18;
 /// Longest part of a file name kept in its temporary file's name, so that
 /// names of up to 255 bytes (the usual file-system limit) still fit.
 const TEMP_NAME_PART: usize = 64;
@@ -140,12 +144,15 @@ pub async fn send(
         return Err(e).context("waiting for the receiver's verdict");
     }
     match verdict.trim_end().split_once(' ') {
-        Some(("OK", hex)) if hex == hash.to_hex().as_str() => Ok(Outcome {
-            bytes: sent,
-            hash,
-            elapsed: started.elapsed(),
-            path: None,
-        }),
+        Some(("OK", hex)) if hex == hash.to_hex().as_str() => {
+            session.abort(CLOSE_DONE, "verdict received");
+            Ok(Outcome {
+                bytes: sent,
+                hash,
+                elapsed: started.elapsed(),
+                path: None,
+            })
+        }
         Some(("OK", hex)) => bail!(
             "the receiver computed another hash ({}): content corrupted",
             crate::text::escape(hex)
@@ -243,20 +250,10 @@ pub async fn receive(
 /// the verdict and one that cannot has given up by then.
 pub const VERDICT_LINGER: Duration = Duration::from_secs(15);
 
-/// Longest a sender stays after the verdict: to acknowledge it again if our
-/// ACK was lost, while the session drains (3 RTOs).
-pub const SENDER_LINGER: Duration = Duration::from_secs(5);
-
-/// After a sender's outcome is printed: waits until the session has
-/// drained (so a verdict whose ACK was lost is acknowledged again), fails,
-/// or `limit` passes. Its fate does not change the outcome.
-pub async fn settle(session: &Session, limit: Duration) {
-    let _ = tokio::time::timeout(limit, session.closed()).await;
-}
-
 /// After a receiver's outcome is printed: waits until the verdict is
-/// acknowledged (the sender has everything it needs from us), the session
-/// fails, or `VERDICT_LINGER` passes. Its fate does not change the outcome.
+/// acknowledged or the sender closes with CLOSE_DONE (it has everything it
+/// needs from us), the session fails, or `VERDICT_LINGER` passes. Its fate
+/// does not change the outcome.
 pub async fn verdict_acknowledged(session: &mut Session) {
     let _ = tokio::time::timeout(VERDICT_LINGER, session.shutdown()).await;
 }

@@ -621,3 +621,45 @@ fn a_signal_on_either_side_reaches_the_other_at_once() {
         "no partial file"
     );
 }
+
+#[test]
+fn a_killed_peer_is_declared_gone_within_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    // The sender is killed mid-stream: the receiver's probes go unanswered.
+    let out = dir.path().join("a");
+    std::fs::create_dir(&out).unwrap();
+    let (recv, mut send, _stdin) = stalled_transfer(&out);
+    kill(&send, "-KILL");
+    send.wait().unwrap();
+    let start = Instant::now();
+    let status = wait(recv.child, Duration::from_secs(25));
+    let took = start.elapsed();
+    // Its stderr, up to the end (the reader thread stops at EOF).
+    let said: String = recv.rest.iter().collect();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(said.contains("went silent"), "{said}");
+    assert!(took < Duration::from_secs(15), "noticed after {took:?}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "partial file left"
+    );
+
+    // The receiver is killed while the sender has data outstanding.
+    let out = dir.path().join("b");
+    std::fs::create_dir(&out).unwrap();
+    let (mut recv, send, mut stdin) = stalled_transfer(&out);
+    recv.child.kill().unwrap();
+    recv.child.wait().unwrap();
+    let start = Instant::now();
+    std::thread::spawn(move || {
+        let _ = std::io::Write::write_all(&mut stdin, &vec![9u8; 1 << 20]);
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let out = send.wait_with_output().unwrap();
+    let took = start.elapsed();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("went silent"), "{said}");
+    assert!(took < Duration::from_secs(15), "noticed after {took:?}");
+}

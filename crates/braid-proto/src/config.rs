@@ -54,9 +54,10 @@ pub struct SessionConfig {
     /// still delivers do not count, however many.
     pub retry_limit: Option<u32>,
     /// Retransmission timeouts every usable connection may go through, in
-    /// a row and with data outstanding, while nothing at all arrives from
-    /// the peer, before the peer is declared gone (a killed process, a
-    /// pulled cable): a few seconds instead of the idle timeout. A peer that
+    /// a row, while nothing at all arrives from the peer, before the peer is
+    /// declared gone (a killed process, a pulled cable) if data of ours is
+    /// outstanding or the peer's is still to come (then the timeouts are
+    /// those of keep-alive probes): seconds instead of the idle timeout. A peer that
     /// answers anything, even only ACKs of old packets, is not silent. The
     /// silence must also have lasted [`MIN_SILENCE`]. `None` leaves it to
     /// the retry limit and the idle timeout.

@@ -29,9 +29,10 @@ pub enum SessionError {
     #[error("no progress: nothing new acknowledged for {after:?}, more than {rtos} retransmission timeouts on every connection (the retry limit), while data was outstanding")]
     NoProgress { after: Duration, rtos: u32 },
     /// Nothing at all arrived from the peer while every connection went
-    /// through `rtos` retransmission timeouts with data outstanding: the
-    /// peer is gone or cut off.
-    #[error("the peer went silent: nothing received for {after:?} over {rtos} retransmission timeouts on every connection, with data outstanding (peer killed or unreachable)")]
+    /// through `rtos` retransmission timeouts (of data, or of keep-alive
+    /// probes while the peer's data is still to come): the peer is gone or
+    /// cut off.
+    #[error("the peer went silent: nothing received for {after:?} over {rtos} retransmission timeouts on every connection (peer killed or unreachable)")]
     PeerSilent { after: Duration, rtos: u32 },
     /// Nothing arrived from the peer for the whole idle timeout.
     #[error("idle timeout: nothing received from the peer for {0:?}")]

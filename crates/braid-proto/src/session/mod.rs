@@ -36,6 +36,8 @@ pub use transmit::Transmit;
 const MAX_SAMPLES: usize = 1 << 16;
 /// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).
 const CLOSE_REPEATS: u32 = 3;
+/// Keep-alive interval while the peer is in the middle of its stream.
+const MID_STREAM_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
 /// Close codes carried in CLOSE frames.
 pub(crate) mod close_code {
 
@@ -634,9 +636,12 @@ impl Session {
             };
             if let Some(limit) = self.cfg.silent_limit {
                 let silence = now - self.last_recv;
+                // Data of ours outstanding, or the peer's still to come (a
+                // receiver's keep-alive probes go unanswered then).
+                let waiting = self.send.has_outstanding() || !self.recv_finished;
                 if every(&self.rtos_in_silence, limit)
                     && silence >= crate::config::MIN_SILENCE
-                    && self.send.has_outstanding()
+                    && waiting
                 {
                     self.fail(SessionError::PeerSilent {
                         after: silence,
@@ -679,10 +684,19 @@ impl Session {
 
     fn keep_alive_deadline(&self) -> Option<Instant> {
         match self.state {
-            State::Established => self
-                .cfg
-                .keep_alive
-                .map(|ka| self.last_send.max(self.last_recv) + ka),
+            State::Established => self.cfg.keep_alive.map(|ka| {
+                // A peer silent in the middle of its stream is news sooner:
+                // probes start the timeouts that tell a dead peer (see
+                // `SessionConfig::silent_limit`). Sessions idle from the
+                // start keep the long interval.
+                let mid_stream = self.recv.cumulative() > 0 && !self.recv_finished;
+                let ka = if mid_stream {
+                    ka.min(MID_STREAM_PROBE)
+                } else {
+                    ka
+                };
+                self.last_send.max(self.last_recv) + ka
+            }),
             _ => None,
         }
     }
