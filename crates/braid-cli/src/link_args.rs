@@ -34,6 +34,10 @@ pub struct LinkArgs {
     /// Each packet's delay varies uniformly within ±J; packets may reorder.
     #[arg(long, value_name = "J", value_parser = parse_duration, default_value = "0")]
     pub jitter: Duration,
+    /// Packets leave in bursts at multiples of this interval, e.g. "1ms"
+    /// (as mahimahi's traces, Wi-Fi aggregation, LTE scheduling deliver).
+    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "0")]
+    pub burst: Duration,
     /// Random loss of each direction, e.g. "1%" or 0.01.
     #[arg(long, value_name = "P", value_parser = parse_probability, default_value = "0")]
     pub loss: f64,
@@ -50,7 +54,7 @@ pub struct LinkArgs {
     /// Both directions, their events and the seed from a path of a scenario
     /// file (docs/scenarios.md) instead of the options above.
     #[arg(long, value_name = "FILE", conflicts_with_all = [
-        "rate", "reverse_rate", "trace", "reverse_trace", "delay", "jitter", "loss", "queue", "ecn", "seed",
+        "rate", "reverse_rate", "trace", "reverse_trace", "delay", "jitter", "burst", "loss", "queue", "ecn", "seed",
     ])]
     pub scenario: Option<PathBuf>,
     /// Which of the scenario's paths (from 0).
@@ -105,6 +109,7 @@ impl LinkArgs {
             trace: self.trace.as_deref().map(read_trace).transpose()?,
             delay: self.delay,
             jitter: self.jitter,
+            burst: self.burst,
             loss: self.loss,
             queue: self.queue,
             ecn: self.ecn,
@@ -177,6 +182,9 @@ impl Direction {
         parts.push(format!("{} delay", format_duration(link.delay)));
         if !link.jitter.is_zero() {
             parts.push(format!("±{} jitter", format_duration(link.jitter)));
+        }
+        if !link.burst.is_zero() {
+            parts.push(format!("bursts every {}", format_duration(link.burst)));
         }
         if link.loss > 0.0 {
             parts.push(format!("{} loss", percent(link.loss)));

@@ -190,6 +190,11 @@ pub struct LinkConfig {
     pub ecn: EcnMode,
     /// Applied by the caller through [`Link::set_state`], in time order.
     pub events: Vec<LinkEvent>,
+    /// Packets leave in bursts at multiples of this interval: one served
+    /// at t waits for the next tick, as with a mahimahi trace's 1 ms
+    /// opportunities, Wi-Fi frame aggregation or an LTE scheduling interval.
+    /// Zero: each packet leaves the moment it has been served.
+    pub burst: Duration,
 }
 
 impl Default for LinkConfig {
@@ -206,6 +211,7 @@ impl Default for LinkConfig {
             queue: QueueLimit::Packets(1000),
             ecn: EcnMode::Off,
             events: Vec::new(),
+            burst: Duration::ZERO,
         }
     }
 }
@@ -338,6 +344,13 @@ impl Link {
         let Some((start, departure)) = served else {
             self.stats.dropped_queue += 1;
             return Offer::Dropped(DropReason::Queue);
+        };
+        // A bursty link holds a served packet (in its queue) until the tick.
+        let burst = nanos(self.cfg.burst);
+        let departure = if burst > 0 {
+            departure.div_ceil(burst).saturating_mul(burst)
+        } else {
+            departure
         };
 
         // Queue length seen by this packet, itself included.
@@ -585,6 +598,42 @@ fn nanos(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bursty_link_delivers_on_its_ticks_at_the_same_rate() {
+        let cfg = |burst| LinkConfig {
+            burst,
+            ..LinkConfig::new(Rate::BitsPerSec(48_000_000), Duration::from_millis(5))
+        };
+        let mut even = Link::new(cfg(Duration::ZERO), 1);
+        let mut bursty = Link::new(cfg(Duration::from_millis(1)), 1);
+        let mut last = (Instant::ZERO, Instant::ZERO);
+        let mut per_tick = std::collections::BTreeMap::new();
+        for i in 0..100u64 {
+            // 1500 bytes every 0.2 ms, faster than the 0.25 ms it takes to
+            // serve one: a queue builds and each tick carries what was
+            // served by then, four packets.
+            let now = Instant::from_nanos(i * 200_000);
+            let at = |o: Offer| match o {
+                Offer::Deliver { at, .. } => at,
+                Offer::Dropped(why) => panic!("dropped: {why:?}"),
+            };
+            let e = at(even.offer(now, 1500, Ecn::NotEct, 0));
+            let b = at(bursty.offer(now, 1500, Ecn::NotEct, 0));
+            assert_eq!(b.as_nanos() % 1_000_000, 0, "off the tick: {b:?}");
+            assert!(b >= e && b - e < Duration::from_millis(1), "{b:?} vs {e:?}");
+            *per_tick.entry(b).or_insert(0) += 1;
+            last = (e, b);
+        }
+        // Same rate overall: the last packets leave within a tick.
+        assert!(last.1 - last.0 < Duration::from_millis(1));
+        let counts: Vec<u32> = per_tick.values().copied().collect();
+        let inner = &counts[1..counts.len() - 1];
+        assert!(
+            inner.iter().all(|&n| n == 4),
+            "48 Mbit/s is four 1500 B packets a ms: {counts:?}"
+        );
+    }
 
     #[test]
     fn outages_end_in_order() {

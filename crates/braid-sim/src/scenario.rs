@@ -216,6 +216,7 @@ struct RawPath {
     reverse_trace: Option<PathBuf>,
     delay: Option<Span>,
     jitter: Option<Span>,
+    burst: Option<Span>,
     loss: Option<f64>,
     reverse_loss: Option<f64>,
     duplicate: Option<f64>,
@@ -433,6 +434,7 @@ impl Builder<'_> {
                 .map_or(QueueLimit::Packets(DEFAULT_QUEUE_PACKETS), |q| q.0),
             ecn: raw.ecn.map_or(EcnMode::Off, |e| e.0),
             events,
+            burst: raw.burst.map_or(Duration::ZERO, |s| s.0),
         };
         let reverse = LinkConfig {
             rate: reverse_rate,

@@ -20,10 +20,12 @@ use serde::Serialize;
 use super::plots;
 
 /// The default rows: the table (long RTT, loss, queue, 12 Mbit/s with
-/// loss) and a cellular trace, relative to --suites-dir.
+/// loss), one of them on a link that delivers in 1 ms bursts, and a cellular
+/// trace, relative to --suites-dir.
 const DEFAULT_ROWS: &[&str] = &[
     "catchunks-longrtt/rtt-100ms.toml",
     "catchunks-longrtt/rtt-200ms.toml",
+    "real/rtt-200ms-bursty.toml",
     "catchunks-longrtt/rtt-400ms.toml",
     "catchunks-loss/loss-1pct.toml",
     "catchunks-loss/loss-5pct.toml",
