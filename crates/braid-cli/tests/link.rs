@@ -9,14 +9,30 @@ fn braid() -> Command {
     Command::new(env!("CARGO_BIN_EXE_braid"))
 }
 
+/// Whether this machine lets braid link make its namespace and devices
+/// (root, /dev/net/tun, iproute2): a probe run says, in its own words.
 fn can_run_links() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ok = root && std::path::Path::new("/dev/net/tun").exists();
-    if !ok {
-        eprintln!("skipping: braid link needs root and /dev/net/tun");
+    let probe = braid()
+        .args(["link", "--quiet", "--", "true"])
+        .output()
+        .unwrap();
+    if probe.status.success() {
+        return true;
     }
-    ok
+    let err = String::from_utf8_lossy(&probe.stderr);
+    let missing = [
+        "needs root",
+        "no /dev/net/tun",
+        "needs iproute2",
+        "cannot create a network namespace",
+        "cannot create TUN device",
+    ];
+    assert!(
+        missing.iter().any(|m| err.contains(m)),
+        "braid link failed for another reason: {err}"
+    );
+    eprintln!("skipping: {}", err.trim());
+    false
 }
 
 fn namespaces() -> String {
