@@ -107,22 +107,21 @@ struct RealRow {
 }
 
 impl RealRow {
+    /// Median goodput of `kind`'s successful runs.
     fn median(&self, kind: Kind) -> Option<f64> {
-        let mut v: Vec<f64> = self
-            .runs
-            .iter()
-            .filter(|r| r.kind == kind)
-            .filter_map(|r| r.goodput_mbps)
-            .collect();
-        median(&mut v)
+        self.median_of(kind, |r| r.goodput_mbps)
     }
 
     fn median_retransmits(&self, kind: Kind) -> Option<f64> {
+        self.median_of(kind, |r| r.retransmit_pct)
+    }
+
+    fn median_of(&self, kind: Kind, field: impl Fn(&RealRun) -> Option<f64>) -> Option<f64> {
         let mut v: Vec<f64> = self
             .runs
             .iter()
             .filter(|r| r.kind == kind)
-            .filter_map(|r| r.retransmit_pct)
+            .filter_map(field)
             .collect();
         median(&mut v)
     }
