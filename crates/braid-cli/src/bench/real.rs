@@ -149,6 +149,10 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.rows.clone()
     };
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("braid bench real runs braid link, which needs root (a network namespace and TUN devices); run it with sudo");
+    }
     let needs_tcp = args.kinds.iter().any(|k| *k != Kind::Braid);
     if needs_tcp && Command::new("iperf3").arg("-v").output().is_err() {
         bail!("braid bench real needs iperf3 for kernel TCP: run scripts/install-bench-deps.sh (apt-get install iperf3)");
@@ -509,20 +513,27 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
             .rev()
             .collect::<Vec<_>>()
             .join("/");
-        let failed = r.runs.iter().filter(|x| x.error.is_some()).count();
+        // A kind's median, and how many of its runs failed (did not finish).
+        let cell = |k: Kind| {
+            let runs = r.runs.iter().filter(|x| x.kind == k).count();
+            let failed = r
+                .runs
+                .iter()
+                .filter(|x| x.kind == k && x.error.is_some())
+                .count();
+            match failed {
+                0 => fmt(r.median(k)),
+                _ => format!("{} ({failed} of {runs} failed)", fmt(r.median(k))),
+            }
+        };
         s += &format!(
-            "| {} | {name}{} | {} | {:.1} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
+            "| {} | {name} | {} | {:.1} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
             i + 1,
-            if failed > 0 {
-                format!(" ({failed} failed)")
-            } else {
-                String::new()
-            },
             r.link,
             r.sim_mbps,
-            fmt(braid),
-            fmt(r.median(Kind::TcpCubic)),
-            fmt(r.median(Kind::TcpBbr)),
+            cell(Kind::Braid),
+            cell(Kind::TcpCubic),
+            cell(Kind::TcpBbr),
             ratio(braid, best_tcp),
             ratio(braid, Some(r.sim_mbps)),
             pct(r.median_retransmits(Kind::Braid)),
@@ -530,6 +541,7 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
             pct(r.median_retransmits(Kind::TcpBbr)),
         );
     }
-    s += "\nGoodput in Mbit/s. ![goodput](plots/real-goodput.svg)\n";
+    s += "\nGoodput in Mbit/s; a failed run is one that did not finish within the time limit \
+          or did not verify (real.json has its error). ![goodput](plots/real-goodput.svg)\n";
     s
 }
