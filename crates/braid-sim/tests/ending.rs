@@ -3,7 +3,8 @@
 //! read every byte, verified) and the sender's (it read the receiver's
 //! verdict, which is written only after that) must agree. No false success
 //! (a verdict without the bytes) and no false failure (the bytes without
-//! the verdict), and the verdict follows the last byte within seconds.
+//! the verdict), and the verdict follows the last byte within a bounded
+//! time.
 
 use braid_proto::cc::CONTROLLERS;
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
@@ -143,11 +144,14 @@ proptest! {
             f.error, r.virtual_s
         );
         if received {
-            // From the last byte read to the verdict read: the outage, and a
-            // few backed-off retransmissions of the verdict or its data.
+            // From the last byte read to the verdict read: the outage, and
+            // up to four transmissions of the verdict. The receiver has sent
+            // no data of its own, so it has no RTT sample and its RTO
+            // starts at 1 s and doubles: 1 + 2 + 4 + 8 s. (3,000 cases found
+            // 8.1 s: mbecn, 7 % loss, bursty return path, no outage.)
             let lag = verdict.duration_s - f.forward.duration_s;
             prop_assert!(
-                lag < c.outage_ms as f64 / 1e3 + 8.0,
+                lag < c.outage_ms as f64 / 1e3 + 16.0,
                 "verdict {lag:.1} s after the last byte"
             );
         } else {
