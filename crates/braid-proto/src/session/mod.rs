@@ -626,8 +626,7 @@ impl Session {
         }
         if any_rto {
             self.normalize_windows();
-            // Losses that ACKs reveal do not count, only timeouts: a path
-            // that still delivers, however lossy, makes progress.
+            // Whether every usable connection has counted `limit` or more.
             let every = |counts: &BTreeMap<u8, u32>, limit: u32| {
                 self.paths
                     .values()
@@ -650,11 +649,11 @@ impl Session {
                     return;
                 }
             }
+            // Losses that ACKs reveal do not count, only timeouts: a path
+            // that still delivers, however lossy, makes progress.
             if let Some(limit) = self.cfg.retry_limit {
-                let exhausted =
-                    self.paths.values().filter(|p| p.is_usable()).all(|p| {
-                        self.rtos_without_progress.get(&p.id).copied().unwrap_or(0) > limit
-                    });
+                // More than `limit` on every usable connection.
+                let exhausted = every(&self.rtos_without_progress, limit.saturating_add(1));
                 if exhausted && self.send.has_outstanding() {
                     self.fail(SessionError::NoProgress {
                         after: now - self.progress_at,
