@@ -36,6 +36,7 @@ pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
         forward: forward.config.clone(),
         reverse: reverse.config.clone(),
         seed: links.seed,
+        path: links.path,
         ..RelayConfig::new(args.listen, args.to, LinkConfig::default())
     };
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -62,9 +62,11 @@ pub struct RelayConfig {
     pub forward: LinkConfig,
     /// Target → client. Its `events` are not used.
     pub reverse: LinkConfig,
-    /// Seeds both links; the same seed gives the links of the simulator's
-    /// path 0 under that seed.
+    /// Seeds both links; the same seed and `path` give the links of the
+    /// simulator's path `path` under that seed.
     pub seed: u64,
+    /// Which scenario path's seeds the links take (0 by default).
+    pub path: usize,
     /// Send and receive buffer size of every socket.
     pub socket_buffer: usize,
 }
@@ -78,6 +80,7 @@ impl RelayConfig {
             forward: link.clone(),
             reverse: link,
             seed: 1,
+            path: 0,
             socket_buffer: udp::DEFAULT_SOCKET_BUFFER,
         }
     }
@@ -162,9 +165,12 @@ impl Relay {
             origin: std::time::Instant::now(),
             forward: Direction::new(Link::new(
                 cfg.forward.clone(),
-                derive_seed(cfg.seed, &[1, 0, 0]),
+                derive_seed(cfg.seed, &[1, cfg.path as u64, 0]),
             )),
-            reverse: Direction::new(Link::new(cfg.reverse, derive_seed(cfg.seed, &[1, 0, 1]))),
+            reverse: Direction::new(Link::new(
+                cfg.reverse,
+                derive_seed(cfg.seed, &[1, cfg.path as u64, 1]),
+            )),
             clients: AtomicUsize::new(0),
         });
 
