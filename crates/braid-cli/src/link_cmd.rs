@@ -8,8 +8,6 @@
 //! was read, and writes it to the other device at the arrival time the link
 //! computed, sleeping in between with nanosecond timeouts.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -20,6 +18,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use braid_proto::{Ecn, Instant};
 use braid_sim::content::derive_seed;
+use braid_sim::in_flight::InFlight;
 use braid_sim::link::{state_changes, DropReason, EcnMode, LinkStats};
 use braid_sim::{Link, LinkConfig, Offer};
 use clap::Args;
@@ -57,9 +56,6 @@ pub struct LinkCmdArgs {
     command: Vec<String>,
 }
 
-/// Packets waiting for their arrival time, per direction (as the relay's).
-const MAX_PENDING: usize = 100_000;
-const MAX_PENDING_BYTES: usize = 256 << 20;
 /// Packets read from one device per turn, so a flood one way cannot starve
 /// deliveries the other way.
 const READ_BATCH: usize = 256;
@@ -229,15 +225,11 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// A packet waiting: (arrival, order of offer, entry, bytes).
-type Pending = (Instant, u64, Instant, Box<[u8]>);
-
 /// One direction: its link, the packets it has yet to deliver, its log.
 struct Lane {
     link: Link,
-    pending: BinaryHeap<Reverse<Pending>>,
-    pending_bytes: usize,
-    seq: u64,
+    /// Packets with the time they entered the link.
+    pending: InFlight<(Instant, Box<[u8]>)>,
     sent: u64,
     overflow: u64,
     write_errors: u64,
@@ -256,9 +248,7 @@ impl Lane {
         }
         Lane {
             link: Link::new(cfg, seed),
-            pending: BinaryHeap::new(),
-            pending_bytes: 0,
-            seq: 0,
+            pending: InFlight::default(),
             sent: 0,
             overflow: 0,
             write_errors: 0,
@@ -290,34 +280,20 @@ impl Lane {
         };
         set_ip_ecn(packet, ecn);
         for at in duplicate_at.into_iter().chain([at]) {
-            if self.pending.len() >= MAX_PENDING
-                || self.pending_bytes + packet.len() > MAX_PENDING_BYTES
-            {
+            let held = (now, packet.to_vec().into_boxed_slice());
+            if self.pending.push(at, packet.len(), held).is_err() {
                 self.overflow += 1;
-                continue;
             }
-            self.seq += 1;
-            self.pending_bytes += packet.len();
-            self.pending.push(Reverse((
-                at,
-                self.seq,
-                now,
-                packet.to_vec().into_boxed_slice(),
-            )));
         }
     }
 
     fn due(&self) -> Option<Instant> {
-        self.pending.peek().map(|Reverse((at, ..))| *at)
+        self.pending.next_at()
     }
 
     /// Writes every packet whose arrival time has come.
     fn deliver(&mut self, now: Instant, to: &Tun) {
-        while self.due().is_some_and(|at| at <= now) {
-            let Some(Reverse((at, _, entered, packet))) = self.pending.pop() else {
-                break;
-            };
-            self.pending_bytes -= packet.len();
+        while let Some((at, (entered, packet))) = self.pending.pop_due(now) {
             match to.send(&packet) {
                 Ok(()) => self.sent += 1,
                 Err(_) => self.write_errors += 1,

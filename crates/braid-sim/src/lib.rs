@@ -6,6 +6,7 @@
 //! the `wall_s` field of the report, and no result depends on hash order.
 
 pub mod content;
+pub mod in_flight;
 pub mod link;
 mod loss;
 pub mod report;

@@ -12,8 +12,7 @@
 //! Link instants count from the relay's start, so a trace's time 0 and
 //! the events of [`LinkConfig::events`] are relative to [`Relay::start`].
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{self, AtomicUsize};
@@ -22,6 +21,7 @@ use std::time::Duration;
 
 use braid_proto::{wire, Ecn, Instant};
 use braid_sim::content::derive_seed;
+use braid_sim::in_flight::InFlight;
 use braid_sim::link::{state_changes, LinkStats};
 use braid_sim::{Link, LinkConfig, LinkState, Offer, IP_UDP_OVERHEAD};
 use quinn_udp::RecvMeta;
@@ -34,13 +34,6 @@ use crate::{Error, Result};
 /// Clients served at once; a new client beyond this replaces the one that
 /// was quiet longest.
 pub const MAX_CLIENTS: usize = 64;
-
-/// Datagrams waiting for their arrival time, per direction. The link's
-/// queue limit bounds only the packets being serialised; those in
-/// propagation are bounded by rate × delay, which has no limit when the
-/// rate has none.
-const MAX_PENDING: usize = 100_000;
-const MAX_PENDING_BYTES: usize = 256 << 20;
 
 /// Receive buffers of an upstream socket: replies are usually small, and
 /// each client has its own socket, so fewer than the listen socket's.
@@ -272,10 +265,7 @@ struct Direction {
 #[derive(Debug)]
 struct DirectionState {
     link: Link,
-    pending: BinaryHeap<Reverse<Pending>>,
-    pending_bytes: usize,
-    /// Keeps datagrams with equal arrival times in order.
-    next_seq: u64,
+    pending: InFlight<Pending>,
     sent: u64,
     dropped_in_flight: u64,
     dropped_overflow: u64,
@@ -287,9 +277,7 @@ impl Direction {
         Direction {
             state: Mutex::new(DirectionState {
                 link,
-                pending: BinaryHeap::new(),
-                pending_bytes: 0,
-                next_seq: 0,
+                pending: InFlight::default(),
                 sent: 0,
                 dropped_in_flight: 0,
                 dropped_overflow: 0,
@@ -366,64 +354,29 @@ impl DirectionState {
         ecn: Ecn,
         datagram: Box<[u8]>,
     ) -> bool {
-        if self.pending.len() >= MAX_PENDING
-            || self.pending_bytes + datagram.len() > MAX_PENDING_BYTES
-        {
-            self.dropped_overflow += 1;
-            return false;
-        }
-        let earliest = self.pending.peek().is_none_or(|Reverse(p)| at < p.at);
-        self.pending_bytes += datagram.len();
-        self.next_seq += 1;
-        self.pending.push(Reverse(Pending {
-            at,
-            seq: self.next_seq,
+        let len = datagram.len();
+        let pending = Pending {
             to,
             via: Arc::clone(via),
             ecn,
             datagram,
-        }));
-        earliest
+        };
+        self.pending.push(at, len, pending).unwrap_or_else(|_| {
+            self.dropped_overflow += 1;
+            false
+        })
     }
 }
 
 /// A datagram waiting for its arrival time.
 #[derive(Debug)]
 struct Pending {
-    at: Instant,
-    seq: u64,
     to: SocketAddr,
     /// The socket it leaves from: the client's upstream socket forward,
     /// the listen socket in reverse.
     via: Arc<UdpIo>,
     ecn: Ecn,
     datagram: Box<[u8]>,
-}
-
-impl Pending {
-    fn key(&self) -> (Instant, u64) {
-        (self.at, self.seq)
-    }
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Pending {}
-
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
-    }
 }
 
 /// A spawned task that is aborted when this handle is dropped.
@@ -633,14 +586,9 @@ async fn deliver(shared: Arc<Shared>, dir: Dir) {
             let mut s = d.lock();
             let now = shared.now();
             while due.len() < SEND_BATCH {
-                match s.pending.peek() {
-                    Some(Reverse(p)) if p.at <= now => {}
-                    _ => break,
-                }
-                let Some(Reverse(p)) = s.pending.pop() else {
+                let Some((_, p)) = s.pending.pop_due(now) else {
                     break;
                 };
-                s.pending_bytes -= p.datagram.len();
                 // As in the simulator, a link that is down at the arrival
                 // time loses what was in flight.
                 if s.link.is_up() {
@@ -649,7 +597,7 @@ async fn deliver(shared: Arc<Shared>, dir: Dir) {
                     s.dropped_in_flight += 1;
                 }
             }
-            s.pending.peek().map(|Reverse(p)| p.at)
+            s.pending.next_at()
         };
         if !due.is_empty() {
             let (mut sent, mut failed) = (0, 0);
@@ -758,8 +706,6 @@ mod tests {
         let other = Arc::new(UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap());
         let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let p = |via: &Arc<UdpIo>, to, len: usize, fill: u8| Pending {
-            at: Instant::ZERO,
-            seq: 0,
             to,
             via: via.clone(),
             ecn: Ecn::NotEct,
