@@ -231,6 +231,7 @@ struct Lane {
     /// Packets with the time they entered the link.
     pending: InFlight<(Instant, Box<[u8]>)>,
     sent: u64,
+    dropped_in_flight: u64,
     overflow: u64,
     write_errors: u64,
     log: Option<BufWriter<File>>,
@@ -250,6 +251,7 @@ impl Lane {
             link: Link::new(cfg, seed),
             pending: InFlight::default(),
             sent: 0,
+            dropped_in_flight: 0,
             overflow: 0,
             write_errors: 0,
             log,
@@ -294,6 +296,13 @@ impl Lane {
     /// Writes every packet whose arrival time has come.
     fn deliver(&mut self, now: Instant, to: &Tun) {
         while let Some((at, (entered, packet))) = self.pending.pop_due(now) {
+            // As in the simulator and the relay, a link that is down at the
+            // arrival time loses what was in flight.
+            if !self.link.is_up() {
+                self.dropped_in_flight += 1;
+                self.log(at, format_args!("d {} in-flight", packet.len()));
+                continue;
+            }
             match to.send(&packet) {
                 Ok(()) => self.sent += 1,
                 Err(_) => self.write_errors += 1,
@@ -319,6 +328,12 @@ impl Lane {
     fn counters(&self) -> String {
         let l: LinkStats = self.link.stats();
         let mut s = format!("{}, sent {}", link_counters(&l), self.sent);
+        if self.dropped_in_flight > 0 {
+            s += &format!(
+                ", {} lost in flight when the link went down",
+                self.dropped_in_flight
+            );
+        }
         if self.overflow > 0 {
             s += &format!(", {} dropped for lack of memory", self.overflow);
         }
