@@ -88,13 +88,8 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     let config = session.config();
     let (delivered, verified, elapsed, error) = match &result {
         Ok(o) => (o.bytes, true, o.elapsed, None),
-        // What the receiver acknowledged, without our header and hash.
         Err(e) => (
-            session
-                .stats()
-                .bytes_acked
-                .saturating_sub(header.encode().len() as u64)
-                .min(header.size.unwrap_or(u64::MAX)),
+            transfer::content_acknowledged(&session, &header),
             false,
             started.elapsed(),
             Some(crate::text::escape(&format!("{e:#}"))),

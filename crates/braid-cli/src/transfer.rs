@@ -45,7 +45,7 @@ pub struct Header {
 }
 
 impl Header {
-    pub fn encode(&self) -> Vec<u8> {
+    fn encode(&self) -> Vec<u8> {
         let name = self.name.as_bytes();
         let len = u16::try_from(name.len()).unwrap_or(u16::MAX);
         let mut out = Vec::with_capacity(8 + 2 + name.len() + 8);
@@ -159,6 +159,16 @@ pub async fn send(
         ),
         _ => bail!("the receiver closed without a verdict"),
     }
+}
+
+/// Content bytes of `header`'s transfer the receiver has acknowledged (the
+/// stream carries the header first and the hash last).
+pub fn content_acknowledged(session: &Session, header: &Header) -> u64 {
+    session
+        .stats()
+        .bytes_acked
+        .saturating_sub(header.encode().len() as u64)
+        .min(header.size.unwrap_or(u64::MAX))
 }
 
 /// Where received content goes.

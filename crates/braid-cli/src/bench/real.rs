@@ -17,7 +17,7 @@ use braid_sim::Scenario;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use super::plots;
+use super::{plots, stats};
 
 /// The default rows: the table (long RTT, loss, queue, 12 Mbit/s with
 /// loss), one of them on a link that delivers in 1 ms bursts, and a cellular
@@ -123,21 +123,8 @@ impl RealRow {
             .filter(|r| r.kind == kind)
             .filter_map(field)
             .collect();
-        median(&mut v)
+        stats::median(&mut v)
     }
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {

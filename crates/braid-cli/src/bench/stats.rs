@@ -31,6 +31,20 @@ pub fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
     Spread::of(xs).map_or(f64::NAN, |s| s.mean)
 }
 
+/// The median; `None` for no values.
+pub fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
 /// One run's outcome: its result, or why there is none.
 pub type Outcome = Result<RunResult, String>;
 
