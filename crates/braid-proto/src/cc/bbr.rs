@@ -23,6 +23,10 @@
 //!   before the bottleneck (radio, netem ahead of a rate limiter) otherwise
 //!   leaves it idle a share p of the time; cwnd (2 × BDP) still bounds the
 //!   queue if p is too high, and rounds with a queue pull p back to 0.
+//! - A probe that lost more than its cruise did (by 2 % beyond chance) caps
+//!   later probes' in-flight data, as BBRv2's `inflight_hi` does
+//!   ([`super::probe_ceiling`]): behind a queue shallower than a quarter of
+//!   the BDP, v1's probe overflows it every cycle.
 //! - An RTO saves cwnd and drops it to the 4-packet floor (Linux sets 1 and
 //!   floors it to 4 on the next ACK). The saved cwnd comes back with the first
 //!   ACK of a packet sent after the RTO, or a spurious-loss report (Linux: when
@@ -65,6 +69,7 @@
 //!   time only.
 
 use super::ack_aggregation::AckAggregation;
+use super::probe_ceiling::ProbeCeiling;
 use super::random_loss::RandomLoss;
 use super::startup::AckTrain;
 use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
@@ -89,6 +94,9 @@ const CWND_GAIN: f64 = 2.0;
 /// PROBE_BW pacing gains, one phase per RTprop (draft-00 BBRGainCycle;
 /// Linux `bbr_pacing_gain`).
 const GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// The phase at whose start a probe's losses are judged: the probe's
+/// packets were acknowledged or declared lost in the two phases after it.
+const PROBE_JUDGED_PHASE: usize = 3;
 /// The start phase is drawn among this many (Linux `bbr_cycle_rand`): all but
 /// the 0.75 phase.
 const CYCLE_RAND: u64 = 7;
@@ -195,6 +203,8 @@ pub struct Bbr {
     jump_bw: f64,
     /// Loss without a queue, which PROBE_BW's pacing makes up for.
     random_loss: RandomLoss,
+    /// Bound on PROBE_BW's in-flight data after a probe that lost.
+    ceiling: ProbeCeiling,
     ack_aggregation: AckAggregation,
     mtu: u64,
     max_cwnd: u64,
@@ -233,6 +243,7 @@ impl Bbr {
             jump_bw: 0.0,
             ack_aggregation: AckAggregation::new(),
             random_loss: RandomLoss::default(),
+            ceiling: ProbeCeiling::default(),
             mtu,
             // Growing past the session window would only inflate the number.
             max_cwnd: ctx.max_window_packets.max(INITIAL_CWND) * mtu,
@@ -267,6 +278,15 @@ impl Bbr {
             BbrMode::Startup | BbrMode::Drain => HIGH_GAIN,
             BbrMode::ProbeBw => CWND_GAIN,
             BbrMode::ProbeRtt => 1.0,
+        }
+    }
+
+    /// Ends STARTUP as if the pipe were full: another controller was
+    /// sending and has just overrun it (see `super::mbecn_fallback`). DRAIN
+    /// follows with the next rate sample.
+    pub(super) fn end_startup(&mut self) {
+        if self.mode == BbrMode::Startup {
+            self.full_bw_reached = true;
         }
     }
 
@@ -332,7 +352,7 @@ impl Bbr {
         let prior_in_flight = s.in_flight + s.newly_acked + s.newly_lost;
         let next = if gain > 1.0 {
             // Probe until the extra data is in flight or the queue overflows.
-            full_length && (s.newly_lost > 0 || prior_in_flight >= self.inflight(gain))
+            full_length && (s.newly_lost > 0 || prior_in_flight >= self.probe_inflight(gain))
         } else if gain < 1.0 {
             // Drain until the queue the probe made is gone.
             full_length || prior_in_flight <= self.inflight(1.0)
@@ -347,6 +367,23 @@ impl Bbr {
     fn advance_cycle(&mut self, now: Instant) {
         self.cycle_idx = (self.cycle_idx + 1) % GAIN_CYCLE.len();
         self.cycle_stamp = now;
+        match self.cycle_idx {
+            0 => self.ceiling.on_probe_start(),
+            // The probe's packets are acknowledged or lost by now.
+            PROBE_JUDGED_PHASE => {
+                let p = self.random_loss.get();
+                let floor = (self.inflight(1.0) as f64 / (1.0 - p)) as u64;
+                let bound = self.inflight(CWND_GAIN);
+                self.ceiling.on_probe_judged(p, floor, bound, self.mtu);
+            }
+            _ => {}
+        }
+    }
+
+    /// In-flight data a probe at `gain` aims for, within the ceiling.
+    fn probe_inflight(&self, gain: f64) -> u64 {
+        let target = self.inflight(gain);
+        self.ceiling.get().map_or(target, |c| target.min(c))
     }
 
     fn check_full_bw_reached(&mut self, s: &RateSample, app_limited: bool) {
@@ -484,7 +521,15 @@ impl Bbr {
         let aggregation = self
             .ack_aggregation
             .cwnd_bonus(self.btl_bw.get(), self.full_bw_reached);
-        let target = self.inflight(self.cwnd_gain()) + ack_path + aggregation;
+        let mut target = self.inflight(self.cwnd_gain()) + ack_path + aggregation;
+        // Only the probe is held under the ceiling: cruising at BtlBw keeps
+        // about one BDP in flight anyway, and cwnd's headroom there absorbs
+        // ACK loss and aggregation.
+        if self.mode == BbrMode::ProbeBw && self.pacing_gain() > 1.0 {
+            if let Some(ceiling) = self.ceiling.get() {
+                target = target.min(ceiling + ack_path + aggregation);
+            }
+        }
         if self.full_bw_reached {
             self.cwnd = (self.cwnd + s.newly_acked).min(target);
         } else if self.cwnd < target || s.total_delivered < INITIAL_CWND * self.mtu {
@@ -573,6 +618,11 @@ impl Controller for Bbr {
             self.cwnd,
             self.mtu,
         );
+        if self.mode == BbrMode::ProbeBw {
+            let prior_in_flight = s.in_flight + s.newly_acked + s.newly_lost;
+            self.ceiling
+                .on_sample(prior_in_flight, s.newly_acked, s.newly_lost);
+        }
         self.update_cycle_phase(now, s);
         self.check_full_bw_reached(s, app_limited);
         self.check_drain(now, s);

@@ -255,6 +255,16 @@ impl MbEcn {
         }
     }
 
+    /// Sets the budget to `rate` bytes/s and ends slow start: another
+    /// controller measured the path (see `super::mbecn_fallback`).
+    pub fn set_rate(&mut self, rate: f64) {
+        if rate > 0.0 && rate.is_finite() {
+            let per_slot = rate * (1u64 << self.slot_shift) as f64 / 1e9;
+            self.budget = (per_slot as u64).max(self.mtu);
+            self.slow_start = false;
+        }
+    }
+
     /// Bytes allowed per slot.
     pub fn budget(&self) -> u64 {
         self.budget

@@ -10,7 +10,9 @@ mod cubic;
 mod dctcp;
 mod hystart;
 mod mbecn;
+mod mbecn_fallback;
 mod ncp;
+mod probe_ceiling;
 mod random_loss;
 mod startup;
 
@@ -18,6 +20,7 @@ pub use aimd::Aimd;
 pub use bbr::{Bbr, BbrMode};
 pub use cubic::Cubic;
 pub use mbecn::{EceReceiver, MbEcn};
+pub use mbecn_fallback::MbEcnWithFallback;
 pub use ncp::Ncp;
 
 use crate::rtt::RttEstimator;
@@ -199,7 +202,7 @@ pub fn new_controller(
         "aimd" => Ok(Box::new(Aimd::new(ctx))),
         "bbr" => Ok(Box::new(Bbr::new(ctx))),
         "cubic" => Ok(Box::new(Cubic::new(ctx))),
-        "mbecn" => Ok(Box::new(MbEcn::new(ctx))),
+        "mbecn" => Ok(Box::new(MbEcnWithFallback::new(ctx))),
         "ncp" => Ok(Box::new(Ncp::new(ctx))),
         other => Err(UnknownController(other.to_owned())),
     }

@@ -22,8 +22,12 @@
 //! and the caller starts as usual, when it cannot be trusted: a timeout
 //! before the train completes, fewer than [`MIN_GAPS`] ACK gaps, gaps
 //! (per byte acknowledged) that differ by more than [`MAX_GAP_SPREAD`]
-//! (jitter, ACK compression or a delayed ACK), or a train sent no faster
-//! than [`MIN_SEND_SPEEDUP`] × the rate it measured (it measured the sender).
+//! (jitter, ACK compression or a delayed ACK) on the sender's clock, or a
+//! train sent no faster than [`MIN_SEND_SPEEDUP`] × the rate it measured (it
+//! measured the sender). Receive times that differ that much show the
+//! receiver's reading more than the link (a real receiver stamps a batch of
+//! datagrams at once, or late when descheduled): the train's whole span is
+//! then used, at [`NOISY_TRAIN_SHARE`] of its rate.
 
 use crate::Instant;
 use std::time::Duration;
@@ -35,6 +39,11 @@ const MIN_GAPS: u32 = 2;
 /// Largest ratio of two ACK gaps, each per byte acknowledged. A receiver
 /// acknowledging every packet or every other one gives equal gaps per byte.
 const MAX_GAP_SPREAD: f64 = 2.5;
+/// Share of the estimate taken from a train whose receive times are uneven
+/// (see `finish`): a read delayed on the first frame would shorten the span
+/// and overstate the rate, so such a train starts lower and lets STARTUP's
+/// own growth find the rest, a round or two instead of ~log2(BDP / IW).
+const NOISY_TRAIN_SHARE: f64 = 0.5;
 /// The train must have left at least this much faster than the rate it
 /// measured, or the ACK spacing only shows the sender's spacing.
 const MIN_SEND_SPEEDUP: f64 = 2.0;
@@ -167,14 +176,13 @@ impl AckTrain {
     }
 
     fn finish(&self) -> Option<f64> {
-        let frames: Vec<(Instant, u64)> = match &self.rx_times {
-            Some(rx) => rx
-                .iter()
-                .zip(&self.frames)
-                .map(|(&t, &(_, b))| (t, b))
-                .collect(),
+        let (frames, receiver_clock) = match &self.rx_times {
+            Some(rx) => (
+                coalesce(rx.iter().zip(&self.frames).map(|(&t, &(_, b))| (t, b))),
+                true,
+            ),
             None if self.any_rx => return None,
-            None => self.frames.clone(),
+            None => (self.frames.clone(), false),
         };
         let gaps: Vec<f64> = frames
             .windows(2)
@@ -188,22 +196,36 @@ impl AckTrain {
         };
         // A last packet without a partner waits for the receiver's ACK
         // delay: its frame shows the timer, not the bottleneck.
-        let frames = match gaps.split_last() {
+        let even = match gaps.split_last() {
             Some((_, rest)) if !spread_ok(&gaps) && !rest.is_empty() && spread_ok(rest) => {
-                &frames[..frames.len() - 1]
+                Some(&frames[..frames.len() - 1])
             }
-            _ if spread_ok(&gaps) => &frames[..],
+            _ if spread_ok(&gaps) => Some(&frames[..]),
+            _ => None,
+        };
+        let (frames, share) = match even {
+            Some(even) if even.len() > MIN_GAPS as usize => (even, 1.0),
+            // The receiver's clock is free of the ACK path; uneven gaps
+            // there mostly show when it got to read (a busy or descheduled
+            // process stamps late), which moves single gaps far more than
+            // the train's whole span. Kept, at a share.
+            _ if receiver_clock && frames.len() > MIN_GAPS as usize => {
+                (&frames[..], NOISY_TRAIN_SHARE)
+            }
             _ => return None,
         };
-        if frames.len() < MIN_GAPS as usize + 1 {
+        let span = frames[frames.len() - 1]
+            .0
+            .saturating_duration_since(frames[0].0)
+            .as_secs_f64();
+        if span <= 0.0 {
             return None;
         }
-        let span = (frames[frames.len() - 1].0 - frames[0].0).as_secs_f64();
         // The first frame's bytes arrived before the clock started.
         let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
         let rate = after_first as f64 / span;
         let send_span = (self.last_sent - self.first_sent).as_secs_f64();
-        (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate)
+        (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate * share)
     }
 
     /// A timeout: the train's ACKs are not coming.
@@ -212,6 +234,22 @@ impl AckTrain {
             self.state = State::Done(None);
         }
     }
+}
+
+/// Merges frames that share a receive time into one. A receiver that reads
+/// a batch of datagrams (GRO, recvmmsg, a busy event loop) stamps them with
+/// one clock reading: their gap of 0 says nothing about the bottleneck, and
+/// would fail the spread check, while the batch's bytes still arrived by
+/// then. The sender's arrival times are merged the same way in `on_ack`.
+fn coalesce(frames: impl Iterator<Item = (Instant, u64)>) -> Vec<(Instant, u64)> {
+    let mut merged: Vec<(Instant, u64)> = Vec::new();
+    for (t, b) in frames {
+        match merged.last_mut() {
+            Some((at, bytes)) if *at == t => *bytes += b,
+            _ => merged.push((t, b)),
+        }
+    }
+    merged
 }
 
 #[cfg(test)]
@@ -303,6 +341,27 @@ mod tests {
     }
 
     #[test]
+    fn frames_read_in_one_batch_count_as_one() {
+        // The receiver read pairs 1-2 and 3-4 in one batch each, so their
+        // receive times are equal; the pairs were 460 us apart at the link.
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let rx_us = [0, 920, 920, 1840, 1840];
+        let mut est = None;
+        for (frame, rx) in rx_us.into_iter().enumerate() {
+            t.on_frame(Some(at_us(7_000_000 + rx)));
+            for _ in 0..2 {
+                est = t.on_ack(at_us(100_000 + frame as u64 * 460), Instant::ZERO, MTU);
+            }
+        }
+        let expected = (8 * MTU) as f64 / 1840e-6;
+        let est = est.expect("a batch's zero gap must not refuse the train");
+        assert!((est - expected).abs() < 1e-6 * expected, "{est}");
+    }
+
+    #[test]
     fn a_frame_without_a_receive_time_refuses_the_train() {
         // The peer sends receive times: one missing shows reordering.
         assert_eq!(timestamped_pairs(460, 460, Some(3)), None);
@@ -333,6 +392,37 @@ mod tests {
         }
         assert_eq!(est, None);
         assert_eq!(t.state, State::Done(None));
+    }
+
+    /// Ten packets at t = 0, acknowledged by frames of `packets[i]`
+    /// packets that carry receive times `rx_us[i]`, arriving 460 us apart.
+    fn received_at(rx_us: &[u64], packets: &[u64]) -> Option<f64> {
+        let mut t = AckTrain::new();
+        for _ in 0..10 {
+            t.on_sent(Instant::ZERO, MTU);
+        }
+        let mut est = None;
+        for (frame, (&rx, &n)) in rx_us.iter().zip(packets).enumerate() {
+            t.on_frame(Some(at_us(7_000_000 + rx)));
+            for _ in 0..n {
+                est = t.on_ack(at_us(100_000 + frame as u64 * 460), Instant::ZERO, MTU);
+            }
+        }
+        est
+    }
+
+    #[test]
+    fn uneven_receive_times_give_a_share_of_the_span_rate() {
+        // A receiver that read late (seen through `braid link`): gaps of
+        // 433, 386, 930 and 246 us per 2, 4, 2 and 1 packets.
+        let est = received_at(&[0, 433, 819, 1749, 1995], &[1, 2, 4, 2, 1]).expect("kept");
+        let expected = NOISY_TRAIN_SHARE * (9 * MTU) as f64 / 1995e-6;
+        assert!((est - expected).abs() < 1e-6 * expected, "{est}");
+        // One pair, then one batch read 3.8 ms later: one gap is too few.
+        assert_eq!(received_at(&[0, 3848], &[2, 8]), None);
+        // Even receive times keep the whole rate.
+        let est = received_at(&[0, 460, 920, 1380, 1840], &[2; 5]).expect("trusted");
+        assert!((est - (8 * MTU) as f64 / 1840e-6).abs() < 1.0, "{est}");
     }
 
     #[test]
