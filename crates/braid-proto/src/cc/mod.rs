@@ -3,7 +3,6 @@
 //! Each algorithm lives in its own module and cites its source and constants.
 //! Hooks have no-op defaults so an algorithm implements only what it uses.
 
-mod ack_aggregation;
 mod aimd;
 mod bbr;
 mod cubic;
@@ -12,9 +11,6 @@ mod hystart;
 mod mbecn;
 mod mbecn_fallback;
 mod ncp;
-mod probe_ceiling;
-mod random_loss;
-mod startup;
 
 pub use aimd::Aimd;
 pub use bbr::{Bbr, BbrMode};

@@ -10,7 +10,7 @@
 //! - Loss, ECN and send failures change nothing: no packet conservation and
 //!   no `cwnd − losses` in recovery, so random loss costs no throughput.
 //! - STARTUP jumps after the first flight (braid's, after RAPID and packet-
-//!   train dispersion; see [`super::startup`]): the IW10 burst's ACK spacing
+//!   train dispersion; see [`ack_train`]): the IW10 burst's ACK spacing
 //!   gives the bottleneck rate, and STARTUP paces the next round at it with
 //!   cwnd at its BDP instead of doubling from IW10 (~log2(BDP/IW) rounds:
 //!   3 s at 50 Mbit/s and 400 ms). The estimate also counts as the first
@@ -19,13 +19,13 @@
 //!   flat (less overshoot into a shallow queue). An untrusted estimate
 //!   (jitter, a timeout, a paced train) leaves v1's startup unchanged.
 //! - PROBE_BW paces at gain × BtlBw / (1 − p), p the loss share of cruise
-//!   rounds with no queue ([`super::random_loss`], at most 25 %). Loss
+//!   rounds with no queue ([`random_loss`], at most 25 %). Loss
 //!   before the bottleneck (radio, netem ahead of a rate limiter) otherwise
 //!   leaves it idle a share p of the time; cwnd (2 × BDP) still bounds the
 //!   queue if p is too high, and rounds with a queue pull p back to 0.
 //! - A probe that lost more than its cruise did (by 2 % beyond chance) caps
 //!   later probes' in-flight data, as BBRv2's `inflight_hi` does
-//!   ([`super::probe_ceiling`]): behind a queue shallower than a quarter of
+//!   ([`probe_ceiling`]): behind a queue shallower than a quarter of
 //!   the BDP, v1's probe overflows it every cycle.
 //! - An RTO saves cwnd and drops it to the 4-packet floor (Linux sets 1 and
 //!   floors it to 4 on the next ACK). The saved cwnd comes back with the first
@@ -34,7 +34,7 @@
 //! - The PROBE_BW start phase is a hash of the delivered count, not a random
 //!   draw (the core has no RNG); like Linux it is never the 0.75 phase.
 //! - cwnd adds the ACK aggregation estimate as Linux does since 2019
-//!   (`extra_acked`; [`super::ack_aggregation`]).
+//!   (`extra_acked`; [`ack_aggregation`]).
 //! - Omitted: long-term bandwidth sampling (`lt_bw` policer detection),
 //!   idle-restart handling, the 1 % pacing margin, TSO rounding of cwnd.
 //! - PROBE_RTT holds cwnd at half the estimated BDP, not at 4 packets
@@ -58,7 +58,7 @@
 //!   the RTT less the ACK path's queueing: in full duplex the other
 //!   direction's data delays our ACKs, and with random loss that ended
 //!   STARTUP at a fraction of the rate (the train estimate itself uses the
-//!   receiver's receive times, see [`super::startup`]).
+//!   receiver's receive times, see [`ack_train`]).
 //! - Before the first bandwidth sample `pacing_rate` is `None`: the
 //!   connection paces at its own gain over cwnd / sRTT, and not at all
 //!   before its first RTT sample, so IW10 leaves as one burst (the train).
@@ -68,10 +68,15 @@
 //!   path (PROBE_RTT still runs every 10 s) and understates the BDP by that
 //!   time only.
 
-use super::ack_aggregation::AckAggregation;
-use super::probe_ceiling::ProbeCeiling;
-use super::random_loss::RandomLoss;
-use super::startup::AckTrain;
+mod ack_aggregation;
+mod ack_train;
+mod probe_ceiling;
+mod random_loss;
+
+use self::ack_aggregation::AckAggregation;
+use self::ack_train::AckTrain;
+use self::probe_ceiling::ProbeCeiling;
+use self::random_loss::RandomLoss;
 use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
 use crate::rtt::RttEstimator;
 use crate::Instant;
