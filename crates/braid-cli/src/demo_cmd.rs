@@ -8,7 +8,7 @@ use crate::transfer::{self, Header, Output};
 use anyhow::{bail, Context as _};
 use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, Security, SessionConfig};
 use braid_sim::link::QueueLimit;
-use braid_sim::units::{format_duration, parse_duration, parse_size};
+use braid_sim::units::{format_duration, parse_duration, parse_probability, parse_size};
 use braid_sim::LinkConfig;
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -63,7 +63,7 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
     };
     let rtt = parse_duration(parts[1]).with_context(|| format!("path {spec:?}"))?;
     let loss = match parts.get(2) {
-        Some(l) => parse_loss(l).with_context(|| format!("path {spec:?}"))?,
+        Some(l) => parse_probability(l).with_context(|| format!("path {spec:?}"))?,
         None => 0.0,
     };
     let mut link = LinkConfig::new(rate, rtt / 2);
@@ -74,6 +74,7 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
             .with_context(|| format!("path {spec:?}"))?;
     }
     link.loss = loss;
+    link.validate().with_context(|| format!("path {spec:?}"))?;
     Ok(PathPlan {
         spec: format!(
             "{} {} RTT{}",
@@ -88,17 +89,6 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
         link,
         capacity_bps: bps * (1.0 - loss),
     })
-}
-
-fn parse_loss(s: &str) -> anyhow::Result<f64> {
-    let p = match s.strip_suffix('%') {
-        Some(pct) => pct.trim().parse::<f64>()? / 100.0,
-        None => s.trim().parse::<f64>()?,
-    };
-    if !(0.0..1.0).contains(&p) {
-        bail!("loss {s:?} must be in [0, 1) (or 0%..100%)");
-    }
-    Ok(p)
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -130,7 +120,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         let mut cfg = RelayConfig::new(localhost, listener.local_addr(), plan.link.clone());
         // Loss on the data direction only, as in the simulator's paths.
         cfg.reverse.loss = 0.0;
-        cfg.seed = args.seed.wrapping_add(i as u64);
+        cfg.seed = braid_sim::seeds::demo_relay(args.seed, i);
         relays.push(Relay::start(cfg)?);
     }
     let capacity: f64 = plans.iter().map(|p| p.capacity_bps).sum();

@@ -11,15 +11,16 @@ pub mod link;
 mod loss;
 pub mod report;
 pub mod scenario;
+pub mod seeds;
 mod sim;
 mod trace;
 pub mod units;
 
-pub use link::{Link, LinkConfig, LinkState, Offer};
+pub use link::{Link, LinkConfig, LinkConfigError, LinkState, Offer, IP_UDP_OVERHEAD};
 pub use loss::Gilbert;
 pub use report::{jain, write_delivery, Delivery, FlowResult, RunResult};
 pub use scenario::{FlowSpec, PathSpec, Scenario, ScenarioError};
-pub use sim::{flow_config, Sim, IP_UDP_OVERHEAD};
+pub use sim::{flow_config, Sim};
 pub use trace::{Trace, TraceError, OPPORTUNITY_BYTES};
 
 /// Runs `scenario` with `seed` (None: the scenario's own).

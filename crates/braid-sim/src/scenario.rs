@@ -16,7 +16,7 @@ use serde::{Deserialize, Deserializer};
 use crate::link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, QueueLimit};
 use crate::loss::Gilbert;
 use crate::trace::{Trace, TraceError};
-use crate::units::{parse_size, ByteSize, Rate, Span};
+use crate::units::{parse_size, ByteSize, Probability, Rate, Span};
 
 /// Virtual run length when the file gives none.
 const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
@@ -217,9 +217,9 @@ struct RawPath {
     delay: Option<Span>,
     jitter: Option<Span>,
     burst: Option<Span>,
-    loss: Option<f64>,
-    reverse_loss: Option<f64>,
-    duplicate: Option<f64>,
+    loss: Option<Probability>,
+    reverse_loss: Option<Probability>,
+    duplicate: Option<Probability>,
     gilbert: Option<Gilbert>,
     queue: Option<RawQueue>,
     ecn: Option<RawEcn>,
@@ -376,19 +376,7 @@ impl Builder<'_> {
 
     fn path(&mut self, i: usize, raw: RawPath) -> Result<PathSpec, ScenarioError> {
         let key = |k: &str| format!("path[{i}].{k}");
-        let loss = self.probability(&key("loss"), raw.loss)?;
-        let reverse_loss = self.probability(&key("reverse_loss"), raw.reverse_loss)?;
-        let duplicate = self.probability(&key("duplicate"), raw.duplicate)?;
-        if let Some(g) = &raw.gilbert {
-            for (name, v) in g.probabilities() {
-                self.probability(&key(&format!("gilbert.{name}")), Some(v))?;
-            }
-        }
-        for (k, r) in [("rate", raw.rate), ("reverse_rate", raw.reverse_rate)] {
-            if let Some(r) = r.filter(|r| !r.is_positive()) {
-                return Err(self.invalid(key(k), format!("{r} must be above zero")));
-            }
-        }
+        let probability = |p: Option<Probability>| p.map_or(0.0, |p| p.0);
         if raw.rate.is_some() && raw.trace.is_some() {
             return Err(self.invalid(key("trace"), "give either rate or trace, not both"));
         }
@@ -426,9 +414,9 @@ impl Builder<'_> {
             trace,
             delay: raw.delay.map_or(Duration::ZERO, |s| s.0),
             jitter: raw.jitter.map_or(Duration::ZERO, |s| s.0),
-            loss,
+            loss: probability(raw.loss),
             gilbert: raw.gilbert,
-            duplicate,
+            duplicate: probability(raw.duplicate),
             queue: raw
                 .queue
                 .map_or(QueueLimit::Packets(DEFAULT_QUEUE_PACKETS), |q| q.0),
@@ -439,22 +427,26 @@ impl Builder<'_> {
         let reverse = LinkConfig {
             rate: reverse_rate,
             trace: reverse_trace,
-            loss: reverse_loss,
+            loss: probability(raw.reverse_loss),
             gilbert: None,
             ..shared.clone()
         };
+        // The file's keys for the reverse link's own settings.
+        let reverse_key = |field: &str| match field {
+            "rate" => "reverse_rate".to_owned(),
+            "loss" => "reverse_loss".to_owned(),
+            other => other.to_owned(),
+        };
+        shared
+            .validate()
+            .map_err(|e| self.invalid(key(&e.field), e.problem))?;
+        reverse
+            .validate()
+            .map_err(|e| self.invalid(key(&reverse_key(&e.field)), e.problem))?;
         Ok(PathSpec {
             forward: shared,
             reverse,
         })
-    }
-
-    fn probability(&self, key: &str, v: Option<f64>) -> Result<f64, ScenarioError> {
-        let v = v.unwrap_or(0.0);
-        if !(0.0..=1.0).contains(&v) {
-            return Err(self.invalid(key, format!("{v} is not a probability from 0 to 1")));
-        }
-        Ok(v)
     }
 
     fn trace(&mut self, key: &str, rel: &Path) -> Result<Arc<Trace>, ScenarioError> {
@@ -767,6 +759,14 @@ source = "NKP-0024"
     }
 
     #[test]
+    fn probabilities_are_fractions_or_percentages() {
+        let s = parse_ok("[[path]]\nrate = \"1Mbit\"\nloss = \"1%\"\nreverse_loss = 0.5\nduplicate = 1\n[[flow]]\n");
+        let p = &s.paths[0];
+        assert_eq!((p.forward.loss, p.reverse.loss), (0.01, 0.5));
+        assert_eq!((p.forward.duplicate, p.reverse.duplicate), (1.0, 1.0));
+    }
+
+    #[test]
     fn unknown_keys_are_named() {
         let e = parse_err(&format!("{MIN}colour = 3\n"));
         assert!(e.contains("colour"), "{e}");
@@ -787,6 +787,9 @@ source = "NKP-0024"
             ("[[path]]\ndelay = \"1ms\"\n[[flow]]\n", "path[0].rate: missing"),
             ("[[path]]\nrate = \"0Mbit\"\n[[flow]]\n", "path[0].rate: 0bit must be above zero"),
             ("[[path]]\nrate = \"1Mbit\"\nloss = 1.5\n[[flow]]\n", "path[0].loss: 1.5 is not a probability"),
+            ("[[path]]\nrate = \"1Mbit\"\nreverse_loss = \"150%\"\n[[flow]]\n", "path[0].reverse_loss: 1.5 is not"),
+            ("[[path]]\nrate = \"1Mbit\"\nloss = \"lots\"\n[[flow]]\n", "expected a probability"),
+            ("[[path]]\nrate = \"1Mbit\"\nreverse_rate = \"0pps\"\n[[flow]]\n", "path[0].reverse_rate: 0pps must be above zero"),
             (
                 "[[path]]\nrate = \"1Mbit\"\ngilbert = { p = 0.1, r = -0.3 }\n[[flow]]\n",
                 "path[0].gilbert.r",

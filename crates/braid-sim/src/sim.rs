@@ -1,25 +1,17 @@
 //! The discrete-event loop: links carry datagrams between the two
 //! endpoints of each flow, in virtual time, deterministically from a seed.
 
-use crate::content::{derive_seed, Transfer};
-use crate::link::{state_changes, Link, LinkState, Offer};
+use crate::content::Transfer;
+use crate::link::{state_changes, Link, LinkState, Offer, IP_UDP_OVERHEAD};
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
+use crate::seeds::{self, Side};
 use braid_proto::{
     wire, Ecn, Event, Instant, Keypair, PathSample, Security, Session, SessionConfig,
 };
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
-
-/// IPv4 + UDP header bytes added to each datagram on the wire.
-pub const IP_UDP_OVERHEAD: u32 = 28;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Side {
-    Client,
-    Server,
-}
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
@@ -142,19 +134,9 @@ pub fn flow_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig 
     cfg
 }
 
-/// A session's CSPRNG seed, derived from the run's seed so runs repeat.
-fn session_seed(seed: u64, flow: usize, side: Side) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    for (i, chunk) in out.chunks_mut(8).enumerate() {
-        let part = derive_seed(seed, &[4, flow as u64, side as u64, i as u64]);
-        chunk.copy_from_slice(&part.to_le_bytes());
-    }
-    out
-}
-
 /// A sealed flow's server key pair (the client pins its public half).
 fn flow_identity(seed: u64, flow: usize) -> Keypair {
-    Keypair::generate(session_seed(seed, flow, Side::Server).map(|b| b ^ 0x5a))
+    Keypair::generate(seeds::server_key(seed, flow))
 }
 
 impl Sim {
@@ -165,9 +147,10 @@ impl Sim {
             .iter()
             .enumerate()
             .map(|(i, p)| {
+                let [forward, reverse] = seeds::links(seed, i);
                 [
-                    Link::new(p.forward.clone(), derive_seed(seed, &[1, i as u64, 0])),
-                    Link::new(p.reverse.clone(), derive_seed(seed, &[1, i as u64, 1])),
+                    Link::new(p.forward.clone(), forward),
+                    Link::new(p.reverse.clone(), reverse),
                 ]
             })
             .collect();
@@ -175,20 +158,23 @@ impl Sim {
             .flows
             .iter()
             .enumerate()
-            .map(|(i, spec)| FlowState {
-                spec: spec.clone(),
-                client: Endpoint::default(),
-                server: Endpoint::default(),
-                forward: Transfer::new(derive_seed(seed, &[2, i as u64, 0]), spec.bytes),
-                reverse: Transfer::new(derive_seed(seed, &[2, i as u64, 1]), spec.reverse_bytes),
-                started_at: None,
-                connected_at: None,
-                forward_done_at: None,
-                reverse_done_at: None,
-                done: false,
-                config_error: None,
-                samples: Vec::new(),
-                links: Default::default(),
+            .map(|(i, spec)| {
+                let [forward, reverse] = seeds::content(seed, i);
+                FlowState {
+                    spec: spec.clone(),
+                    client: Endpoint::default(),
+                    server: Endpoint::default(),
+                    forward: Transfer::new(forward, spec.bytes),
+                    reverse: Transfer::new(reverse, spec.reverse_bytes),
+                    started_at: None,
+                    connected_at: None,
+                    forward_done_at: None,
+                    reverse_done_at: None,
+                    done: false,
+                    config_error: None,
+                    samples: Vec::new(),
+                    links: Default::default(),
+                }
             })
             .collect();
         let mut sim = Sim {
@@ -296,7 +282,7 @@ impl Sim {
                         if f.spec.sealed {
                             cfg.security = Security::server(flow_identity(self.seed, flow));
                         }
-                        let seed = session_seed(self.seed, flow, Side::Server);
+                        let seed = seeds::session_rng(self.seed, flow, Side::Server);
                         match Session::accept(cfg, now, conn, &datagram, seed) {
                             Ok(s) => f.server.session = Some(s),
                             Err(_) => return,
@@ -315,14 +301,14 @@ impl Sim {
     }
 
     fn start_flow(&mut self, flow: usize) {
-        let session_id = derive_seed(self.seed, &[3, flow as u64]);
+        let session_id = seeds::session_id(self.seed, flow);
         let f = &mut self.flows[flow];
         f.started_at = Some(self.now);
         let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);
         if f.spec.sealed {
             cfg.security = Security::pinned(flow_identity(self.seed, flow).public());
         }
-        let seed = session_seed(self.seed, flow, Side::Client);
+        let seed = seeds::session_rng(self.seed, flow, Side::Client);
         match Session::connect(cfg, session_id, self.now, seed) {
             Ok(s) => f.client.session = Some(s),
             Err(e) => {
