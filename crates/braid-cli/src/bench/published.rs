@@ -3,6 +3,7 @@
 //! the ideal goodput and braid's header overhead.
 
 use anyhow::Context as _;
+use braid_proto::wire;
 use braid_sim::Scenario;
 use std::path::{Path, PathBuf};
 use toml::{Table, Value};
@@ -321,41 +322,22 @@ pub fn unit_to_mbps(unit: Option<&str>) -> Option<f64> {
     }
 }
 
-fn varint_size(v: u64) -> u64 {
-    match v {
-        0..=63 => 1,
-        64..=16_383 => 2,
-        16_384..=1_073_741_823 => 4,
-        _ => 8,
-    }
-}
-
 /// Mean STREAM frame overhead over a transfer of `total` bytes in `mtu`
-/// segments: type, offset varint and length varint (wire.rs).
+/// segments, as the core encodes it.
 pub fn stream_overhead(total: u64, mtu: u64) -> f64 {
     let mtu = mtu.max(1);
     let n = total.div_ceil(mtu).max(1);
-    let mut acc = 0u64;
-    for (lo, hi, size) in [
-        (0u64, 64u64, 1u64),
-        (64, 16_384, 2),
-        (16_384, 1 << 30, 4),
-        (1 << 30, 1 << 62, 8),
-    ] {
-        // segments whose offset k·mtu lies in [lo, hi)
-        let first = lo.div_ceil(mtu);
-        let last = (n - 1).min(hi.div_ceil(mtu) - 1);
-        if last >= first {
-            acc += (last - first + 1) * size;
-        }
-    }
-    1.0 + acc as f64 / n as f64 + varint_size(mtu) as f64
+    let len = usize::try_from(mtu).unwrap_or(usize::MAX);
+    let sum: u64 = (0..n)
+        .map(|k| wire::stream_frame_overhead(k * mtu, len) as u64)
+        .sum();
+    sum as f64 / n as f64
 }
 
 /// Wire bytes of one full data packet: payload, braid header, STREAM frame, IP/UDP.
 pub fn wire_bytes(mtu: u64, total: u64) -> f64 {
     mtu as f64
-        + braid_proto::wire::HEADER_LEN as f64
+        + wire::datagram_overhead(false) as f64
         + stream_overhead(total, mtu)
         + f64::from(braid_sim::IP_UDP_OVERHEAD)
 }
