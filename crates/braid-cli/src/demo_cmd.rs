@@ -171,7 +171,8 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         ProgressDrawTarget::hidden()
     });
     let progress = Progress::in_multi(&multi, live, Some(args.size), "demo");
-    let lines = path_lines(&multi, &plans, session.monitor());
+    let mtu = u64::from(session.config().mtu.max(1));
+    let lines = path_lines(&multi, &plans, session.monitor(), mtu);
     let content = Generated::new(args.size);
     let result = transfer::send(&mut session, &header, content, &progress).await;
     lines.abort();
@@ -241,11 +242,12 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     }
 }
 
-/// One live line per path: its goodput, window and sRTT.
+/// One live line per path: its goodput, window (packets of `mtu` bytes) and sRTT.
 fn path_lines(
     multi: &MultiProgress,
     plans: &[PathPlan],
     monitor: Monitor,
+    mtu: u64,
 ) -> tokio::task::JoinHandle<()> {
     let style = ProgressStyle::with_template("  {prefix:>8} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -276,7 +278,7 @@ fn path_lines(
                 bar.set_message(format!(
                     "{:>6.1} Mbit/s  window {:>5} pkts  sRTT {:>6.1} ms  lost {:>5}   [{spec}]",
                     rate / 1e6,
-                    p.window / 1380,
+                    p.window / mtu,
                     p.srtt.as_secs_f64() * 1e3,
                     p.lost_packets
                 ));

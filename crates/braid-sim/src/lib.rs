@@ -20,7 +20,7 @@ pub use link::{Link, LinkConfig, LinkConfigError, LinkState, Offer, IP_UDP_OVERH
 pub use loss::Gilbert;
 pub use report::{jain, write_delivery, Delivery, FlowResult, RunResult};
 pub use scenario::{FlowSpec, PathSpec, Scenario, ScenarioError};
-pub use sim::{flow_config, Sim};
+pub use sim::Sim;
 pub use trace::{Trace, TraceError, OPPORTUNITY_BYTES};
 
 /// Runs `scenario` with `seed` (None: the scenario's own).

@@ -288,9 +288,7 @@ impl RunResult {
             .map(|o| {
                 let cc = o
                     .client
-                    .map(|s| s.config().cc.clone())
-                    .or_else(|| o.spec.cc.clone())
-                    .unwrap_or_else(|| braid_proto::cc::DEFAULT_CONTROLLER.to_owned());
+                    .map_or_else(|| o.spec.session.cc.clone(), |s| s.config().cc.clone());
                 let mut forward = delivery(o, o.client, o.forward, o.forward_done_at);
                 o.links[0].apply(&mut forward);
                 let reverse = (o.spec.reverse_bytes > 0).then(|| {

@@ -94,41 +94,11 @@ pub struct Sim {
 /// Events one run may process before it is declared a livelock.
 const MAX_EVENTS: u64 = 200_000_000;
 
-/// The session configuration a flow asks for.
-pub fn flow_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig {
-    let mut cfg = SessionConfig {
-        sample_interval: Some(sample_interval),
-        ..SessionConfig::insecure()
-    };
-    if let Some(cc) = &spec.cc {
-        cfg.cc = cc.clone();
-    }
-    if let Some(mtu) = spec.mtu {
-        cfg.mtu = mtu;
-    }
-    if let Some(w) = spec.send_window {
-        cfg.send_window = w;
-    }
-    if let Some(w) = spec.recv_window {
-        cfg.recv_window = w;
-    }
-    if let Some(k) = spec.rto_k {
-        cfg.rto.k = k;
-    }
-    if let Some(d) = spec.min_rto {
-        cfg.rto.min_rto = d;
-    }
-    if let Some(d) = spec.max_rto {
-        cfg.rto.max_rto = d;
-    }
-    if let Some(d) = spec.initial_rto {
-        cfg.rto.initial_rto = d;
-    }
-    if let Some(limit) = spec.retry_limit {
-        cfg.retry_limit = limit;
-    }
-
-    cfg.initial_windows = spec.initial_windows.clone();
+/// The configuration of a flow's sessions: the file's, with one connection
+/// per path of the flow, sampled at the scenario's interval.
+fn session_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig {
+    let mut cfg = spec.session.clone();
+    cfg.sample_interval = Some(sample_interval);
     cfg.paths = spec.paths.len().min(255) as u8;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
     cfg
@@ -278,7 +248,7 @@ impl Sim {
                         s.handle_datagram_in_place(now, conn, ecn, &mut datagram);
                     }
                     (Side::Server, None) => {
-                        let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);
+                        let mut cfg = session_config(&f.spec, self.scenario.sample_interval);
                         if f.spec.sealed {
                             cfg.security = Security::server(flow_identity(self.seed, flow));
                         }
@@ -304,7 +274,7 @@ impl Sim {
         let session_id = seeds::session_id(self.seed, flow);
         let f = &mut self.flows[flow];
         f.started_at = Some(self.now);
-        let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);
+        let mut cfg = session_config(&f.spec, self.scenario.sample_interval);
         if f.spec.sealed {
             cfg.security = Security::pinned(flow_identity(self.seed, flow).public());
         }

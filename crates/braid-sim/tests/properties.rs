@@ -3,6 +3,7 @@
 //! impossible; never a hang, a panic, or silently wrong bytes.
 
 use braid_proto::cc::CONTROLLERS;
+use braid_proto::SessionConfig;
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
 use braid_sim::units::Rate;
 use braid_sim::{FlowSpec, LinkConfig, PathSpec, Scenario};
@@ -90,7 +91,10 @@ fn scenario(paths: &[PathParams], flows: &[(u64, u64, u8)]) -> Scenario {
     let flows = flows
         .iter()
         .map(|&(bytes, reverse_bytes, cc)| FlowSpec {
-            cc: Some(CONTROLLERS[usize::from(cc) % CONTROLLERS.len()].into()),
+            session: SessionConfig {
+                cc: CONTROLLERS[usize::from(cc) % CONTROLLERS.len()].into(),
+                ..SessionConfig::insecure()
+            },
             bytes,
             reverse_bytes,
             paths: all.clone(),

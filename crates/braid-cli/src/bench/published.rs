@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 /// braid's default payload per data packet.
-pub const DEFAULT_MTU: u64 = 1380;
+pub fn default_mtu() -> u64 {
+    u64::from(braid_proto::SessionConfig::default().mtu)
+}
 /// TCP's payload/wire ratio with 1500-byte packets and timestamps (issue 3).
 pub const TCP_RATIO: f64 = 1448.0 / 1500.0;
 
@@ -56,7 +58,7 @@ impl Row {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             path: path.to_owned(),
-            mtu: first.and_then(|f| f.mtu).map_or(DEFAULT_MTU, u64::from),
+            mtu: first.map_or_else(default_mtu, |f| u64::from(f.session.mtu)),
             bytes: first.map_or(0, |f| f.bytes),
             duplex: scenario.flows.iter().any(|f| f.reverse_bytes > 0),
             multi_flow: scenario.flows.len() > 1,
@@ -259,8 +261,8 @@ impl Row {
                 if !spec.start.is_zero() {
                     b += &format!(" @{}", raw.get("start").map(value_text).unwrap_or_default());
                 }
-                if let Some(k) = spec.rto_k {
-                    b += &format!(" k={}", trim(k));
+                if raw.contains_key("rto_k") {
+                    b += &format!(" k={}", trim(spec.session.rto.k));
                 }
                 b
             })

@@ -1,7 +1,7 @@
 //! The report as a document (sections, tables, notes, figures) that
 //! report_md and report_html render.
 
-use super::published::{payload_ratio, stream_overhead, wire_bytes, Row, DEFAULT_MTU, TCP_RATIO};
+use super::published::{default_mtu, payload_ratio, stream_overhead, wire_bytes, Row, TCP_RATIO};
 use super::stats::{CcResult, Spread};
 use super::targets::{self, convergence_time, jain_time, pct};
 use super::Bench;
@@ -80,7 +80,8 @@ fn cell(r: &CcResult<'_>) -> String {
 }
 
 pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
-    let wb = wire_bytes(DEFAULT_MTU, 50_000_000);
+    let mtu = default_mtu();
+    let wb = wire_bytes(mtu, 50_000_000);
     let intro = vec![
         format!(
             "Controllers: {}; seeds 1..={} per row and controller; rows whose file sets `report_cc` run only that controller.",
@@ -91,13 +92,13 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
         "Seed figures come from each file's `[published]` table (docs/scenarios.md), converted to Mbit/s from its `unit`; Linux best = max of issue 3's Linux cubic/bbr figures. best = the controller the row is judged on (see target), else the highest mean goodput among controllers whose runs all completed.".into(),
         "ideal = capacity × (1 − forward loss), before header overhead. Random loss drops at link entry, before the rate limit (like netem), so a loss row's goodput can exceed its ideal.".into(),
         format!(
-            "braid header overhead at mtu {DEFAULT_MTU}: {DEFAULT_MTU} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
+            "braid header overhead at mtu {mtu}: {mtu} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
             braid_proto::wire::datagram_overhead(false),
-            stream_overhead(50_000_000, DEFAULT_MTU),
+            stream_overhead(50_000_000, mtu),
             braid_sim::IP_UDP_OVERHEAD,
-            payload_ratio(DEFAULT_MTU, 50_000_000) * 100.0,
+            payload_ratio(mtu, 50_000_000) * 100.0,
             TCP_RATIO * 100.0,
-            payload_ratio(DEFAULT_MTU, 50_000_000),
+            payload_ratio(mtu, 50_000_000),
             TCP_RATIO
         ),
         "target: ✓ when one controller meets every target of the row (its `target_*` keys, issue 3's figures) at once; best then shows the highest-goodput such controller. ✗ MISS otherwise, each target listed for the highest-goodput controller.".into(),
@@ -120,7 +121,7 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
         let rows = &suite.rows;
         let mut mtus: Vec<u64> = rows
             .iter()
-            .filter(|r| !r.pps && r.mtu != DEFAULT_MTU)
+            .filter(|r| !r.pps && r.mtu != mtu)
             .map(|r| r.mtu)
             .collect();
         mtus.sort_unstable();
