@@ -9,6 +9,7 @@ pub mod content;
 pub mod in_flight;
 pub mod link;
 mod loss;
+mod published;
 pub mod report;
 pub mod scenario;
 pub mod seeds;
@@ -18,6 +19,7 @@ pub mod units;
 
 pub use link::{Link, LinkConfig, LinkConfigError, LinkState, Offer, IP_UDP_OVERHEAD};
 pub use loss::Gilbert;
+pub use published::Published;
 pub use report::{jain, write_delivery, Delivery, FlowResult, RunResult};
 pub use scenario::{FlowSpec, PathSpec, Scenario, ScenarioError};
 pub use sim::Sim;

@@ -17,6 +17,7 @@ use braid_proto::SessionConfig;
 
 use crate::link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, QueueLimit};
 use crate::loss::Gilbert;
+use crate::published::Published;
 use crate::trace::{Trace, TraceError};
 use crate::units::{parse_size, ByteSize, Probability, Rate, Span};
 
@@ -99,8 +100,8 @@ pub struct Scenario {
     /// Index = path number, in file order.
     pub paths: Vec<PathSpec>,
     pub flows: Vec<FlowSpec>,
-    /// Free-form reference figures for benchmark reports.
-    pub published: Option<toml::Table>,
+    /// Published figures and targets for benchmark reports.
+    pub published: Option<Published>,
     /// Directory relative paths in the file are resolved against.
     pub base_dir: PathBuf,
 }
@@ -209,7 +210,7 @@ struct RawScenario {
     path: Vec<RawPath>,
     #[serde(default)]
     flow: Vec<RawFlow>,
-    published: Option<toml::Table>,
+    published: Option<Published>,
 }
 
 #[derive(Deserialize)]
@@ -751,7 +752,7 @@ send_window = "4MiB"
 recv_window = 65536
 
 [published]
-goodput_mbit = 47.5
+seed_tcp = 47.5
 source = "NKP-0024"
 "#,
         );
@@ -806,7 +807,8 @@ source = "NKP-0024"
             (4 << 20, 65536)
         );
         let published = s.published.unwrap();
-        assert_eq!(published["source"].as_str(), Some("NKP-0024"));
+        assert_eq!(published.source.as_deref(), Some("NKP-0024"));
+        assert_eq!(published.seed_tcp, Some(47.5));
     }
 
     #[test]
@@ -828,6 +830,8 @@ source = "NKP-0024"
         );
         let e = parse_err("seeed = 1\n");
         assert!(e.contains("seeed"), "{e}");
+        let e = parse_err(&format!("{MIN}[published]\ntarget_mpbs = 36\n"));
+        assert!(e.contains("target_mpbs"), "{e}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use anyhow::Context as _;
 use braid_proto::wire;
-use braid_sim::Scenario;
+use braid_sim::{Published, Scenario};
 use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
@@ -25,7 +25,7 @@ pub struct Row {
     /// The file as TOML, for the parameters as written.
     raw: Table,
     /// Its `[published]` table (empty if none).
-    pub published: Table,
+    pub published: Published,
     pub mtu: u64,
     /// Bytes of the first flow.
     pub bytes: u64,
@@ -69,46 +69,30 @@ impl Row {
         })
     }
 
-    /// A number of `[published]`, if it is one.
-    pub fn num(&self, key: &str) -> Option<f64> {
-        match self.published.get(key)? {
-            Value::Integer(i) => Some(*i as f64),
-            Value::Float(f) => Some(*f),
-            _ => None,
-        }
-    }
-
-    pub fn text(&self, key: &str) -> Option<&str> {
-        self.published.get(key).and_then(Value::as_str)
-    }
-
-    pub fn flag(&self, key: &str) -> bool {
-        self.published
-            .get(key)
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    }
-
     /// The controller the row is about, if it fixes one (`report_cc`).
     pub fn report_cc(&self) -> Option<&str> {
-        self.text("report_cc")
+        self.published.report_cc.as_deref()
     }
 
-    /// Whether the row has any of issue 3's targets.
-    pub fn has_targets(&self) -> bool {
-        self.published.keys().any(|k| k.starts_with("target_"))
+    /// The seed's TCP figure in Mbit/s, from the row's `unit`.
+    pub fn seed_tcp_mbps(&self) -> Option<f64> {
+        self.in_mbps(self.published.seed_tcp)
     }
 
-    /// A seed figure (`seed_tcp`, `seed_system`) in Mbit/s, from the row's `unit`.
-    pub fn seed_mbps(&self, key: &str) -> Option<f64> {
-        let v = self.num(key)?;
-        unit_to_mbps(self.text("unit")).map(|f| v * f)
+    /// The seed system's figure in Mbit/s, from the row's `unit`.
+    pub fn seed_system_mbps(&self) -> Option<f64> {
+        self.in_mbps(self.published.seed_system)
+    }
+
+    fn in_mbps(&self, v: Option<f64>) -> Option<f64> {
+        let v = v?;
+        unit_to_mbps(self.published.unit.as_deref()).map(|f| v * f)
     }
 
     /// The best of issue 3's Linux TCP figures and its name.
     pub fn linux_best(&self) -> Option<(f64, &'static str)> {
-        let cubic = self.num("linux_cubic");
-        let bbr = self.num("linux_bbr");
+        let cubic = self.published.linux_cubic;
+        let bbr = self.published.linux_bbr;
         match (cubic, bbr) {
             (Some(c), Some(b)) if b > c => Some((b, "bbr")),
             (Some(c), _) => Some((c, "cubic")),

@@ -210,7 +210,9 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
                 metrics.verdicts.push(None);
                 notes(row, r, &mut sec.notes);
             }
-            if let (Some(note), Some(_)) = (row.text("seed_system_note"), row.num("seed_system")) {
+            if let (Some(note), Some(_)) =
+                (&row.published.seed_system_note, row.published.seed_system)
+            {
                 sec.notes.push(format!("{}: seed system: {note}", row.name));
             }
         }
@@ -271,8 +273,8 @@ fn main_row(
     let mut cells = vec![
         row.name.clone(),
         row.params(),
-        num(row.seed_mbps("seed_tcp")),
-        num(row.seed_mbps("seed_system")),
+        num(row.seed_tcp_mbps()),
+        num(row.seed_system_mbps()),
         linux,
     ];
     for cc in cols {
@@ -383,7 +385,7 @@ fn notes(row: &Row, r: &CcResult<'_>, out: &mut Vec<String>) {
             pf.join(", "),
             r.jain
         );
-        if let Some(t) = row.num("target_jain") {
+        if let Some(t) = row.published.target_jain {
             let times: Option<Vec<f64>> = r.good.iter().map(|x| jain_time(row, x)).collect();
             s += &match times {
                 None => format!("; Jain ≥{t} reached never (sustained) after the second start"),
@@ -395,14 +397,14 @@ fn notes(row: &Row, r: &CcResult<'_>, out: &mut Vec<String>) {
         }
         out.push(s);
     }
-    if row.num("target_converge_within_s").is_some() {
+    if row.published.target_converge_within_s.is_some() {
         let times: Option<Vec<f64>> = r.good.iter().map(|x| convergence_time(row, x)).collect();
         let conv = match times {
             None => "never settle".to_owned(),
             Some(ts) => format!(
                 "settle {:.2} s after {} s",
                 ts.iter().copied().fold(0.0, f64::max),
-                row.num("converge_from_s").unwrap_or(0.0)
+                row.published.converge_from_s.unwrap_or(0.0)
             ),
         };
         let paths: Vec<String> = r.good[0].flows[0]
@@ -423,7 +425,7 @@ fn notes(row: &Row, r: &CcResult<'_>, out: &mut Vec<String>) {
             paths.join(", ")
         ));
     }
-    if row.num("target_queue_max_packets").is_some() {
+    if row.published.target_queue_max_packets.is_some() {
         if let Some(q) = super::stats::queue_estimate(r) {
             out.push(format!(
                 "{} / {}: standing queue ≈{q:.1} packets ((mean RTT − min RTT) × rate)",
