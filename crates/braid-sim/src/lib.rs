@@ -6,6 +6,7 @@
 //! the `wall_s` field of the report, and no result depends on hash order.
 
 pub mod content;
+mod flow_error;
 pub mod in_flight;
 pub mod link;
 mod loss;
@@ -17,6 +18,7 @@ mod sim;
 mod trace;
 pub mod units;
 
+pub use flow_error::FlowError;
 pub use link::{Link, LinkConfig, LinkConfigError, LinkState, Offer, IP_UDP_OVERHEAD};
 pub use loss::Gilbert;
 pub use published::Published;

@@ -2,6 +2,7 @@
 //! endpoints of each flow, in virtual time, deterministically from a seed.
 
 use crate::content::Transfer;
+use crate::flow_error::FlowError;
 use crate::link::{state_changes, Link, LinkState, Offer, IP_UDP_OVERHEAD};
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
@@ -59,8 +60,8 @@ struct FlowState {
     forward_done_at: Option<Instant>,
     reverse_done_at: Option<Instant>,
     done: bool,
-    /// Why the flow could not even start.
-    config_error: Option<String>,
+    /// Why the flow could not even start, or was cut short by the run.
+    error: Option<FlowError>,
     samples: Vec<PathSample>,
     /// What the links did to each direction's datagrams: [client→server, server→client].
     links: [LinkLog; 2],
@@ -141,7 +142,7 @@ impl Sim {
                     forward_done_at: None,
                     reverse_done_at: None,
                     done: false,
-                    config_error: None,
+                    error: None,
                     samples: Vec::new(),
                     links: Default::default(),
                 }
@@ -196,7 +197,7 @@ impl Sim {
             self.events += 1;
             if self.events > MAX_EVENTS {
                 for f in self.flows.iter_mut().filter(|f| !f.done) {
-                    f.config_error = Some("simulation exceeded its event budget (livelock)".into());
+                    f.error = Some(FlowError::Livelock);
                     f.done = true;
                 }
                 break;
@@ -284,7 +285,7 @@ impl Sim {
             Err(e) => {
                 // An invalid configuration is the scenario's fault: report it on the flow.
                 f.done = true;
-                f.config_error = Some(e.to_string());
+                f.error = Some(FlowError::Config(e));
                 return;
             }
         }
@@ -451,7 +452,7 @@ impl Sim {
                 connected_at: f.connected_at,
                 forward_done_at: f.forward_done_at,
                 reverse_done_at: f.reverse_done_at,
-                config_error: f.config_error.clone(),
+                error: f.error.clone(),
                 samples: &f.samples,
                 now: self.now,
                 links: &f.links,
