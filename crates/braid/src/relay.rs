@@ -57,7 +57,7 @@ pub struct RelayConfig {
     /// Target → client. Its `events` are not used.
     pub reverse: LinkConfig,
     /// Seeds both links; the same seed and `path` give the links of the
-    /// simulator's path `path` under that seed.
+    /// simulator's path `path` under that seed ([`seeds::links`]).
     pub seed: u64,
     /// Which scenario path's seeds the links take (0 by default).
     pub path: usize,
