@@ -8,7 +8,7 @@ use crate::transfer::{self, Header, Output};
 use anyhow::{bail, Context as _};
 use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, Security, SessionConfig};
 use braid_sim::link::QueueLimit;
-use braid_sim::units::{format_duration, parse_duration, parse_size};
+use braid_sim::units::{format_duration, parse_duration, parse_probability, parse_size};
 use braid_sim::LinkConfig;
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -63,7 +63,7 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
     };
     let rtt = parse_duration(parts[1]).with_context(|| format!("path {spec:?}"))?;
     let loss = match parts.get(2) {
-        Some(l) => parse_loss(l).with_context(|| format!("path {spec:?}"))?,
+        Some(l) => parse_probability(l).with_context(|| format!("path {spec:?}"))?,
         None => 0.0,
     };
     let mut link = LinkConfig::new(rate, rtt / 2);
@@ -74,6 +74,7 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
             .with_context(|| format!("path {spec:?}"))?;
     }
     link.loss = loss;
+    link.validate().with_context(|| format!("path {spec:?}"))?;
     Ok(PathPlan {
         spec: format!(
             "{} {} RTT{}",
@@ -88,17 +89,6 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
         link,
         capacity_bps: bps * (1.0 - loss),
     })
-}
-
-fn parse_loss(s: &str) -> anyhow::Result<f64> {
-    let p = match s.strip_suffix('%') {
-        Some(pct) => pct.trim().parse::<f64>()? / 100.0,
-        None => s.trim().parse::<f64>()?,
-    };
-    if !(0.0..1.0).contains(&p) {
-        bail!("loss {s:?} must be in [0, 1) (or 0%..100%)");
-    }
-    Ok(p)
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -130,7 +120,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         let mut cfg = RelayConfig::new(localhost, listener.local_addr(), plan.link.clone());
         // Loss on the data direction only, as in the simulator's paths.
         cfg.reverse.loss = 0.0;
-        cfg.seed = args.seed.wrapping_add(i as u64);
+        cfg.seed = braid_sim::seeds::demo_relay(args.seed, i);
         relays.push(Relay::start(cfg)?);
     }
     let capacity: f64 = plans.iter().map(|p| p.capacity_bps).sum();
@@ -181,7 +171,8 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         ProgressDrawTarget::hidden()
     });
     let progress = Progress::in_multi(&multi, live, Some(args.size), "demo");
-    let lines = path_lines(&multi, &plans, session.monitor());
+    let mtu = u64::from(session.config().mtu.max(1));
+    let lines = path_lines(&multi, &plans, session.monitor(), mtu);
     let content = Generated::new(args.size);
     let result = transfer::send(&mut session, &header, content, &progress).await;
     lines.abort();
@@ -251,11 +242,12 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     }
 }
 
-/// One live line per path: its goodput, window and sRTT.
+/// One live line per path: its goodput, window (packets of `mtu` bytes) and sRTT.
 fn path_lines(
     multi: &MultiProgress,
     plans: &[PathPlan],
     monitor: Monitor,
+    mtu: u64,
 ) -> tokio::task::JoinHandle<()> {
     let style = ProgressStyle::with_template("  {prefix:>8} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -286,7 +278,7 @@ fn path_lines(
                 bar.set_message(format!(
                     "{:>6.1} Mbit/s  window {:>5} pkts  sRTT {:>6.1} ms  lost {:>5}   [{spec}]",
                     rate / 1e6,
-                    p.window / 1380,
+                    p.window / mtu,
                     p.srtt.as_secs_f64() * 1e3,
                     p.lost_packets
                 ));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use braid_sim::link::{EcnMode, LinkStats, QueueLimit};
-use braid_sim::units::{format_duration, parse_duration, Rate};
+use braid_sim::units::{format_duration, parse_duration, parse_probability, Rate};
 use braid_sim::{LinkConfig, Trace};
 use clap::Args;
 
@@ -120,9 +120,10 @@ impl LinkArgs {
             trace: self.reverse_trace.as_deref().map(read_trace).transpose()?,
             ..forward.clone()
         };
-        for r in [forward.rate, reverse.rate].into_iter().flatten() {
-            anyhow::ensure!(r.is_positive(), "rate {r} must be above zero");
-        }
+        forward.validate()?;
+        reverse
+            .validate()
+            .map_err(|e| anyhow::anyhow!("reverse {e}"))?;
         Ok(Links {
             forward: Direction {
                 config: forward,
@@ -144,23 +145,6 @@ fn read_trace(path: &Path) -> anyhow::Result<Arc<Trace>> {
     let trace =
         Trace::parse(&text).map_err(|e| anyhow::anyhow!("trace {}: {e}", path.display()))?;
     Ok(Arc::new(trace))
-}
-
-/// "1%" or "0.01", from 0 to 1.
-pub fn parse_probability(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let (number, scale) = match t.strip_suffix('%') {
-        Some(n) => (n.trim_end(), 100.0),
-        None => (t, 1.0),
-    };
-    number
-        .parse::<f64>()
-        .ok()
-        .map(|v| v / scale)
-        .filter(|p| (0.0..=1.0).contains(p))
-        .ok_or_else(|| {
-            format!("{s:?} is not a probability; expected 0 to 1 (0.01) or a percentage (1%)")
-        })
 }
 
 impl Direction {
@@ -225,13 +209,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn probabilities_accept_fractions_and_percentages() {
-        assert_eq!(parse_probability("0.01"), Ok(0.01));
-        assert_eq!(parse_probability("1%"), Ok(0.01));
-        assert_eq!(parse_probability("100%"), Ok(1.0));
-        for bad in ["1.5", "-1%", "lots", "NaN", ""] {
-            assert!(parse_probability(bad).is_err(), "{bad:?}");
-        }
+    fn percentages_print_short() {
         assert_eq!(percent(0.01), "1%");
         assert_eq!(percent(0.075), "7.5%");
     }

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use braid_proto::{Ecn, Instant};
-use braid_sim::content::derive_seed;
 use braid_sim::in_flight::InFlight;
 use braid_sim::link::{state_changes, DropReason, EcnMode, LinkStats};
 use braid_sim::{Link, LinkConfig, Offer};
@@ -104,12 +103,12 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
     }
     let origin = std::time::Instant::now();
     // The simulator's seeds for this path's links.
-    let seed = |dir| derive_seed(links.seed, &[1, links.path as u64, dir]);
+    let [up_seed, down_seed] = braid_sim::seeds::links(links.seed, links.path);
     let mut lanes = [
-        Lane::new(up.config.clone(), seed(0), up_log, &description, "uplink"),
+        Lane::new(up.config.clone(), up_seed, up_log, &description, "uplink"),
         Lane::new(
             down.config.clone(),
-            seed(1),
+            down_seed,
             down_log,
             &description,
             "downlink",

@@ -5,7 +5,7 @@ use crate::summary::Ended;
 use crate::transfer::{self, Header, CLOSE_INTERRUPTED};
 use crate::UsageError;
 use anyhow::{anyhow, bail, Context as _};
-use braid::{PathSpec, SessionConfig};
+use braid::{PathSpec, SessionConfig, SessionError};
 use clap::Args;
 use std::io::Read;
 use std::net::SocketAddr;
@@ -60,7 +60,15 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         signal = crate::interrupted() => Err(signal),
     };
     let mut session = match connected {
-        Ok(s) => s.with_context(|| format!("cannot reach {}", args.to.join(", ")))?,
+        Ok(s) => s
+            .map_err(|e| match e {
+                // Nobody answered: say who should have.
+                braid::Error::Session(SessionError::HandshakeTimeout(_)) => {
+                    anyhow!("{e} (is `braid recv` running there?)")
+                }
+                e => e.into(),
+            })
+            .with_context(|| format!("cannot reach {}", args.to.join(", ")))?,
         Err((what, status)) => {
             eprintln!("braid: {what}");
             return Ok(ExitCode::from(status));

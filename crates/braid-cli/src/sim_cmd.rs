@@ -34,7 +34,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     };
     if let Some(cc) = &args.cc {
         for flow in &mut scenario.flows {
-            flow.cc = Some(cc.clone());
+            flow.session.cc = cc.clone();
         }
     }
 

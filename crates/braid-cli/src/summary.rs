@@ -3,7 +3,7 @@
 //! `virtual_s` and `wall_s` both the transfer's duration).
 
 use braid_proto::SessionStats;
-use braid_sim::{write_delivery, Delivery, FlowResult, RunResult};
+use braid_sim::{write_delivery, Delivery, FlowError, FlowResult, RunResult};
 use std::fmt::Write as _;
 
 /// What one side knows at the end.
@@ -75,7 +75,7 @@ impl Ended<'_> {
                 flow: 0,
                 cc: self.cc.clone(),
                 forward: d,
-                error: self.error.clone(),
+                error: self.error.clone().map(FlowError::Transfer),
                 reverse: None,
                 series: Vec::new(),
             }],

@@ -2,21 +2,6 @@
 //! transfer of any size needs no file and the receiver can check every byte
 //! it reads against the generator.
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a fast, well-mixed 64-bit step.
-pub fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-/// Derives an independent seed for a named part of a run.
-pub fn derive_seed(seed: u64, parts: &[u64]) -> u64 {
-    parts
-        .iter()
-        .fold(splitmix64(seed), |acc, &p| splitmix64(acc ^ splitmix64(p)))
-}
-
 /// The 8 bytes of content at `block` × 8: one multiply and a fold, cheap
 /// enough that generating and checking content stays a few percent of a
 /// run (SplitMix64 per word was 15 %). Every word depends on its offset, so

@@ -20,9 +20,13 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::loss::{chance, Gilbert, LossModel};
 use crate::trace::{Trace, OPPORTUNITY_BYTES};
-use crate::units::Rate;
+use crate::units::{is_probability, Rate};
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
+
+/// IPv4 + UDP header bytes a datagram occupies on a link besides its own:
+/// [`Link::offer`] takes wire sizes, and every caller adds this.
+pub const IP_UDP_OVERHEAD: u32 = 28;
 
 /// Drop-tail queue capacity. The packet being serialised counts as queued,
 /// so `Packets(1)` holds only the packet on the wire.
@@ -225,6 +229,45 @@ impl LinkConfig {
             ..LinkConfig::default()
         }
     }
+
+    /// Checks the settings a link cannot work with: a rate that serves
+    /// nothing, or a probability outside [`is_probability`]'s range.
+    /// Scenario files, `braid relay`, `braid link` and `braid demo` all
+    /// check their links here.
+    pub fn validate(&self) -> Result<(), LinkConfigError> {
+        if let Some(r) = self.rate.filter(|r| !r.is_positive()) {
+            return Err(LinkConfigError {
+                field: "rate".into(),
+                problem: format!("{r} must be above zero"),
+            });
+        }
+        let mut probabilities = vec![
+            ("loss".to_owned(), self.loss),
+            ("duplicate".to_owned(), self.duplicate),
+        ];
+        if let Some(g) = &self.gilbert {
+            probabilities.extend(
+                g.probabilities()
+                    .map(|(name, p)| (format!("gilbert.{name}"), p)),
+            );
+        }
+        if let Some((field, p)) = probabilities.into_iter().find(|(_, p)| !is_probability(*p)) {
+            return Err(LinkConfigError {
+                field,
+                problem: format!("{p} is not a probability from 0 to 1 (0% to 100%)"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A [`LinkConfig`] setting out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct LinkConfigError {
+    /// The setting, as [`LinkConfig`] names it ("loss", "gilbert.r").
+    pub field: String,
+    pub problem: String,
 }
 
 /// Why a packet did not make it onto the link.
@@ -317,7 +360,7 @@ impl Link {
         }
     }
 
-    /// A packet of `size` wire bytes (datagram + 28 for IPv4/UDP) with ECN
+    /// A packet of `size` wire bytes (datagram + [`IP_UDP_OVERHEAD`]) with ECN
     /// codepoint `ecn` and MB-ECN field `mbecn` enters the link at `now`.
     /// Calls must come in non-decreasing `now`.
     pub fn offer(&mut self, now: Instant, size: u32, ecn: Ecn, mbecn: u8) -> Offer {
@@ -952,6 +995,48 @@ mod tests {
         let dup = dup.unwrap();
         assert!(dup.as_nanos().abs_diff(a.as_nanos()) <= 4 * MS);
         assert_eq!(l.stats().duplicated, 1);
+    }
+
+    #[test]
+    fn validation_names_the_setting() {
+        assert_eq!(LinkConfig::default().validate(), Ok(()));
+        let bad = |cfg: LinkConfig| cfg.validate().unwrap_err().field;
+        assert_eq!(
+            bad(LinkConfig::new(Rate::BitsPerSec(0), Duration::ZERO)),
+            "rate"
+        );
+        assert_eq!(
+            bad(LinkConfig {
+                loss: 1.5,
+                ..LinkConfig::default()
+            }),
+            "loss"
+        );
+        assert_eq!(
+            bad(LinkConfig {
+                duplicate: f64::NAN,
+                ..LinkConfig::default()
+            }),
+            "duplicate"
+        );
+        let gilbert = Some(Gilbert {
+            p: 0.1,
+            r: -0.3,
+            h: 1.0,
+            k: 0.0,
+        });
+        assert_eq!(
+            bad(LinkConfig {
+                gilbert,
+                ..LinkConfig::default()
+            }),
+            "gilbert.r"
+        );
+        let full = LinkConfig {
+            loss: 1.0,
+            ..LinkConfig::default()
+        };
+        assert_eq!(full.validate(), Ok(()));
     }
 
     #[test]

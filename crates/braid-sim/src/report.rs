@@ -2,6 +2,7 @@
 //! catchunks-style human summary.
 
 use crate::content::Transfer;
+use crate::flow_error::FlowError;
 use crate::scenario::{FlowSpec, Scenario};
 use braid_proto::{Instant, PathSample, Session, SessionStats};
 use serde::Serialize;
@@ -106,7 +107,8 @@ pub struct FlowResult {
     pub cc: String,
     #[serde(flatten)]
     pub forward: Delivery,
-    pub error: Option<String>,
+    /// Why the flow failed, if it did (in JSON, the message).
+    pub error: Option<FlowError>,
     pub reverse: Option<Delivery>,
     /// Per-connection time series of the client (the forward sender).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -161,7 +163,8 @@ pub(crate) struct FlowOutcome<'a> {
     pub connected_at: Option<Instant>,
     pub forward_done_at: Option<Instant>,
     pub reverse_done_at: Option<Instant>,
-    pub config_error: Option<String>,
+    /// Why the flow never started or was cut short, if it was.
+    pub error: Option<FlowError>,
     pub samples: &'a [PathSample],
     pub now: Instant,
     /// Per direction: [client→server, server→client].
@@ -288,9 +291,7 @@ impl RunResult {
             .map(|o| {
                 let cc = o
                     .client
-                    .map(|s| s.config().cc.clone())
-                    .or_else(|| o.spec.cc.clone())
-                    .unwrap_or_else(|| braid_proto::cc::DEFAULT_CONTROLLER.to_owned());
+                    .map_or_else(|| o.spec.session.cc.clone(), |s| s.config().cc.clone());
                 let mut forward = delivery(o, o.client, o.forward, o.forward_done_at);
                 o.links[0].apply(&mut forward);
                 let reverse = (o.spec.reverse_bytes > 0).then(|| {
@@ -298,10 +299,11 @@ impl RunResult {
                     o.links[1].apply(&mut d);
                     d
                 });
-                let error = o.config_error.clone().or_else(|| {
-                    let err =
-                        |s: Option<&Session>| s.and_then(|s| s.error()).map(|e| e.to_string());
-                    err(o.client).or_else(|| err(o.server))
+                let error = o.error.clone().or_else(|| {
+                    let err = |s: Option<&Session>| s.and_then(|s| s.error()).cloned();
+                    err(o.client)
+                        .or_else(|| err(o.server))
+                        .map(FlowError::Session)
                 });
                 let mtu = o.client.map_or(1.0, |s| f64::from(s.config().mtu));
                 let series = o

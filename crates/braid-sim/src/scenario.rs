@@ -13,10 +13,13 @@ use std::time::Duration;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
+use braid_proto::SessionConfig;
+
 use crate::link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, QueueLimit};
 use crate::loss::Gilbert;
+use crate::published::Published;
 use crate::trace::{Trace, TraceError};
-use crate::units::{parse_size, ByteSize, Rate, Span};
+use crate::units::{parse_size, ByteSize, Probability, Rate, Span};
 
 /// Virtual run length when the file gives none.
 const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
@@ -97,8 +100,8 @@ pub struct Scenario {
     /// Index = path number, in file order.
     pub paths: Vec<PathSpec>,
     pub flows: Vec<FlowSpec>,
-    /// Free-form reference figures for benchmark reports.
-    pub published: Option<toml::Table>,
+    /// Published figures and targets for benchmark reports.
+    pub published: Option<Published>,
     /// Directory relative paths in the file are resolved against.
     pub base_dir: PathBuf,
 }
@@ -113,11 +116,8 @@ pub struct PathSpec {
 }
 
 /// One transfer between a client and a server.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FlowSpec {
-    /// Congestion controller name; `None` is the protocol's default.
-    /// Names are checked by braid-proto, not here.
-    pub cc: Option<String>,
     /// Bytes sent client → server.
     pub bytes: u64,
     /// Bytes sent server → client at the same time.
@@ -126,23 +126,14 @@ pub struct FlowSpec {
     pub start: Duration,
     /// Indices into [`Scenario::paths`], non-empty, no repeats.
     pub paths: Vec<usize>,
-    /// Payload bytes per data packet.
-    pub mtu: Option<u16>,
-    /// Send window, bytes.
-    pub send_window: Option<u64>,
-    /// Receive window, bytes.
-    pub recv_window: Option<u64>,
-    /// RTO = sRTT + k·RTTVAR: k (RFC 6298: 4).
-    pub rto_k: Option<f64>,
-    /// RTO floor, ceiling, and value before the first RTT sample.
-    pub min_rto: Option<Duration>,
-    pub max_rto: Option<Duration>,
-    pub initial_rto: Option<Duration>,
-    /// Retransmissions allowed per segment; `Some(None)` is unlimited (`-1` in the file).
-    pub retry_limit: Option<Option<u32>>,
-    /// Initial window of each of the flow's connections, in order, packets
-    /// (`initial_windows = [1, 4095]`); empty = the controller's default.
-    pub initial_windows: Vec<u32>,
+    /// Both ends' session configuration: [`SessionConfig::insecure`] with
+    /// the file's `cc`, `mtu`, windows, RTO keys, `retry_limit` and
+    /// `initial_windows`. The controller's name is checked by braid-proto
+    /// when the flow starts (an unknown one fails the flow, not the file).
+    /// The simulator sets `paths` (one connection per entry of
+    /// [`FlowSpec::paths`]), `sample_interval` (the scenario's) and, for a
+    /// sealed flow, `security`.
+    pub session: SessionConfig,
     /// Seal datagrams (Noise handshake, ChaCha20-Poly1305) as on real
     /// networks; off by default (the protocol's behaviour is the same, and
     /// plain runs are faster).
@@ -151,6 +142,21 @@ pub struct FlowSpec {
     /// server writes them only once it has read the forward direction to its
     /// end, so the client's "read it all" means "the receiver has it all".
     pub verdict: bool,
+}
+
+impl Default for FlowSpec {
+    /// Nothing to send, at time 0, over no path, with the default session.
+    fn default() -> Self {
+        FlowSpec {
+            bytes: 0,
+            reverse_bytes: 0,
+            start: Duration::ZERO,
+            paths: Vec::new(),
+            session: SessionConfig::insecure(),
+            sealed: false,
+            verdict: false,
+        }
+    }
 }
 
 impl Scenario {
@@ -204,7 +210,7 @@ struct RawScenario {
     path: Vec<RawPath>,
     #[serde(default)]
     flow: Vec<RawFlow>,
-    published: Option<toml::Table>,
+    published: Option<Published>,
 }
 
 #[derive(Deserialize)]
@@ -217,9 +223,9 @@ struct RawPath {
     delay: Option<Span>,
     jitter: Option<Span>,
     burst: Option<Span>,
-    loss: Option<f64>,
-    reverse_loss: Option<f64>,
-    duplicate: Option<f64>,
+    loss: Option<Probability>,
+    reverse_loss: Option<Probability>,
+    duplicate: Option<Probability>,
     gilbert: Option<Gilbert>,
     queue: Option<RawQueue>,
     ecn: Option<RawEcn>,
@@ -376,19 +382,7 @@ impl Builder<'_> {
 
     fn path(&mut self, i: usize, raw: RawPath) -> Result<PathSpec, ScenarioError> {
         let key = |k: &str| format!("path[{i}].{k}");
-        let loss = self.probability(&key("loss"), raw.loss)?;
-        let reverse_loss = self.probability(&key("reverse_loss"), raw.reverse_loss)?;
-        let duplicate = self.probability(&key("duplicate"), raw.duplicate)?;
-        if let Some(g) = &raw.gilbert {
-            for (name, v) in g.probabilities() {
-                self.probability(&key(&format!("gilbert.{name}")), Some(v))?;
-            }
-        }
-        for (k, r) in [("rate", raw.rate), ("reverse_rate", raw.reverse_rate)] {
-            if let Some(r) = r.filter(|r| !r.is_positive()) {
-                return Err(self.invalid(key(k), format!("{r} must be above zero")));
-            }
-        }
+        let probability = |p: Option<Probability>| p.map_or(0.0, |p| p.0);
         if raw.rate.is_some() && raw.trace.is_some() {
             return Err(self.invalid(key("trace"), "give either rate or trace, not both"));
         }
@@ -426,9 +420,9 @@ impl Builder<'_> {
             trace,
             delay: raw.delay.map_or(Duration::ZERO, |s| s.0),
             jitter: raw.jitter.map_or(Duration::ZERO, |s| s.0),
-            loss,
+            loss: probability(raw.loss),
             gilbert: raw.gilbert,
-            duplicate,
+            duplicate: probability(raw.duplicate),
             queue: raw
                 .queue
                 .map_or(QueueLimit::Packets(DEFAULT_QUEUE_PACKETS), |q| q.0),
@@ -439,22 +433,26 @@ impl Builder<'_> {
         let reverse = LinkConfig {
             rate: reverse_rate,
             trace: reverse_trace,
-            loss: reverse_loss,
+            loss: probability(raw.reverse_loss),
             gilbert: None,
             ..shared.clone()
         };
+        // The file's keys for the reverse link's own settings.
+        let reverse_key = |field: &str| match field {
+            "rate" => "reverse_rate".to_owned(),
+            "loss" => "reverse_loss".to_owned(),
+            other => other.to_owned(),
+        };
+        shared
+            .validate()
+            .map_err(|e| self.invalid(key(&e.field), e.problem))?;
+        reverse
+            .validate()
+            .map_err(|e| self.invalid(key(&reverse_key(&e.field)), e.problem))?;
         Ok(PathSpec {
             forward: shared,
             reverse,
         })
-    }
-
-    fn probability(&self, key: &str, v: Option<f64>) -> Result<f64, ScenarioError> {
-        let v = v.unwrap_or(0.0);
-        if !(0.0..=1.0).contains(&v) {
-            return Err(self.invalid(key, format!("{v} is not a probability from 0 to 1")));
-        }
-        Ok(v)
     }
 
     fn trace(&mut self, key: &str, rel: &Path) -> Result<Arc<Trace>, ScenarioError> {
@@ -573,32 +571,53 @@ impl Builder<'_> {
                     .collect::<Result<Vec<_>, _>>()?
             }
         };
+        let retry_limit = match raw.retry_limit {
+            None => None,
+            Some(-1) => Some(None),
+            Some(n) => Some(Some(u32::try_from(n).map_err(|_| {
+                self.invalid(
+                    key("retry_limit"),
+                    format!("{n}: expected -1 (unlimited) or 0 and up"),
+                )
+            })?)),
+        };
+        let mut session = SessionConfig::insecure();
+        if let Some(cc) = raw.cc {
+            session.cc = cc;
+        }
+        if let Some(mtu) = mtu {
+            session.mtu = mtu;
+        }
+        if let Some(w) = raw.send_window {
+            session.send_window = w.0;
+        }
+        if let Some(w) = raw.recv_window {
+            session.recv_window = w.0;
+        }
+        if let Some(k) = raw.rto_k {
+            session.rto.k = k;
+        }
+        if let Some(d) = raw.min_rto {
+            session.rto.min_rto = d.0;
+        }
+        if let Some(d) = raw.max_rto {
+            session.rto.max_rto = d.0;
+        }
+        if let Some(d) = raw.initial_rto {
+            session.rto.initial_rto = d.0;
+        }
+        if let Some(limit) = retry_limit {
+            session.retry_limit = limit;
+        }
+        session.initial_windows = initial_windows;
         Ok(FlowSpec {
-            cc: raw.cc,
             bytes: raw.bytes.map_or(0, |b| b.0),
             reverse_bytes: raw.reverse_bytes.map_or(0, |b| b.0),
             start: raw.start.map_or(Duration::ZERO, |s| s.0),
             paths,
-            mtu,
-            send_window: raw.send_window.map(|b| b.0),
-            recv_window: raw.recv_window.map(|b| b.0),
-            rto_k: raw.rto_k,
-            min_rto: raw.min_rto.map(|s| s.0),
-            max_rto: raw.max_rto.map(|s| s.0),
-            initial_rto: raw.initial_rto.map(|s| s.0),
-            initial_windows,
+            session,
             sealed: raw.sealed.unwrap_or(false),
             verdict: raw.verdict.unwrap_or(false),
-            retry_limit: match raw.retry_limit {
-                None => None,
-                Some(-1) => Some(None),
-                Some(n) => Some(Some(u32::try_from(n).map_err(|_| {
-                    self.invalid(
-                        key("retry_limit"),
-                        format!("{n}: expected -1 (unlimited) or 0 and up"),
-                    )
-                })?)),
-            },
         })
     }
 }
@@ -621,12 +640,34 @@ mod tests {
     fn initial_windows_are_packets_per_connection() {
         let two = "[[path]]\nrate = \"1Mbit\"\n[[path]]\nrate = \"1Mbit\"\n[[flow]]\n";
         let s = parse_ok(&format!("{two}initial_windows = [1, 4095]\n"));
-        assert_eq!(s.flows[0].initial_windows, [1, 4095]);
-        assert!(parse_ok(two).flows[0].initial_windows.is_empty());
+        assert_eq!(s.flows[0].session.initial_windows, [1, 4095]);
+        assert!(parse_ok(two).flows[0].session.initial_windows.is_empty());
         let e = parse_err(&format!("{two}initial_windows = [0, 4]\n"));
         assert!(e.contains("flow[0].initial_windows"), "{e}");
         let e = parse_err(&format!("{two}initial_windows = [1, 2, 3]\n"));
         assert!(e.contains("3 windows for 2 connections"), "{e}");
+    }
+
+    #[test]
+    fn flow_keys_set_the_session_config() {
+        let s = parse_ok(&format!(
+            "{MIN}cc = \"aimd\"\nrto_k = 6.0\nmin_rto = \"100ms\"\nmax_rto = \"10s\"\ninitial_rto = \"5s\"\nretry_limit = -1\n"
+        ));
+        let want = SessionConfig {
+            cc: "aimd".into(),
+            rto: braid_proto::RtoConfig {
+                k: 6.0,
+                min_rto: Duration::from_millis(100),
+                max_rto: Duration::from_secs(10),
+                initial_rto: Duration::from_secs(5),
+                ..SessionConfig::insecure().rto
+            },
+            retry_limit: None,
+            ..SessionConfig::insecure()
+        };
+        assert_eq!(s.flows[0].session, want);
+        let s = parse_ok(&format!("{MIN}retry_limit = 3\n"));
+        assert_eq!(s.flows[0].session.retry_limit, Some(3));
     }
 
     #[test]
@@ -647,7 +688,7 @@ mod tests {
         assert_eq!(p1.forward.queue, QueueLimit::Packets(100));
         assert_eq!(s.flows.len(), 1);
         assert_eq!(s.flows[0].bytes, 20_000_000);
-        assert_eq!(s.flows[0].cc, None);
+        assert_eq!(s.flows[0].session, SessionConfig::insecure());
         assert_eq!(s.flows[0].paths, [0, 1]);
     }
 
@@ -711,7 +752,7 @@ send_window = "4MiB"
 recv_window = 65536
 
 [published]
-goodput_mbit = 47.5
+seed_tcp = 47.5
 source = "NKP-0024"
 "#,
         );
@@ -756,14 +797,26 @@ source = "NKP-0024"
         assert_eq!(p.reverse.events, p.forward.events);
         assert_eq!(s.paths[1].forward.ecn, EcnMode::MbEcn);
         let f = &s.flows[0];
-        assert_eq!(f.cc.as_deref(), Some("ncp"));
+        assert_eq!(f.session.cc, "ncp");
         assert_eq!((f.bytes, f.reverse_bytes), (50_000_000, 1000));
         assert_eq!(f.start, Duration::from_millis(1500));
         assert_eq!(f.paths, [1, 0]);
-        assert_eq!(f.mtu, Some(1024));
-        assert_eq!((f.send_window, f.recv_window), (Some(4 << 20), Some(65536)));
+        assert_eq!(f.session.mtu, 1024);
+        assert_eq!(
+            (f.session.send_window, f.session.recv_window),
+            (4 << 20, 65536)
+        );
         let published = s.published.unwrap();
-        assert_eq!(published["source"].as_str(), Some("NKP-0024"));
+        assert_eq!(published.source.as_deref(), Some("NKP-0024"));
+        assert_eq!(published.seed_tcp, Some(47.5));
+    }
+
+    #[test]
+    fn probabilities_are_fractions_or_percentages() {
+        let s = parse_ok("[[path]]\nrate = \"1Mbit\"\nloss = \"1%\"\nreverse_loss = 0.5\nduplicate = 1\n[[flow]]\n");
+        let p = &s.paths[0];
+        assert_eq!((p.forward.loss, p.reverse.loss), (0.01, 0.5));
+        assert_eq!((p.forward.duplicate, p.reverse.duplicate), (1.0, 1.0));
     }
 
     #[test]
@@ -777,6 +830,8 @@ source = "NKP-0024"
         );
         let e = parse_err("seeed = 1\n");
         assert!(e.contains("seeed"), "{e}");
+        let e = parse_err(&format!("{MIN}[published]\ntarget_mpbs = 36\n"));
+        assert!(e.contains("target_mpbs"), "{e}");
     }
 
     #[test]
@@ -787,6 +842,9 @@ source = "NKP-0024"
             ("[[path]]\ndelay = \"1ms\"\n[[flow]]\n", "path[0].rate: missing"),
             ("[[path]]\nrate = \"0Mbit\"\n[[flow]]\n", "path[0].rate: 0bit must be above zero"),
             ("[[path]]\nrate = \"1Mbit\"\nloss = 1.5\n[[flow]]\n", "path[0].loss: 1.5 is not a probability"),
+            ("[[path]]\nrate = \"1Mbit\"\nreverse_loss = \"150%\"\n[[flow]]\n", "path[0].reverse_loss: 1.5 is not"),
+            ("[[path]]\nrate = \"1Mbit\"\nloss = \"lots\"\n[[flow]]\n", "expected a probability"),
+            ("[[path]]\nrate = \"1Mbit\"\nreverse_rate = \"0pps\"\n[[flow]]\n", "path[0].reverse_rate: 0pps must be above zero"),
             (
                 "[[path]]\nrate = \"1Mbit\"\ngilbert = { p = 0.1, r = -0.3 }\n[[flow]]\n",
                 "path[0].gilbert.r",

@@ -1,25 +1,18 @@
 //! The discrete-event loop: links carry datagrams between the two
 //! endpoints of each flow, in virtual time, deterministically from a seed.
 
-use crate::content::{derive_seed, Transfer};
-use crate::link::{state_changes, Link, LinkState, Offer};
+use crate::content::Transfer;
+use crate::flow_error::FlowError;
+use crate::link::{state_changes, Link, LinkState, Offer, IP_UDP_OVERHEAD};
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
+use crate::seeds::{self, Side};
 use braid_proto::{
     wire, Ecn, Event, Instant, Keypair, PathSample, Security, Session, SessionConfig,
 };
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
-
-/// IPv4 + UDP header bytes added to each datagram on the wire.
-pub const IP_UDP_OVERHEAD: u32 = 28;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Side {
-    Client,
-    Server,
-}
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
@@ -67,8 +60,8 @@ struct FlowState {
     forward_done_at: Option<Instant>,
     reverse_done_at: Option<Instant>,
     done: bool,
-    /// Why the flow could not even start.
-    config_error: Option<String>,
+    /// Why the flow could not even start, or was cut short by the run.
+    error: Option<FlowError>,
     samples: Vec<PathSample>,
     /// What the links did to each direction's datagrams: [client→server, server→client].
     links: [LinkLog; 2],
@@ -102,59 +95,19 @@ pub struct Sim {
 /// Events one run may process before it is declared a livelock.
 const MAX_EVENTS: u64 = 200_000_000;
 
-/// The session configuration a flow asks for.
-pub fn flow_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig {
-    let mut cfg = SessionConfig {
-        sample_interval: Some(sample_interval),
-        ..SessionConfig::insecure()
-    };
-    if let Some(cc) = &spec.cc {
-        cfg.cc = cc.clone();
-    }
-    if let Some(mtu) = spec.mtu {
-        cfg.mtu = mtu;
-    }
-    if let Some(w) = spec.send_window {
-        cfg.send_window = w;
-    }
-    if let Some(w) = spec.recv_window {
-        cfg.recv_window = w;
-    }
-    if let Some(k) = spec.rto_k {
-        cfg.rto.k = k;
-    }
-    if let Some(d) = spec.min_rto {
-        cfg.rto.min_rto = d;
-    }
-    if let Some(d) = spec.max_rto {
-        cfg.rto.max_rto = d;
-    }
-    if let Some(d) = spec.initial_rto {
-        cfg.rto.initial_rto = d;
-    }
-    if let Some(limit) = spec.retry_limit {
-        cfg.retry_limit = limit;
-    }
-
-    cfg.initial_windows = spec.initial_windows.clone();
+/// The configuration of a flow's sessions: the file's, with one connection
+/// per path of the flow, sampled at the scenario's interval.
+fn session_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig {
+    let mut cfg = spec.session.clone();
+    cfg.sample_interval = Some(sample_interval);
     cfg.paths = spec.paths.len().min(255) as u8;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
     cfg
 }
 
-/// A session's CSPRNG seed, derived from the run's seed so runs repeat.
-fn session_seed(seed: u64, flow: usize, side: Side) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    for (i, chunk) in out.chunks_mut(8).enumerate() {
-        let part = derive_seed(seed, &[4, flow as u64, side as u64, i as u64]);
-        chunk.copy_from_slice(&part.to_le_bytes());
-    }
-    out
-}
-
 /// A sealed flow's server key pair (the client pins its public half).
 fn flow_identity(seed: u64, flow: usize) -> Keypair {
-    Keypair::generate(session_seed(seed, flow, Side::Server).map(|b| b ^ 0x5a))
+    Keypair::generate(seeds::server_key(seed, flow))
 }
 
 impl Sim {
@@ -165,9 +118,10 @@ impl Sim {
             .iter()
             .enumerate()
             .map(|(i, p)| {
+                let [forward, reverse] = seeds::links(seed, i);
                 [
-                    Link::new(p.forward.clone(), derive_seed(seed, &[1, i as u64, 0])),
-                    Link::new(p.reverse.clone(), derive_seed(seed, &[1, i as u64, 1])),
+                    Link::new(p.forward.clone(), forward),
+                    Link::new(p.reverse.clone(), reverse),
                 ]
             })
             .collect();
@@ -175,20 +129,23 @@ impl Sim {
             .flows
             .iter()
             .enumerate()
-            .map(|(i, spec)| FlowState {
-                spec: spec.clone(),
-                client: Endpoint::default(),
-                server: Endpoint::default(),
-                forward: Transfer::new(derive_seed(seed, &[2, i as u64, 0]), spec.bytes),
-                reverse: Transfer::new(derive_seed(seed, &[2, i as u64, 1]), spec.reverse_bytes),
-                started_at: None,
-                connected_at: None,
-                forward_done_at: None,
-                reverse_done_at: None,
-                done: false,
-                config_error: None,
-                samples: Vec::new(),
-                links: Default::default(),
+            .map(|(i, spec)| {
+                let [forward, reverse] = seeds::content(seed, i);
+                FlowState {
+                    spec: spec.clone(),
+                    client: Endpoint::default(),
+                    server: Endpoint::default(),
+                    forward: Transfer::new(forward, spec.bytes),
+                    reverse: Transfer::new(reverse, spec.reverse_bytes),
+                    started_at: None,
+                    connected_at: None,
+                    forward_done_at: None,
+                    reverse_done_at: None,
+                    done: false,
+                    error: None,
+                    samples: Vec::new(),
+                    links: Default::default(),
+                }
             })
             .collect();
         let mut sim = Sim {
@@ -240,7 +197,7 @@ impl Sim {
             self.events += 1;
             if self.events > MAX_EVENTS {
                 for f in self.flows.iter_mut().filter(|f| !f.done) {
-                    f.config_error = Some("simulation exceeded its event budget (livelock)".into());
+                    f.error = Some(FlowError::Livelock);
                     f.done = true;
                 }
                 break;
@@ -292,11 +249,11 @@ impl Sim {
                         s.handle_datagram_in_place(now, conn, ecn, &mut datagram);
                     }
                     (Side::Server, None) => {
-                        let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);
+                        let mut cfg = session_config(&f.spec, self.scenario.sample_interval);
                         if f.spec.sealed {
                             cfg.security = Security::server(flow_identity(self.seed, flow));
                         }
-                        let seed = session_seed(self.seed, flow, Side::Server);
+                        let seed = seeds::session_rng(self.seed, flow, Side::Server);
                         match Session::accept(cfg, now, conn, &datagram, seed) {
                             Ok(s) => f.server.session = Some(s),
                             Err(_) => return,
@@ -315,20 +272,20 @@ impl Sim {
     }
 
     fn start_flow(&mut self, flow: usize) {
-        let session_id = derive_seed(self.seed, &[3, flow as u64]);
+        let session_id = seeds::session_id(self.seed, flow);
         let f = &mut self.flows[flow];
         f.started_at = Some(self.now);
-        let mut cfg = flow_config(&f.spec, self.scenario.sample_interval);
+        let mut cfg = session_config(&f.spec, self.scenario.sample_interval);
         if f.spec.sealed {
             cfg.security = Security::pinned(flow_identity(self.seed, flow).public());
         }
-        let seed = session_seed(self.seed, flow, Side::Client);
+        let seed = seeds::session_rng(self.seed, flow, Side::Client);
         match Session::connect(cfg, session_id, self.now, seed) {
             Ok(s) => f.client.session = Some(s),
             Err(e) => {
                 // An invalid configuration is the scenario's fault: report it on the flow.
                 f.done = true;
-                f.config_error = Some(e.to_string());
+                f.error = Some(FlowError::Config(e));
                 return;
             }
         }
@@ -495,7 +452,7 @@ impl Sim {
                 connected_at: f.connected_at,
                 forward_done_at: f.forward_done_at,
                 reverse_done_at: f.reverse_done_at,
-                config_error: f.config_error.clone(),
+                error: f.error.clone(),
                 samples: &f.samples,
                 now: self.now,
                 links: &f.links,

@@ -1,5 +1,6 @@
-//! Quantities with units as people write them in scenario files: rates
-//! ("50Mbit", "1024pps"), durations ("20ms", "1.5s") and sizes ("4MiB").
+//! Quantities with units as people write them in scenario files and on
+//! command lines: rates ("50Mbit", "1024pps"), durations ("20ms", "1.5s"),
+//! sizes ("4MiB") and probabilities (0.01, "1%").
 //!
 //! Numbers are parsed as exact decimals, so "1.5Mbit" is exactly 1 500 000
 //! bit/s; a result that is not a whole number of the base unit (bit/s, ns,
@@ -15,6 +16,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 const RATE_EXPECTED: &str = "a rate such as \"50Mbit\", \"1.5Mbps\", \"800bit\" or \"1024pps\"";
 const DURATION_EXPECTED: &str = "a duration such as \"20ms\", \"1.5s\", \"250us\" or 0";
 const SIZE_EXPECTED: &str = "a size such as 1200, \"1200B\", \"50MB\" or \"4MiB\"";
+const PROBABILITY_EXPECTED: &str =
+    "a probability from 0 to 1 such as 0.01, or a percentage such as \"1%\"";
 
 /// A value that could not be read as the quantity it stands for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,6 +34,7 @@ impl UnitError {
         let expected = match kind {
             "rate" => RATE_EXPECTED,
             "duration" => DURATION_EXPECTED,
+            "probability" => PROBABILITY_EXPECTED,
             _ => SIZE_EXPECTED,
         };
         UnitError {
@@ -346,6 +350,67 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
+/// The one range rule of probabilities (loss, duplication, Gilbert–Elliott
+/// transitions): from 0 to 1, both included; never NaN.
+pub fn is_probability(p: f64) -> bool {
+    (0.0..=1.0).contains(&p)
+}
+
+/// Parses a probability as a fraction ("0.01") or a percentage ("1%",
+/// "0.5 %"), within [`is_probability`]'s range.
+pub fn parse_probability(s: &str) -> Result<f64, UnitError> {
+    let p = probability_value(s)?;
+    if !is_probability(p) {
+        return Err(UnitError::new("probability", s, "out of range"));
+    }
+    Ok(p)
+}
+
+/// The number "0.01" or "1%" stands for, range unchecked.
+fn probability_value(s: &str) -> Result<f64, UnitError> {
+    let t = s.trim();
+    let (number, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim_end(), 100.0),
+        None => (t, 1.0),
+    };
+    let v: f64 = number
+        .parse()
+        .map_err(|_| UnitError::new("probability", s, "not a number"))?;
+    Ok(v / scale)
+}
+
+/// A probability as a scenario file writes it: a number (0.01) or a string
+/// with a percentage ("1%"). Its range is checked where it is used
+/// ([`LinkConfig::validate`](crate::LinkConfig::validate)), so that the
+/// error can name the key.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Probability(pub f64);
+
+impl<'de> Deserialize<'de> for Probability {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Probability, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Probability;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(PROBABILITY_EXPECTED)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Probability, E> {
+                Ok(Probability(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Probability, E> {
+                Ok(Probability(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Probability, E> {
+                Ok(Probability(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Probability, E> {
+                probability_value(v).map(Probability).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// `#[serde(with = "units::duration_serde")]` for a plain `Duration` field.
 pub mod duration_serde {
     use super::Span;
@@ -595,6 +660,21 @@ mod tests {
         assert_eq!(ByteSize(256 << 10).to_string(), "256KiB");
     }
 
+    #[test]
+    fn probabilities_are_fractions_or_percentages() {
+        assert_eq!(parse_probability("0.01").unwrap(), 0.01);
+        assert_eq!(parse_probability("1%").unwrap(), 0.01);
+        assert_eq!(parse_probability(" 7.5 % ").unwrap(), 0.075);
+        assert_eq!(parse_probability("100%").unwrap(), 1.0);
+        assert_eq!(parse_probability("0").unwrap(), 0.0);
+        for bad in ["1.5", "150%", "-1%", "-0.1", "lots", "NaN", "inf", "", "%"] {
+            let e = parse_probability(bad).unwrap_err().to_string();
+            assert!(e.contains("expected a probability"), "{e}");
+        }
+        assert!(is_probability(0.0) && is_probability(1.0));
+        assert!(!is_probability(f64::NAN) && !is_probability(1.0 + f64::EPSILON));
+    }
+
     #[derive(Debug, Deserialize, Serialize)]
     struct Doc {
         rate: Option<Rate>,
@@ -602,6 +682,8 @@ mod tests {
         span: Option<Span>,
         #[serde(default, with = "duration_serde")]
         plain: Duration,
+        #[serde(skip_serializing)]
+        p: Option<Probability>,
     }
 
     fn doc(text: &str) -> Result<Doc, String> {
@@ -620,6 +702,9 @@ mod tests {
             Some(ByteSize(4 << 20))
         );
         assert_eq!(doc("span = 0").unwrap().span, Some(Span(Duration::ZERO)));
+        assert_eq!(doc("p = 0.01").unwrap().p, Some(Probability(0.01)));
+        assert_eq!(doc("p = \"1%\"").unwrap().p, Some(Probability(0.01)));
+        assert_eq!(doc("p = 1").unwrap().p, Some(Probability(1.0)));
         let back = toml::to_string(&d).unwrap();
         assert!(back.contains("rate = \"50Mbit\""), "{back}");
         assert!(back.contains("span = \"20ms\""), "{back}");
@@ -635,5 +720,7 @@ mod tests {
         assert!(e.contains("negative"), "{e}");
         let e = doc("size = \"50 furlongs\"").unwrap_err();
         assert!(e.contains("unknown unit"), "{e}");
+        let e = doc("p = \"lots\"").unwrap_err();
+        assert!(e.contains("expected a probability"), "{e}");
     }
 }

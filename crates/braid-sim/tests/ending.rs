@@ -7,6 +7,7 @@
 //! time.
 
 use braid_proto::cc::CONTROLLERS;
+use braid_proto::SessionConfig;
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
 use braid_sim::units::Rate;
 use braid_sim::{FlowSpec, Gilbert, LinkConfig, PathSpec, Scenario};
@@ -114,7 +115,10 @@ impl Case {
                 reverse,
             }],
             flows: vec![FlowSpec {
-                cc: Some(CONTROLLERS[self.cc].into()),
+                session: SessionConfig {
+                    cc: CONTROLLERS[self.cc].into(),
+                    ..SessionConfig::insecure()
+                },
                 bytes: self.bytes,
                 reverse_bytes: VERDICT_BYTES,
                 verdict: true,

@@ -3,9 +3,10 @@
 //! impossible; never a hang, a panic, or silently wrong bytes.
 
 use braid_proto::cc::CONTROLLERS;
+use braid_proto::{SessionConfig, SessionError};
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
 use braid_sim::units::Rate;
-use braid_sim::{FlowSpec, LinkConfig, PathSpec, Scenario};
+use braid_sim::{FlowError, FlowSpec, LinkConfig, PathSpec, Scenario};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -90,7 +91,10 @@ fn scenario(paths: &[PathParams], flows: &[(u64, u64, u8)]) -> Scenario {
     let flows = flows
         .iter()
         .map(|&(bytes, reverse_bytes, cc)| FlowSpec {
-            cc: Some(CONTROLLERS[usize::from(cc) % CONTROLLERS.len()].into()),
+            session: SessionConfig {
+                cc: CONTROLLERS[usize::from(cc) % CONTROLLERS.len()].into(),
+                ..SessionConfig::insecure()
+            },
             bytes,
             reverse_bytes,
             paths: all.clone(),
@@ -137,11 +141,17 @@ proptest! {
             for d in directions {
                 prop_assert!(d.delivered <= d.bytes, "more bytes than written");
                 prop_assert!(!d.completed || d.verified, "completed without verification");
-                let handshake_failed = f.error.as_deref().is_some_and(|e| e.contains("handshake timed out"));
+                let failed = |why: fn(&SessionError) -> bool| {
+                    matches!(&f.error, Some(FlowError::Session(e)) if why(e))
+                };
+                // No answer, or no authenticated one.
+                let handshake_failed = failed(|e| {
+                    matches!(e, SessionError::HandshakeTimeout(_) | SessionError::UnauthenticatedRefusal { .. })
+                });
                 if handshake_failed {
                     prop_assert!(handshake_may_fail && d.delivered == 0, "handshake failed on good paths: {:?}", f.error);
                 } else if silence_may_end_it
-                    && f.error.as_deref().is_some_and(|e| e.contains("went silent"))
+                    && failed(|e| matches!(e, SessionError::PeerSilent { .. }))
                 {
                     prop_assert!(!d.completed || d.verified);
                 } else if ["aimd", "cubic", "bbr"].contains(&f.cc.as_str()) {
@@ -158,9 +168,8 @@ proptest! {
                     // whole session window after every halving, and MB-ECN ignores
                     // loss on paths that do not mark, so over a tiny queue either
                     // can exhaust a segment's retries; it must say so.
-                    let err = f.error.as_deref().unwrap_or("");
                     prop_assert!(
-                        err.contains("retry limit") || err.contains("idle timeout"),
+                        failed(|e| matches!(e, SessionError::NoProgress { .. } | SessionError::IdleTimeout(_))),
                         "flow {} incomplete without a clear error: {:?} (delivered {} of {}), virtual {:.1}s",
                         f.flow, f.error, d.delivered, d.bytes, result.virtual_s
                     );

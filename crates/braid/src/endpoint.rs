@@ -358,7 +358,8 @@ impl PathSpec {
 
 /// Opens a session over `paths` (each a connection; connection `i` is
 /// `paths[i]`), binding one socket per distinct local address. Returns
-/// once the handshake completed; fails with [`Error::HandshakeTimeout`]
+/// once the handshake completed; fails with the core's
+/// [`SessionError::HandshakeTimeout`](braid_proto::SessionError::HandshakeTimeout)
 /// after `cfg.handshake_timeout` without an answer.
 pub async fn connect(paths: &[PathSpec], cfg: SessionConfig) -> Result<Session> {
     let mut sockets: Vec<(SocketAddr, Endpoint)> = Vec::new();

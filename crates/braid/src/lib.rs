@@ -43,7 +43,8 @@ mod session;
 pub mod udp;
 
 pub use braid_proto::{
-    Keypair, PathSample, PathState, PublicKey, Security, SessionConfig, SessionStats,
+    ConfigError, Keypair, PathSample, PathState, PublicKey, Security, SessionConfig, SessionError,
+    SessionStats,
 };
 pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};

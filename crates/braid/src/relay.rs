@@ -20,10 +20,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use braid_proto::{wire, Ecn, Instant};
-use braid_sim::content::derive_seed;
 use braid_sim::in_flight::InFlight;
-use braid_sim::link::{state_changes, LinkStats};
-use braid_sim::{Link, LinkConfig, LinkState, Offer, IP_UDP_OVERHEAD};
+use braid_sim::link::{
+    state_changes, Link, LinkConfig, LinkState, LinkStats, Offer, IP_UDP_OVERHEAD,
+};
+use braid_sim::seeds;
 use quinn_udp::RecvMeta;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -56,7 +57,7 @@ pub struct RelayConfig {
     /// Target → client. Its `events` are not used.
     pub reverse: LinkConfig,
     /// Seeds both links; the same seed and `path` give the links of the
-    /// simulator's path `path` under that seed.
+    /// simulator's path `path` under that seed ([`seeds::links`]).
     pub seed: u64,
     /// Which scenario path's seeds the links take (0 by default).
     pub path: usize,
@@ -154,16 +155,11 @@ impl Relay {
             );
             return Err(Error::io(format!("cannot relay to {}", cfg.to), &e));
         }
+        let [forward_seed, reverse_seed] = seeds::links(cfg.seed, cfg.path);
         let shared = Arc::new(Shared {
             origin: std::time::Instant::now(),
-            forward: Direction::new(Link::new(
-                cfg.forward.clone(),
-                derive_seed(cfg.seed, &[1, cfg.path as u64, 0]),
-            )),
-            reverse: Direction::new(Link::new(
-                cfg.reverse,
-                derive_seed(cfg.seed, &[1, cfg.path as u64, 1]),
-            )),
+            forward: Direction::new(Link::new(cfg.forward.clone(), forward_seed)),
+            reverse: Direction::new(Link::new(cfg.reverse, reverse_seed)),
             clients: AtomicUsize::new(0),
         });
 

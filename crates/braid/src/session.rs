@@ -54,7 +54,7 @@ impl Inner {
                         .paths
                         .iter()
                         .all(|(_, p)| p.state != PathState::Active);
-                self.error.get_or_insert(Error::from_session(&e, all_down));
+                self.error.get_or_insert(Error::from_session(e, all_down));
             }
         }
         let failed = self.error.is_some() || self.done;

@@ -230,7 +230,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 fn simulate(row: &Row, cc: &str, seed: u64) -> Outcome {
     let mut scenario = row.scenario.clone();
     for flow in &mut scenario.flows {
-        flow.cc = Some(cc.to_owned());
+        flow.session.cc = cc.to_owned();
     }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         braid_sim::run(&scenario, Some(seed))

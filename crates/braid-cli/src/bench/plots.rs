@@ -328,7 +328,7 @@ pub fn suite_plots(bench: &Bench, dir: &Path, png: bool) -> anyhow::Result<Vec<F
         let slug = |row: &Row| format!("{}--{}", suite.name, row.name);
         for (ri, row) in suite.rows.iter().enumerate() {
             let ccs = bench.ccs_of(row);
-            if row.num("target_converge_within_s").is_some() {
+            if row.published.target_converge_within_s.is_some() {
                 for cc in &ccs {
                     if let Some(r) = first_run(bench, si, ri, cc) {
                         let title =
@@ -428,29 +428,32 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
             });
         }
     }
-    let refs: [(&str, &str, RGBColor); 3] = [
-        ("seed_tcp", "seed TCP", RGBColor(0, 0, 0)),
-        ("linux_cubic", "Linux cubic", RGBColor(110, 110, 110)),
-        ("linux_bbr", "Linux bbr", RGBColor(170, 170, 170)),
+    // The seed's TCP figure says which TCP it was.
+    let seed_tcp = match &rows[0].1.published.seed_tcp_name {
+        Some(n) => format!("seed TCP ({n})"),
+        None => "seed TCP".to_owned(),
+    };
+    type Reference = fn(&Row) -> Option<f64>;
+    let refs: [(Reference, String, RGBColor); 3] = [
+        (Row::seed_tcp_mbps, seed_tcp, RGBColor(0, 0, 0)),
+        (
+            |r| r.published.linux_cubic,
+            "Linux cubic".into(),
+            RGBColor(110, 110, 110),
+        ),
+        (
+            |r| r.published.linux_bbr,
+            "Linux bbr".into(),
+            RGBColor(170, 170, 170),
+        ),
     ];
-    for (key, name, color) in refs {
+    for (figure, name, color) in refs {
         let mut pts: Vec<(f64, f64)> = rows
             .iter()
-            .filter_map(|&(_, row, x)| {
-                let v = if key == "seed_tcp" {
-                    row.seed_mbps(key)
-                } else {
-                    row.num(key)
-                };
-                Some((x, v?))
-            })
+            .filter_map(|&(_, row, x)| Some((x, figure(row)?)))
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         if !pts.is_empty() {
-            let name = match (key, rows[0].1.text("seed_tcp_name")) {
-                ("seed_tcp", Some(n)) => format!("{name} ({n})"),
-                _ => name.to_owned(),
-            };
             series.push(Series {
                 name,
                 points: pts,

@@ -3,12 +3,15 @@
 //! the ideal goodput and braid's header overhead.
 
 use anyhow::Context as _;
-use braid_sim::Scenario;
+use braid_proto::wire;
+use braid_sim::{Published, Scenario};
 use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 /// braid's default payload per data packet.
-pub const DEFAULT_MTU: u64 = 1380;
+pub fn default_mtu() -> u64 {
+    u64::from(braid_proto::SessionConfig::default().mtu)
+}
 /// TCP's payload/wire ratio with 1500-byte packets and timestamps (issue 3).
 pub const TCP_RATIO: f64 = 1448.0 / 1500.0;
 
@@ -22,7 +25,7 @@ pub struct Row {
     /// The file as TOML, for the parameters as written.
     raw: Table,
     /// Its `[published]` table (empty if none).
-    pub published: Table,
+    pub published: Published,
     pub mtu: u64,
     /// Bytes of the first flow.
     pub bytes: u64,
@@ -55,7 +58,7 @@ impl Row {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             path: path.to_owned(),
-            mtu: first.and_then(|f| f.mtu).map_or(DEFAULT_MTU, u64::from),
+            mtu: first.map_or_else(default_mtu, |f| u64::from(f.session.mtu)),
             bytes: first.map_or(0, |f| f.bytes),
             duplex: scenario.flows.iter().any(|f| f.reverse_bytes > 0),
             multi_flow: scenario.flows.len() > 1,
@@ -66,46 +69,30 @@ impl Row {
         })
     }
 
-    /// A number of `[published]`, if it is one.
-    pub fn num(&self, key: &str) -> Option<f64> {
-        match self.published.get(key)? {
-            Value::Integer(i) => Some(*i as f64),
-            Value::Float(f) => Some(*f),
-            _ => None,
-        }
-    }
-
-    pub fn text(&self, key: &str) -> Option<&str> {
-        self.published.get(key).and_then(Value::as_str)
-    }
-
-    pub fn flag(&self, key: &str) -> bool {
-        self.published
-            .get(key)
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    }
-
     /// The controller the row is about, if it fixes one (`report_cc`).
     pub fn report_cc(&self) -> Option<&str> {
-        self.text("report_cc")
+        self.published.report_cc.as_deref()
     }
 
-    /// Whether the row has any of issue 3's targets.
-    pub fn has_targets(&self) -> bool {
-        self.published.keys().any(|k| k.starts_with("target_"))
+    /// The seed's TCP figure in Mbit/s, from the row's `unit`.
+    pub fn seed_tcp_mbps(&self) -> Option<f64> {
+        self.in_mbps(self.published.seed_tcp)
     }
 
-    /// A seed figure (`seed_tcp`, `seed_system`) in Mbit/s, from the row's `unit`.
-    pub fn seed_mbps(&self, key: &str) -> Option<f64> {
-        let v = self.num(key)?;
-        unit_to_mbps(self.text("unit")).map(|f| v * f)
+    /// The seed system's figure in Mbit/s, from the row's `unit`.
+    pub fn seed_system_mbps(&self) -> Option<f64> {
+        self.in_mbps(self.published.seed_system)
+    }
+
+    fn in_mbps(&self, v: Option<f64>) -> Option<f64> {
+        let v = v?;
+        unit_to_mbps(self.published.unit.as_deref()).map(|f| v * f)
     }
 
     /// The best of issue 3's Linux TCP figures and its name.
     pub fn linux_best(&self) -> Option<(f64, &'static str)> {
-        let cubic = self.num("linux_cubic");
-        let bbr = self.num("linux_bbr");
+        let cubic = self.published.linux_cubic;
+        let bbr = self.published.linux_bbr;
         match (cubic, bbr) {
             (Some(c), Some(b)) if b > c => Some((b, "bbr")),
             (Some(c), _) => Some((c, "cubic")),
@@ -258,8 +245,8 @@ impl Row {
                 if !spec.start.is_zero() {
                     b += &format!(" @{}", raw.get("start").map(value_text).unwrap_or_default());
                 }
-                if let Some(k) = spec.rto_k {
-                    b += &format!(" k={}", trim(k));
+                if raw.contains_key("rto_k") {
+                    b += &format!(" k={}", trim(spec.session.rto.k));
                 }
                 b
             })
@@ -321,41 +308,22 @@ pub fn unit_to_mbps(unit: Option<&str>) -> Option<f64> {
     }
 }
 
-fn varint_size(v: u64) -> u64 {
-    match v {
-        0..=63 => 1,
-        64..=16_383 => 2,
-        16_384..=1_073_741_823 => 4,
-        _ => 8,
-    }
-}
-
 /// Mean STREAM frame overhead over a transfer of `total` bytes in `mtu`
-/// segments: type, offset varint and length varint (wire.rs).
+/// segments, as the core encodes it.
 pub fn stream_overhead(total: u64, mtu: u64) -> f64 {
     let mtu = mtu.max(1);
     let n = total.div_ceil(mtu).max(1);
-    let mut acc = 0u64;
-    for (lo, hi, size) in [
-        (0u64, 64u64, 1u64),
-        (64, 16_384, 2),
-        (16_384, 1 << 30, 4),
-        (1 << 30, 1 << 62, 8),
-    ] {
-        // segments whose offset k·mtu lies in [lo, hi)
-        let first = lo.div_ceil(mtu);
-        let last = (n - 1).min(hi.div_ceil(mtu) - 1);
-        if last >= first {
-            acc += (last - first + 1) * size;
-        }
-    }
-    1.0 + acc as f64 / n as f64 + varint_size(mtu) as f64
+    let len = usize::try_from(mtu).unwrap_or(usize::MAX);
+    let sum: u64 = (0..n)
+        .map(|k| wire::stream_frame_overhead(k * mtu, len) as u64)
+        .sum();
+    sum as f64 / n as f64
 }
 
 /// Wire bytes of one full data packet: payload, braid header, STREAM frame, IP/UDP.
 pub fn wire_bytes(mtu: u64, total: u64) -> f64 {
     mtu as f64
-        + braid_proto::wire::HEADER_LEN as f64
+        + wire::datagram_overhead(false) as f64
         + stream_overhead(total, mtu)
         + f64::from(braid_sim::IP_UDP_OVERHEAD)
 }

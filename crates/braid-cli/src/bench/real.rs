@@ -169,7 +169,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         if let Some(mb) = args.mb {
             sc.flows[0].bytes = mb * 1_000_000;
         }
-        sc.flows[0].cc = Some(args.cc.clone());
+        sc.flows[0].session.cc = args.cc.clone();
         let bytes = sc.flows[0].bytes;
         let sim = braid_sim::run(&sc, None);
         let sim_mbps = sim.flows[0].forward.goodput_mbps;

@@ -1,7 +1,7 @@
 //! The report as a document (sections, tables, notes, figures) that
 //! report_md and report_html render.
 
-use super::published::{payload_ratio, stream_overhead, wire_bytes, Row, DEFAULT_MTU, TCP_RATIO};
+use super::published::{default_mtu, payload_ratio, stream_overhead, wire_bytes, Row, TCP_RATIO};
 use super::stats::{CcResult, Spread};
 use super::targets::{self, convergence_time, jain_time, pct};
 use super::Bench;
@@ -80,7 +80,8 @@ fn cell(r: &CcResult<'_>) -> String {
 }
 
 pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
-    let wb = wire_bytes(DEFAULT_MTU, 50_000_000);
+    let mtu = default_mtu();
+    let wb = wire_bytes(mtu, 50_000_000);
     let intro = vec![
         format!(
             "Controllers: {}; seeds 1..={} per row and controller; rows whose file sets `report_cc` run only that controller.",
@@ -91,13 +92,13 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
         "Seed figures come from each file's `[published]` table (docs/scenarios.md), converted to Mbit/s from its `unit`; Linux best = max of issue 3's Linux cubic/bbr figures. best = the controller the row is judged on (see target), else the highest mean goodput among controllers whose runs all completed.".into(),
         "ideal = capacity × (1 − forward loss), before header overhead. Random loss drops at link entry, before the rate limit (like netem), so a loss row's goodput can exceed its ideal.".into(),
         format!(
-            "braid header overhead at mtu {DEFAULT_MTU}: {DEFAULT_MTU} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
-            braid_proto::wire::HEADER_LEN,
-            stream_overhead(50_000_000, DEFAULT_MTU),
+            "braid header overhead at mtu {mtu}: {mtu} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
+            braid_proto::wire::datagram_overhead(false),
+            stream_overhead(50_000_000, mtu),
             braid_sim::IP_UDP_OVERHEAD,
-            payload_ratio(DEFAULT_MTU, 50_000_000) * 100.0,
+            payload_ratio(mtu, 50_000_000) * 100.0,
             TCP_RATIO * 100.0,
-            payload_ratio(DEFAULT_MTU, 50_000_000),
+            payload_ratio(mtu, 50_000_000),
             TCP_RATIO
         ),
         "target: ✓ when one controller meets every target of the row (its `target_*` keys, issue 3's figures) at once; best then shows the highest-goodput such controller. ✗ MISS otherwise, each target listed for the highest-goodput controller.".into(),
@@ -120,7 +121,7 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
         let rows = &suite.rows;
         let mut mtus: Vec<u64> = rows
             .iter()
-            .filter(|r| !r.pps && r.mtu != DEFAULT_MTU)
+            .filter(|r| !r.pps && r.mtu != mtu)
             .map(|r| r.mtu)
             .collect();
         mtus.sort_unstable();
@@ -209,7 +210,9 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
                 metrics.verdicts.push(None);
                 notes(row, r, &mut sec.notes);
             }
-            if let (Some(note), Some(_)) = (row.text("seed_system_note"), row.num("seed_system")) {
+            if let (Some(note), Some(_)) =
+                (&row.published.seed_system_note, row.published.seed_system)
+            {
                 sec.notes.push(format!("{}: seed system: {note}", row.name));
             }
         }
@@ -270,8 +273,8 @@ fn main_row(
     let mut cells = vec![
         row.name.clone(),
         row.params(),
-        num(row.seed_mbps("seed_tcp")),
-        num(row.seed_mbps("seed_system")),
+        num(row.seed_tcp_mbps()),
+        num(row.seed_system_mbps()),
         linux,
     ];
     for cc in cols {
@@ -382,7 +385,7 @@ fn notes(row: &Row, r: &CcResult<'_>, out: &mut Vec<String>) {
             pf.join(", "),
             r.jain
         );
-        if let Some(t) = row.num("target_jain") {
+        if let Some(t) = row.published.target_jain {
             let times: Option<Vec<f64>> = r.good.iter().map(|x| jain_time(row, x)).collect();
             s += &match times {
                 None => format!("; Jain ≥{t} reached never (sustained) after the second start"),
@@ -394,14 +397,14 @@ fn notes(row: &Row, r: &CcResult<'_>, out: &mut Vec<String>) {
         }
         out.push(s);
     }
-    if row.num("target_converge_within_s").is_some() {
+    if row.published.target_converge_within_s.is_some() {
         let times: Option<Vec<f64>> = r.good.iter().map(|x| convergence_time(row, x)).collect();
         let conv = match times {
             None => "never settle".to_owned(),
             Some(ts) => format!(
                 "settle {:.2} s after {} s",
                 ts.iter().copied().fold(0.0, f64::max),
-                row.num("converge_from_s").unwrap_or(0.0)
+                row.published.converge_from_s.unwrap_or(0.0)
             ),
         };
         let paths: Vec<String> = r.good[0].flows[0]
@@ -422,7 +425,7 @@ fn notes(row: &Row, r: &CcResult<'_>, out: &mut Vec<String>) {
             paths.join(", ")
         ));
     }
-    if row.num("target_queue_max_packets").is_some() {
+    if row.published.target_queue_max_packets.is_some() {
         if let Some(q) = super::stats::queue_estimate(r) {
             out.push(format!(
                 "{} / {}: standing queue ≈{q:.1} packets ((mean RTT − min RTT) × rate)",

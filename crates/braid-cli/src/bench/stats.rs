@@ -158,7 +158,8 @@ impl<'a> CcResult<'a> {
             && good.iter().all(|r| r.flows.iter().all(flow_ok));
         let mut flow_errors: Vec<String> = good
             .iter()
-            .flat_map(|r| r.flows.iter().filter_map(|f| f.error.clone()))
+            .flat_map(|r| r.flows.iter().filter_map(|f| f.error.as_ref()))
+            .map(ToString::to_string)
             .collect();
         flow_errors.sort();
         flow_errors.dedup();

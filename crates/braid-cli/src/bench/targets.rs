@@ -50,8 +50,9 @@ fn by_time(flow: &FlowResult, interval: f64) -> BTreeMap<i64, BTreeMap<u8, Serie
 /// Seconds from `converge_from_s` until flow 0's window shares enter and
 /// stay within `share_tolerance` (relative) of its paths' rate shares; None = never.
 pub fn convergence_time(row: &Row, run: &RunResult) -> Option<f64> {
-    let tol = row.num("share_tolerance").unwrap_or(0.1);
-    let start = row.num("converge_from_s").unwrap_or(0.0);
+    let p = &row.published;
+    let tol = p.share_tolerance.unwrap_or(0.1);
+    let start = p.converge_from_s.unwrap_or(0.0);
     let spec = row.scenario.flows.first()?;
     let caps: Vec<f64> = spec
         .paths
@@ -102,8 +103,9 @@ fn settled(points: &[(f64, bool)], start: f64) -> Option<f64> {
 /// 100 ms mean throughputs reaches `target_jain` and stays there while all
 /// flows run; None = never.
 pub fn jain_time(row: &Row, run: &RunResult) -> Option<f64> {
-    let target = row.num("target_jain").unwrap_or(0.99);
-    let start = row.num("jain_from_s").unwrap_or(0.0);
+    let p = &row.published;
+    let target = p.target_jain.unwrap_or(0.99);
+    let start = p.jain_from_s.unwrap_or(0.0);
     let interval = series_interval(row, &run.flows);
     let per_flow: Vec<BTreeMap<i64, f64>> = run
         .flows
@@ -150,20 +152,21 @@ pub fn jain_time(row: &Row, run: &RunResult) -> Option<f64> {
 /// Every target of the row, checked on `best`; `alone` finds another row's
 /// result with a controller (for `alone_row`).
 pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<Check> {
+    let p = &row.published;
     let mut out = Vec::new();
     let Some(best) = best else {
-        if row.has_targets() {
+        if p.has_targets() {
             out.push((Some(false), "no run".into()));
         }
         return out;
     };
-    if !best.complete && row.has_targets() {
+    if !best.complete && p.has_targets() {
         out.push((Some(false), "no controller completed every run".into()));
     }
     let ideal = row.ideal_mbps();
     let ratio = row.payload_ratio();
     let g = best.one_way();
-    if let (Some(f), Some(ideal)) = (row.num("target_fraction_of_ideal"), ideal) {
+    if let (Some(f), Some(ideal)) = (p.target_fraction_of_ideal, ideal) {
         if let Some(rev) = best.rev {
             let worst = best.fwd.min(rev) / ideal;
             out.push((
@@ -177,11 +180,11 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             ));
         }
     }
-    if let Some(t) = row.num("target_mbps") {
+    if let Some(t) = p.target_mbps {
         out.push((Some(g >= t), format!("{g:.1} (≥{t})")));
     }
-    if row.flag("target_at_least_seed_tcp") {
-        if let Some(tcp) = row.seed_mbps("seed_tcp") {
+    if p.target_at_least_seed_tcp == Some(true) {
+        if let Some(tcp) = row.seed_tcp_mbps() {
             let eq = tcp * ratio / TCP_RATIO;
             out.push((
                 Some(g >= eq),
@@ -189,7 +192,7 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             ));
         }
     }
-    if row.flag("target_at_least_linux") {
+    if p.target_at_least_linux == Some(true) {
         if let Some((lin, _)) = row.linux_best() {
             let eq = lin * ratio / TCP_RATIO;
             out.push((
@@ -198,13 +201,13 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             ));
         }
     }
-    if let Some(t) = row.num("target_spurious_max") {
+    if let Some(t) = p.target_spurious_max {
         out.push((
             Some(best.spurious_max as f64 <= t),
             format!("spurious {} (≤{t})", best.spurious_max),
         ));
     }
-    if let Some(t) = row.num("target_spurious_fraction_max") {
+    if let Some(t) = p.target_spurious_fraction_max {
         let frac = if best.segments > 0.0 {
             best.spurious / best.segments
         } else {
@@ -215,7 +218,7 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             format!("spurious {:.2}% of segments (<{})", frac * 100.0, pct(t)),
         ));
     }
-    if row.flag("target_complete") {
+    if p.target_complete == Some(true) {
         let text = if best.complete {
             "completes"
         } else {
@@ -223,7 +226,7 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
         };
         out.push((Some(best.complete), text.into()));
     }
-    if let (Some(t), Some(name)) = (row.num("target_fraction_of_alone"), row.text("alone_row")) {
+    if let (Some(t), Some(name)) = (p.target_fraction_of_alone, p.alone_row.as_deref()) {
         match alone(name) {
             None => out.push((None, format!("alone row {name} not run or incomplete"))),
             Some((alone_g, alone_cc)) => {
@@ -239,13 +242,13 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             }
         }
     }
-    if let Some(t) = row.num("target_queue_max_packets") {
+    if let Some(t) = p.target_queue_max_packets {
         match queue_estimate(best) {
             None => out.push((None, "queue unknown".into())),
             Some(q) => out.push((Some(q <= t), format!("queue ≈{q:.0} pkts from RTT (≤{t})"))),
         }
     }
-    if let Some(t) = row.num("target_converge_within_s") {
+    if let Some(t) = p.target_converge_within_s {
         let times: Option<Vec<f64>> = best.good.iter().map(|r| convergence_time(row, r)).collect();
         match times {
             None => out.push((Some(false), "window shares never settle in the band".into())),
@@ -258,8 +261,8 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             }
         }
     }
-    if let Some(j) = row.num("target_jain") {
-        let within = row.num("target_jain_within_s").unwrap_or(0.1);
+    if let Some(j) = p.target_jain {
+        let within = p.target_jain_within_s.unwrap_or(0.1);
         let times: Option<Vec<f64>> = best.good.iter().map(|r| jain_time(row, r)).collect();
         match times {
             None => out.push((Some(false), format!("Jain ≥{j} never sustained"))),
@@ -276,7 +279,7 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             }
         }
     }
-    if let Some(m) = row.text("missing_feature") {
+    if let Some(m) = p.missing_feature.as_deref() {
         out.push((None, format!("needs {m} (format lacks it)")));
     }
     out
