@@ -29,7 +29,7 @@ pub struct DemoArgs {
     size: u64,
     /// Congestion controller (aimd, bbr, cubic, mbecn, ncp).
     #[arg(long, value_parser = crate::parse_cc)]
-    cc: Option<String>,
+    cc: Option<braid_proto::cc::Algorithm>,
     /// Seed of the emulated links' randomness (loss, jitter).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -153,7 +153,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         ..SessionConfig::default()
     };
     if let Some(cc) = &args.cc {
-        cfg.cc = cc.clone();
+        cfg.cc = *cc;
     }
     let paths: Vec<PathSpec> = relays
         .iter()
@@ -186,7 +186,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     };
     let sent = Ended {
         role: "braid send",
-        cc: config.cc.clone(),
+        cc: config.cc.name().to_owned(),
         stats: session.stats(),
         mtu: config.mtu,
         bytes: args.size,
@@ -203,7 +203,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         };
         let received = Ended {
             role: "braid recv",
-            cc: rcfg.cc,
+            cc: rcfg.cc.name().to_owned(),
             stats,
             mtu: rcfg.mtu,
             bytes,

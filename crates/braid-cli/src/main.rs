@@ -167,12 +167,9 @@ async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
         })
 }
 
-fn parse_cc(name: &str) -> Result<String, String> {
-    if braid_proto::cc::is_known(name) {
-        Ok(name.to_owned())
-    } else {
-        Err(braid_proto::cc::UnknownController(name.to_owned()).to_string())
-    }
+fn parse_cc(name: &str) -> Result<braid_proto::cc::Algorithm, String> {
+    name.parse()
+        .map_err(|e: braid_proto::cc::UnknownController| e.to_string())
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -135,7 +135,7 @@ pub async fn receive_one(
     };
     let ended = Ended {
         role: "braid recv",
-        cc: config.cc,
+        cc: config.cc.name().to_owned(),
         stats,
         mtu: config.mtu,
         bytes: delivered,

@@ -25,7 +25,7 @@ pub struct SendArgs {
     bind: Vec<SocketAddr>,
     /// Congestion controller (aimd, bbr, cubic, mbecn, ncp).
     #[arg(long, value_parser = crate::parse_cc)]
-    cc: Option<String>,
+    cc: Option<braid_proto::cc::Algorithm>,
     /// Give up if the receiver does not answer within this time.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::parse_timeout)]
     handshake_timeout: Duration,
@@ -53,7 +53,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         ..SessionConfig::default()
     };
     if let Some(cc) = &args.cc {
-        cfg.cc = cc.clone();
+        cfg.cc = *cc;
     }
     let connected = tokio::select! {
         s = braid::connect(&paths, cfg) => Ok(s),
@@ -105,7 +105,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     };
     let ended = Ended {
         role: "braid send",
-        cc: config.cc,
+        cc: config.cc.name().to_owned(),
         stats: session.stats(),
         mtu: config.mtu,
         bytes: header.size.unwrap_or(delivered),

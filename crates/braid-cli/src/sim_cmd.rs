@@ -14,7 +14,7 @@ pub struct SimArgs {
     seed: Option<u64>,
     /// Congestion controller for every flow, overriding the scenario's.
     #[arg(long, value_parser = crate::parse_cc)]
-    cc: Option<String>,
+    cc: Option<braid_proto::cc::Algorithm>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -34,7 +34,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     };
     if let Some(cc) = &args.cc {
         for flow in &mut scenario.flows {
-            flow.session.cc = cc.clone();
+            flow.session.cc = *cc;
         }
     }
 

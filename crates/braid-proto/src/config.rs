@@ -17,9 +17,6 @@ pub enum ConfigError {
         value: String,
         allowed: &'static str,
     },
-    /// No controller of that name.
-    #[error(transparent)]
-    UnknownController(#[from] cc::UnknownController),
     /// The security settings do not fit together or do not fit the role.
     #[error("security: {0}")]
     Security(&'static str),
@@ -44,8 +41,8 @@ pub struct SessionConfig {
     pub paths: u8,
     /// Most connections a session accepts (1..=255).
     pub max_paths: u8,
-    /// Congestion controller name; see [`cc::CONTROLLERS`].
-    pub cc: String,
+    /// Congestion controller of every connection.
+    pub cc: cc::Algorithm,
     /// Retransmission timeout parameters.
     pub rto: RtoConfig,
     /// Retransmission timeouts that may expire with data outstanding and
@@ -108,7 +105,7 @@ impl Default for SessionConfig {
             max_window: 64 << 20,
             paths: 1,
             max_paths: 16,
-            cc: cc::DEFAULT_CONTROLLER.to_owned(),
+            cc: cc::Algorithm::default(),
             rto: RtoConfig::default(),
             retry_limit: Some(15),
             silent_limit: Some(SILENT_LIMIT),
@@ -253,9 +250,6 @@ impl SessionConfig {
                 allowed: ">= 1 packet",
             });
         }
-        if !cc::is_known(&self.cc) {
-            return Err(cc::UnknownController(self.cc.clone()).into());
-        }
         Ok(())
     }
 
@@ -277,10 +271,5 @@ mod tests {
             ..SessionConfig::default()
         };
         assert!(cfg.validate().unwrap_err().to_string().contains("mtu"));
-        let cfg = SessionConfig {
-            cc: "vegas".into(),
-            ..SessionConfig::default()
-        };
-        assert!(cfg.validate().unwrap_err().to_string().contains("vegas"));
     }
 }

@@ -290,7 +290,7 @@ fn flow_control_stops_the_sender_until_the_reader_reads() {
 #[test]
 fn ncp_windows_always_sum_to_the_session_window() {
     let mut c = cfg();
-    c.cc = "ncp".into();
+    c.cc = braid_proto::cc::Algorithm::Ncp;
     c.paths = 3;
     c.mtu = 1024;
     c.send_window = 1 << 20;

@@ -291,7 +291,9 @@ impl RunResult {
             .map(|o| {
                 let cc = o
                     .client
-                    .map_or_else(|| o.spec.session.cc.clone(), |s| s.config().cc.clone());
+                    .map_or_else(|| o.spec.session.cc, |s| s.config().cc)
+                    .name()
+                    .to_owned();
                 let mut forward = delivery(o, o.client, o.forward, o.forward_done_at);
                 o.links[0].apply(&mut forward);
                 let reverse = (o.spec.reverse_bytes > 0).then(|| {

@@ -583,7 +583,11 @@ impl Builder<'_> {
         };
         let mut session = SessionConfig::insecure();
         if let Some(cc) = raw.cc {
-            session.cc = cc;
+            session.cc = cc
+                .parse()
+                .map_err(|e: braid_proto::cc::UnknownController| {
+                    self.invalid(key("cc"), e.to_string())
+                })?;
         }
         if let Some(mtu) = mtu {
             session.mtu = mtu;
@@ -654,7 +658,7 @@ mod tests {
             "{MIN}cc = \"aimd\"\nrto_k = 6.0\nmin_rto = \"100ms\"\nmax_rto = \"10s\"\ninitial_rto = \"5s\"\nretry_limit = -1\n"
         ));
         let want = SessionConfig {
-            cc: "aimd".into(),
+            cc: braid_proto::cc::Algorithm::Aimd,
             rto: braid_proto::RtoConfig {
                 k: 6.0,
                 min_rto: Duration::from_millis(100),
@@ -797,7 +801,7 @@ source = "NKP-0024"
         assert_eq!(p.reverse.events, p.forward.events);
         assert_eq!(s.paths[1].forward.ecn, EcnMode::MbEcn);
         let f = &s.flows[0];
-        assert_eq!(f.session.cc, "ncp");
+        assert_eq!(f.session.cc, braid_proto::cc::Algorithm::Ncp);
         assert_eq!((f.bytes, f.reverse_bytes), (50_000_000, 1000));
         assert_eq!(f.start, Duration::from_millis(1500));
         assert_eq!(f.paths, [1, 0]);

@@ -16,7 +16,7 @@ fn scenario(row: &str) -> Scenario {
 fn run(row: &str, cc: &str) -> RunResult {
     let mut s = scenario(row);
     for f in &mut s.flows {
-        f.session.cc = cc.to_owned();
+        f.session.cc = cc.parse().expect("a known controller");
     }
     braid_sim::run(&s, None)
 }

@@ -1,8 +1,7 @@
 //! The same scenario and seed give the same results; scenarios behave as documented.
 
-use braid_proto::cc::UnknownController;
-use braid_proto::{ConfigError, SessionError};
-use braid_sim::{FlowError, Scenario};
+use braid_proto::SessionError;
+use braid_sim::{FlowError, Scenario, ScenarioError};
 
 const LOSSY_TWO_PATHS: &str = r#"
 name = "determinism"
@@ -124,18 +123,17 @@ fn unknown_keys_and_controllers_are_named() {
     let err =
         Scenario::from_str("[[path]]\nrate = \"1Mbit\"\nspeed = 3\n[[flow]]\n", ".").unwrap_err();
     assert!(err.to_string().contains("speed"), "{err}");
-    let s = Scenario::from_str(
+    // A misspelt controller is refused with the file, naming the key.
+    let err = Scenario::from_str(
         "[[path]]\nrate = \"1Mbit\"\n[[flow]]\ncc = \"warp\"\nbytes = 10\n",
         ".",
     )
-    .unwrap();
-    let r = braid_sim::run(&s, None);
-    assert_eq!(
-        r.flows[0].error,
-        Some(FlowError::Config(ConfigError::UnknownController(
-            UnknownController("warp".into())
-        )))
+    .unwrap_err();
+    assert!(
+        matches!(&err, ScenarioError::Invalid { key, .. } if key.ends_with("cc")),
+        "{err}"
     );
+    assert!(err.to_string().contains("warp"), "{err}");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! the verdict), and the verdict follows the last byte within a bounded
 //! time.
 
-use braid_proto::cc::CONTROLLERS;
+use braid_proto::cc::Algorithm;
 use braid_proto::SessionConfig;
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
 use braid_sim::units::Rate;
@@ -43,7 +43,7 @@ fn case() -> impl Strategy<Value = Case> {
             -500i64..1_500,
             prop_oneof![Just(0u64), 50u64..2_000],
         ),
-        0..CONTROLLERS.len(),
+        0..Algorithm::ALL.len(),
     )
         .prop_map(
             |(
@@ -116,7 +116,7 @@ impl Case {
             }],
             flows: vec![FlowSpec {
                 session: SessionConfig {
-                    cc: CONTROLLERS[self.cc].into(),
+                    cc: Algorithm::ALL[self.cc],
                     ..SessionConfig::insecure()
                 },
                 bytes: self.bytes,

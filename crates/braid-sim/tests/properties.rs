@@ -2,7 +2,7 @@
 //! (verified) or fails with a clear error when the scenario made delivery
 //! impossible; never a hang, a panic, or silently wrong bytes.
 
-use braid_proto::cc::CONTROLLERS;
+use braid_proto::cc::Algorithm;
 use braid_proto::{SessionConfig, SessionError};
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
 use braid_sim::units::Rate;
@@ -92,7 +92,7 @@ fn scenario(paths: &[PathParams], flows: &[(u64, u64, u8)]) -> Scenario {
         .iter()
         .map(|&(bytes, reverse_bytes, cc)| FlowSpec {
             session: SessionConfig {
-                cc: CONTROLLERS[usize::from(cc) % CONTROLLERS.len()].into(),
+                cc: Algorithm::ALL[usize::from(cc) % Algorithm::ALL.len()],
                 ..SessionConfig::insecure()
             },
             bytes,

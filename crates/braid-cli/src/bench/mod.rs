@@ -60,7 +60,7 @@ pub struct BenchArgs {
     jobs: Option<usize>,
     /// Controllers to run each row with (comma-separated).
     #[arg(long, default_value = DEFAULT_CCS, value_delimiter = ',', value_parser = crate::parse_cc)]
-    cc: Vec<String>,
+    cc: Vec<braid_proto::cc::Algorithm>,
     /// Where the suites are.
     #[arg(long, default_value = "scenarios")]
     suites_dir: PathBuf,
@@ -146,7 +146,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
     let mut bench = Bench {
         suites,
-        ccs: args.cc.clone(),
+        ccs: args.cc.iter().map(|a| a.name().to_owned()).collect(),
         seeds: args.seeds,
         runs: Vec::new(),
         jobs,
@@ -156,12 +156,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     for (si, s) in bench.suites.iter().enumerate() {
         for (ri, row) in s.rows.iter().enumerate() {
             for cc in bench.ccs_of(row) {
-                if let Err(e) = crate::parse_cc(&cc) {
-                    todo.push((si, ri, cc, 0, Some(e)));
+                let algorithm = crate::parse_cc(&cc);
+                if algorithm.is_err() {
+                    todo.push((si, ri, cc, 0, algorithm));
                     continue;
                 }
                 for seed in 1..=args.seeds {
-                    todo.push((si, ri, cc.clone(), seed, None));
+                    todo.push((si, ri, cc.clone(), seed, algorithm.clone()));
                 }
             }
         }
@@ -185,12 +186,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let suites = &bench.suites;
     let runs: Vec<Run> = pool.install(|| {
         todo.into_par_iter()
-            .map(|(si, ri, cc, seed, bad)| {
+            .map(|(si, ri, cc, seed, algorithm)| {
                 let row = &suites[si].rows[ri];
-                let outcome = match bad {
-                    Some(e) => Err(e),
-                    None => simulate(row, &cc, seed),
-                };
+                let outcome = algorithm.and_then(|a| simulate(row, a, seed));
                 bar.inc(1);
                 bar.set_message(format!("{}/{}", row.suite, row.name));
                 Run {
@@ -227,10 +225,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs one row with one controller and seed; a panic becomes the run's error.
-fn simulate(row: &Row, cc: &str, seed: u64) -> Outcome {
+fn simulate(row: &Row, cc: braid_proto::cc::Algorithm, seed: u64) -> Outcome {
     let mut scenario = row.scenario.clone();
     for flow in &mut scenario.flows {
-        flow.session.cc = cc.to_owned();
+        flow.session.cc = cc;
     }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         braid_sim::run(&scenario, Some(seed))

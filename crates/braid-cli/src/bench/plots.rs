@@ -64,13 +64,14 @@ const PALETTE: [RGBColor; 8] = [
 
 /// A controller's colour, the same in every plot.
 fn cc_color(cc: &str) -> RGBColor {
-    match cc {
-        "aimd" => PALETTE[0],
-        "cubic" => PALETTE[1],
-        "bbr" => PALETTE[2],
-        "mbecn" => PALETTE[3],
-        "ncp" => PALETTE[4],
-        other => PALETTE[5 + other.len() % 3],
+    use braid_proto::cc::Algorithm;
+    match cc.parse::<Algorithm>() {
+        Ok(Algorithm::Aimd) => PALETTE[0],
+        Ok(Algorithm::Cubic) => PALETTE[1],
+        Ok(Algorithm::Bbr) => PALETTE[2],
+        Ok(Algorithm::MbEcn) => PALETTE[3],
+        Ok(Algorithm::Ncp) => PALETTE[4],
+        Err(_) => PALETTE[5 + cc.len() % 3],
     }
 }
 

@@ -55,7 +55,7 @@ pub struct RealArgs {
     kinds: Vec<Kind>,
     /// braid's controller (the simulator's figure uses the same).
     #[arg(long, default_value = "bbr", value_parser = crate::parse_cc)]
-    cc: String,
+    cc: braid_proto::cc::Algorithm,
     /// Output directory: real.md, real.json, plots/real-*.svg.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -169,7 +169,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         if let Some(mb) = args.mb {
             sc.flows[0].bytes = mb * 1_000_000;
         }
-        sc.flows[0].session.cc = args.cc.clone();
+        sc.flows[0].session.cc = args.cc;
         let bytes = sc.flows[0].bytes;
         let sim = braid_sim::run(&sc, None);
         let sim_mbps = sim.flows[0].forward.goodput_mbps;
@@ -199,7 +199,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
                     input: &input,
                     key: &key,
                     peer: &peer,
-                    cc: &args.cc,
+                    cc: args.cc.name(),
                 };
                 let r = ctx.run(round, kind);
                 eprintln!(
@@ -223,7 +223,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let json = serde_json::json!({
         "rounds": args.rounds,
-        "cc": args.cc,
+        "cc": args.cc.name(),
         "kinds": args.kinds,
         "rows": rows,
     });

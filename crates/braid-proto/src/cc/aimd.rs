@@ -8,7 +8,7 @@
 //!   adaptation": a signal about a packet sent before the last decrease is
 //!   part of the same congestion event).
 
-use super::{Acked, CcContext, CongestionEvent, Controller, ControllerMetrics};
+use super::{Acked, Algorithm, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
 use crate::Instant;
 
@@ -49,8 +49,8 @@ impl Aimd {
 }
 
 impl Controller for Aimd {
-    fn name(&self) -> &'static str {
-        "aimd"
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Aimd
     }
 
     fn on_ack(&mut self, _now: Instant, _acked: &Acked, _rtt: &RttEstimator) {

@@ -8,7 +8,7 @@
 
 use super::dctcp::Dctcp;
 use super::hystart::{HyStart, Phase, CSS_GROWTH_DIVISOR};
-use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
+use super::{Acked, Algorithm, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
 use crate::Instant;
 use std::time::Duration;
@@ -119,8 +119,8 @@ impl Cubic {
 }
 
 impl Controller for Cubic {
-    fn name(&self) -> &'static str {
-        "cubic"
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Cubic
     }
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {

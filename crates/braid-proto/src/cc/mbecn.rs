@@ -68,7 +68,7 @@
 //!   that do not mark the sender flooded them (98 % loss). The window is
 //!   also bounded by twice the delivered rate times the minimum RTT.
 
-use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
+use super::{Acked, Algorithm, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
 use crate::Instant;
 use std::time::Duration;
@@ -413,8 +413,8 @@ impl MbEcn {
 }
 
 impl Controller for MbEcn {
-    fn name(&self) -> &'static str {
-        "mbecn"
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::MbEcn
     }
 
     fn on_sent(&mut self, now: Instant, bytes: u64) {

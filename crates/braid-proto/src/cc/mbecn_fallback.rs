@@ -20,7 +20,9 @@
 
 use super::bbr::Bbr;
 use super::mbecn::MbEcn;
-use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
+use super::{
+    Acked, Algorithm, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample,
+};
 use crate::rtt::RttEstimator;
 use crate::Instant;
 
@@ -66,8 +68,8 @@ impl MbEcnWithFallback {
 }
 
 impl Controller for MbEcnWithFallback {
-    fn name(&self) -> &'static str {
-        "mbecn"
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::MbEcn
     }
 
     fn on_sent(&mut self, now: Instant, bytes: u64) {

@@ -25,16 +25,81 @@ use std::fmt;
 use std::time::Duration;
 use thiserror::Error;
 
-/// Controllers this build knows, by name.
-pub const CONTROLLERS: &[&str] = &["aimd", "bbr", "cubic", "mbecn", "ncp"];
+/// The congestion controllers, each by the one name scenarios, the CLI and
+/// the handshake use. Adding one is a module, a variant and its arms here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Algorithm {
+    /// ndncatchunks' AIMD ([`Aimd`]).
+    Aimd,
+    /// BBR v1 with braid's deviations ([`Bbr`]); the default.
+    #[default]
+    Bbr,
+    /// CUBIC, RFC 9438 ([`Cubic`]).
+    Cubic,
+    /// Ouroboros MB-ECN, BBR where nothing marks ([`MbEcnWithFallback`]).
+    MbEcn,
+    /// NKP-0024's NCP ([`Ncp`]).
+    Ncp,
+}
 
-/// The controller used when none is named.
-pub const DEFAULT_CONTROLLER: &str = "bbr";
+impl Algorithm {
+    /// Every controller, by name in alphabetical order.
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::Aimd,
+        Algorithm::Bbr,
+        Algorithm::Cubic,
+        Algorithm::MbEcn,
+        Algorithm::Ncp,
+    ];
 
-/// A name that is not in [`CONTROLLERS`].
+    /// The controller's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Aimd => "aimd",
+            Algorithm::Bbr => "bbr",
+            Algorithm::Cubic => "cubic",
+            Algorithm::MbEcn => "mbecn",
+            Algorithm::Ncp => "ncp",
+        }
+    }
+
+    /// A new controller of this kind for one connection.
+    pub fn build(self, ctx: CcContext) -> Box<dyn Controller> {
+        match self {
+            Algorithm::Aimd => Box::new(Aimd::new(ctx)),
+            Algorithm::Bbr => Box::new(Bbr::new(ctx)),
+            Algorithm::Cubic => Box::new(Cubic::new(ctx)),
+            Algorithm::MbEcn => Box::new(MbEcnWithFallback::new(ctx)),
+            Algorithm::Ncp => Box::new(Ncp::new(ctx)),
+        }
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = UnknownController;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| UnknownController(name.to_owned()))
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no [`Algorithm`].
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown congestion controller {0:?} (known: {known})", known = CONTROLLERS.join(", "))]
+#[error("unknown congestion controller {0:?} (known: {known})", known = known_names())]
 pub struct UnknownController(pub String);
+
+fn known_names() -> String {
+    Algorithm::ALL.map(Algorithm::name).join(", ")
+}
 
 /// What the controller needs to know about its session at creation.
 #[derive(Debug, Clone, Copy)]
@@ -140,8 +205,8 @@ impl ControllerMetrics {
 
 /// A congestion controller for one connection.
 pub trait Controller: Send + fmt::Debug {
-    /// The name it is chosen by.
-    fn name(&self) -> &'static str;
+    /// Which controller this is.
+    fn algorithm(&self) -> Algorithm;
     /// A packet of `bytes` was sent.
     fn on_sent(&mut self, _now: Instant, _bytes: u64) {}
     /// An ACK frame newly acknowledging packets arrived: before its
@@ -187,24 +252,4 @@ pub trait Controller: Send + fmt::Debug {
             ssthresh: None,
         }
     }
-}
-
-/// Builds the controller called `name`.
-pub fn new_controller(
-    name: &str,
-    ctx: CcContext,
-) -> Result<Box<dyn Controller>, UnknownController> {
-    match name {
-        "aimd" => Ok(Box::new(Aimd::new(ctx))),
-        "bbr" => Ok(Box::new(Bbr::new(ctx))),
-        "cubic" => Ok(Box::new(Cubic::new(ctx))),
-        "mbecn" => Ok(Box::new(MbEcnWithFallback::new(ctx))),
-        "ncp" => Ok(Box::new(Ncp::new(ctx))),
-        other => Err(UnknownController(other.to_owned())),
-    }
-}
-
-/// Whether `name` is a known controller.
-pub fn is_known(name: &str) -> bool {
-    CONTROLLERS.contains(&name)
 }

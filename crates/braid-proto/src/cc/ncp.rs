@@ -21,7 +21,7 @@
 //!
 //! ECN marks are not part of NKP-0024 and are ignored.
 
-use super::{Acked, CcContext, CongestionEvent, Controller};
+use super::{Acked, Algorithm, CcContext, CongestionEvent, Controller};
 use crate::rtt::RttEstimator;
 use crate::Instant;
 
@@ -53,8 +53,8 @@ impl Ncp {
 }
 
 impl Controller for Ncp {
-    fn name(&self) -> &'static str {
-        "ncp"
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Ncp
     }
 
     fn on_ack(&mut self, _now: Instant, acked: &Acked, _rtt: &RttEstimator) {

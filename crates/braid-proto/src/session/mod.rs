@@ -283,7 +283,7 @@ impl Session {
 
     /// A controller for connection `id`, at its configured initial window if any.
     fn new_controller(&self, id: u8, ctx: CcContext) -> Box<dyn cc::Controller> {
-        let mut cc = cc::new_controller(&self.cfg.cc, ctx).expect("controller name was validated");
+        let mut cc = self.cfg.cc.build(ctx);
         if let Some(&w) = self.cfg.initial_windows.get(usize::from(id)) {
             cc.set_initial_window(u64::from(w) * u64::from(self.cfg.mtu));
         }
@@ -314,7 +314,7 @@ impl Session {
         send_window: u64,
         recv_window: u64,
         paths: u8,
-        cc: String,
+        cc: cc::Algorithm,
     ) {
         self.cfg.mtu = mtu;
         self.cfg.send_window = send_window;

@@ -177,9 +177,9 @@ impl Session {
                 ),
             ));
         }
-        if !cc::is_known(&hello.cc) {
+        let Ok(cc) = hello.cc.parse::<cc::Algorithm>() else {
             return Err((close_code::CONTROLLER, hello.cc.clone()));
-        }
+        };
         let paths = hello.paths.clamp(1, self.cfg.max_paths);
         let mtu = hello.mtu.min(self.cfg.mtu).max(64);
         let send_window = hello
@@ -190,7 +190,7 @@ impl Session {
             .recv_window
             .min(self.cfg.recv_window)
             .max(u64::from(mtu));
-        self.apply_negotiated(mtu, send_window, recv_window, paths, hello.cc.clone());
+        self.apply_negotiated(mtu, send_window, recv_window, paths, cc);
         Ok(())
     }
 
@@ -207,7 +207,7 @@ impl Session {
             mtu: self.cfg.mtu,
             send_window: self.cfg.send_window,
             recv_window: self.cfg.recv_window,
-            cc: self.cfg.cc.clone(),
+            cc: self.cfg.cc.name().to_owned(),
         }
     }
 
@@ -573,17 +573,20 @@ impl Session {
             });
             return;
         }
-        if !cc::is_known(&h.cc) || h.mtu < 64 || h.paths == 0 {
-            self.violation("handshake answer out of range");
-            return;
-        }
+        let cc = match h.cc.parse::<cc::Algorithm>() {
+            Ok(cc) if h.mtu >= 64 && h.paths > 0 => cc,
+            _ => {
+                self.violation("handshake answer out of range");
+                return;
+            }
+        };
         let mtu = h.mtu.min(self.cfg.mtu);
         let send_window = h.send_window.min(self.cfg.send_window).max(u64::from(mtu));
         let recv_window = h.recv_window.min(self.cfg.recv_window).max(u64::from(mtu));
         // Connections the server will not take are closed on our side.
         let keep = h.paths.min(self.cfg.paths);
         self.paths.retain(|&id, _| id < keep);
-        self.apply_negotiated(mtu, send_window, recv_window, keep, h.cc);
+        self.apply_negotiated(mtu, send_window, recv_window, keep, cc);
         for p in self.paths.values_mut() {
             p.hello_pending = false;
         }

@@ -77,7 +77,9 @@ use self::ack_aggregation::AckAggregation;
 use self::ack_train::AckTrain;
 use self::probe_ceiling::ProbeCeiling;
 use self::random_loss::RandomLoss;
-use super::{Acked, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample};
+use super::{
+    Acked, Algorithm, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample,
+};
 use crate::rtt::RttEstimator;
 use crate::Instant;
 use std::time::Duration;
@@ -566,8 +568,8 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Controller for Bbr {
-    fn name(&self) -> &'static str {
-        "bbr"
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Bbr
     }
 
     fn on_sent(&mut self, now: Instant, bytes: u64) {
