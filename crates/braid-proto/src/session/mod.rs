@@ -14,6 +14,7 @@
 //! returns `None`, drains `poll_event`, and sleeps until `poll_timeout`.
 
 mod receive;
+mod scheduler;
 mod transmit;
 mod validation;
 

@@ -1,17 +1,9 @@
 //! Outgoing datagrams: control frames first, then data, then standalone ACKs.
 //!
-//! Data goes on a connection whose window has room and whose pacer lets a
-//! packet go now (NCP's pull model, paced). Among those, the one that would
-//! acknowledge it earliest wins (its minimum RTT, or the time its queue
-//! takes to drain at its delivery rate), and a slower connection is skipped
-//! when the faster ones would deliver the whole backlog before the slow
-//! one's packet arrived (ECF, Lim et al., CoNEXT 2017), so the tail of a
-//! transfer does not wait on a slow path. A window-based connection holds
-//! at most four times its bandwidth-delay product while another would
-//! acknowledge sooner, so a large window cannot queue the stream for
-//! seconds on a slow path.
+//! Data goes on the connection the [`scheduler`](super::scheduler) picks,
+//! with an ACK riding along when one is owed there.
 
-use super::{Session, State};
+use super::{scheduler, Session, State};
 use crate::path::Path;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
@@ -21,12 +13,6 @@ use std::time::Duration;
 /// ACK ranges a data packet may carry and still fit a 1500-byte IP MTU
 /// with the default payload; more go in an ACK-only packet.
 const PIGGYBACK_RANGES: usize = 4;
-/// Packets a connection may have in flight before its first RTT sample
-/// (RFC 9002 §7.2's initial window of 10 packets).
-const UNMEASURED_WINDOW_PACKETS: u64 = 10;
-/// Bandwidth-delay products a connection may hold in flight while another
-/// would acknowledge sooner (see `is_queue_capped`).
-const QUEUE_CAP_BDPS: u64 = 4;
 
 /// Bytes a control or ACK-only datagram takes at most, for checking an
 /// unvalidated connection's amplification credit before building one.
@@ -263,103 +249,6 @@ impl Session {
         Some(self.finish_packet(id, buf))
     }
 
-    /// The connection that takes the next data packet: among those whose
-    /// window has room, whose pacer is ready and whose queue is not capped
-    /// (see `is_queue_capped`), the one where it would be acknowledged
-    /// earliest (unmeasured paths count as immediate, so they get
-    /// measured). When only pacing holds packets back, the paths remember
-    /// when to wake.
-    fn pick_data_path(&mut self, now: Instant, charge: u64) -> Option<u8> {
-        let mtu = u64::from(self.cfg.mtu);
-        let blind = self.blind_window();
-        // Only the queue cap reads these, and only with several connections
-        // (`blind` is None on one): a single connection skips the work.
-        let acks: Vec<(u8, Duration)> = match blind {
-            None => Vec::new(),
-            Some(_) => self
-                .paths
-                .values()
-                .filter(|p| p.state() == PathState::Active && p.delivery_rate() > 0.0)
-                // The smoothed RTT where it is shorter: a connection still
-                // growing its window has a delivery rate that understates it.
-                .filter_map(|p| {
-                    Some((
-                        p.id(),
-                        expected_ack(p, charge)?.min(p.rtt().srtt_or(p.rtt().min())),
-                    ))
-                })
-                .collect(),
-        };
-        let mut ready: Option<(Duration, u8)> = None;
-        let unvalidated = &self.validations;
-        for p in self.paths.values_mut() {
-            if unvalidated.contains_key(&p.id())
-                || !p.can_send_data(charge)
-                || is_queue_capped(p, charge, blind, &acks)
-            {
-                continue;
-            }
-            if p.is_pacer_ready(now, charge, mtu) {
-                let key = (expected_ack(p, charge).unwrap_or(Duration::ZERO), p.id());
-                if ready.is_none_or(|r| key < r) {
-                    ready = Some(key);
-                }
-            }
-        }
-        let (eta, id) = ready?;
-        (!self.is_worth_waiting(id, eta, charge)).then_some(id)
-    }
-
-    /// Most bytes an unmeasured connection may have in flight when the
-    /// session has others: data queued blind on a slow path holds up the
-    /// stream for as long as that path takes to deliver it. The
-    /// bandwidth-delay product of the best measured path, at least an
-    /// initial window (RFC 9002 §7.2); `None` (no limit but the
-    /// controller's) on a single connection.
-    fn blind_window(&self) -> Option<u64> {
-        if self.paths.values().filter(|p| p.is_usable()).count() < 2 {
-            return None;
-        }
-        let mtu = u64::from(self.cfg.mtu);
-        let bdp = self
-            .paths
-            .values()
-            .filter(|p| p.state() == PathState::Active && p.rtt().has_sample())
-            .map(|p| (p.delivery_rate() * p.rtt().min().as_secs_f64()) as u64)
-            .max()
-            .unwrap_or(0);
-        Some(bdp.max(UNMEASURED_WINDOW_PACKETS * mtu))
-    }
-
-    /// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
-    /// that would acknowledge a packet sooner than `id` (in `eta`) would
-    /// deliver everything waiting to be sent before a packet sent now on
-    /// `id` arrived. While the application may write more than the buffer
-    /// holds, the backlog is unbounded and no path waits.
-    fn is_worth_waiting(&self, id: u8, eta: Duration, charge: u64) -> bool {
-        if eta.is_zero() || self.paths[&id].has_tlp_credit() || self.send.is_buffer_limited() {
-            return false;
-        }
-        let backlog = self.send.backlog();
-        let mut rate = 0.0;
-        let mut first: Option<Duration> = None;
-        for p in self.paths.values() {
-            if p.id() == id || p.state() != PathState::Active || p.delivery_rate() <= 0.0 {
-                continue;
-            }
-            let Some(t) = expected_ack(p, charge).filter(|t| *t < eta) else {
-                continue;
-            };
-            rate += p.delivery_rate();
-            first = Some(first.map_or(t, |f| f.min(t)));
-        }
-        let Some(first) = first else {
-            return false;
-        };
-        let drain = backlog as f64 / rate;
-        eta.as_secs_f64() > first.as_secs_f64() + drain
-    }
-
     fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         if !self.peer_confirmed {
             return None; // the client may not have our HELLO_ACK yet and would drop data
@@ -391,7 +280,18 @@ impl Session {
             return None;
         };
         let charge = u64::from(pending.len).max(1);
-        let id = self.pick_data_path(now, charge)?;
+        // What the faster connections would have to deliver first, unless
+        // the application may write more than the buffer holds.
+        let backlog = (!self.send.is_buffer_limited()).then(|| self.send.backlog());
+        let validations = &self.validations;
+        let id = scheduler::pick_data_path(
+            &mut self.paths,
+            now,
+            charge,
+            u64::from(self.cfg.mtu),
+            |id| validations.contains_key(&id),
+            backlog,
+        )?;
         // An ACK needing many ranges goes in a packet of its own first.
         let p = &self.paths[&id];
         let piggyback = p.is_ack_owed();
@@ -481,65 +381,4 @@ impl Session {
         self.push_ack(now, id, buf);
         Some(self.finish_packet(id, buf))
     }
-}
-
-/// Whether `p` must not take another packet now although its window has
-/// room. With more than one connection (`blind` is `Some`), a connection
-/// whose delivery rate is not measured yet holds at most the blind window,
-/// and a measured one at most four times its bandwidth-delay product (delivery
-/// rate × minimum RTT) while another measured connection would acknowledge
-/// a packet sooner. Data beyond that only waits in the path's queue, where
-/// it holds up the stream (and the receive window) for longer than the
-/// faster connection would take: a controller with a large window, such as
-/// a connection starting from most of NCP's session window, would otherwise
-/// queue tens of seconds on a slow path. Four BDPs keep the path busy and
-/// let a low rate estimate grow fourfold a round trip (two, BBR's cwnd
-/// gain, left a 1-s path longer at a low estimate: nkp0024 row 6 ncp 12.9
-/// Mbit/s against 13.8, and rows 8-11 converged later).
-fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(u8, Duration)]) -> bool {
-    let Some(blind) = blind else {
-        return false;
-    };
-    if p.in_flight() == 0 || p.has_tlp_credit() {
-        return false;
-    }
-    let after = p.in_flight() + charge;
-    if !p.rtt().has_sample() {
-        return after > blind;
-    }
-    // A controller with its own model of the path's rate (BBR, MBECN)
-    // bounds its in-flight data by it; a delivery rate measured while this
-    // cap held the path back would only understate a long path.
-    if p.cc().pacing_rate().is_some() {
-        return false;
-    }
-    let rate = p.delivery_rate();
-    if rate <= 0.0 {
-        return after > blind;
-    }
-    let bdp = (rate * p.rtt().min().as_secs_f64()) as u64;
-    let cap = (QUEUE_CAP_BDPS * bdp).max(blind);
-    if after <= cap {
-        return false;
-    }
-    let mine = expected_ack(p, charge).unwrap_or(Duration::MAX);
-    acks.iter().any(|&(id, t)| id != p.id() && t < mine)
-}
-
-/// Time from now until a packet of `charge` bytes sent on `p` now would be
-/// acknowledged: the path's minimum RTT, or longer when what is in flight
-/// must first drain at its delivery rate (the queue it built). Unlike the
-/// smoothed RTT this falls as soon as the queue drains, so a path left idle
-/// is not judged by the queue it once had. `None` until measured.
-fn expected_ack(p: &Path, charge: u64) -> Option<Duration> {
-    if !p.rtt().has_sample() {
-        return None;
-    }
-    let min = p.rtt().min();
-    let rate = p.delivery_rate();
-    if rate <= 0.0 {
-        return Some(p.rtt().srtt_or(min));
-    }
-    let drain = Duration::from_secs_f64((p.in_flight() + charge) as f64 / rate);
-    Some(min.max(drain))
 }
