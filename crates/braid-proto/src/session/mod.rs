@@ -14,6 +14,7 @@
 //! returns `None`, drains `poll_event`, and sleeps until `poll_timeout`.
 
 mod receive;
+mod scheduler;
 mod transmit;
 mod validation;
 
@@ -293,7 +294,7 @@ impl Session {
     fn insert_path(&mut self, id: u8, now: Instant) {
         let cc = self.new_controller(id, self.cc_context());
         let mut path = Path::new(id, cc, self.cfg.packet_threshold, self.cfg.mtu, now);
-        path.hello_pending = self.role == Role::Client && self.is_handshaking();
+        path.pending.hello = self.role == Role::Client && self.is_handshaking();
         self.paths.insert(id, path);
     }
 
@@ -303,7 +304,7 @@ impl Session {
         let ids: Vec<u8> = self.paths.keys().copied().collect();
         for id in ids {
             let cc = self.new_controller(id, ctx);
-            self.paths.get_mut(&id).expect("path exists").cc = cc;
+            self.paths.get_mut(&id).expect("path exists").set_cc(cc);
         }
     }
 
@@ -390,7 +391,7 @@ impl Session {
 
     /// Connection ids and their states.
     pub fn path_states(&self) -> Vec<(u8, PathState)> {
-        self.paths.iter().map(|(&id, p)| (id, p.state)).collect()
+        self.paths.iter().map(|(&id, p)| (id, p.state())).collect()
     }
 
     /// A snapshot of all statistics.
@@ -509,7 +510,7 @@ impl Session {
     pub fn close_path(&mut self, id: u8) {
         if let Some(p) = self.paths.get_mut(&id) {
             if p.is_usable() {
-                p.close_pending = true;
+                p.pending.close = true;
             }
         }
     }
@@ -549,7 +550,7 @@ impl Session {
                 }
                 if now >= next_hello {
                     for p in self.paths.values_mut() {
-                        p.hello_pending = true;
+                        p.pending.hello = true;
                     }
                     let wait = self
                         .cfg
@@ -592,16 +593,14 @@ impl Session {
             if let Some(p) = self
                 .paths
                 .values_mut()
-                .find(|p| p.state == PathState::Active)
+                .find(|p| p.state() == PathState::Active)
             {
-                p.probe_pending = true;
+                p.pending.probe = true;
             }
         }
         let mut any_rto = false;
         for p in self.paths.values_mut() {
-            if p.pacing_wakeup.is_some_and(|d| now >= d) {
-                p.pacing_wakeup = None;
-            }
+            p.on_pacing_timeout(now);
             let rto = p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval);
             let tlp = p.tlp_deadline(self.cfg.max_ack_delay);
             if tlp.is_some_and(|t| now >= t && rto.is_none_or(|r| t < r)) {
@@ -612,15 +611,15 @@ impl Session {
                 }
             } else if rto.is_some_and(|d| now >= d) {
                 any_rto = true;
-                *self.rtos_without_progress.entry(p.id).or_default() += 1;
-                *self.rtos_in_silence.entry(p.id).or_default() += 1;
+                *self.rtos_without_progress.entry(p.id()).or_default() += 1;
+                *self.rtos_in_silence.entry(p.id()).or_default() += 1;
                 if p.on_rto(now, &mut self.send) {
-                    self.events.push_back(Event::PathDown(p.id));
+                    self.events.push_back(Event::PathDown(p.id()));
                 }
-                if p.state == PathState::Probing {
-                    p.probe_pending = true;
+                if p.state() == PathState::Probing {
+                    p.pending.probe = true;
                 }
-            } else if p.loss_deadline.is_some_and(|d| now >= d) {
+            } else if p.loss_deadline().is_some_and(|d| now >= d) {
                 p.detect_losses(now, &mut self.send);
             }
         }
@@ -631,7 +630,7 @@ impl Session {
                 self.paths
                     .values()
                     .filter(|p| p.is_usable())
-                    .all(|p| counts.get(&p.id).copied().unwrap_or(0) >= limit)
+                    .all(|p| counts.get(&p.id()).copied().unwrap_or(0) >= limit)
             };
             if let Some(limit) = self.cfg.silent_limit {
                 let silence = now - self.last_recv;
@@ -712,7 +711,7 @@ impl Session {
         let rto = self
             .paths
             .values()
-            .map(|p| p.rtt.rto(&self.cfg.rto, 0))
+            .map(|p| p.rtt().rto(&self.cfg.rto, 0))
             .min()?;
         Some(self.last_send + rto)
     }
@@ -728,7 +727,7 @@ impl Session {
                 now,
                 interval,
                 &self.cfg.rto,
-                self.send.delivered_on(p.id),
+                self.send.delivered_on(p.id()),
             ));
         }
     }
@@ -764,14 +763,12 @@ impl Session {
         for p in self.paths.values() {
             at(p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval));
             at(p.tlp_deadline(self.cfg.max_ack_delay));
-            at(p.pacing_wakeup);
-            at(p.loss_deadline);
+            at(p.pacing_wakeup());
+            at(p.loss_deadline());
             // An unvalidated connection out of credit acknowledges when
             // the peer's next datagram brings some.
-            if p.unacked_eliciting > 0
-                && self.amplification_allows(p.id, transmit::CONTROL_ESTIMATE)
-            {
-                at(p.ack_deadline);
+            if p.is_ack_owed() && self.amplification_allows(p.id(), transmit::CONTROL_ESTIMATE) {
+                at(p.ack_deadline());
             }
         }
         t
@@ -814,7 +811,7 @@ impl Session {
             let linger = self
                 .paths
                 .values()
-                .map(|p| p.rtt.rto(&self.cfg.rto, 0))
+                .map(|p| p.rtt().rto(&self.cfg.rto, 0))
                 .max()
                 .unwrap_or(self.cfg.rto.initial_rto);
             self.state = State::Draining {
@@ -831,7 +828,7 @@ impl Session {
             .paths
             .values()
             .filter(|p| p.is_usable())
-            .map(|p| p.cc.window())
+            .map(|p| p.cc().window())
             .sum();
         let target = (2 * windows).min(self.cfg.max_window);
         if target > self.send.buffer_limit() {
@@ -859,14 +856,14 @@ impl Session {
         let live = || {
             self.paths
                 .values()
-                .filter(|p| p.is_usable() && p.cc.is_normalized())
+                .filter(|p| p.is_usable() && p.cc().is_normalized())
         };
         let by_rate = live().count() > 1 && live().all(|p| p.delivery_rate() > 0.0);
-        let weight = |p: &crate::path::Path| {
+        let weight = |p: &Path| {
             if by_rate {
                 p.delivery_rate()
             } else {
-                p.cc.window() as f64
+                p.cc().window() as f64
             }
         };
         let sum: f64 = live().map(weight).sum();
@@ -877,10 +874,10 @@ impl Session {
         for p in self
             .paths
             .values_mut()
-            .filter(|p| p.is_usable() && p.cc.is_normalized())
+            .filter(|p| p.is_usable() && p.cc().is_normalized())
         {
             let w = (weight(p) * scale) as u64;
-            p.cc.set_window(w);
+            p.cc_mut().set_window(w);
         }
     }
 }

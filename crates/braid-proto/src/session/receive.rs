@@ -158,7 +158,8 @@ impl Session {
                     s.paths
                         .get_mut(&path)
                         .expect("path exists")
-                        .hello_ack_pending = true;
+                        .pending
+                        .hello_ack = true;
                 }
             }
             _ => unreachable!("matched above"),
@@ -299,7 +300,8 @@ impl Session {
                 self.paths
                     .get_mut(&path)
                     .expect("path exists")
-                    .hello_ack_pending = true;
+                    .pending
+                    .hello_ack = true;
             }
             Frame::ServerHello { pake, noise } if self.client_hs.is_some() => {
                 let hs = self.client_hs.as_mut().expect("checked");
@@ -319,7 +321,7 @@ impl Session {
                 self.retries += 1;
                 self.retry_token = token.to_vec();
                 if let Some(p) = self.paths.get_mut(&path) {
-                    p.hello_pending = true;
+                    p.pending.hello = true;
                 }
             }
             Frame::Close { reason, .. } if self.client_hs.is_some() => {
@@ -349,7 +351,7 @@ impl Session {
                 // Every connection shows itself to the server sealed, so it
                 // joins (and is validated) without a handshake of its own.
                 for p in self.paths.values_mut() {
-                    p.probe_pending = true;
+                    p.pending.probe = true;
                 }
             }
             Some(Ok(Frame::Close { code, reason })) => self.on_close(code, reason),
@@ -431,7 +433,7 @@ impl Session {
         }
         self.credit_received(path, len);
         let p = self.paths.get_mut(&path).expect("path exists");
-        if p.state == PathState::Closed {
+        if p.state() == PathState::Closed {
             self.counters.unexpected += 1;
             return false;
         }
@@ -445,10 +447,9 @@ impl Session {
             self.counters.duplicate_packets += 1;
             return false;
         }
-        p.stats.packets_received += 1;
         p.on_mbecn(header.mbecn);
         if ecn == Ecn::Ce {
-            p.ce_received += 1;
+            p.on_ce_received();
         }
         self.last_recv = now;
         self.last_recv_path = path;
@@ -473,14 +474,14 @@ impl Session {
             }
             Frame::Ece(level) => {
                 if let Some(p) = self.paths.get_mut(&path) {
-                    p.cc.on_ece(now, level);
+                    p.cc_mut().on_ece(now, level);
                 }
             }
             Frame::Hello(_) => {
                 if self.role == Role::Server {
                     self.last_hello = now;
                     if let Some(p) = self.paths.get_mut(&path) {
-                        p.hello_ack_pending = true;
+                        p.pending.hello_ack = true;
                     }
                 }
             }
@@ -588,11 +589,11 @@ impl Session {
         self.paths.retain(|&id, _| id < keep);
         self.apply_negotiated(mtu, send_window, recv_window, keep, cc);
         for p in self.paths.values_mut() {
-            p.hello_pending = false;
+            p.pending.hello = false;
         }
         // Confirm at once, so a server with data to send need not wait for ours.
         if let Some(p) = self.paths.values_mut().next() {
-            p.probe_pending = true;
+            p.pending.probe = true;
         }
         self.peer_confirmed = true;
         self.state = State::Established;
@@ -603,13 +604,13 @@ impl Session {
         let Some(p) = self.paths.get_mut(&id) else {
             return;
         };
-        if p.state == PathState::Closed {
+        if p.state() == PathState::Closed {
             return;
         }
         p.close(&mut self.send);
         self.events.push_back(Event::PathClosed(id));
         self.normalize_windows();
-        if self.paths.values().all(|p| p.state == PathState::Closed) {
+        if self.paths.values().all(|p| p.state() == PathState::Closed) {
             self.fail(SessionError::AllPathsClosed);
         }
     }

@@ -1,45 +1,22 @@
 //! Outgoing datagrams: control frames first, then data, then standalone ACKs.
 //!
-//! Data goes on a connection whose window has room and whose pacer lets a
-//! packet go now (NCP's pull model, paced). Among those, the one that would
-//! acknowledge it earliest wins (its minimum RTT, or the time its queue
-//! takes to drain at its delivery rate), and a slower connection is skipped
-//! when the faster ones would deliver the whole backlog before the slow
-//! one's packet arrived (ECF, Lim et al., CoNEXT 2017), so the tail of a
-//! transfer does not wait on a slow path. A window-based connection holds
-//! at most four times its bandwidth-delay product while another would
-//! acknowledge sooner, so a large window cannot queue the stream for
-//! seconds on a slow path.
+//! Data goes on the connection the [`scheduler`](super::scheduler) picks,
+//! with an ACK riding along when one is owed there.
 
-use super::{Session, State};
+use super::{scheduler, Session, State};
 use crate::path::Path;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
 use crate::{Ecn, Instant};
-use rand::Rng;
 use std::time::Duration;
 
 /// ACK ranges a data packet may carry and still fit a 1500-byte IP MTU
 /// with the default payload; more go in an ACK-only packet.
 const PIGGYBACK_RANGES: usize = 4;
-/// Packets a connection may have in flight before its first RTT sample
-/// (RFC 9002 §7.2's initial window of 10 packets).
-const UNMEASURED_WINDOW_PACKETS: u64 = 10;
-/// Bandwidth-delay products a connection may hold in flight while another
-/// would acknowledge sooner (see `is_queue_capped`).
-const QUEUE_CAP_BDPS: u64 = 4;
 
 /// Bytes a control or ACK-only datagram takes at most, for checking an
 /// unvalidated connection's amplification credit before building one.
 pub(super) const CONTROL_ESTIMATE: usize = 320;
-/// Packet numbers are skipped (RFC 9000 §21.4) at random within gaps that
-/// start at this many and double up to [`MAX_SKIP_GAP`]: an optimistic ACK
-/// is caught within a few hundred packets early on, when inflating a window
-/// pays most, while the holes, which every later ACK reports as a range,
-/// stay few (at 1 in 256 they made ACKs carry up to 128 ranges and cost
-/// the simulator 40 % of its speed).
-const FIRST_SKIP_GAP: u64 = 256;
-const MAX_SKIP_GAP: u64 = 1 << 16;
 
 /// A datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,18 +69,7 @@ impl Session {
 
     fn start_packet(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
-        // Now and then a number is left out, so that a peer acknowledging
-        // what it did not receive gives itself away.
-        if p.skip_at == 0 {
-            p.skip_gap = FIRST_SKIP_GAP;
-            p.skip_at = p.peek_packet_number() + self.rng.gen_range(1..FIRST_SKIP_GAP);
-        } else if p.peek_packet_number() == p.skip_at {
-            p.skip_packet_number();
-            p.skip_gap = (p.skip_gap * 2).min(MAX_SKIP_GAP);
-            let gap = p.skip_gap;
-            p.skip_at = p.peek_packet_number() + self.rng.gen_range(gap / 2..gap);
-        }
-        let pn = p.next_packet_number();
+        let pn = p.take_packet_number(now, &mut self.rng);
         Header {
             version: VERSION,
             mbecn: 0,
@@ -112,7 +78,6 @@ impl Session {
             packet_number: pn,
         }
         .encode(buf);
-        p.last_sent = now;
         self.last_send = now;
         pn
     }
@@ -135,8 +100,7 @@ impl Session {
         let size = buf.len() - self.packet_start;
         self.charge_amplification(path, size);
         let p = self.paths.get_mut(&path).expect("path exists");
-        p.stats.packets_sent += 1;
-        p.stats.bytes_sent += size as u64;
+        p.on_datagram_sent(size);
         Transmit {
             path,
             size,
@@ -147,7 +111,7 @@ impl Session {
     fn push_ack(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) {
         let max_data = self.recv.max_data();
         let p = self.paths.get_mut(&path).expect("path exists");
-        if let Some(level) = p.ece_pending.take() {
+        if let Some(level) = p.take_ece() {
             Frame::Ece(level).encode(buf);
         }
         Frame::Ack(p.ack_frame(
@@ -171,7 +135,7 @@ impl Session {
         {
             Some(self.last_recv_path)
         } else {
-            self.paths.values().find(|p| p.is_usable()).map(|p| p.id)
+            self.paths.values().find(|p| p.is_usable()).map(|p| p.id())
         }?;
         if !self.amplification_allows(path, CONTROL_ESTIMATE) {
             return None;
@@ -204,18 +168,18 @@ impl Session {
         let established = self.is_established();
         let id = self.paths.values().find(|p| {
             p.is_usable()
-                && self.validations_allow(p.id)
-                && (p.hello_pending
-                    || p.hello_ack_pending
-                    || p.close_pending
-                    || (established && p.probe_pending))
+                && self.validations_allow(p.id())
+                && (p.pending.hello
+                    || p.pending.hello_ack
+                    || p.pending.close
+                    || (established && p.pending.probe))
         })?;
-        let id = id.id;
+        let id = id.id();
         let pn = self.start_packet(now, id, buf);
         let hello = self.hello();
         let p = self.paths.get_mut(&id).expect("path exists");
-        if p.hello_pending {
-            p.hello_pending = false;
+        if p.pending.hello {
+            p.pending.hello = false;
             match &self.client_hs {
                 Some(hs) => {
                     let (pake, noise) = hs.message();
@@ -231,25 +195,25 @@ impl Session {
             }
             wire::pad_to(buf, self.packet_start + MIN_INITIAL_DATAGRAM);
             return Some(self.finish_clear_packet(id, buf));
-        } else if p.hello_ack_pending {
-            p.hello_ack_pending = false;
+        } else if p.pending.hello_ack {
+            p.pending.hello_ack = false;
             if self.is_sealed() {
                 let answer = self.answer.as_ref()?;
                 buf.extend_from_slice(answer.frame());
                 return Some(self.finish_clear_packet(id, buf));
             }
             Frame::HelloAck(hello).encode(buf);
-        } else if p.close_pending {
+        } else if p.pending.close {
             Frame::PathClose { path: id }.encode(buf);
             let t = self.finish_packet(id, buf);
             self.on_path_closed(id);
             return Some(t);
         } else {
-            p.probe_pending = false;
+            p.pending.probe = false;
             Frame::Ping.encode(buf);
             p.on_sent(now, pn, 0, None, false);
         }
-        if self.is_established() && self.paths[&id].unacked_eliciting > 0 {
+        if self.is_established() && self.paths[&id].is_ack_owed() {
             self.push_ack(now, id, buf);
         }
         Some(self.finish_packet(id, buf))
@@ -271,7 +235,7 @@ impl Session {
             if self.paths.get(&id).is_some_and(|p| p.is_usable()) && self.validations_allow(id) {
                 self.start_packet(now, id, buf);
                 Frame::PathResponse(data).encode(buf);
-                if self.paths[&id].unacked_eliciting > 0 {
+                if self.paths[&id].is_ack_owed() {
                     self.push_ack(now, id, buf);
                 }
                 return Some(self.finish_packet(id, buf));
@@ -283,106 +247,6 @@ impl Session {
         Frame::PathChallenge(data).encode(buf);
         self.on_challenge_sent(now, id);
         Some(self.finish_packet(id, buf))
-    }
-
-    /// The connection that takes the next data packet: among those whose
-    /// window has room, whose pacer is ready and whose queue is not capped
-    /// (see `is_queue_capped`), the one where it would be acknowledged
-    /// earliest (unmeasured paths count as immediate, so they get
-    /// measured). When only pacing holds packets back, the paths remember
-    /// when to wake.
-    fn pick_data_path(&mut self, now: Instant, charge: u64) -> Option<u8> {
-        let mtu = u64::from(self.cfg.mtu);
-        let blind = self.blind_window();
-        // Only the queue cap reads these, and only with several connections
-        // (`blind` is None on one): a single connection skips the work.
-        let acks: Vec<(u8, Duration)> = match blind {
-            None => Vec::new(),
-            Some(_) => self
-                .paths
-                .values()
-                .filter(|p| p.state == PathState::Active && p.delivery_rate() > 0.0)
-                // The smoothed RTT where it is shorter: a connection still
-                // growing its window has a delivery rate that understates it.
-                .filter_map(|p| {
-                    Some((
-                        p.id,
-                        expected_ack(p, charge)?.min(p.rtt.srtt_or(p.rtt.min())),
-                    ))
-                })
-                .collect(),
-        };
-        let mut ready: Option<(Duration, u8)> = None;
-        let unvalidated = &self.validations;
-        for p in self.paths.values_mut() {
-            if unvalidated.contains_key(&p.id)
-                || !p.can_send_data(charge)
-                || is_queue_capped(p, charge, blind, &acks)
-            {
-                continue;
-            }
-            match p.pacing_delay(now, charge, mtu) {
-                Some(at) => p.pacing_wakeup = Some(at),
-                None => {
-                    let key = (expected_ack(p, charge).unwrap_or(Duration::ZERO), p.id);
-                    if ready.is_none_or(|r| key < r) {
-                        ready = Some(key);
-                    }
-                }
-            }
-        }
-        let (eta, id) = ready?;
-        (!self.is_worth_waiting(id, eta, charge)).then_some(id)
-    }
-
-    /// Most bytes an unmeasured connection may have in flight when the
-    /// session has others: data queued blind on a slow path holds up the
-    /// stream for as long as that path takes to deliver it. The
-    /// bandwidth-delay product of the best measured path, at least an
-    /// initial window (RFC 9002 §7.2); `None` (no limit but the
-    /// controller's) on a single connection.
-    fn blind_window(&self) -> Option<u64> {
-        if self.paths.values().filter(|p| p.is_usable()).count() < 2 {
-            return None;
-        }
-        let mtu = u64::from(self.cfg.mtu);
-        let bdp = self
-            .paths
-            .values()
-            .filter(|p| p.state == PathState::Active && p.rtt.has_sample())
-            .map(|p| (p.delivery_rate() * p.rtt.min().as_secs_f64()) as u64)
-            .max()
-            .unwrap_or(0);
-        Some(bdp.max(UNMEASURED_WINDOW_PACKETS * mtu))
-    }
-
-    /// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
-    /// that would acknowledge a packet sooner than `id` (in `eta`) would
-    /// deliver everything waiting to be sent before a packet sent now on
-    /// `id` arrived. While the application may write more than the buffer
-    /// holds, the backlog is unbounded and no path waits.
-    fn is_worth_waiting(&self, id: u8, eta: Duration, charge: u64) -> bool {
-        if eta.is_zero() || self.paths[&id].tlp_credit || self.send.is_buffer_limited() {
-            return false;
-        }
-        let backlog = self.send.backlog();
-        let mut rate = 0.0;
-        let mut first: Option<Duration> = None;
-        for p in self.paths.values() {
-            if p.id == id || p.state != PathState::Active || p.delivery_rate() <= 0.0 {
-                continue;
-            }
-            let Some(t) = expected_ack(p, charge).filter(|t| *t < eta) else {
-                continue;
-            };
-            rate += p.delivery_rate();
-            first = Some(first.map_or(t, |f| f.min(t)));
-        }
-        let Some(first) = first else {
-            return false;
-        };
-        let drain = backlog as f64 / rate;
-        eta.as_secs_f64() > first.as_secs_f64() + drain
     }
 
     fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -403,8 +267,8 @@ impl Session {
             let rtt = self
                 .paths
                 .values()
-                .filter(|p| p.rtt.has_sample())
-                .map(|p| p.rtt.srtt_or(Duration::ZERO))
+                .filter(|p| p.rtt().has_sample())
+                .map(|p| p.rtt().srtt_or(Duration::ZERO))
                 .min()
                 .unwrap_or(self.cfg.rto.initial_rto)
                 .max(Duration::from_millis(1));
@@ -416,11 +280,22 @@ impl Session {
             return None;
         };
         let charge = u64::from(pending.len).max(1);
-        let id = self.pick_data_path(now, charge)?;
+        // What the faster connections would have to deliver first, unless
+        // the application may write more than the buffer holds.
+        let backlog = (!self.send.is_buffer_limited()).then(|| self.send.backlog());
+        let validations = &self.validations;
+        let id = scheduler::pick_data_path(
+            &mut self.paths,
+            now,
+            charge,
+            u64::from(self.cfg.mtu),
+            |id| validations.contains_key(&id),
+            backlog,
+        )?;
         // An ACK needing many ranges goes in a packet of its own first.
         let p = &self.paths[&id];
-        let piggyback = p.unacked_eliciting > 0;
-        if piggyback && p.received.len() > PIGGYBACK_RANGES {
+        let piggyback = p.is_ack_owed();
+        if piggyback && p.ack_range_count() > PIGGYBACK_RANGES {
             self.start_packet(now, id, buf);
             self.push_ack(now, id, buf);
             return Some(self.finish_packet(id, buf));
@@ -450,10 +325,6 @@ impl Session {
             self.counters.segments_sent += 1;
         }
         let p = self.paths.get_mut(&id).expect("path exists");
-        p.stats.data_packets_sent += 1;
-        if pending.retransmission {
-            p.stats.retransmitted += 1;
-        }
         p.on_sent(
             now,
             pn,
@@ -468,12 +339,12 @@ impl Session {
     /// shortly: in full duplex every data packet carries an ACK, and ACK-only
     /// packets would take queue slots from data in both directions. The wait
     /// is at most a quarter of the minimum RTT and the ACK delay limit.
-    fn ack_rides_data(&self, p: &crate::path::Path, now: Instant) -> bool {
-        let hold = self.cfg.max_ack_delay.min(p.rtt.min() / 4);
+    fn ack_rides_data(&self, p: &Path, now: Instant) -> bool {
+        let hold = self.cfg.max_ack_delay.min(p.rtt().min() / 4);
         !p.is_ack_urgent(now)
             && self.send.peek().is_some()
             && p.can_send_data(u64::from(self.cfg.mtu))
-            && p.pacing_wakeup.is_some_and(|t| t <= now + hold)
+            && p.pacing_wakeup().is_some_and(|t| t <= now + hold)
     }
 
     /// A standalone ACK on a path that owes one, or a window update.
@@ -485,21 +356,21 @@ impl Session {
                 p.is_usable()
                     && p.ack_due(now)
                     && !self.ack_rides_data(p, now)
-                    && self.validations_allow(p.id)
+                    && self.validations_allow(p.id())
             })
-            .map(|p| p.id);
+            .map(|p| p.id());
         let id = match due {
             Some(id) => id,
             None if self.window_update || self.blocked_pending => {
                 let last = self
                     .paths
                     .get(&self.last_recv_path)
-                    .filter(|p| p.state != PathState::Closed);
+                    .filter(|p| p.state() != PathState::Closed);
                 let any = last.or_else(|| self.paths.values().find(|p| p.is_usable()))?;
-                if !self.validations_allow(any.id) {
+                if !self.validations_allow(any.id()) {
                     return None;
                 }
-                any.id
+                any.id()
             }
             None => return None,
         };
@@ -510,65 +381,4 @@ impl Session {
         self.push_ack(now, id, buf);
         Some(self.finish_packet(id, buf))
     }
-}
-
-/// Whether `p` must not take another packet now although its window has
-/// room. With more than one connection (`blind` is `Some`), a connection
-/// whose delivery rate is not measured yet holds at most the blind window,
-/// and a measured one at most four times its bandwidth-delay product (delivery
-/// rate × minimum RTT) while another measured connection would acknowledge
-/// a packet sooner. Data beyond that only waits in the path's queue, where
-/// it holds up the stream (and the receive window) for longer than the
-/// faster connection would take: a controller with a large window, such as
-/// a connection starting from most of NCP's session window, would otherwise
-/// queue tens of seconds on a slow path. Four BDPs keep the path busy and
-/// let a low rate estimate grow fourfold a round trip (two, BBR's cwnd
-/// gain, left a 1-s path longer at a low estimate: nkp0024 row 6 ncp 12.9
-/// Mbit/s against 13.8, and rows 8-11 converged later).
-fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(u8, Duration)]) -> bool {
-    let Some(blind) = blind else {
-        return false;
-    };
-    if p.in_flight() == 0 || p.tlp_credit {
-        return false;
-    }
-    let after = p.in_flight() + charge;
-    if !p.rtt.has_sample() {
-        return after > blind;
-    }
-    // A controller with its own model of the path's rate (BBR, MBECN)
-    // bounds its in-flight data by it; a delivery rate measured while this
-    // cap held the path back would only understate a long path.
-    if p.cc.pacing_rate().is_some() {
-        return false;
-    }
-    let rate = p.delivery_rate();
-    if rate <= 0.0 {
-        return after > blind;
-    }
-    let bdp = (rate * p.rtt.min().as_secs_f64()) as u64;
-    let cap = (QUEUE_CAP_BDPS * bdp).max(blind);
-    if after <= cap {
-        return false;
-    }
-    let mine = expected_ack(p, charge).unwrap_or(Duration::MAX);
-    acks.iter().any(|&(id, t)| id != p.id && t < mine)
-}
-
-/// Time from now until a packet of `charge` bytes sent on `p` now would be
-/// acknowledged: the path's minimum RTT, or longer when what is in flight
-/// must first drain at its delivery rate (the queue it built). Unlike the
-/// smoothed RTT this falls as soon as the queue drains, so a path left idle
-/// is not judged by the queue it once had. `None` until measured.
-fn expected_ack(p: &Path, charge: u64) -> Option<Duration> {
-    if !p.rtt.has_sample() {
-        return None;
-    }
-    let min = p.rtt.min();
-    let rate = p.delivery_rate();
-    if rate <= 0.0 {
-        return Some(p.rtt.srtt_or(min));
-    }
-    let drain = Duration::from_secs_f64((p.in_flight() + charge) as f64 / rate);
-    Some(min.max(drain))
 }

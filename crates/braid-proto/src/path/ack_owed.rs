@@ -1,0 +1,283 @@
+//! What a path owes the peer in ACKs: the packet numbers it received, when
+//! the next ACK is due, and the congestion feedback (the CE count and the
+//! MB-ECN level) that goes with it.
+//!
+//! An ACK goes at once after a gap, reordering or every `ack_every`
+//! ack-eliciting packets, and otherwise within the delayed-ACK time.
+
+use super::micros_since;
+use crate::ack_floor::AckFloor;
+use crate::cc::EceReceiver;
+use crate::range_set::RangeSet;
+use crate::wire::{AckFrame, MAX_ACK_RANGES};
+use crate::Instant;
+use std::time::Duration;
+
+/// Received packet-number ranges remembered for duplicate detection; the
+/// newest `MAX_ACK_RANGES` of them go in each ACK.
+const RECEIVED_RANGES: usize = 1024;
+
+#[derive(Debug)]
+pub(super) struct AcksOwed {
+    received: RangeSet,
+    /// Which received ranges our ACKs no longer need to list.
+    ack_floor: AckFloor,
+    /// Packets below this were forgotten: a late one is not listed again.
+    forgotten_below: u64,
+    largest_received_at: Instant,
+    /// Receive time of the largest ack-eliciting packet, for
+    /// [`AckFrame::rx_timestamp_us`]: the sender can date only packets it
+    /// tracks, and ACK-only packets are not tracked.
+    largest_eliciting: Option<(u64, Instant)>,
+    /// Ack-eliciting packets since our last ACK.
+    unacked_eliciting: u32,
+    deadline: Option<Instant>,
+    /// Reordering or a gap: acknowledge at once.
+    ack_now: bool,
+    ce_received: u64,
+    /// MB-ECN level of what arrives here, and an update owed to the peer.
+    ece: EceReceiver,
+    ece_pending: Option<u16>,
+}
+
+impl AcksOwed {
+    pub fn new(now: Instant) -> Self {
+        AcksOwed {
+            received: RangeSet::new(RECEIVED_RANGES),
+            ack_floor: AckFloor::default(),
+            forgotten_below: 0,
+            largest_received_at: now,
+            largest_eliciting: None,
+            unacked_eliciting: 0,
+            deadline: None,
+            ack_now: false,
+            ce_received: 0,
+            ece: EceReceiver::default(),
+            ece_pending: None,
+        }
+    }
+
+    /// Records a received packet number; returns false for a duplicate.
+    /// An ack-eliciting packet is acknowledged within `max_delay`, or at
+    /// once when it is the `ack_every`th since the last ACK.
+    pub fn on_received(
+        &mut self,
+        now: Instant,
+        pn: u64,
+        ack_eliciting: bool,
+        max_delay: Duration,
+        ack_every: u32,
+    ) -> bool {
+        if pn < self.forgotten_below {
+            return true; // long declared lost by the sender: only its data counts
+        }
+        let largest = self.received.max();
+        if !self.received.insert(pn) {
+            return false;
+        }
+        if largest.is_none_or(|l| pn > l) {
+            self.largest_received_at = now;
+            if largest.is_some_and(|l| pn > l + 1) {
+                self.ack_now = true; // a gap: tell the sender soon
+            }
+        } else {
+            self.ack_now = true; // reordered or filling a gap
+        }
+        if ack_eliciting {
+            if self.largest_eliciting.is_none_or(|(l, _)| pn > l) {
+                self.largest_eliciting = Some((pn, now));
+            }
+            self.unacked_eliciting += 1;
+            if self.unacked_eliciting >= ack_every {
+                self.ack_now = true;
+            }
+            self.deadline.get_or_insert(now + max_delay);
+        }
+        true
+    }
+
+    /// A received packet carried an ECN CE mark.
+    pub fn on_ce(&mut self) {
+        self.ce_received += 1;
+    }
+
+    /// Folds a received packet's MB-ECN level into the feedback owed.
+    pub fn on_mbecn(&mut self, level: u8) {
+        if let Some(ece) = self.ece.on_packet(level) {
+            self.ece_pending = Some(ece);
+        }
+    }
+
+    /// Whether ack-eliciting packets arrived since our last ACK.
+    pub fn is_owed(&self) -> bool {
+        self.unacked_eliciting > 0
+    }
+
+    /// Whether an ACK should go out now.
+    pub fn is_due(&self, now: Instant) -> bool {
+        let ack = self.ack_now || self.deadline.is_some_and(|d| d <= now);
+        (self.is_owed() && ack) || self.ece_pending.is_some()
+    }
+
+    /// Whether a due ACK must go now rather than ride on a data packet
+    /// about to leave: the delayed-ACK timer expired, or MB-ECN feedback
+    /// is owed.
+    pub fn is_urgent(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| d <= now) || self.ece_pending.is_some()
+    }
+
+    /// When the delayed-ACK timer fires.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Ranges an ACK would list, before the frame's own limit.
+    pub fn range_count(&self) -> usize {
+        self.received.len()
+    }
+
+    /// The MB-ECN level the peer should hear, once.
+    pub fn take_ece(&mut self) -> Option<u16> {
+        self.ece_pending.take()
+    }
+
+    /// The ACK frame for the packets received; timestamps count from `epoch`.
+    pub fn frame(
+        &self,
+        now: Instant,
+        epoch: Instant,
+        cumulative: u64,
+        fin: bool,
+        max_data: u64,
+    ) -> AckFrame {
+        AckFrame {
+            ranges: self.received.iter_desc(MAX_ACK_RANGES).collect(),
+            ack_delay_us: (now - self.largest_received_at).as_micros() as u64,
+            cumulative,
+            fin,
+            max_data,
+            ce_count: self.ce_received,
+            rx_timestamp_us: micros_since(
+                self.largest_eliciting
+                    .map_or(self.largest_received_at, |(_, at)| at),
+                epoch,
+            ),
+        }
+    }
+
+    /// An ACK went out. `forget_after` is the path's minimum RTT when
+    /// ranges reported long enough may be dropped from later ACKs (see
+    /// [`AckFloor`]), `None` to keep them all.
+    pub fn on_sent(&mut self, now: Instant, forget_after: Option<Duration>) {
+        if let Some((largest, min_rtt)) = self.received.max().zip(forget_after) {
+            if let Some(floor) = self.ack_floor.on_ack_sent(now, largest, min_rtt) {
+                self.received.forget_below(floor);
+                self.forgotten_below = self.forgotten_below.max(floor);
+            }
+        }
+        self.unacked_eliciting = 0;
+        self.deadline = None;
+        self.ack_now = false;
+    }
+
+    /// The path closed: nothing more is owed on it.
+    pub fn on_path_closed(&mut self) {
+        self.deadline = None;
+        self.unacked_eliciting = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+    const DELAY: Duration = Duration::from_millis(25);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    fn receive(acks: &mut AcksOwed, now: Instant, pn: u64) -> bool {
+        acks.on_received(now, pn, true, DELAY, 2)
+    }
+
+    #[test]
+    fn one_packet_waits_for_the_delayed_ack_timer() {
+        let mut acks = AcksOwed::new(at(0));
+        assert!(!acks.is_owed() && !acks.is_due(at(0)));
+        assert!(receive(&mut acks, at(10), 0));
+        assert!(acks.is_owed());
+        assert_eq!(acks.deadline(), Some(at(10) + DELAY));
+        assert!(!acks.is_due(at(34)) && !acks.is_urgent(at(34)));
+        assert!(acks.is_due(at(35)) && acks.is_urgent(at(35)));
+        acks.on_sent(at(35), None);
+        assert!(!acks.is_owed() && acks.deadline().is_none());
+    }
+
+    #[test]
+    fn every_second_packet_a_gap_or_reordering_is_acknowledged_at_once() {
+        let mut acks = AcksOwed::new(at(0));
+        receive(&mut acks, at(0), 0);
+        receive(&mut acks, at(1), 1);
+        assert!(acks.is_due(at(1)) && !acks.is_urgent(at(1)));
+        acks.on_sent(at(1), None);
+        receive(&mut acks, at(2), 3);
+        assert!(acks.is_due(at(2)), "a gap");
+        acks.on_sent(at(2), None);
+        receive(&mut acks, at(3), 2);
+        assert!(acks.is_due(at(3)), "reordering");
+        // A packet that elicits no ACK is recorded but owes none.
+        acks.on_sent(at(3), None);
+        assert!(acks.on_received(at(4), 4, false, DELAY, 2));
+        assert!(!acks.is_owed() && !acks.is_due(at(100)));
+    }
+
+    #[test]
+    fn duplicates_are_reported() {
+        let mut acks = AcksOwed::new(at(0));
+        assert!(receive(&mut acks, at(0), 7));
+        assert!(!receive(&mut acks, at(1), 7));
+    }
+
+    #[test]
+    fn the_frame_lists_ranges_newest_first_with_delay_and_feedback() {
+        let mut acks = AcksOwed::new(at(0));
+        for pn in [0, 1, 2, 5, 6] {
+            receive(&mut acks, at(10 + pn), pn);
+        }
+        // An ACK-only packet arrives last: it is not what the timestamp dates.
+        acks.on_received(at(20), 7, false, DELAY, 2);
+        acks.on_ce();
+        acks.on_mbecn(3);
+        let epoch = at(5);
+        let f = acks.frame(at(24), epoch, 1000, false, 1 << 20);
+        assert_eq!(f.ranges, [(5, 7), (0, 2)]);
+        assert_eq!(f.ack_delay_us, 4000);
+        assert_eq!(f.ce_count, 1);
+        assert_eq!(f.rx_timestamp_us, 11_000, "packet 6, at 16 ms from 5 ms");
+        assert!(acks.is_due(at(24)) && acks.is_urgent(at(24)), "ECE owed");
+        assert!(acks.take_ece().is_some());
+        assert!(acks.take_ece().is_none());
+        assert_eq!(acks.range_count(), 2);
+    }
+
+    #[test]
+    fn reported_ranges_are_forgotten_only_while_we_send() {
+        let mut acks = AcksOwed::new(at(0));
+        for pn in [0, 2, 4] {
+            receive(&mut acks, at(pn), pn);
+        }
+        for i in 0..20 {
+            acks.on_sent(at(10 + i), None);
+        }
+        assert_eq!(acks.range_count(), 3, "kept: nothing of ours in flight");
+        for i in 0..20 {
+            acks.on_sent(at(30 + i), Some(MS));
+        }
+        assert!(acks.range_count() < 3);
+        // A late packet below the floor counts as received, not as news.
+        assert!(receive(&mut acks, at(60), 1));
+        assert!(!acks.is_owed());
+    }
+}

@@ -1,0 +1,430 @@
+//! How a path recovers from loss: what an ACK frame, the tail-loss probe
+//! and the retransmission timer do to its packets in flight, its RTT
+//! estimate, its delivery rate and its congestion controller.
+//!
+//! An ACK frame touches all of them. The controller hears of spurious
+//! losses, the frame, each newly acknowledged packet, ECN marks, the losses
+//! the ACK reveals and last the rate sample, in that order: reordering the
+//! calls in `on_ack_frame` changes what the controllers compute.
+//!
+//! A tail-loss probe (RFC 8985 §7) goes out two RTTs after the last send
+//! when ACKs stop, so a lost tail costs about two RTTs rather than an RTO.
+
+use super::delivery_rate::AckSample;
+use super::sent::SentPacket;
+use super::{micros_since, AckError, Path};
+use crate::cc::{Acked, Cause, CongestionEvent};
+use crate::rtt::RtoConfig;
+use crate::send_stream::SendStream;
+use crate::stats::PathState;
+use crate::wire::AckFrame;
+use crate::Instant;
+use std::time::Duration;
+
+/// Floor of the tail-loss probe timeout (RFC 8985 §7.2 uses 10 ms).
+const MIN_PTO: Duration = Duration::from_millis(10);
+
+/// What an ACK frame did, for the session to act on. The session reads
+/// only `revived`; the counts are for tests and debugging.
+#[derive(Debug, Default)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct AckOutcome {
+    /// Packets newly acknowledged.
+    pub newly_acked: u64,
+    /// Lost packets found to have arrived after all.
+    pub spurious: u64,
+    /// Packets declared lost by this ACK's evidence.
+    pub lost: u64,
+    /// Whether the path came back from probing.
+    pub revived: bool,
+}
+
+impl Path {
+    /// When the tail-loss probe fires: two RTTs after the newest send, plus
+    /// the peer's ACK delay (RFC 8985 §7.2), once per flight.
+    pub fn tlp_deadline(&self, max_ack_delay: Duration) -> Option<Instant> {
+        if self.state != PathState::Active || self.sent.is_empty() || self.tlp_fired.is_some() {
+            return None;
+        }
+        if !self.rtt.has_sample() {
+            return None;
+        }
+        let pto = (self.rtt.srtt_or(Duration::ZERO) * 2).max(MIN_PTO) + max_ack_delay;
+        Some(self.last_eliciting + pto)
+    }
+
+    /// The tail-loss probe fired: returns the segment to probe with when
+    /// there is nothing new to send (the newest one in flight here).
+    pub fn on_tlp(&mut self, now: Instant) -> Option<u64> {
+        self.tlp_fired = Some(now);
+        self.tlp_credit = true;
+        self.stats.tail_loss_probes += 1;
+        self.sent.newest_segment()
+    }
+
+    /// When the retransmission (or, while probing, the probe) timer fires.
+    pub fn rto_deadline(&self, cfg: &RtoConfig, max_probe: Duration) -> Option<Instant> {
+        if self.state == PathState::Closed {
+            return None;
+        }
+        if self.state == PathState::Probing {
+            let wait = self.rtt.rto(cfg, self.backoffs).min(max_probe);
+            return Some(self.last_sent + wait);
+        }
+        if self.sent.is_empty() {
+            return None;
+        }
+        // RFC 8985 §7.3: the RTO is re-armed when the probe goes out.
+        let anchor = self
+            .tlp_fired
+            .map_or(self.rto_anchor, |t| t.max(self.rto_anchor));
+        Some(anchor + self.rtt.rto(cfg, self.backoffs))
+    }
+
+    /// The retransmission timer fired: everything in flight is lost. Returns
+    /// whether the path just started probing (two expiries in a row).
+    pub fn on_rto(&mut self, now: Instant, send: &mut SendStream) -> bool {
+        self.stats.timeouts += 1;
+        let newest = self.sent.newest().map(|p| p.sent_at);
+        let count = self.declare_all_lost(send);
+        self.tlp_fired = None;
+        self.tlp_credit = false;
+        self.backoffs += 1;
+        self.rto_anchor = now;
+        if let Some(sent_at) = newest {
+            self.signal_congestion(now, Cause::Timeout, sent_at, count);
+        }
+        let started = self.state == PathState::Active && self.backoffs >= 2;
+        if self.state != PathState::Closed && self.backoffs >= 2 {
+            self.state = PathState::Probing;
+            self.pending.probe = true;
+        }
+        started
+    }
+
+    /// The path is closed: all it had in flight must travel elsewhere.
+    pub fn close(&mut self, send: &mut SendStream) {
+        self.declare_all_lost(send);
+        self.state = PathState::Closed;
+        self.acks.on_path_closed();
+        self.pending.probe = false;
+    }
+
+    /// Checks an ACK frame's ranges before anything acts on them.
+    pub fn validate_ack(&self, ack: &AckFrame) -> Result<(), AckError> {
+        self.numbers.validate_ack(ack)
+    }
+
+    /// Processes an ACK frame for this path's packets.
+    pub fn on_ack_frame(
+        &mut self,
+        now: Instant,
+        ack: &AckFrame,
+        send: &mut SendStream,
+    ) -> AckOutcome {
+        debug_assert!(
+            ack.ranges.iter().all(|&(_, hi)| hi < self.numbers.next()),
+            "validated by validate_ack"
+        );
+        let lost_before = self.stats.lost_bytes;
+        let srtt = self.rtt.srtt_or(Duration::ZERO);
+        let acked = self.sent.on_ack(now, &ack.ranges, srtt);
+        self.on_spurious_losses(now, &acked.spurious, send);
+        let mut out = AckOutcome {
+            spurious: acked.spurious.len() as u64,
+            ..AckOutcome::default()
+        };
+        let Some(&(largest_pn, largest)) = acked.newly.last() else {
+            return out;
+        };
+        self.tlp_fired = None;
+        self.tlp_credit = false;
+        let is_new_largest = acked.largest_before.is_none_or(|l| largest_pn > l);
+        // The peer's receive time dates this delivery when the ACK's largest
+        // ack-eliciting packet, which it is the time of, is among the newly
+        // acknowledged: ours is then the largest acknowledged so far (any
+        // larger one in the ACK would be newly acknowledged or already so).
+        let rx_us = is_new_largest.then_some(ack.rx_timestamp_us);
+        if is_new_largest && largest_pn == ack.largest() {
+            self.on_rtt_sample(now, ack, largest.sent_at);
+        }
+        // A frame filling a hole below an earlier largest shows reordering:
+        // its receive time is not its packets'.
+        let in_order = acked.largest_before.is_none_or(|l| acked.newly[0].0 > l);
+        self.cc.on_ack_frame(now, rx_us.filter(|_| in_order));
+        let sample = self.on_newly_acked(now, &acked.newly, rx_us, send);
+        out.newly_acked = acked.newly.len() as u64;
+        out.revived = self.on_progress(now);
+        self.on_peer_ce(now, ack.ce_count, largest.sent_at);
+        out.lost = self.detect_losses(now, send);
+        let lost = self.stats.lost_bytes - lost_before;
+        let (in_flight, queue_delay) = (self.in_flight(), self.ack_path.get());
+        if let Some(s) =
+            self.delivery
+                .on_ack_end(now, sample, lost, &self.rtt, in_flight, queue_delay)
+        {
+            self.cc.on_rate_sample(now, &s);
+        }
+        out
+    }
+
+    /// Packets declared lost arrived after all: their data is delivered.
+    fn on_spurious_losses(&mut self, now: Instant, packets: &[SentPacket], send: &mut SendStream) {
+        for p in packets {
+            self.stats.spurious_losses += 1;
+            self.delivery.on_spurious_loss(p.charge);
+            self.cc.on_spurious_loss(now);
+            if let Some(offset) = p.segment {
+                send.on_acked(offset);
+            }
+        }
+    }
+
+    /// The ACK's largest packet, sent at `sent_at`, gives an RTT sample and
+    /// a one-way delay sample of the ACK path.
+    fn on_rtt_sample(&mut self, now: Instant, ack: &AckFrame, sent_at: Instant) {
+        let delay = Duration::from_micros(ack.ack_delay_us).min(Duration::from_secs(1));
+        self.rtt.update(now - sent_at, delay);
+        let forward = ack.rx_timestamp_us as i64 - micros_since(sent_at, self.epoch) as i64;
+        let rtt = (now - sent_at).saturating_sub(delay);
+        self.ack_path.on_sample(now, rtt, forward);
+    }
+
+    /// Delivers newly acknowledged packets to the rate estimate, the
+    /// controller and the stream; returns the ACK's rate sample so far.
+    fn on_newly_acked(
+        &mut self,
+        now: Instant,
+        newly: &[(u64, SentPacket)],
+        rx_us: Option<u64>,
+        send: &mut SendStream,
+    ) -> AckSample {
+        let mut sample = AckSample::new(rx_us);
+        for (_, p) in newly {
+            self.delivery.on_acked(now, p, &mut sample);
+            let acked = Acked {
+                bytes: p.charge,
+                sent_at: p.sent_at,
+                retransmission: p.retransmission,
+            };
+            self.cc.on_ack(now, &acked, &self.rtt);
+            if let Some(offset) = p.segment {
+                send.on_acked(offset);
+            }
+        }
+        sample
+    }
+
+    /// Something new was acknowledged: the retransmission timer starts over
+    /// without backoff. Returns whether the path came back from probing.
+    fn on_progress(&mut self, now: Instant) -> bool {
+        self.rto_anchor = now;
+        self.backoffs = 0;
+        if self.state == PathState::Probing {
+            self.state = PathState::Active;
+            return true;
+        }
+        false
+    }
+
+    /// The peer's CE count rose: a congestion signal per new mark.
+    fn on_peer_ce(&mut self, now: Instant, ce_count: u64, sent_at: Instant) {
+        if ce_count > self.peer_ce {
+            let marks = ce_count - self.peer_ce;
+            self.peer_ce = ce_count;
+            self.stats.ecn_marks += marks;
+            self.signal_congestion(now, Cause::Ecn, sent_at, marks);
+        }
+    }
+
+    /// Declares lost what the threshold rules say is; arms the loss timer for the rest.
+    pub fn detect_losses(&mut self, now: Instant, send: &mut SendStream) -> u64 {
+        let lost = self.sent.detect_losses(now, &self.rtt);
+        let Some(newest) = lost.last().map(|p| p.sent_at) else {
+            return 0;
+        };
+        for p in &lost {
+            self.on_lost(p, send);
+        }
+        let count = lost.len() as u64;
+        self.signal_congestion(now, Cause::Loss, newest, count);
+        count
+    }
+
+    /// Declares everything in flight lost; returns how many packets were.
+    fn declare_all_lost(&mut self, send: &mut SendStream) -> u64 {
+        let lost = self.sent.declare_all_lost();
+        for p in &lost {
+            self.on_lost(p, send);
+        }
+        lost.len() as u64
+    }
+
+    fn on_lost(&mut self, p: &SentPacket, send: &mut SendStream) {
+        self.stats.lost_packets += 1;
+        self.stats.lost_bytes += p.charge;
+        if let Some(offset) = p.segment {
+            send.on_lost(offset);
+        }
+    }
+
+    /// Tells the controller of a congestion signal and counts the window
+    /// decrease it caused under its cause.
+    pub fn signal_congestion(
+        &mut self,
+        now: Instant,
+        cause: Cause,
+        sent_at: Instant,
+        packets: u64,
+    ) {
+        let event = CongestionEvent {
+            cause,
+            sent_at,
+            packets,
+        };
+        if self.cc.on_congestion(now, &event) {
+            match cause {
+                Cause::Loss | Cause::SendFailure => self.stats.loss_decreases += 1,
+                Cause::Timeout => self.stats.timeout_decreases += 1,
+                Cause::Ecn => self.stats.ecn_decreases += 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{self, CcContext};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    const MTU: u64 = 1200;
+    const MS: Duration = Duration::from_millis(1);
+    const MAX_ACK_DELAY: Duration = Duration::from_millis(25);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    /// A CUBIC path and the stream its packets would carry.
+    struct Fixture {
+        path: Path,
+        rng: ChaCha20Rng,
+        stream: SendStream,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let ctx = CcContext {
+                mtu: MTU,
+                session_window_packets: 1024,
+                max_window_packets: 1 << 16,
+                paths: 1,
+            };
+            let cc = cc::new_controller("cubic", ctx).expect("known");
+            Fixture {
+                path: Path::new(0, cc, 3, MTU as u16, at(0)),
+                rng: ChaCha20Rng::seed_from_u64(3),
+                stream: SendStream::new(MTU as u32, 1 << 20, 1024, 0),
+            }
+        }
+
+        /// Sends `n` full packets at `now` (without stream data: the
+        /// stream is not what is tested); returns their numbers.
+        fn send(&mut self, now: Instant, n: usize) -> Vec<u64> {
+            (0..n)
+                .map(|_| {
+                    let pn = self.path.take_packet_number(now, &mut self.rng);
+                    self.path.on_sent(now, pn, MTU, None, false);
+                    pn
+                })
+                .collect()
+        }
+
+        /// An ACK arriving `now` for `ranges`, highest first.
+        fn ack(&mut self, now: Instant, ranges: &[(u64, u64)]) -> AckOutcome {
+            let ack = AckFrame {
+                ranges: ranges.to_vec(),
+                ack_delay_us: 0,
+                cumulative: 0,
+                fin: false,
+                max_data: 0,
+                ce_count: 0,
+                rx_timestamp_us: 0,
+            };
+            self.path.on_ack_frame(now, &ack, &mut self.stream)
+        }
+    }
+
+    #[test]
+    fn an_ack_frame_delivers_samples_and_declares_losses() {
+        let mut f = Fixture::new();
+        let pns = f.send(at(0), 10);
+        let out = f.ack(at(100), &[(pns[4], pns[9])]);
+        // Packets 0-3 have more than three later packets acknowledged.
+        assert_eq!((out.newly_acked, out.lost, out.spurious), (6, 4, 0));
+        assert!(!out.revived);
+        assert_eq!(f.path.in_flight(), 0);
+        assert_eq!(f.path.rtt().min(), 100 * MS);
+        // 6 packets over the 100-ms round trip.
+        let rate = f.path.delivery_rate();
+        assert!((rate - 72_000.0).abs() < 1e-6, "{rate}");
+        let stats = f.path.snapshot(&RtoConfig::default());
+        assert_eq!((stats.lost_packets, stats.lost_bytes), (4, 4 * MTU));
+        // The first two arrive late after all.
+        let out = f.ack(at(110), &[(pns[4], pns[9]), (pns[0], pns[1])]);
+        assert_eq!((out.newly_acked, out.lost, out.spurious), (0, 0, 2));
+        let stats = f.path.snapshot(&RtoConfig::default());
+        assert_eq!(stats.spurious_losses, 2);
+    }
+
+    #[test]
+    fn a_tail_loss_probe_fires_two_rtts_after_the_last_send() {
+        let mut f = Fixture::new();
+        let pns = f.send(at(0), 1);
+        f.ack(at(100), &[(pns[0], pns[0])]);
+        assert_eq!(
+            f.path.tlp_deadline(MAX_ACK_DELAY),
+            None,
+            "nothing in flight"
+        );
+        f.send(at(200), 3);
+        let tlp = at(200) + 200 * MS + MAX_ACK_DELAY;
+        assert_eq!(f.path.tlp_deadline(MAX_ACK_DELAY), Some(tlp));
+        f.path.on_tlp(tlp);
+        assert!(f.path.has_tlp_credit() && f.path.can_send_data(1 << 30));
+        assert_eq!(f.path.tlp_deadline(MAX_ACK_DELAY), None, "once per flight");
+        // The retransmission timer counts from the probe.
+        let cfg = RtoConfig::default();
+        let rto = f.path.rtt().rto(&cfg, 0);
+        assert_eq!(f.path.rto_deadline(&cfg, Duration::MAX), Some(tlp + rto));
+        // The probe spends the credit.
+        f.send(tlp, 1);
+        assert!(!f.path.has_tlp_credit());
+    }
+
+    #[test]
+    fn two_timeouts_in_a_row_start_probing_until_an_ack() {
+        let mut f = Fixture::new();
+        let cfg = RtoConfig::default();
+        f.send(at(0), 2);
+        assert_eq!(f.path.rto_deadline(&cfg, Duration::MAX), Some(at(1000)));
+        assert!(!f.path.on_rto(at(1000), &mut f.stream));
+        assert_eq!((f.path.in_flight(), f.path.state()), (0, PathState::Active));
+        f.send(at(1000), 1);
+        // Backed off: twice the initial RTO.
+        assert_eq!(f.path.rto_deadline(&cfg, Duration::MAX), Some(at(3000)));
+        assert!(f.path.on_rto(at(3000), &mut f.stream), "probing starts");
+        assert_eq!(f.path.state(), PathState::Probing);
+        assert!(f.path.pending.probe && !f.path.can_send_data(MTU));
+        // While probing, the probe timer runs from the last send, capped.
+        let probe = f.send(at(3000), 1);
+        assert_eq!(f.path.rto_deadline(&cfg, 500 * MS), Some(at(3500)));
+        let out = f.ack(at(3100), &[(probe[0], probe[0])]);
+        assert!(out.revived);
+        assert_eq!(f.path.state(), PathState::Active);
+        let stats = f.path.snapshot(&cfg);
+        assert_eq!((stats.timeouts, stats.lost_packets), (2, 3));
+    }
+}

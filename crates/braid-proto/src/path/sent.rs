@@ -1,0 +1,349 @@
+//! A path's sent packets and loss detection.
+//!
+//! Loss detection follows RFC 9002 §6 and RFC 8985 (RACK): a packet is lost
+//! when `packet_threshold` later packets were acknowledged, or when a later
+//! packet was acknowledged and the packet is older than the reordering time
+//! threshold. Reordering raises the packet threshold to the distance seen,
+//! and each loss that proves spurious widens the time threshold. Lost
+//! packets are remembered for a few RTOs so that a late ACK of one shows
+//! the loss was spurious.
+
+use super::delivery_rate::SendState;
+use crate::rtt::RttEstimator;
+use crate::Instant;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Packet threshold ceiling after reordering is seen.
+const MAX_PACKET_THRESHOLD: u64 = 1024;
+/// RACK's reordering-window multiplier ceiling (RFC 8985 §6.2: 16? it grows with DSACKs; we cap here).
+const MAX_REO_MULT: u32 = 16;
+/// Lost packets are remembered this many RTOs to detect spurious losses.
+const LOST_MEMORY_RTOS: u32 = 4;
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SentPacket {
+    pub sent_at: Instant,
+    /// Window charge: stream payload bytes (at least 1 for a data packet).
+    pub charge: u64,
+    /// Offset of the segment carried, if any.
+    pub segment: Option<u64>,
+    pub retransmission: bool,
+    /// Delivery-rate state at send time.
+    pub delivery: SendState,
+}
+
+/// What an ACK frame's ranges did to the packets tracked.
+#[derive(Debug)]
+pub(super) struct AckedPackets {
+    /// Newly acknowledged, by ascending packet number.
+    pub newly: Vec<(u64, SentPacket)>,
+    /// Declared lost, yet acknowledged now.
+    pub spurious: Vec<SentPacket>,
+    /// The largest packet number acknowledged before this ACK.
+    pub largest_before: Option<u64>,
+}
+
+#[derive(Debug)]
+pub(super) struct SentPackets {
+    /// In flight, keyed by packet number.
+    sent: BTreeMap<u64, SentPacket>,
+    /// Declared lost, remembered for a while to detect spurious losses.
+    lost: BTreeMap<u64, SentPacket>,
+    /// Window charge of `sent`.
+    in_flight: u64,
+    largest_acked: Option<u64>,
+    packet_threshold: u64,
+    reo_mult: u32,
+    reo_raised_at: Option<Instant>,
+    loss_deadline: Option<Instant>,
+}
+
+impl SentPackets {
+    pub fn new(packet_threshold: u64) -> Self {
+        SentPackets {
+            sent: BTreeMap::new(),
+            lost: BTreeMap::new(),
+            in_flight: 0,
+            largest_acked: None,
+            packet_threshold,
+            reo_mult: 0,
+            reo_raised_at: None,
+            loss_deadline: None,
+        }
+    }
+
+    pub fn on_sent(&mut self, pn: u64, packet: SentPacket) {
+        self.in_flight += packet.charge;
+        self.sent.insert(pn, packet);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sent.is_empty()
+    }
+
+    /// Bytes in flight (window charge).
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// The packet in flight sent last.
+    pub fn newest(&self) -> Option<&SentPacket> {
+        self.sent.last_key_value().map(|(_, p)| p)
+    }
+
+    /// The newest segment in flight, for a tail-loss probe to repeat.
+    pub fn newest_segment(&self) -> Option<u64> {
+        self.sent.values().rev().find_map(|p| p.segment)
+    }
+
+    /// When the packets not yet lost become lost by the time threshold.
+    pub fn loss_deadline(&self) -> Option<Instant> {
+        self.loss_deadline
+    }
+
+    /// Takes what the ranges of an ACK frame newly acknowledge out of
+    /// flight, and what they show arrived after all out of the lost; the
+    /// reordering either reveals raises the loss thresholds. `srtt` is the
+    /// smoothed RTT before this ACK's sample.
+    pub fn on_ack(&mut self, now: Instant, ranges: &[(u64, u64)], srtt: Duration) -> AckedPackets {
+        let largest_before = self.largest_acked;
+        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
+        let mut spurious = Vec::new();
+        // Ranges below every packet still tracked (sent or declared lost)
+        // acknowledge nothing new: most of them, as ACKs repeat old ranges.
+        let oldest = match (self.sent.keys().next(), self.lost.keys().next()) {
+            (Some(&a), Some(&b)) => a.min(b),
+            (Some(&a), None) | (None, Some(&a)) => a,
+            (None, None) => u64::MAX,
+        };
+        for &(lo, hi) in ranges {
+            if hi < oldest {
+                continue;
+            }
+            newly.extend(self.sent.range(lo..=hi).map(|(&pn, &p)| (pn, p)));
+            let found: Vec<u64> = self.lost.range(lo..=hi).map(|(&pn, _)| pn).collect();
+            for pn in found {
+                let p = self.lost.remove(&pn).expect("found above");
+                self.on_spurious_loss(now, pn, srtt);
+                spurious.push(p);
+            }
+        }
+        newly.sort_unstable_by_key(|&(pn, _)| pn);
+        for &(pn, p) in &newly {
+            self.sent.remove(&pn);
+            self.in_flight -= p.charge;
+        }
+        if let (Some(&(first, _)), Some(&(largest, _))) = (newly.first(), newly.last()) {
+            if largest_before.is_none_or(|l| largest > l) {
+                self.largest_acked = Some(largest);
+            }
+            // Filling a hole below the largest acknowledged: reordering.
+            if let Some(before) = largest_before.filter(|&b| first < b) {
+                let distance = before - first + 1;
+                self.packet_threshold = self
+                    .packet_threshold
+                    .max(distance.min(MAX_PACKET_THRESHOLD));
+            }
+        }
+        AckedPackets {
+            newly,
+            spurious,
+            largest_before,
+        }
+    }
+
+    /// Packet `pn`, declared lost, arrived after all: the reordering it
+    /// reveals widens both loss thresholds.
+    fn on_spurious_loss(&mut self, now: Instant, pn: u64, srtt: Duration) {
+        if let Some(largest) = self.largest_acked.filter(|&l| l > pn) {
+            let distance = (largest - pn + 1).min(MAX_PACKET_THRESHOLD);
+            self.packet_threshold = self.packet_threshold.max(distance);
+        }
+        // At most once per round trip (RFC 8985 §6.2 step 4).
+        if self.reo_raised_at.is_none_or(|t| now >= t + srtt) {
+            self.reo_mult = (self.reo_mult + 1).min(MAX_REO_MULT);
+            self.reo_raised_at = Some(now);
+        }
+    }
+
+    /// Declares lost what the threshold rules say is, oldest first, and
+    /// arms the loss timer for the rest.
+    pub fn detect_losses(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<SentPacket> {
+        self.loss_deadline = None;
+        let mut lost = Vec::new();
+        let Some(largest) = self.largest_acked else {
+            return lost;
+        };
+        let delay = self.loss_delay(rtt);
+        while let Some((&pn, &p)) = self.sent.first_key_value() {
+            if pn >= largest {
+                break;
+            }
+            let by_count = largest - pn >= self.packet_threshold;
+            let by_time = p.sent_at + delay <= now;
+            if !(by_count || by_time) {
+                self.loss_deadline = Some(p.sent_at + delay);
+                break;
+            }
+            lost.push(self.declare_lost(pn));
+        }
+        self.forget_old_losses(now, rtt);
+        lost
+    }
+
+    /// Declares everything in flight lost, oldest first (a retransmission
+    /// timeout, or the path closed).
+    pub fn declare_all_lost(&mut self) -> Vec<SentPacket> {
+        let mut lost = Vec::with_capacity(self.sent.len());
+        while let Some((&pn, _)) = self.sent.first_key_value() {
+            lost.push(self.declare_lost(pn));
+        }
+        self.loss_deadline = None;
+        lost
+    }
+
+    fn declare_lost(&mut self, pn: u64) -> SentPacket {
+        let p = self.sent.remove(&pn).expect("declared packet is in flight");
+        self.in_flight -= p.charge;
+        self.lost.insert(pn, p);
+        p
+    }
+
+    /// The time threshold of RFC 8985 §6.2: RTT plus a reordering window
+    /// that starts at RTT/8 (RFC 9002's 9/8) and widens per spurious loss.
+    fn loss_delay(&self, rtt: &RttEstimator) -> Duration {
+        let srtt = rtt.srtt_or(Duration::from_millis(100)).max(rtt.latest());
+        let reo = (rtt.min() / 4) * self.reo_mult;
+        // RFC 8985 §6.2: the reordering window never exceeds sRTT.
+        let reo = reo.min(rtt.srtt_or(srtt));
+        srtt + (srtt / 8).max(reo).max(Duration::from_millis(1))
+    }
+
+    fn forget_old_losses(&mut self, now: Instant, rtt: &RttEstimator) {
+        let keep = rtt
+            .srtt_or(Duration::from_secs(1))
+            .max(Duration::from_millis(250))
+            * LOST_MEMORY_RTOS;
+        while let Some((&pn, p)) = self.lost.first_key_value() {
+            if p.sent_at + keep > now && self.lost.len() <= 4 * MAX_PACKET_THRESHOLD as usize {
+                break;
+            }
+            self.lost.remove(&pn);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    fn packet(sent_at: Instant) -> SentPacket {
+        SentPacket {
+            sent_at,
+            charge: 1000,
+            segment: None,
+            retransmission: false,
+            delivery: SendState::default(),
+        }
+    }
+
+    /// Packets 0..n sent 1 ms apart from t = 0.
+    fn sent(n: u64) -> SentPackets {
+        let mut s = SentPackets::new(3);
+        for pn in 0..n {
+            s.on_sent(pn, packet(at(pn)));
+        }
+        s
+    }
+
+    fn rtt(ms: u64) -> RttEstimator {
+        let mut rtt = RttEstimator::default();
+        rtt.update(Duration::from_millis(ms), Duration::ZERO);
+        rtt
+    }
+
+    fn pns(lost: &[SentPacket]) -> Vec<u64> {
+        lost.iter()
+            .map(|p| p.sent_at.as_nanos() / 1_000_000)
+            .collect()
+    }
+
+    #[test]
+    fn an_ack_takes_its_packets_out_of_flight() {
+        let mut s = sent(10);
+        assert_eq!(s.in_flight(), 10_000);
+        let acked = s.on_ack(at(50), &[(7, 8), (2, 4)], Duration::ZERO);
+        let newly: Vec<u64> = acked.newly.iter().map(|&(pn, _)| pn).collect();
+        assert_eq!(newly, [2, 3, 4, 7, 8]);
+        assert_eq!(acked.largest_before, None);
+        assert_eq!(s.largest_acked, Some(8));
+        assert_eq!(s.in_flight(), 5_000);
+        // Repeated ranges acknowledge nothing new.
+        let again = s.on_ack(at(51), &[(7, 8), (2, 4)], Duration::ZERO);
+        assert!(again.newly.is_empty() && again.spurious.is_empty());
+        assert_eq!(again.largest_before, Some(8));
+    }
+
+    #[test]
+    fn three_later_packets_make_a_loss() {
+        let mut s = sent(10);
+        s.on_ack(at(50), &[(4, 4)], Duration::ZERO);
+        // 50 ms after the first send, with a 100 ms RTT: too early by time.
+        let lost = s.detect_losses(at(50), &rtt(100));
+        assert_eq!(pns(&lost), [0, 1]);
+        assert_eq!(s.in_flight(), 7_000);
+        // Packet 2 is lost once 112.5 ms (RTT·9/8) passed since it left.
+        assert_eq!(s.loss_deadline(), Some(at(2) + 1125 * MS / 10));
+        assert!(s.detect_losses(at(114), &rtt(100)).is_empty());
+        assert_eq!(pns(&s.detect_losses(at(116), &rtt(100))), [2, 3]);
+        assert_eq!(s.loss_deadline(), None, "nothing below the largest is left");
+    }
+
+    #[test]
+    fn a_late_ack_of_a_lost_packet_raises_the_thresholds() {
+        let mut s = sent(20);
+        s.on_ack(at(50), &[(10, 10)], Duration::ZERO);
+        let lost = s.detect_losses(at(50), &rtt(100));
+        assert_eq!(lost.len(), 8);
+        let acked = s.on_ack(at(60), &[(2, 2)], 100 * MS);
+        assert!(acked.newly.is_empty());
+        assert_eq!(pns(&acked.spurious), [2]);
+        // Packet 2 arrived 9 packets behind the largest: reordering, not loss.
+        assert_eq!(s.packet_threshold, 9);
+        assert_eq!((s.reo_mult, s.reo_raised_at), (1, Some(at(60))));
+        // A second spurious loss in the same round trip widens the window no further.
+        s.on_ack(at(61), &[(3, 3)], 100 * MS);
+        assert_eq!(s.reo_mult, 1);
+        s.on_ack(at(160), &[(4, 4)], 100 * MS);
+        assert_eq!(s.reo_mult, 2);
+    }
+
+    #[test]
+    fn filling_a_hole_raises_the_packet_threshold() {
+        let mut s = sent(10);
+        s.on_ack(at(20), &[(9, 9)], Duration::ZERO);
+        s.on_ack(at(21), &[(9, 9), (4, 5)], Duration::ZERO);
+        assert_eq!(s.largest_acked, Some(9));
+        assert_eq!(s.packet_threshold, 6);
+    }
+
+    #[test]
+    fn a_timeout_loses_everything_and_old_losses_are_forgotten() {
+        let mut s = sent(5);
+        assert_eq!(pns(&s.declare_all_lost()), [0, 1, 2, 3, 4]);
+        assert!(s.is_empty() && s.in_flight() == 0);
+        assert_eq!(s.lost.len(), 5);
+        // Kept 4 RTOs of at least 250 ms; no sample yet counts as 1 s.
+        s.forget_old_losses(at(4000), &RttEstimator::default());
+        assert_eq!(s.lost.len(), 4);
+        s.forget_old_losses(at(1003), &rtt(100));
+        assert_eq!(s.lost.len(), 1);
+    }
+}

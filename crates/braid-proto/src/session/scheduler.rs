@@ -1,0 +1,316 @@
+//! Which connection carries the next data packet.
+//!
+//! The stream is delivered in order, so what matters is when each packet
+//! is acknowledged, not how busy each connection is. Data goes on a
+//! connection whose window has room and whose pacer lets a packet go now
+//! (NCP's pull model, paced). Among those, the one that would acknowledge
+//! it earliest wins (its minimum RTT, or the time its queue takes to drain
+//! at its delivery rate), and a slower connection is skipped when the
+//! faster ones would deliver the whole backlog before the slow one's packet
+//! arrived (ECF, Lim et al., CoNEXT 2017), so the tail of a transfer does
+//! not wait on a slow path. A window-based connection holds at most four
+//! times its bandwidth-delay product while another would acknowledge
+//! sooner, so a large window cannot queue the stream for seconds on a slow
+//! path.
+//!
+//! The scheduler reads the connections and the backlog and changes nothing
+//! but their pacers' wake-ups, so it runs on paths alone, without a session.
+
+use crate::path::Path;
+use crate::stats::PathState;
+use crate::Instant;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Packets a connection may have in flight before its first RTT sample
+/// (RFC 9002 §7.2's initial window of 10 packets).
+const UNMEASURED_WINDOW_PACKETS: u64 = 10;
+/// Bandwidth-delay products a connection may hold in flight while another
+/// would acknowledge sooner (see `is_queue_capped`).
+const QUEUE_CAP_BDPS: u64 = 4;
+
+/// The connection that takes the next data packet of `charge` bytes: among
+/// those not `is_validating`, whose window has room, whose pacer is ready
+/// and whose queue is not capped (see `is_queue_capped`), the one where it
+/// would be acknowledged earliest (unmeasured paths count as immediate, so
+/// they get measured), unless it is worth waiting for a faster one (see
+/// `is_worth_waiting`; `backlog` is `None` while the application may write
+/// more than the send buffer holds). When only pacing holds packets back,
+/// the paths remember when to wake.
+pub(super) fn pick_data_path(
+    paths: &mut BTreeMap<u8, Path>,
+    now: Instant,
+    charge: u64,
+    mtu: u64,
+    is_validating: impl Fn(u8) -> bool,
+    backlog: Option<u64>,
+) -> Option<u8> {
+    let blind = blind_window(paths, mtu);
+    // Only the queue cap reads these, and only with several connections
+    // (`blind` is None on one): a single connection skips the work.
+    let acks: Vec<(u8, Duration)> = match blind {
+        None => Vec::new(),
+        Some(_) => paths
+            .values()
+            .filter(|p| p.state() == PathState::Active && p.delivery_rate() > 0.0)
+            // The smoothed RTT where it is shorter: a connection still
+            // growing its window has a delivery rate that understates it.
+            .filter_map(|p| {
+                let srtt = p.rtt().srtt_or(p.rtt().min());
+                Some((p.id(), expected_ack(p, charge)?.min(srtt)))
+            })
+            .collect(),
+    };
+    let mut ready: Option<(Duration, u8)> = None;
+    for p in paths.values_mut() {
+        if is_validating(p.id())
+            || !p.can_send_data(charge)
+            || is_queue_capped(p, charge, blind, &acks)
+        {
+            continue;
+        }
+        if p.is_pacer_ready(now, charge, mtu) {
+            let key = (expected_ack(p, charge).unwrap_or(Duration::ZERO), p.id());
+            if ready.is_none_or(|r| key < r) {
+                ready = Some(key);
+            }
+        }
+    }
+    let (eta, id) = ready?;
+    (!is_worth_waiting(paths, id, eta, charge, backlog)).then_some(id)
+}
+
+/// Most bytes an unmeasured connection may have in flight when the
+/// session has others: data queued blind on a slow path holds up the
+/// stream for as long as that path takes to deliver it. The
+/// bandwidth-delay product of the best measured path, at least an
+/// initial window (RFC 9002 §7.2); `None` (no limit but the
+/// controller's) on a single connection.
+fn blind_window(paths: &BTreeMap<u8, Path>, mtu: u64) -> Option<u64> {
+    if paths.values().filter(|p| p.is_usable()).count() < 2 {
+        return None;
+    }
+    let bdp = paths
+        .values()
+        .filter(|p| p.state() == PathState::Active && p.rtt().has_sample())
+        .map(|p| (p.delivery_rate() * p.rtt().min().as_secs_f64()) as u64)
+        .max()
+        .unwrap_or(0);
+    Some(bdp.max(UNMEASURED_WINDOW_PACKETS * mtu))
+}
+
+/// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
+/// that would acknowledge a packet sooner than `id` (in `eta`) would
+/// deliver the `backlog` waiting to be sent before a packet sent now on
+/// `id` arrived. While the application may write more than the buffer
+/// holds, the backlog is unbounded (`None`) and no path waits.
+fn is_worth_waiting(
+    paths: &BTreeMap<u8, Path>,
+    id: u8,
+    eta: Duration,
+    charge: u64,
+    backlog: Option<u64>,
+) -> bool {
+    let Some(backlog) = backlog else {
+        return false;
+    };
+    if eta.is_zero() || paths[&id].has_tlp_credit() {
+        return false;
+    }
+    let mut rate = 0.0;
+    let mut first: Option<Duration> = None;
+    for p in paths.values() {
+        if p.id() == id || p.state() != PathState::Active || p.delivery_rate() <= 0.0 {
+            continue;
+        }
+        let Some(t) = expected_ack(p, charge).filter(|t| *t < eta) else {
+            continue;
+        };
+        rate += p.delivery_rate();
+        first = Some(first.map_or(t, |f| f.min(t)));
+    }
+    let Some(first) = first else {
+        return false;
+    };
+    let drain = backlog as f64 / rate;
+    eta.as_secs_f64() > first.as_secs_f64() + drain
+}
+
+/// Whether `p` must not take another packet now although its window has
+/// room. With more than one connection (`blind` is `Some`), a connection
+/// whose delivery rate is not measured yet holds at most the blind window,
+/// and a measured one at most four times its bandwidth-delay product (delivery
+/// rate × minimum RTT) while another measured connection would acknowledge
+/// a packet sooner. Data beyond that only waits in the path's queue, where
+/// it holds up the stream (and the receive window) for longer than the
+/// faster connection would take: a controller with a large window, such as
+/// a connection starting from most of NCP's session window, would otherwise
+/// queue tens of seconds on a slow path. Four BDPs keep the path busy and
+/// let a low rate estimate grow fourfold a round trip (two, BBR's cwnd
+/// gain, left a 1-s path longer at a low estimate: nkp0024 row 6 ncp 12.9
+/// Mbit/s against 13.8, and rows 8-11 converged later).
+fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(u8, Duration)]) -> bool {
+    let Some(blind) = blind else {
+        return false;
+    };
+    if p.in_flight() == 0 || p.has_tlp_credit() {
+        return false;
+    }
+    let after = p.in_flight() + charge;
+    if !p.rtt().has_sample() {
+        return after > blind;
+    }
+    // A controller with its own model of the path's rate (BBR, MBECN)
+    // bounds its in-flight data by it; a delivery rate measured while this
+    // cap held the path back would only understate a long path.
+    if p.cc().pacing_rate().is_some() {
+        return false;
+    }
+    let rate = p.delivery_rate();
+    if rate <= 0.0 {
+        return after > blind;
+    }
+    let bdp = (rate * p.rtt().min().as_secs_f64()) as u64;
+    let cap = (QUEUE_CAP_BDPS * bdp).max(blind);
+    if after <= cap {
+        return false;
+    }
+    let mine = expected_ack(p, charge).unwrap_or(Duration::MAX);
+    acks.iter().any(|&(id, t)| id != p.id() && t < mine)
+}
+
+/// Time from now until a packet of `charge` bytes sent on `p` now would be
+/// acknowledged: the path's minimum RTT, or longer when what is in flight
+/// must first drain at its delivery rate (the queue it built). Unlike the
+/// smoothed RTT this falls as soon as the queue drains, so a path left idle
+/// is not judged by the queue it once had. `None` until measured.
+fn expected_ack(p: &Path, charge: u64) -> Option<Duration> {
+    if !p.rtt().has_sample() {
+        return None;
+    }
+    let min = p.rtt().min();
+    let rate = p.delivery_rate();
+    if rate <= 0.0 {
+        return Some(p.rtt().srtt_or(min));
+    }
+    let drain = Duration::from_secs_f64((p.in_flight() + charge) as f64 / rate);
+    Some(min.max(drain))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{self, CcContext};
+    use crate::send_stream::SendStream;
+    use crate::wire::AckFrame;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    const MTU: u64 = 1200;
+    const MS: Duration = Duration::from_millis(1);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    fn path(id: u8) -> Path {
+        let ctx = CcContext {
+            mtu: MTU,
+            session_window_packets: 1024,
+            max_window_packets: 1 << 16,
+            paths: 2,
+        };
+        // CUBIC: window-based, so the queue cap applies to it.
+        let cc = cc::new_controller("cubic", ctx).expect("known");
+        Path::new(id, cc, 3, MTU as u16, at(0))
+    }
+
+    /// Sends `packets` full packets on `p` at `now`.
+    fn send(p: &mut Path, now: Instant, packets: u64) -> (u64, u64) {
+        let mut rng = ChaCha20Rng::seed_from_u64(u64::from(p.id()));
+        let first = p.take_packet_number(now, &mut rng);
+        p.on_sent(now, first, MTU, None, false);
+        let mut last = first;
+        for _ in 1..packets {
+            last = p.take_packet_number(now, &mut rng);
+            p.on_sent(now, last, MTU, None, false);
+        }
+        (first, last)
+    }
+
+    /// A path whose first flight of 10 packets at time 0 was acknowledged
+    /// one `rtt_ms` later: it delivers 12 kB per round trip.
+    fn measured(id: u8, rtt_ms: u64) -> Path {
+        let mut p = path(id);
+        let (first, last) = send(&mut p, at(0), 10);
+        let ack = AckFrame {
+            ranges: vec![(first, last)],
+            ack_delay_us: 0,
+            cumulative: 0,
+            fin: false,
+            max_data: 0,
+            ce_count: 0,
+            rx_timestamp_us: rtt_ms * 500,
+        };
+        let mut stream = SendStream::new(MTU as u32, 1 << 20, 1024, 0);
+        p.on_ack_frame(at(rtt_ms), &ack, &mut stream);
+        assert_eq!(p.rtt().min(), Duration::from_millis(rtt_ms));
+        p
+    }
+
+    fn paths(list: Vec<Path>) -> BTreeMap<u8, Path> {
+        list.into_iter().map(|p| (p.id(), p)).collect()
+    }
+
+    #[test]
+    fn the_path_that_acknowledges_sooner_takes_the_packet() {
+        let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
+        let none = |_| false;
+        let pick = pick_data_path(&mut paths, at(200), MTU, MTU, none, Some(1 << 20));
+        assert_eq!(pick, Some(1));
+        // With its window full, the packet goes to the other path.
+        send(paths.get_mut(&1).unwrap(), at(200), 110);
+        assert!(!paths[&1].can_send_data(MTU));
+        let pick = pick_data_path(&mut paths, at(200), MTU, MTU, none, Some(1 << 20));
+        assert_eq!(pick, Some(0));
+    }
+
+    #[test]
+    fn a_slow_path_is_skipped_when_the_fast_one_would_deliver_the_backlog_first() {
+        let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
+        // The fast path cannot take this packet (it is being validated),
+        // yet it delivers 600 kB/s: 12 kB would be through in 40 ms, long
+        // before the slow path's packet arrived.
+        let fast_busy = |id| id == 1;
+        let pick = |paths: &mut BTreeMap<u8, Path>, backlog| {
+            pick_data_path(paths, at(200), MTU, MTU, fast_busy, backlog)
+        };
+        assert_eq!(pick(&mut paths, Some(12_000)), None);
+        assert_eq!(pick(&mut paths, Some(1_000_000)), Some(0));
+        assert_eq!(pick(&mut paths, None), Some(0), "unbounded backlog");
+    }
+
+    #[test]
+    fn expected_ack_counts_the_queue_ahead() {
+        let mut p = measured(0, 20);
+        assert_eq!(expected_ack(&p, MTU), Some(20 * MS));
+        send(&mut p, at(20), 100);
+        // 121.2 kB to drain at 600 kB/s.
+        let eta = expected_ack(&p, MTU).unwrap();
+        assert!(eta.abs_diff(202 * MS) < Duration::from_micros(1), "{eta:?}");
+        assert_eq!(expected_ack(&path(1), MTU), None);
+    }
+
+    #[test]
+    fn an_unmeasured_path_beside_others_holds_one_blind_window() {
+        let mut fresh = path(1);
+        send(&mut fresh, at(0), 10);
+        let paths = paths(vec![measured(0, 20), fresh]);
+        // 600 kB/s × 20 ms is 12 kB, the initial window too.
+        let blind = blind_window(&paths, MTU);
+        assert_eq!(blind, Some(12_000));
+        assert!(is_queue_capped(&paths[&1], MTU, blind, &[]));
+        assert!(!is_queue_capped(&paths[&1], MTU, None, &[]), "alone");
+        assert!(!is_queue_capped(&paths[&0], MTU, blind, &[]), "empty");
+    }
+}
