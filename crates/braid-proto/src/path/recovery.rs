@@ -322,7 +322,7 @@ mod tests {
                 max_window_packets: 1 << 16,
                 paths: 1,
             };
-            let cc = cc::new_controller("cubic", ctx).expect("known");
+            let cc = cc::Algorithm::Cubic.build(ctx);
             Fixture {
                 path: Path::new(0, cc, 3, MTU as u16, at(0)),
                 rng: ChaCha20Rng::seed_from_u64(3),

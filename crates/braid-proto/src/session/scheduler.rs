@@ -221,7 +221,7 @@ mod tests {
             paths: 2,
         };
         // CUBIC: window-based, so the queue cap applies to it.
-        let cc = cc::new_controller("cubic", ctx).expect("known");
+        let cc = cc::Algorithm::Cubic.build(ctx);
         Path::new(id, cc, 3, MTU as u16, at(0))
     }
 
