@@ -13,8 +13,11 @@ pub enum ConfigError {
     /// The value named is outside its documented range.
     #[error("{field} out of range: {value} (allowed {allowed})")]
     OutOfRange {
+        /// The field's name in [`SessionConfig`].
         field: &'static str,
+        /// The value given, as text.
         value: String,
+        /// The allowed range, as text.
         allowed: &'static str,
     },
     /// The security settings do not fit together or do not fit the role.
@@ -56,7 +59,7 @@ pub struct SessionConfig {
     /// outstanding or the peer's is still to come (then the timeouts are
     /// those of keep-alive probes): seconds instead of the idle timeout. A peer that
     /// answers anything, even only ACKs of old packets, is not silent. The
-    /// silence must also have lasted [`MIN_SILENCE`]. `None` leaves it to
+    /// silence must also have lasted 10 s (`MIN_SILENCE`). `None` leaves it to
     /// the retry limit and the idle timeout.
     pub silent_limit: Option<u32>,
     /// The session fails after this long without receiving anything.

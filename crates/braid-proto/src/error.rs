@@ -13,13 +13,23 @@ pub enum SessionError {
     /// unauthenticated packet claimed to refuse the session (a server that
     /// cannot authenticate itself to us, or a forgery: not trusted either way).
     #[error("handshake timed out after {after:?} without an authenticated answer; an unauthenticated packet said: {said}")]
-    UnauthenticatedRefusal { after: Duration, said: String },
+    UnauthenticatedRefusal {
+        /// The handshake timeout.
+        after: Duration,
+        /// The refusal's reason text, as received.
+        said: String,
+    },
     /// Answers arrived but none authenticated within the handshake timeout.
     #[error("handshake failed after {0:?}: the server answered, but its answer did not authenticate (a wrong code, or forged answers)")]
     HandshakeUnauthenticated(Duration),
     /// The peer speaks another protocol version.
     #[error("peer speaks protocol version {peer}, we speak {ours}")]
-    VersionMismatch { ours: u8, peer: u8 },
+    VersionMismatch {
+        /// The version this side speaks.
+        ours: u8,
+        /// The version in the peer's answer.
+        peer: u8,
+    },
     /// The peer does not know the requested congestion controller.
     #[error("peer refused congestion controller {0:?}")]
     UnknownController(String),
@@ -27,22 +37,42 @@ pub enum SessionError {
     /// connection went through more retransmission timeouts than the retry
     /// limit allows.
     #[error("no progress: nothing new acknowledged for {after:?}, more than {rtos} retransmission timeouts on every connection (the retry limit), while data was outstanding")]
-    NoProgress { after: Duration, rtos: u32 },
+    NoProgress {
+        /// Time since something new was last acknowledged.
+        after: Duration,
+        /// The retry limit, which every connection went past.
+        rtos: u32,
+    },
     /// Nothing at all arrived from the peer while every connection went
     /// through `rtos` retransmission timeouts (of data, or of keep-alive
     /// probes while the peer's data is still to come): the peer is gone or
     /// cut off.
     #[error("the peer went silent: nothing received for {after:?} over {rtos} retransmission timeouts on every connection (peer killed or unreachable)")]
-    PeerSilent { after: Duration, rtos: u32 },
+    PeerSilent {
+        /// Time since anything last arrived from the peer.
+        after: Duration,
+        /// Timeouts in a row on every connection (the silent limit).
+        rtos: u32,
+    },
     /// Nothing arrived from the peer for the whole idle timeout.
     #[error("idle timeout: nothing received from the peer for {0:?}")]
     IdleTimeout(Duration),
     /// The peer aborted the session.
     #[error("peer aborted the session (code {code}): {reason}")]
-    PeerAborted { code: u64, reason: String },
+    PeerAborted {
+        /// The peer's error code.
+        code: u64,
+        /// The peer's reason text.
+        reason: String,
+    },
     /// This side aborted the session.
     #[error("session aborted locally (code {code}): {reason}")]
-    LocallyAborted { code: u64, reason: String },
+    LocallyAborted {
+        /// The error code sent to the peer.
+        code: u64,
+        /// The reason text sent to the peer.
+        reason: String,
+    },
     /// The peer broke the protocol.
     #[error("protocol violation by the peer: {0}")]
     Protocol(&'static str),

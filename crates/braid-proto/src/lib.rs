@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! braid-proto: the sans-IO core of braid.
 //!
 //! Wire format, handshake, sessions over several connections, ACKs, loss

@@ -18,9 +18,11 @@ pub enum PathState {
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct PathStats {
+    /// Whether the connection carries data, only probes, or is closed.
     pub state: PathState,
-    /// Datagrams sent / received, all kinds.
+    /// Datagrams sent, all kinds.
     pub packets_sent: u64,
+    /// Datagrams received and accepted, all kinds (drops and duplicates not counted).
     pub packets_received: u64,
     /// Datagram bytes sent.
     pub bytes_sent: u64,
@@ -28,20 +30,23 @@ pub struct PathStats {
     pub data_packets_sent: u64,
     /// Of those, segments sent again after a loss.
     pub retransmitted: u64,
-    /// Packets declared lost, and their stream bytes.
+    /// Packets declared lost.
     pub lost_packets: u64,
+    /// Stream bytes of the packets declared lost.
     pub lost_bytes: u64,
     /// Lost packets later acknowledged after all.
     pub spurious_losses: u64,
-    /// Retransmission-timer expiries, and the window decreases they caused.
+    /// Retransmission-timer expiries.
     pub timeouts: u64,
+    /// Window decreases caused by those expiries.
     pub timeout_decreases: u64,
     /// Tail-loss probes sent.
     pub tail_loss_probes: u64,
     /// Threshold loss events' window decreases.
     pub loss_decreases: u64,
-    /// ECN CE marks reported by the peer, and the decreases they caused.
+    /// ECN CE marks reported by the peer.
     pub ecn_marks: u64,
+    /// Window decreases caused by those marks.
     pub ecn_decreases: u64,
     /// Stream bytes acknowledged whose latest transmission went on this path.
     pub stream_bytes_acked: u64,
@@ -49,11 +54,17 @@ pub struct PathStats {
     pub window: u64,
     /// Bytes in flight.
     pub in_flight: u64,
+    /// Smoothed RTT; zero before the first sample.
     pub srtt: Duration,
+    /// Retransmission timeout now, including backoff.
     pub rto: Duration,
+    /// Smallest raw RTT sample (before ack-delay adjustment); zero before any.
     pub rtt_min: Duration,
+    /// Mean of the raw RTT samples; zero before any.
     pub rtt_avg: Duration,
+    /// Largest raw RTT sample; zero before any.
     pub rtt_max: Duration,
+    /// RTT samples taken.
     pub rtt_samples: u64,
 }
 
@@ -61,9 +72,11 @@ pub struct PathStats {
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct SessionStats {
-    /// Receive window and send buffer now, after autotuning.
+    /// Receive window now, bytes, after autotuning.
     pub recv_window: u64,
+    /// Bytes the send buffer may hold now, after autotuning.
     pub send_buffer: u64,
+    /// Each connection's id and statistics.
     pub paths: Vec<(u8, PathStats)>,
     /// Application bytes accepted by `write`.
     pub bytes_written: u64,
@@ -77,8 +90,11 @@ pub struct SessionStats {
     pub retransmitted: u64,
     /// Retransmissions later found unnecessary.
     pub spurious_retransmits: u64,
+    /// Retransmission-timer expiries, summed over connections.
     pub timeouts: u64,
+    /// Congestion-window decreases of every cause, summed over connections.
     pub window_decreases: u64,
+    /// ECN CE marks reported by the peer, summed over connections.
     pub ecn_marks: u64,
     /// Datagrams dropped as malformed or truncated.
     pub malformed_dropped: u64,
@@ -99,10 +115,13 @@ pub struct SessionStats {
 pub struct PathSample {
     /// Seconds since the epoch of the driver's clock.
     pub at_s: f64,
+    /// The connection's id.
     pub path: u8,
     /// Congestion window, bytes.
     pub window: u64,
+    /// Smoothed RTT; zero before the first sample.
     pub srtt: Duration,
+    /// Retransmission timeout, including backoff.
     pub rto: Duration,
     /// Bytes in flight.
     pub in_flight: u64,

@@ -44,9 +44,11 @@ pub const MAX_REASON: usize = 256;
 /// packets so that the server's answers (at most three times what it
 /// received) cannot amplify an attack on a forged source address.
 pub const MIN_INITIAL_DATAGRAM: usize = 1200;
-/// Longest retry token, SPAKE2 message and Noise handshake message accepted.
+/// Longest retry token accepted, bytes.
 pub const MAX_TOKEN: usize = 64;
+/// Longest SPAKE2 message accepted, bytes.
 pub const MAX_PAKE_MESSAGE: usize = 64;
+/// Longest Noise handshake message accepted, bytes.
 pub const MAX_NOISE_MESSAGE: usize = 1024;
 
 /// Why a datagram was dropped.
@@ -168,8 +170,11 @@ pub enum Frame<'a> {
     Ack(AckFrame),
     /// Stream bytes at `offset`; `fin` marks the end of the stream after them.
     Stream {
+        /// Stream offset of the first byte of `data`.
         offset: u64,
+        /// The stream ends after `data`.
         fin: bool,
+        /// The stream bytes.
         data: &'a [u8],
     },
     /// Client's handshake offer.
@@ -177,9 +182,17 @@ pub enum Frame<'a> {
     /// Server's negotiated answer.
     HelloAck(Hello),
     /// The session is aborted with `code` and a human-readable reason.
-    Close { code: u64, reason: &'a [u8] },
+    Close {
+        /// Error code: braid's own, or the one given to [`Session::abort`](crate::Session::abort).
+        code: u64,
+        /// Human-readable reason, UTF-8, at most [`MAX_REASON`] bytes.
+        reason: &'a [u8],
+    },
     /// The sender stops using `path`.
-    PathClose { path: u8 },
+    PathClose {
+        /// The connection closed.
+        path: u8,
+    },
     /// MB-ECN feedback: the receiver's congestion level for the connection
     /// this frame travels on (seed 004's FLOW_UPDATE with its 16-bit ECE).
     Ece(u16),
@@ -193,17 +206,29 @@ pub enum Frame<'a> {
     /// retry token if the server asked for one, the SPAKE2 message (code
     /// mode) and Noise's first message, whose payload is the [`Hello`].
     ClientHello {
+        /// Handshake pattern: 1 for a pinned server key, 2 for a code.
         mode: u8,
+        /// The server's retry token; empty unless it sent a RETRY.
         token: &'a [u8],
+        /// The client's SPAKE2 message; empty in pinned-key mode.
         pake: &'a [u8],
+        /// Noise's first handshake message.
         noise: &'a [u8],
     },
     /// The server's answer (sent in clear; authenticated by Noise): its
     /// SPAKE2 message and Noise's second message, whose payload is the
     /// negotiated [`Hello`] or a CLOSE refusing the session.
-    ServerHello { pake: &'a [u8], noise: &'a [u8] },
+    ServerHello {
+        /// The server's SPAKE2 message; empty in pinned-key mode.
+        pake: &'a [u8],
+        /// Noise's second handshake message.
+        noise: &'a [u8],
+    },
     /// A server under load: open again with this token.
-    Retry { token: &'a [u8] },
+    Retry {
+        /// Proof of the client's address, to echo in the next CLIENT_HELLO.
+        token: &'a [u8],
+    },
     /// Asks the peer to prove it receives on this connection's address.
     PathChallenge([u8; 8]),
     /// Echoes a challenge's data.

@@ -323,11 +323,6 @@ impl Endpoint {
         self.inner.io.local_addr()
     }
 
-    /// Sessions currently registered on this socket.
-    pub fn session_count(&self) -> usize {
-        lock(&self.inner.sessions).len()
-    }
-
     /// Opens a session to `remotes`, one connection per address, all from
     /// this socket. Returns once the handshake completed.
     pub async fn connect(&self, remotes: &[SocketAddr], cfg: SessionConfig) -> Result<Session> {

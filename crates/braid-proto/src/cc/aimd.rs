@@ -21,6 +21,7 @@ const AI_STEP: f64 = 1.0;
 /// catchunks' `MIN_SSTHRESH`, packets.
 const MIN_SSTHRESH: f64 = 2.0;
 
+/// ndncatchunks' AIMD controller, window counted in packets.
 #[derive(Debug, Clone)]
 pub struct Aimd {
     cwnd: f64,
@@ -32,6 +33,7 @@ pub struct Aimd {
 }
 
 impl Aimd {
+    /// Starts in slow start at 2 packets, capped at the session's maximum window.
     pub fn new(ctx: CcContext) -> Self {
         Aimd {
             cwnd: INITIAL_WINDOW,

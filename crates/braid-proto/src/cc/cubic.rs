@@ -35,6 +35,7 @@ struct Saved {
     w_last_max: f64,
 }
 
+/// CUBIC controller (RFC 9438) with HyStart++ and DCTCP-style ECN response.
 #[derive(Debug, Clone)]
 pub struct Cubic {
     cwnd: f64,
@@ -61,6 +62,7 @@ pub struct Cubic {
 }
 
 impl Cubic {
+    /// Starts in slow start at 10 segments, capped at the session's maximum window.
     pub fn new(ctx: CcContext) -> Self {
         Cubic {
             cwnd: INITIAL_WINDOW,

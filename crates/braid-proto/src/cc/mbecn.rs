@@ -233,6 +233,7 @@ pub struct MbEcn {
 }
 
 impl MbEcn {
+    /// Starts in slow start with the initial budget and slot width.
     pub fn new(ctx: CcContext) -> Self {
         MbEcn {
             mtu: ctx.mtu.max(1),

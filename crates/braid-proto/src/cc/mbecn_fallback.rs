@@ -2,11 +2,10 @@
 //!
 //! MB-ECN reacts to its receiver's queue reports (ECE). Where no forwarder
 //! writes the field, its only signal is loss, and its additive increase,
-//! 3.9 MB/s per 2^24 ns slot whatever the RTT, outruns loss feedback that
-//! arrives an RTT later: at 50 Mbit/s and 400 ms RTT it retransmitted a third
-//! of what it sent (braid-sim, catchunks-longrtt/rtt-400ms), and on a third-
-//! party emulator it fell to 28-33 Mbit/s behind a 20-packet queue. The
-//! seed (004) leaves paths without MB-ECN forwarders open.
+//! fixed per time slot whatever the RTT, outruns loss feedback that arrives
+//! an RTT later: on long paths it retransmitted a large share of what it
+//! sent, and behind a shallow queue it fell well below the link (issue 13).
+//! The seed (004) leaves paths without MB-ECN forwarders open.
 //!
 //! So `mbecn` runs both: [`MbEcn`] decides while the path has marked or
 //! nothing says it does not, and a [`Bbr`] fed the same events takes over
@@ -35,6 +34,8 @@ enum Mode {
     LossOnly,
 }
 
+/// The `mbecn` controller: [`MbEcn`], but [`Bbr`] decides from a loss that
+/// comes before any mark until the path's first mark.
 #[derive(Debug, Clone)]
 pub struct MbEcnWithFallback {
     mbecn: MbEcn,
@@ -45,6 +46,7 @@ pub struct MbEcnWithFallback {
 }
 
 impl MbEcnWithFallback {
+    /// Starts with MB-ECN deciding.
     pub fn new(ctx: CcContext) -> Self {
         MbEcnWithFallback {
             mbecn: MbEcn::new(ctx),

@@ -173,6 +173,7 @@ pub enum Cause {
 /// A congestion signal.
 #[derive(Debug, Clone, Copy)]
 pub struct CongestionEvent {
+    /// What signalled it.
     pub cause: Cause,
     /// Send time of the newest packet the signal concerns; controllers that
     /// react once per RTT ignore signals about packets sent before their last reaction.

@@ -15,9 +15,8 @@
 //! shares `sendWindowPacketCount` in proportion to those rates at each
 //! rescale instead of rescaling the per-ACK-grown windows. NKP-0024's
 //! windows tend to the same shares, but with a time constant of the
-//! session window over the ACK rate (~3.5 s for 4096 packets at 1152
-//! packets/s; the seed reports ~10 s to converge); braid's take a round
-//! trip or two (seeds/000 NKP-0024, window convergence experiments).
+//! session window over the ACK rate (seconds; the seed reports ~10 s to
+//! converge); braid's take a round trip or two (seeds/000 NKP-0024, window convergence experiments).
 //!
 //! ECN marks are not part of NKP-0024 and are ignored.
 
@@ -28,6 +27,7 @@ use crate::Instant;
 /// NKP-0024's minimum window, packets.
 const MIN_WINDOW_PACKETS: f64 = 1.0;
 
+/// NCP's per-connection window (NKP-0024), counted in packets.
 #[derive(Debug, Clone)]
 pub struct Ncp {
     /// Window in packets; fractional after normalisation.
@@ -37,6 +37,7 @@ pub struct Ncp {
 }
 
 impl Ncp {
+    /// Starts at an equal share of the session window among the connections.
     pub fn new(ctx: CcContext) -> Self {
         let total = ctx.session_window_packets.max(1) as f64;
         Ncp {

@@ -102,6 +102,7 @@ impl Keypair {
         Zeroizing::new(self.secret.iter().map(|b| format!("{b:02x}")).collect())
     }
 
+    /// The public half, which peers pin (a server's) or allow (a client's).
     pub fn public(&self) -> PublicKey {
         self.public
     }

@@ -49,7 +49,7 @@ impl RetryKey {
     }
 
     /// Whether `token` was issued by this key for `addr` and `session_id`
-    /// within the last [`RETRY_TOKEN_LIFETIME_S`] seconds.
+    /// within the last 10 seconds (`RETRY_TOKEN_LIFETIME_S`).
     pub fn verify(&self, token: &[u8], addr: SocketAddr, session_id: u64, now_s: u64) -> bool {
         if token.len() != RETRY_TOKEN_LEN {
             return false;

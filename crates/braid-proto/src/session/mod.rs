@@ -15,6 +15,7 @@
 
 mod receive;
 mod scheduler;
+mod timers;
 mod transmit;
 mod validation;
 
@@ -79,7 +80,9 @@ pub enum Event {
 /// Which side opened the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// It connected.
     Client,
+    /// It accepted.
     Server,
 }
 
@@ -525,197 +528,6 @@ impl Session {
         self.normalize_windows();
     }
 
-    /// Runs every timer that has expired by `now`; an early call does nothing.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        match self.state {
-            State::Closed | State::Failed => return,
-            State::Handshaking {
-                started,
-                next_hello,
-                attempts,
-            } => {
-                if now >= started + self.cfg.handshake_timeout {
-                    let err = match self.refusal_hint.take() {
-                        Some(said) => SessionError::UnauthenticatedRefusal {
-                            after: self.cfg.handshake_timeout,
-                            said,
-                        },
-                        None if self.unauthentic_answers > 0 => {
-                            SessionError::HandshakeUnauthenticated(self.cfg.handshake_timeout)
-                        }
-                        None => SessionError::HandshakeTimeout(self.cfg.handshake_timeout),
-                    };
-                    self.fail(err);
-                    return;
-                }
-                if now >= next_hello {
-                    for p in self.paths.values_mut() {
-                        p.pending.hello = true;
-                    }
-                    let wait = self
-                        .cfg
-                        .rto
-                        .initial_rto
-                        .mul_f64(self.cfg.rto.backoff.powi(attempts.min(30) as i32));
-                    let wait = wait.min(self.cfg.rto.max_rto);
-                    self.state = State::Handshaking {
-                        started,
-                        next_hello: now + wait,
-                        attempts: attempts + 1,
-                    };
-                }
-                return;
-            }
-            State::Draining { until } if now >= until => {
-                self.state = State::Closed;
-                self.events.push_back(Event::Closed);
-                return;
-            }
-            _ => {}
-        }
-        if now >= self.last_recv + self.cfg.idle_timeout {
-            self.fail(SessionError::IdleTimeout(self.cfg.idle_timeout));
-            return;
-        }
-        if let Some(d) = self.unconfirmed_deadline() {
-            if now >= d {
-                self.fail(SessionError::HandshakeTimeout(UNCONFIRMED_TIMEOUT));
-                return;
-            }
-        }
-        self.expire_validations(now);
-        // Keep-alive and flow-control persist both probe the first live connection.
-        let probe_due = [self.keep_alive_deadline(), self.persist_deadline()]
-            .into_iter()
-            .flatten()
-            .any(|d| now >= d);
-        if probe_due {
-            if let Some(p) = self
-                .paths
-                .values_mut()
-                .find(|p| p.state() == PathState::Active)
-            {
-                p.pending.probe = true;
-            }
-        }
-        let mut any_rto = false;
-        for p in self.paths.values_mut() {
-            p.on_pacing_timeout(now);
-            let rto = p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval);
-            let tlp = p.tlp_deadline(self.cfg.max_ack_delay);
-            if tlp.is_some_and(|t| now >= t && rto.is_none_or(|r| t < r)) {
-                if let Some(segment) = p.on_tlp(now) {
-                    if !self.send.has_new_data() {
-                        self.send.probe(segment);
-                    }
-                }
-            } else if rto.is_some_and(|d| now >= d) {
-                any_rto = true;
-                *self.rtos_without_progress.entry(p.id()).or_default() += 1;
-                *self.rtos_in_silence.entry(p.id()).or_default() += 1;
-                if p.on_rto(now, &mut self.send) {
-                    self.events.push_back(Event::PathDown(p.id()));
-                }
-                if p.state() == PathState::Probing {
-                    p.pending.probe = true;
-                }
-            } else if p.loss_deadline().is_some_and(|d| now >= d) {
-                p.detect_losses(now, &mut self.send);
-            }
-        }
-        if any_rto {
-            self.normalize_windows();
-            // Whether every usable connection has counted `limit` or more.
-            let every = |counts: &BTreeMap<u8, u32>, limit: u32| {
-                self.paths
-                    .values()
-                    .filter(|p| p.is_usable())
-                    .all(|p| counts.get(&p.id()).copied().unwrap_or(0) >= limit)
-            };
-            if let Some(limit) = self.cfg.silent_limit {
-                let silence = now - self.last_recv;
-                // Data of ours outstanding, or the peer's still to come (a
-                // receiver's keep-alive probes go unanswered then).
-                let waiting = self.send.has_outstanding() || !self.recv_finished;
-                if every(&self.rtos_in_silence, limit)
-                    && silence >= crate::config::MIN_SILENCE
-                    && waiting
-                {
-                    self.fail(SessionError::PeerSilent {
-                        after: silence,
-                        rtos: limit,
-                    });
-                    return;
-                }
-            }
-            // Losses that ACKs reveal do not count, only timeouts: a path
-            // that still delivers, however lossy, makes progress.
-            if let Some(limit) = self.cfg.retry_limit {
-                // More than `limit` on every usable connection.
-                let exhausted = every(&self.rtos_without_progress, limit.saturating_add(1));
-                if exhausted && self.send.has_outstanding() {
-                    self.fail(SessionError::NoProgress {
-                        after: now - self.progress_at,
-                        rtos: limit,
-                    });
-                    return;
-                }
-            }
-        }
-        if let (Some(at), Some(interval)) = (self.next_sample, self.cfg.sample_interval) {
-            if now >= at {
-                self.take_samples(now);
-                let mut next = at + interval;
-                if next <= now {
-                    next = now + interval;
-                }
-                self.next_sample = Some(next);
-            }
-        }
-    }
-
-    /// A server that the client has not confirmed gives up on it then.
-    fn unconfirmed_deadline(&self) -> Option<Instant> {
-        (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
-            .then(|| self.last_hello + UNCONFIRMED_TIMEOUT)
-    }
-
-    fn keep_alive_deadline(&self) -> Option<Instant> {
-        match self.state {
-            State::Established => self.cfg.keep_alive.map(|ka| {
-                // A peer silent in the middle of its stream is news sooner:
-                // probes start the timeouts that tell a dead peer (see
-                // `SessionConfig::silent_limit`). Sessions idle from the
-                // start keep the long interval.
-                let mid_stream = self.recv.cumulative() > 0 && !self.recv_finished;
-                let ka = if mid_stream {
-                    ka.min(MID_STREAM_PROBE)
-                } else {
-                    ka
-                };
-                self.last_send.max(self.last_recv) + ka
-            }),
-            _ => None,
-        }
-    }
-
-    /// When blocked only by the peer's flow-control window with nothing in
-    /// flight, probe after an RTO in case the window update was lost.
-    fn persist_deadline(&self) -> Option<Instant> {
-        if self.state != State::Established || !self.send.is_flow_blocked() {
-            return None;
-        }
-        if self.paths.values().any(|p| p.has_in_flight()) {
-            return None;
-        }
-        let rto = self
-            .paths
-            .values()
-            .map(|p| p.rtt().rto(&self.cfg.rto, 0))
-            .min()?;
-        Some(self.last_send + rto)
-    }
-
     fn take_samples(&mut self, now: Instant) {
         let interval = now - self.last_sample;
         self.last_sample = now;
@@ -730,48 +542,6 @@ impl Session {
                 self.send.delivered_on(p.id()),
             ));
         }
-    }
-
-    /// The earliest instant at which `handle_timeout` has work to do.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t: Option<Instant> = None;
-        let mut at = |d: Option<Instant>| {
-            if let Some(d) = d {
-                t = Some(t.map_or(d, |t| t.min(d)));
-            }
-        };
-        match self.state {
-            State::Closed | State::Failed => return None,
-            State::Handshaking {
-                started,
-                next_hello,
-                ..
-            } => {
-                at(Some(started + self.cfg.handshake_timeout));
-                at(Some(next_hello));
-                return t;
-            }
-            State::Draining { until } => at(Some(until)),
-            State::Established => {}
-        }
-        at(Some(self.last_recv + self.cfg.idle_timeout));
-        at(self.unconfirmed_deadline());
-        at(self.validation_deadline());
-        at(self.keep_alive_deadline());
-        at(self.persist_deadline());
-        at(self.next_sample);
-        for p in self.paths.values() {
-            at(p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval));
-            at(p.tlp_deadline(self.cfg.max_ack_delay));
-            at(p.pacing_wakeup());
-            at(p.loss_deadline());
-            // An unvalidated connection out of credit acknowledges when
-            // the peer's next datagram brings some.
-            if p.is_ack_owed() && self.amplification_allows(p.id(), transmit::CONTROL_ESTIMATE) {
-                at(p.ack_deadline());
-            }
-        }
-        t
     }
 
     /// The next event, if any.

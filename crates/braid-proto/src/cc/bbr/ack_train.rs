@@ -14,7 +14,7 @@
 //! taken on the receiver's clock: the ACK path then adds nothing. In full
 //! duplex the ACKs wait in the other direction's queue or ride on the
 //! peer's paced data, and their arrival spacing shows the peer's pacing, not
-//! our bottleneck (a 50 Mbit/s path measured at 8 and at 2000 Mbit/s).
+//! our bottleneck (far above or below it).
 //!
 //! Random loss at the link's entry leaves the survivors back to back, so a
 //! train with lost packets still measures the bottleneck: it completes when

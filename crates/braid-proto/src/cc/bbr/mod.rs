@@ -12,8 +12,8 @@
 //! - STARTUP jumps after the first flight (braid's, after RAPID and packet-
 //!   train dispersion; see [`ack_train`]): the IW10 burst's ACK spacing
 //!   gives the bottleneck rate, and STARTUP paces the next round at it with
-//!   cwnd at its BDP instead of doubling from IW10 (~log2(BDP/IW) rounds:
-//!   3 s at 50 Mbit/s and 400 ms). The estimate also counts as the first
+//!   cwnd at its BDP instead of doubling from IW10 (~log2(BDP/IW) rounds,
+//!   seconds on a long path). The estimate also counts as the first
 //!   round of the plateau, so after the jump STARTUP needs rate samples 25 %
 //!   above it to go on, and ends one round sooner than v1 when they stay
 //!   flat (less overshoot into a shallow queue). An untrusted estimate
@@ -41,9 +41,8 @@
 //!   (BBRv2: draft-cardwell-iccrg-bbr-congestion-control-02 §2.14.2,
 //!   BBRProbeRTTCwndGain = 0.5; Linux `tcp_bbr2.c` `bbr_probe_rtt_cwnd_gain`),
 //!   which still drains a queue up to half the BDP. v1's 4 packets stop the
-//!   sender for a round trip and starve the pipe for another: on a 200 ms
-//!   path each probe cost ~0.4 s of sending, ~0.2 s with half the BDP. The
-//!   interval stays v1's 10 s (v2 probes every 5 s).
+//!   sender for a round trip and starve the pipe for another, twice what
+//!   half the BDP costs. The interval stays v1's 10 s (v2 probes every 5 s).
 //! - PROBE_RTT marks later samples app-limited here, as Linux's rate sampler
 //!   does through `tp->app_limited`.
 //! - RTprop takes only a strictly smaller sample before it expires (Linux
@@ -52,8 +51,7 @@
 //!   from the ACK frames' receive timestamps) to gain × BDP. In full duplex
 //!   each direction's ACKs wait behind the other's data: with v1's cwnd the
 //!   RTT grows past 2 × RTprop, the sender becomes cwnd-limited, its rate
-//!   samples fall and BtlBw with them (a 50 Mbit/s duplex transfer at 1 ms
-//!   RTT ran one way at 10.6 Mbit/s).
+//!   samples fall and BtlBw with them, to a fraction of the link.
 //! - STARTUP's loss exit and the random-loss estimate judge "a queue" on
 //!   the RTT less the ACK path's queueing: in full duplex the other
 //!   direction's data delays our ACKs, and with random loss that ended
@@ -84,13 +82,13 @@ use crate::rtt::RttEstimator;
 use crate::Instant;
 use std::time::Duration;
 
-/// 2/ln 2, the smallest gain that doubles the delivery rate each round
-/// (draft-00 "Startup", BBRHighGain; Linux `bbr_high_gain`). Used for both
-/// pacing and cwnd in STARTUP and for cwnd in DRAIN, as v1 does.
 /// Loss rate of a STARTUP round that ends STARTUP (BBRv2 `BBRLossThresh`, 2 %).
 const STARTUP_LOSS_THRESH: f64 = 0.02;
 /// RTT over the minimum that shows a queue behind that loss (braid's choice).
 const STARTUP_QUEUE_RTT_RATIO: f64 = 1.25;
+/// 2/ln 2, the smallest gain that doubles the delivery rate each round
+/// (draft-00 "Startup", BBRHighGain; Linux `bbr_high_gain`). Used for both
+/// pacing and cwnd in STARTUP and for cwnd in DRAIN, as v1 does.
 const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
 /// Inverse of the STARTUP gain: drains its queue in one round (draft-00
 /// "Drain"; Linux `bbr_drain_gain`).
@@ -140,9 +138,16 @@ const JUMP_CWND_GAIN: f64 = 1.0;
 /// BBR's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BbrMode {
+    /// Paces at 2/ln 2 × the bandwidth estimate, doubling the rate each
+    /// round, until the pipe is full.
     Startup,
+    /// Paces below the estimate until in-flight data is down to one BDP.
     Drain,
+    /// Cruises at the bottleneck rate, one phase above and one below it per
+    /// gain cycle.
     ProbeBw,
+    /// Holds in-flight data at half the BDP for at least 200 ms and a round
+    /// to measure the propagation RTT afresh.
     ProbeRtt,
 }
 
@@ -174,6 +179,7 @@ impl MaxFilter {
     }
 }
 
+/// BBR v1 controller with the deviations listed in the module docs.
 #[derive(Debug, Clone)]
 pub struct Bbr {
     mode: BbrMode,
@@ -218,6 +224,7 @@ pub struct Bbr {
 }
 
 impl Bbr {
+    /// Starts in STARTUP with a 10-packet window and no pacing rate.
     pub fn new(ctx: CcContext) -> Self {
         let mtu = ctx.mtu.max(1);
         Bbr {
@@ -257,6 +264,7 @@ impl Bbr {
         }
     }
 
+    /// The current state.
     pub fn mode(&self) -> BbrMode {
         self.mode
     }
@@ -271,6 +279,7 @@ impl Bbr {
         self.min_rtt
     }
 
+    /// This state's pacing gain over the bottleneck bandwidth estimate.
     pub fn pacing_gain(&self) -> f64 {
         match self.mode {
             BbrMode::Startup => HIGH_GAIN,

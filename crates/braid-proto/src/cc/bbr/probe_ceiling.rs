@@ -2,9 +2,8 @@
 //!
 //! BBR v1 probes every eight rounds at 1.25 × BtlBw until 1.25 × BDP is in
 //! flight. Behind a queue shallower than a quarter of the BDP each probe
-//! overflows it, and the drops repeat every cycle (braid's `queue-20` row:
-//! 20 packets against a 177-packet BDP lost ~25 packets per probe, 2.6 % of
-//! everything sent). BBRv2 bounds in-flight data by `inflight_hi`, the level
+//! overflows it, and the drops repeat every cycle (braid's `queue-20` row).
+//! BBRv2 bounds in-flight data by `inflight_hi`, the level
 //! at which a probe lost more than 2 % (draft-cardwell-iccrg-bbr-congestion-
 //! control-02 §4.5.10, BBRLossThresh = 2 %, BBRBeta = 0.7), and raises it
 //! again by 1, 2, 4… packets per round while probes stay clean (§4.3.3.4,

@@ -1,0 +1,355 @@
+//! Every deadline a session keeps, in one table.
+//!
+//! [`Timer`] names them and [`Session::deadline`] says when each is due;
+//! `poll_timeout` is the earliest over [`Session::timers`], and
+//! `handle_timeout` acts on the same timers, in the same order, asking the
+//! same function whether each is due. A new timer is a variant, its
+//! deadline and its arm in `handle_timeout` (the match is exhaustive), so
+//! the two cannot list different deadlines.
+
+use super::{Role, Session, State, MID_STREAM_PROBE, UNCONFIRMED_TIMEOUT};
+use crate::error::SessionError;
+use crate::stats::PathState;
+use crate::Instant;
+use std::collections::BTreeMap;
+
+/// One deadline of a session or of one of its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Timer {
+    /// The handshake gives up.
+    Handshake,
+    /// The client's HELLO is sent again.
+    Hello,
+    /// A closed session stops answering.
+    Drain,
+    /// Nothing received for the idle timeout.
+    Idle,
+    /// A server whose client never confirmed gives up on it.
+    Unconfirmed,
+    /// A path challenge is due or has gone unanswered too often.
+    Validation,
+    /// A keep-alive probe.
+    KeepAlive,
+    /// A probe while only the peer's flow-control window holds us back.
+    Persist,
+    /// A connection's pacer releases its next packet.
+    Pacing(u8),
+    /// A connection's tail-loss probe.
+    Tlp(u8),
+    /// A connection's retransmission timeout.
+    Rto(u8),
+    /// Packets in flight on a connection become lost by the time threshold.
+    Loss(u8),
+    /// A connection's delayed ACK is due (`poll_transmit` sends it).
+    Ack(u8),
+    /// Per-connection samples for the time series.
+    Sample,
+}
+
+impl Session {
+    /// Every timer the session could have, in the order `handle_timeout`
+    /// acts on them.
+    pub(super) fn timers(&self) -> Vec<Timer> {
+        let mut all = vec![
+            Timer::Handshake,
+            Timer::Hello,
+            Timer::Drain,
+            Timer::Idle,
+            Timer::Unconfirmed,
+            Timer::Validation,
+            Timer::KeepAlive,
+            Timer::Persist,
+        ];
+        for &id in self.paths.keys() {
+            all.extend([
+                Timer::Pacing(id),
+                Timer::Tlp(id),
+                Timer::Rto(id),
+                Timer::Loss(id),
+                Timer::Ack(id),
+            ]);
+        }
+        all.push(Timer::Sample);
+        all
+    }
+
+    /// When `timer` is due, if it is set.
+    pub(super) fn deadline(&self, timer: Timer) -> Option<Instant> {
+        let handshaking = match self.state {
+            State::Closed | State::Failed => return None,
+            State::Handshaking {
+                started,
+                next_hello,
+                ..
+            } => match timer {
+                Timer::Handshake => return Some(started + self.cfg.handshake_timeout),
+                Timer::Hello => return Some(next_hello),
+                // Nothing else runs before the handshake completes.
+                _ => return None,
+            },
+            _ => false,
+        };
+        debug_assert!(!handshaking);
+        let path = |id: u8| self.paths.get(&id);
+        match timer {
+            Timer::Handshake | Timer::Hello => None,
+            Timer::Drain => match self.state {
+                State::Draining { until } => Some(until),
+                _ => None,
+            },
+            Timer::Idle => Some(self.last_recv + self.cfg.idle_timeout),
+            Timer::Unconfirmed => self.unconfirmed_deadline(),
+            Timer::Validation => self.validation_deadline(),
+            Timer::KeepAlive => self.keep_alive_deadline(),
+            Timer::Persist => self.persist_deadline(),
+            Timer::Pacing(id) => path(id)?.pacing_wakeup(),
+            Timer::Tlp(id) => path(id)?.tlp_deadline(self.cfg.max_ack_delay),
+            Timer::Rto(id) => path(id)?.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval),
+            Timer::Loss(id) => path(id)?.loss_deadline(),
+            Timer::Ack(id) => {
+                let p = path(id)?;
+                // An unvalidated connection out of credit acknowledges when
+                // the peer's next datagram brings some.
+                let can_send = self.amplification_allows(id, super::transmit::CONTROL_ESTIMATE);
+                (p.is_ack_owed() && can_send)
+                    .then(|| p.ack_deadline())
+                    .flatten()
+            }
+            Timer::Sample => self.next_sample,
+        }
+    }
+
+    fn is_due(&self, timer: Timer, now: Instant) -> bool {
+        self.deadline(timer).is_some_and(|d| now >= d)
+    }
+
+    /// The earliest instant at which `handle_timeout` has work to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers()
+            .into_iter()
+            .filter_map(|t| self.deadline(t))
+            .min()
+    }
+
+    /// Runs every timer that has expired by `now`; an early call does nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        // Connections whose tail-loss probe or RTO fired in this call: one
+        // recovery action per connection and call.
+        let mut recovered: Vec<u8> = Vec::new();
+        let mut any_rto = false;
+        for timer in self.timers() {
+            if matches!(timer, Timer::Sample) && any_rto && self.after_timeouts(now) {
+                return;
+            }
+            if !self.is_due(timer, now) {
+                continue;
+            }
+            match timer {
+                Timer::Handshake => {
+                    let err = match self.refusal_hint.take() {
+                        Some(said) => SessionError::UnauthenticatedRefusal {
+                            after: self.cfg.handshake_timeout,
+                            said,
+                        },
+                        None if self.unauthentic_answers > 0 => {
+                            SessionError::HandshakeUnauthenticated(self.cfg.handshake_timeout)
+                        }
+                        None => SessionError::HandshakeTimeout(self.cfg.handshake_timeout),
+                    };
+                    self.fail(err);
+                    return;
+                }
+                Timer::Hello => self.resend_hello(now),
+                Timer::Drain => {
+                    self.state = State::Closed;
+                    self.events.push_back(super::Event::Closed);
+                    return;
+                }
+                Timer::Idle => {
+                    self.fail(SessionError::IdleTimeout(self.cfg.idle_timeout));
+                    return;
+                }
+                Timer::Unconfirmed => {
+                    self.fail(SessionError::HandshakeTimeout(UNCONFIRMED_TIMEOUT));
+                    return;
+                }
+                Timer::Validation => self.expire_validations(now),
+                Timer::KeepAlive | Timer::Persist => {
+                    // Both probe the first live connection.
+                    if let Some(p) = self
+                        .paths
+                        .values_mut()
+                        .find(|p| p.state() == PathState::Active)
+                    {
+                        p.pending.probe = true;
+                    }
+                }
+                Timer::Pacing(id) => {
+                    if let Some(p) = self.paths.get_mut(&id) {
+                        p.on_pacing_timeout(now);
+                    }
+                }
+                Timer::Tlp(id) => {
+                    // The RTO takes precedence when it is not later.
+                    let rto = self.deadline(Timer::Rto(id));
+                    let tlp = self.deadline(Timer::Tlp(id));
+                    if rto.is_some_and(|r| tlp.is_some_and(|t| t >= r)) {
+                        continue;
+                    }
+                    recovered.push(id);
+                    let p = self.paths.get_mut(&id).expect("a timer's path exists");
+                    if let Some(segment) = p.on_tlp(now) {
+                        if !self.send.has_new_data() {
+                            self.send.probe(segment);
+                        }
+                    }
+                }
+                Timer::Rto(id) => {
+                    if recovered.contains(&id) {
+                        continue;
+                    }
+                    recovered.push(id);
+                    any_rto = true;
+                    *self.rtos_without_progress.entry(id).or_default() += 1;
+                    *self.rtos_in_silence.entry(id).or_default() += 1;
+                    let p = self.paths.get_mut(&id).expect("a timer's path exists");
+                    if p.on_rto(now, &mut self.send) {
+                        self.events.push_back(super::Event::PathDown(id));
+                    }
+                    if p.state() == PathState::Probing {
+                        p.pending.probe = true;
+                    }
+                }
+                Timer::Loss(id) => {
+                    if !recovered.contains(&id) {
+                        let p = self.paths.get_mut(&id).expect("a timer's path exists");
+                        p.detect_losses(now, &mut self.send);
+                    }
+                }
+                Timer::Ack(_) => {}
+                Timer::Sample => {
+                    let (Some(at), Some(interval)) = (self.next_sample, self.cfg.sample_interval)
+                    else {
+                        continue;
+                    };
+                    self.take_samples(now);
+                    let mut next = at + interval;
+                    if next <= now {
+                        next = now + interval;
+                    }
+                    self.next_sample = Some(next);
+                }
+            }
+        }
+    }
+
+    /// The client's HELLO goes out again, after a doubling wait.
+    fn resend_hello(&mut self, now: Instant) {
+        let State::Handshaking {
+            started, attempts, ..
+        } = self.state
+        else {
+            return;
+        };
+        for p in self.paths.values_mut() {
+            p.pending.hello = true;
+        }
+        let wait = self
+            .cfg
+            .rto
+            .initial_rto
+            .mul_f64(self.cfg.rto.backoff.powi(attempts.min(30) as i32));
+        let wait = wait.min(self.cfg.rto.max_rto);
+        self.state = State::Handshaking {
+            started,
+            next_hello: now + wait,
+            attempts: attempts + 1,
+        };
+    }
+
+    /// After RTOs: the windows are shared out again, and a peer silent or a
+    /// transfer without progress for too long ends the session. Whether it
+    /// did.
+    fn after_timeouts(&mut self, now: Instant) -> bool {
+        self.normalize_windows();
+        // Whether every usable connection has counted `limit` or more.
+        let every = |counts: &BTreeMap<u8, u32>, limit: u32| {
+            self.paths
+                .values()
+                .filter(|p| p.is_usable())
+                .all(|p| counts.get(&p.id()).copied().unwrap_or(0) >= limit)
+        };
+        if let Some(limit) = self.cfg.silent_limit {
+            let silence = now - self.last_recv;
+            // Data of ours outstanding, or the peer's still to come (a
+            // receiver's keep-alive probes go unanswered then).
+            let waiting = self.send.has_outstanding() || !self.recv_finished;
+            if every(&self.rtos_in_silence, limit)
+                && silence >= crate::config::MIN_SILENCE
+                && waiting
+            {
+                self.fail(SessionError::PeerSilent {
+                    after: silence,
+                    rtos: limit,
+                });
+                return true;
+            }
+        }
+        // Losses that ACKs reveal do not count, only timeouts: a path
+        // that still delivers, however lossy, makes progress.
+        if let Some(limit) = self.cfg.retry_limit {
+            // More than `limit` on every usable connection.
+            let exhausted = every(&self.rtos_without_progress, limit.saturating_add(1));
+            if exhausted && self.send.has_outstanding() {
+                self.fail(SessionError::NoProgress {
+                    after: now - self.progress_at,
+                    rtos: limit,
+                });
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A server that the client has not confirmed gives up on it then.
+    fn unconfirmed_deadline(&self) -> Option<Instant> {
+        (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
+            .then(|| self.last_hello + UNCONFIRMED_TIMEOUT)
+    }
+
+    fn keep_alive_deadline(&self) -> Option<Instant> {
+        match self.state {
+            State::Established => self.cfg.keep_alive.map(|ka| {
+                // A peer silent in the middle of its stream is news sooner:
+                // probes start the timeouts that tell a dead peer (see
+                // `SessionConfig::silent_limit`). Sessions idle from the
+                // start keep the long interval.
+                let mid_stream = self.recv.cumulative() > 0 && !self.recv_finished;
+                let ka = if mid_stream {
+                    ka.min(MID_STREAM_PROBE)
+                } else {
+                    ka
+                };
+                self.last_send.max(self.last_recv) + ka
+            }),
+            _ => None,
+        }
+    }
+
+    /// When blocked only by the peer's flow-control window with nothing in
+    /// flight, probe after an RTO in case the window update was lost.
+    fn persist_deadline(&self) -> Option<Instant> {
+        if self.state != State::Established || !self.send.is_flow_blocked() {
+            return None;
+        }
+        if self.paths.values().any(|p| p.has_in_flight()) {
+            return None;
+        }
+        let rto = self
+            .paths
+            .values()
+            .map(|p| p.rtt().rto(&self.cfg.rto, 0))
+            .min()?;
+        Some(self.last_send + rto)
+    }
+}
