@@ -8,12 +8,12 @@
 //! real sockets, so every run in virtual time is reproducible.
 
 mod ack_floor;
+mod ack_path_delay;
 pub mod cc;
 mod config;
 pub mod crypto;
 mod ecn;
 mod error;
-mod owd;
 mod pacing;
 mod path;
 mod range_set;

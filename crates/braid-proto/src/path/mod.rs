@@ -15,8 +15,8 @@ mod sent;
 
 pub(crate) use packet_number::AckError;
 
+use crate::ack_path_delay::AckPathDelay;
 use crate::cc::Controller;
-use crate::owd::AckPathDelay;
 use crate::pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use crate::rtt::{RtoConfig, RttEstimator};
 use crate::stats::{PathSample, PathState, PathStats};
