@@ -52,6 +52,11 @@ pub struct PathStats {
     pub stream_bytes_acked: u64,
     /// Congestion window, bytes.
     pub window: u64,
+    /// The controller's slow-start threshold, bytes, if it keeps one
+    /// (BBR reports its BDP at the end of STARTUP, as Linux does).
+    pub ssthresh: Option<u64>,
+    /// The controller's pacing rate, bytes/s, if it sets one.
+    pub pacing_rate: Option<f64>,
     /// Bytes in flight.
     pub in_flight: u64,
     /// Smoothed RTT; zero before the first sample.

@@ -132,6 +132,12 @@ pub struct PathResult {
     pub retransmitted: u64,
     /// Congestion window at the end, packets of the negotiated MTU.
     pub final_window: f64,
+    /// The controller's slow-start threshold at the end, packets; `None`
+    /// for controllers without one.
+    pub final_ssthresh: Option<f64>,
+    /// The controller's pacing rate at the end, Mbit/s; `None` when it
+    /// leaves pacing to the connection.
+    pub final_pacing_mbps: Option<f64>,
     pub timeouts: u64,
     pub lost_packets: u64,
     pub srtt_ms: f64,
@@ -264,6 +270,8 @@ impl Delivery {
                 packets_sent: p.packets_sent,
                 retransmitted: p.retransmitted,
                 final_window: p.window as f64 / mtu,
+                final_ssthresh: p.ssthresh.map(|b| b as f64 / mtu),
+                final_pacing_mbps: p.pacing_rate.map(|r| r * 8e-6),
                 timeouts: p.timeouts,
                 lost_packets: p.lost_packets,
                 srtt_ms: ms(p.srtt),

@@ -364,6 +364,8 @@ impl Path {
         let mut s = self.stats;
         s.state = self.state;
         s.window = self.cc.window();
+        s.ssthresh = self.cc.metrics().ssthresh;
+        s.pacing_rate = self.cc.pacing_rate();
         s.in_flight = self.in_flight();
         s.srtt = self.rtt.srtt_or(Duration::ZERO);
         s.rto = self.rtt.rto(cfg, self.backoffs);

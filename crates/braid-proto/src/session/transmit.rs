@@ -238,7 +238,11 @@ impl Session {
             .paths
             .values()
             .all(|q| !(q.is_usable() && q.state() == PathState::Active));
-        if !(only_probe && none_active && self.is_established() && self.peer_confirmed) {
+        // A connection still being validated keeps to its amplification
+        // credit, which a data packet may exceed.
+        let validated = !self.validations.contains_key(&id);
+        if !(only_probe && none_active && validated && self.is_established() && self.peer_confirmed)
+        {
             return None;
         }
         self.send.peek().filter(|pending| pending.retransmission)
