@@ -17,7 +17,8 @@
 //!   round of the plateau, so after the jump STARTUP needs rate samples 25 %
 //!   above it to go on, and ends one round sooner than v1 when they stay
 //!   flat (less overshoot into a shallow queue). An untrusted estimate
-//!   (jitter, a timeout, a paced train) leaves v1's startup unchanged.
+//!   (jitter on the sender's clock, a timeout, a paced train) leaves v1's
+//!   startup unchanged; uneven receive times give half the estimate.
 //! - PROBE_BW paces at gain × BtlBw / (1 − p), p the loss share of cruise
 //!   rounds with no queue ([`random_loss`], at most 25 %). Loss
 //!   before the bottleneck (radio, netem ahead of a rate limiter) otherwise
