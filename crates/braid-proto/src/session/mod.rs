@@ -13,6 +13,7 @@
 //! After any input or command the driver calls `poll_transmit` until it
 //! returns `None`, drains `poll_event`, and sleeps until `poll_timeout`.
 
+mod handshake;
 mod receive;
 mod scheduler;
 mod timers;
@@ -31,7 +32,7 @@ use crate::stats::{PathSample, PathState, SessionStats};
 use crate::Instant;
 use std::collections::{BTreeMap, VecDeque};
 
-pub use receive::AcceptError;
+pub use handshake::AcceptError;
 pub use transmit::Transmit;
 
 /// Most time-series points kept before the oldest are dropped.
@@ -151,7 +152,7 @@ pub struct Session {
     /// A sealed client's handshake until the server's answer opens it.
     client_hs: Option<Box<ClientHandshake>>,
     /// A sealed server's answer, until the client confirms it.
-    answer: Option<receive::Answer>,
+    answer: Option<handshake::Answer>,
     /// A server's retry token to echo, and how many retries were obeyed.
     retry_token: Vec<u8>,
     retries: u32,

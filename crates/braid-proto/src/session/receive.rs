@@ -1,217 +1,15 @@
-//! Incoming datagrams: validation, handshake, and frame processing.
+//! Incoming datagrams: validation, authentication and frame processing (the
+//! handshake itself is in `handshake.rs`).
 
-use super::{close_code, Event, Role, Session, State, CLOSE_REPEATS};
-use crate::config::{ConfigError, SessionConfig};
-use crate::crypto::{HandshakeError, ServerHandshake};
+use super::{close_code, Event, Role, Session, State};
 use crate::error::SessionError;
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
-use crate::wire::{
-    self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
-};
-use crate::{cc, Ecn, Instant};
-use thiserror::Error;
-
-/// Why a datagram could not open a server session. None of these leave
-/// any state behind.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum AcceptError {
-    /// Not a well-formed braid datagram.
-    #[error("malformed datagram: {0}")]
-    Malformed(#[from] DecodeError),
-    /// Well-formed, but its first frame is not a handshake.
-    #[error("datagram for an unknown session is not a handshake")]
-    NotAHello,
-    /// A first datagram shorter than [`MIN_INITIAL_DATAGRAM`] (not padded).
-    #[error("handshake datagram of {0} bytes is not padded to {MIN_INITIAL_DATAGRAM}")]
-    TooShort(usize),
-    /// The handshake did not authenticate, or asks for what we do not offer.
-    #[error("handshake refused: {0}")]
-    Handshake(&'static str),
-    /// Our own configuration is invalid.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-}
-
-/// What a sealed server keeps of its handshake until the client confirms:
-/// the client's first message, to recognise its retransmissions, and our
-/// answer, to repeat it.
-#[derive(Debug)]
-pub(super) struct Answer {
-    client_message: Vec<u8>,
-    /// The encoded SERVER_HELLO frame.
-    frame: Vec<u8>,
-}
-
-impl Answer {
-    pub(super) fn frame(&self) -> &[u8] {
-        &self.frame
-    }
-}
-
-/// Times a RETRY is obeyed before further ones are ignored.
-const MAX_RETRIES: u32 = 4;
+use crate::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
+use crate::{Ecn, Instant};
 
 impl Session {
-    /// Opens a server session from a client's first datagram, which arrived
-    /// on connection `path`; `seed` seeds the session's CSPRNG. A handshake
-    /// that does not authenticate leaves nothing behind. One we cannot
-    /// serve (version, controller, protection) still makes a session, one
-    /// that only tells the client why and closes.
-    pub fn accept(
-        cfg: SessionConfig,
-        now: Instant,
-        path: u8,
-        datagram: &[u8],
-        seed: [u8; 32],
-    ) -> Result<Session, AcceptError> {
-        cfg.validate_for(Role::Server)?;
-        let (header, payload) = Header::decode(datagram)?;
-        let first = match Frames::new(payload).next() {
-            Some(Ok(f @ (Frame::Hello(_) | Frame::ClientHello { .. }))) => f,
-            Some(Err(e)) => return Err(e.into()),
-            _ => return Err(AcceptError::NotAHello),
-        };
-        if datagram.len() < MIN_INITIAL_DATAGRAM {
-            return Err(AcceptError::TooShort(datagram.len()));
-        }
-        let mut s = Session::new(Role::Server, cfg, header.session_id, now, seed);
-        let sealed = s.cfg.security.is_sealed();
-        s.insert_path(path, now);
-        s.start_validation(now, path, datagram.len(), false);
-        match first {
-            _ if header.version != VERSION => {
-                let reason = format!(
-                    "version {} not supported (this side speaks {VERSION})",
-                    header.version
-                );
-                s.refuse(close_code::VERSION, reason);
-            }
-            Frame::Hello(_) if sealed => s.refuse(
-                close_code::SECURITY,
-                "this server requires encryption; the client chose insecure".into(),
-            ),
-            Frame::ClientHello { .. } if !sealed => s.refuse(
-                close_code::SECURITY,
-                "this server runs without encryption (insecure)".into(),
-            ),
-            Frame::Hello(hello) => {
-                if let Err((code, reason)) = s.negotiate(&hello) {
-                    s.refuse(code, reason);
-                } else {
-                    s.events.push_back(Event::Connected);
-                }
-                s.handle_datagram(now, path, Ecn::NotEct, datagram);
-            }
-            Frame::ClientHello {
-                mode, pake, noise, ..
-            } => {
-                let read = ServerHandshake::read(
-                    &s.cfg.security,
-                    header.session_id,
-                    mode,
-                    pake,
-                    noise,
-                    &mut s.rng,
-                );
-                let (hs, offer) = match read {
-                    Ok(r) => r,
-                    // Said in clear, so only a hint to the client; it helps
-                    // a user who pinned the wrong key.
-                    Err(e) => {
-                        s.refuse(close_code::SECURITY, handshake_reason(e).into());
-                        return Ok(s);
-                    }
-                };
-                let hello = match Frames::new(&offer).next() {
-                    Some(Ok(Frame::Hello(h))) => h,
-                    _ => return Err(AcceptError::Handshake("no parameters in the handshake")),
-                };
-                let mut answer = Vec::new();
-                let refusal = s.negotiate(&hello).err();
-                match &refusal {
-                    None => Frame::HelloAck(s.hello()).encode(&mut answer),
-                    Some((code, reason)) => Frame::Close {
-                        code: *code,
-                        reason: reason.as_bytes(),
-                    }
-                    .encode(&mut answer),
-                }
-                let (our_pake, msg, keys) = hs.answer(&answer);
-                let mut frame = Vec::new();
-                Frame::ServerHello {
-                    pake: &our_pake,
-                    noise: &msg,
-                }
-                .encode(&mut frame);
-                s.keys = Some(Box::new(keys));
-                s.answer = Some(Answer {
-                    client_message: noise.to_vec(),
-                    frame,
-                });
-                if let Some((code, reason)) = refusal {
-                    // The refusal travels inside the answer, authenticated.
-                    s.refuse(code, reason);
-                } else {
-                    s.events.push_back(Event::Connected);
-                    s.paths
-                        .get_mut(&path)
-                        .expect("path exists")
-                        .pending
-                        .hello_ack = true;
-                }
-            }
-            _ => unreachable!("matched above"),
-        }
-        Ok(s)
-    }
-
-    /// Applies a client's offer, or says why it cannot be served.
-    fn negotiate(&mut self, hello: &Hello) -> Result<(), (u64, String)> {
-        if hello.version != VERSION {
-            return Err((
-                close_code::VERSION,
-                format!(
-                    "version {} not supported (this side speaks {VERSION})",
-                    hello.version
-                ),
-            ));
-        }
-        let Ok(cc) = hello.cc.parse::<cc::Algorithm>() else {
-            return Err((close_code::CONTROLLER, hello.cc.clone()));
-        };
-        let paths = hello.paths.clamp(1, self.cfg.max_paths);
-        let mtu = hello.mtu.min(self.cfg.mtu).max(64);
-        let send_window = hello
-            .send_window
-            .min(self.cfg.send_window)
-            .max(u64::from(mtu));
-        let recv_window = hello
-            .recv_window
-            .min(self.cfg.recv_window)
-            .max(u64::from(mtu));
-        self.apply_negotiated(mtu, send_window, recv_window, paths, cc);
-        Ok(())
-    }
-
-    fn refuse(&mut self, code: u64, reason: String) {
-        self.close = Some((code, reason.clone(), CLOSE_REPEATS));
-        self.fail(SessionError::LocallyAborted { code, reason });
-    }
-
-    /// The parameters this side asks for (client) or agreed (server).
-    pub(super) fn hello(&self) -> Hello {
-        Hello {
-            version: VERSION,
-            paths: self.cfg.paths,
-            mtu: self.cfg.mtu,
-            send_window: self.cfg.send_window,
-            recv_window: self.cfg.recv_window,
-            cc: self.cfg.cc.name().to_owned(),
-        }
-    }
-
     /// Processes a datagram that arrived on connection `path` with ECN
     /// codepoint `ecn`. Returns whether it came from the peer: it opened
     /// with the session's keys (or, insecure, it parsed) and was not a
@@ -275,93 +73,9 @@ impl Session {
         }
     }
 
-    /// A datagram that is not sealed with the session's keys: the only ones
-    /// that may count are the handshake's (and only as the handshake
-    /// allows); a refusal in clear is kept as a hint, never obeyed.
-    fn handle_clear_handshake(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8]) {
-        let payload = &datagram[HEADER_LEN..];
-        let Some(Ok(frame)) = Frames::new(payload).next() else {
-            self.counters.forged += 1;
-            return;
-        };
-        match frame {
-            // A retransmitted opening: repeat our answer where it came from.
-            Frame::ClientHello { noise, .. }
-                if self
-                    .answer
-                    .as_ref()
-                    .is_some_and(|a| a.client_message == noise)
-                    && datagram.len() >= MIN_INITIAL_DATAGRAM
-                    && self.paths.get(&path).is_some_and(|p| p.is_usable())
-                    && !self.is_closed() =>
-            {
-                self.credit_received(path, datagram.len());
-                self.last_hello = now;
-                self.paths
-                    .get_mut(&path)
-                    .expect("path exists")
-                    .pending
-                    .hello_ack = true;
-            }
-            Frame::ServerHello { pake, noise } if self.client_hs.is_some() => {
-                let hs = self.client_hs.as_mut().expect("checked");
-                match hs.read_answer(pake, noise) {
-                    Ok((answer, keys)) => {
-                        self.keys = Some(Box::new(keys));
-                        self.client_hs = None;
-                        self.on_sealed_answer(now, path, ecn, datagram, &answer);
-                    }
-                    Err(_) => {
-                        self.counters.forged += 1;
-                        self.unauthentic_answers += 1;
-                    }
-                }
-            }
-            Frame::Retry { token } if self.client_hs.is_some() && self.retries < MAX_RETRIES => {
-                self.retries += 1;
-                self.retry_token = token.to_vec();
-                if let Some(p) = self.paths.get_mut(&path) {
-                    p.pending.hello = true;
-                }
-            }
-            Frame::Close { reason, .. } if self.client_hs.is_some() => {
-                let reason = String::from_utf8_lossy(reason);
-                self.refusal_hint = Some(reason.chars().take(wire::MAX_REASON).collect());
-                self.counters.forged += 1;
-            }
-            _ => self.counters.forged += 1,
-        }
-    }
-
-    /// The server's authenticated answer: its parameters, or its refusal.
-    fn on_sealed_answer(
-        &mut self,
-        now: Instant,
-        path: u8,
-        ecn: Ecn,
-        datagram: &[u8],
-        answer: &[u8],
-    ) {
-        let header = Header::decode(datagram).expect("decoded before").0;
-        // The answer's packet is the peer's like any other from now on.
-        self.handle_authentic(now, path, ecn, datagram.len(), &header, &[]);
-        match Frames::new(answer).next() {
-            Some(Ok(Frame::HelloAck(h))) => {
-                self.on_hello_ack(h);
-                // Every connection shows itself to the server sealed, so it
-                // joins (and is validated) without a handshake of its own.
-                for p in self.paths.values_mut() {
-                    p.pending.probe = true;
-                }
-            }
-            Some(Ok(Frame::Close { code, reason })) => self.on_close(code, reason),
-            _ => self.violation("handshake answer without parameters"),
-        }
-    }
-
     /// A datagram from the peer (opened, or insecure): replay check, then
     /// frames. Returns false if it was a replay or is dropped.
-    fn handle_authentic(
+    pub(super) fn handle_authentic(
         &mut self,
         now: Instant,
         path: u8,
@@ -553,7 +267,7 @@ impl Session {
         }
     }
 
-    fn on_close(&mut self, code: u64, reason: &[u8]) {
+    pub(super) fn on_close(&mut self, code: u64, reason: &[u8]) {
         let reason = String::from_utf8_lossy(reason).into_owned();
         let err = match code {
             close_code::CONTROLLER => SessionError::UnknownController(reason),
@@ -561,43 +275,6 @@ impl Session {
         };
         self.fail(err);
         self.state = State::Closed;
-    }
-
-    fn on_hello_ack(&mut self, h: Hello) {
-        if self.role != Role::Client || !self.is_handshaking() {
-            return;
-        }
-        if h.version != VERSION {
-            self.fail(SessionError::VersionMismatch {
-                ours: VERSION,
-                peer: h.version,
-            });
-            return;
-        }
-        let cc = match h.cc.parse::<cc::Algorithm>() {
-            Ok(cc) if h.mtu >= 64 && h.paths > 0 => cc,
-            _ => {
-                self.violation("handshake answer out of range");
-                return;
-            }
-        };
-        let mtu = h.mtu.min(self.cfg.mtu);
-        let send_window = h.send_window.min(self.cfg.send_window).max(u64::from(mtu));
-        let recv_window = h.recv_window.min(self.cfg.recv_window).max(u64::from(mtu));
-        // Connections the server will not take are closed on our side.
-        let keep = h.paths.min(self.cfg.paths);
-        self.paths.retain(|&id, _| id < keep);
-        self.apply_negotiated(mtu, send_window, recv_window, keep, cc);
-        for p in self.paths.values_mut() {
-            p.pending.hello = false;
-        }
-        // Confirm at once, so a server with data to send need not wait for ours.
-        if let Some(p) = self.paths.values_mut().next() {
-            p.pending.probe = true;
-        }
-        self.peer_confirmed = true;
-        self.state = State::Established;
-        self.events.push_back(Event::Connected);
     }
 
     pub(super) fn on_path_closed(&mut self, id: u8) {
@@ -613,17 +290,5 @@ impl Session {
         if self.paths.values().all(|p| p.state() == PathState::Closed) {
             self.fail(SessionError::AllPathsClosed);
         }
-    }
-}
-
-fn handshake_reason(e: HandshakeError) -> &'static str {
-    match e {
-        HandshakeError::Mode => {
-            "the server does not offer this handshake (a key where it expects a code, or the reverse)"
-        }
-        HandshakeError::Auth => {
-            "the handshake did not authenticate: the client pinned another key than this server's"
-        }
-        HandshakeError::NotAllowed => "the server does not accept this client's key",
     }
 }
