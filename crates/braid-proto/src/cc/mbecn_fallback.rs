@@ -5,22 +5,21 @@
 //! fixed per time slot whatever the RTT, outruns loss feedback that arrives
 //! an RTT later: on long paths it retransmitted a large share of what it
 //! sent, and behind a shallow queue it fell well below the link (issue 13).
-//! The seed (004) leaves paths without MB-ECN forwarders open.
+//! Its slow start doubles per 2^24 ns slot, not per round trip, so by the
+//! first loss of a long path it has overrun any queue. The seed (004)
+//! leaves paths without MB-ECN forwarders open.
 //!
-//! So `mbecn` runs both: [`MbEcn`] decides while the path has marked or
-//! nothing says it does not, and a [`Bbr`] fed the same events takes over
-//! once a loss comes before any ECE above 0. Its model is warm by then
-//! (min RTT, the delivery rates of MB-ECN's own packets), and it starts
-//! in DRAIN: the loss says MB-ECN's slow start has filled the pipe. An ECE above 0
-//! later hands control back, with MB-ECN's budget set to BBR's bandwidth
-//! estimate. On a marking path MB-ECN's first ECE comes with a queue of 16
-//! packets, before a drop-tail queue of that size or more can drop, so
-//! marking paths never see the fallback.
+//! So `mbecn` runs both, fed the same events: a [`Bbr`] decides until the
+//! path shows it marks (an ECE above 0), and [`MbEcn`] from then on, its
+//! budget set to BBR's bandwidth estimate. A marking forwarder reports a
+//! queue of 16 packets, so on a marking path the hand-over comes within
+//! BBR's first round trips with a queue, before a drop-tail queue of that
+//! size or more can drop; where nothing marks, `mbecn` is `bbr`.
 
 use super::bbr::Bbr;
 use super::mbecn::MbEcn;
 use super::{
-    Acked, Algorithm, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample,
+    Acked, Algorithm, CcContext, CongestionEvent, Controller, ControllerMetrics, RateSample,
 };
 use crate::rtt::RttEstimator;
 use crate::Instant;
@@ -28,43 +27,40 @@ use crate::Instant;
 /// Which controller decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
-    /// MB-ECN; the path has marked, or has not lost yet.
+    /// BBR: the path has not marked yet.
+    Bbr,
+    /// MB-ECN: an ECE above 0 has arrived.
     MbEcn,
-    /// BBR: a loss came before any mark.
-    LossOnly,
 }
 
-/// The `mbecn` controller: [`MbEcn`], but [`Bbr`] decides from a loss that
-/// comes before any mark until the path's first mark.
+/// The `mbecn` controller: [`Bbr`] until the path's first MB-ECN mark,
+/// [`MbEcn`] from then on.
 #[derive(Debug, Clone)]
 pub struct MbEcnWithFallback {
     mbecn: MbEcn,
     bbr: Bbr,
     mode: Mode,
-    /// An ECE above 0 has arrived: some forwarder on the path marks.
-    marked: bool,
 }
 
 impl MbEcnWithFallback {
-    /// Starts with MB-ECN deciding.
+    /// Starts with BBR deciding.
     pub fn new(ctx: CcContext) -> Self {
         MbEcnWithFallback {
             mbecn: MbEcn::new(ctx),
             bbr: Bbr::new(ctx),
-            mode: Mode::MbEcn,
-            marked: false,
+            mode: Mode::Bbr,
         }
     }
 
-    /// Whether BBR decides (a loss came before any mark).
-    pub fn is_loss_only(&self) -> bool {
-        self.mode == Mode::LossOnly
+    /// Whether the path has marked, so MB-ECN decides.
+    pub fn has_marked(&self) -> bool {
+        self.mode == Mode::MbEcn
     }
 
     fn decider(&self) -> &dyn Controller {
         match self.mode {
+            Mode::Bbr => &self.bbr,
             Mode::MbEcn => &self.mbecn,
-            Mode::LossOnly => &self.bbr,
         }
     }
 }
@@ -90,18 +86,11 @@ impl Controller for MbEcnWithFallback {
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
-        if event.cause == Cause::Loss && !self.marked && self.mode == Mode::MbEcn {
-            self.mode = Mode::LossOnly;
-            // MB-ECN's slow start doubles per slot, not per round trip: by
-            // the first loss it has overrun the queue, and BBR's own STARTUP
-            // (fed by that flood) must not keep going.
-            self.bbr.end_startup();
-        }
         let mbecn = self.mbecn.on_congestion(now, event);
         let bbr = self.bbr.on_congestion(now, event);
         match self.mode {
+            Mode::Bbr => bbr,
             Mode::MbEcn => mbecn,
-            Mode::LossOnly => bbr,
         }
     }
 
@@ -111,12 +100,9 @@ impl Controller for MbEcnWithFallback {
     }
 
     fn on_ece(&mut self, now: Instant, ece: u16) {
-        if ece > 0 {
-            self.marked = true;
-            if self.mode == Mode::LossOnly {
-                self.mode = Mode::MbEcn;
-                self.mbecn.set_rate(self.bbr.btl_bw());
-            }
+        if ece > 0 && self.mode == Mode::Bbr {
+            self.mode = Mode::MbEcn;
+            self.mbecn.set_rate(self.bbr.btl_bw());
         }
         self.mbecn.on_ece(now, ece);
     }
@@ -160,6 +146,7 @@ impl Controller for MbEcnWithFallback {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::Cause;
     use std::time::Duration;
 
     const MTU: u64 = 1200;
@@ -182,19 +169,19 @@ mod tests {
     }
 
     #[test]
-    fn a_loss_before_any_mark_hands_over_to_bbr() {
+    fn bbr_decides_until_the_path_marks_loss_or_not() {
         let mut c = controller();
-        assert!(!c.is_loss_only());
+        assert!(!c.has_marked());
         let t = Instant::from_nanos(50_000_000);
         c.on_sent(Instant::ZERO, MTU);
         c.on_congestion(t, &loss(Instant::ZERO));
-        assert!(c.is_loss_only());
+        assert!(!c.has_marked());
         assert_eq!(c.pacing_rate(), c.bbr.pacing_rate());
         assert_eq!(c.window(), c.bbr.window());
     }
 
     #[test]
-    fn a_mark_hands_back_at_bbrs_rate_and_later_losses_stay_with_mbecn() {
+    fn a_mark_hands_over_at_bbrs_rate_and_later_losses_stay_with_mbecn() {
         let mut c = controller();
         let mut now = Instant::ZERO;
         // Feed BBR a bandwidth sample of 1 MB/s.
@@ -211,22 +198,21 @@ mod tests {
             },
         );
         c.on_congestion(now, &loss(now));
-        assert!(c.is_loss_only());
+        assert!(!c.has_marked());
         now += Duration::from_millis(1);
         c.on_ece(now, 3);
-        assert!(!c.is_loss_only());
+        assert!(c.has_marked());
         let rate = c.pacing_rate().expect("MB-ECN paces");
         assert!((rate - 1e6).abs() < 0.01 * 1e6, "{rate}");
         now += Duration::from_millis(1);
         c.on_congestion(now, &loss(now));
-        assert!(!c.is_loss_only(), "the path marks: loss is MB-ECN's");
+        assert!(c.has_marked(), "the path marks: loss is MB-ECN's");
     }
 
     #[test]
     fn an_ece_of_zero_is_not_a_mark() {
         let mut c = controller();
         c.on_ece(Instant::ZERO, 0);
-        c.on_congestion(Instant::ZERO, &loss(Instant::ZERO));
-        assert!(c.is_loss_only());
+        assert!(!c.has_marked());
     }
 }

@@ -298,15 +298,6 @@ impl Bbr {
         }
     }
 
-    /// Ends STARTUP as if the pipe were full: another controller was
-    /// sending and has just overrun it (see `super::mbecn_fallback`). DRAIN
-    /// follows with the next rate sample.
-    pub(super) fn end_startup(&mut self) {
-        if self.mode == BbrMode::Startup {
-            self.full_bw_reached = true;
-        }
-    }
-
     /// The rate STARTUP jumped to after the first flight, bytes/s; 0 if none.
     pub fn jump_bw(&self) -> f64 {
         self.jump_bw
