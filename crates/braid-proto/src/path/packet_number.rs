@@ -95,12 +95,7 @@ mod tests {
     fn ack(ranges: &[(u64, u64)]) -> AckFrame {
         AckFrame {
             ranges: ranges.to_vec(),
-            ack_delay_us: 0,
-            cumulative: 0,
-            fin: false,
-            max_data: 0,
-            ce_count: 0,
-            rx_timestamp_us: 0,
+            ..AckFrame::default()
         }
     }
 

@@ -346,12 +346,7 @@ mod tests {
         fn ack(&mut self, now: Instant, ranges: &[(u64, u64)]) -> AckOutcome {
             let ack = AckFrame {
                 ranges: ranges.to_vec(),
-                ack_delay_us: 0,
-                cumulative: 0,
-                fin: false,
-                max_data: 0,
-                ce_count: 0,
-                rx_timestamp_us: 0,
+                ..AckFrame::default()
             };
             self.path.on_ack_frame(now, &ack, &mut self.stream)
         }

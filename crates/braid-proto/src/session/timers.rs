@@ -75,21 +75,22 @@ impl Session {
 
     /// When `timer` is due, if it is set.
     pub(super) fn deadline(&self, timer: Timer) -> Option<Instant> {
-        let handshaking = match self.state {
+        match self.state {
             State::Closed | State::Failed => return None,
             State::Handshaking {
                 started,
                 next_hello,
                 ..
-            } => match timer {
-                Timer::Handshake => return Some(started + self.cfg.handshake_timeout),
-                Timer::Hello => return Some(next_hello),
-                // Nothing else runs before the handshake completes.
-                _ => return None,
-            },
-            _ => false,
-        };
-        debug_assert!(!handshaking);
+            } => {
+                return match timer {
+                    Timer::Handshake => Some(started + self.cfg.handshake_timeout),
+                    Timer::Hello => Some(next_hello),
+                    // Nothing else runs before the handshake completes.
+                    _ => None,
+                };
+            }
+            State::Established | State::Draining { .. } => {}
+        }
         let path = |id: u8| self.paths.get(&id);
         match timer {
             Timer::Handshake | Timer::Hello => None,
@@ -119,10 +120,6 @@ impl Session {
         }
     }
 
-    fn is_due(&self, timer: Timer, now: Instant) -> bool {
-        self.deadline(timer).is_some_and(|d| now >= d)
-    }
-
     /// The earliest instant at which `handle_timeout` has work to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers()
@@ -141,9 +138,11 @@ impl Session {
             if matches!(timer, Timer::Sample) && any_rto && self.after_timeouts(now) {
                 return;
             }
-            if !self.is_due(timer, now) {
+            // Each deadline is read when its turn comes: earlier arms may
+            // have moved it.
+            let Some(at) = self.deadline(timer).filter(|&at| now >= at) else {
                 continue;
-            }
+            };
             match timer {
                 Timer::Handshake => {
                     let err = match self.refusal_hint.take() {
@@ -191,9 +190,7 @@ impl Session {
                 }
                 Timer::Tlp(id) => {
                     // The RTO takes precedence when it is not later.
-                    let rto = self.deadline(Timer::Rto(id));
-                    let tlp = self.deadline(Timer::Tlp(id));
-                    if rto.is_some_and(|r| tlp.is_some_and(|t| t >= r)) {
+                    if self.deadline(Timer::Rto(id)).is_some_and(|rto| at >= rto) {
                         continue;
                     }
                     recovered.push(id);
@@ -228,8 +225,7 @@ impl Session {
                 }
                 Timer::Ack(_) => {}
                 Timer::Sample => {
-                    let (Some(at), Some(interval)) = (self.next_sample, self.cfg.sample_interval)
-                    else {
+                    let Some(interval) = self.cfg.sample_interval else {
                         continue;
                     };
                     self.take_samples(now);
