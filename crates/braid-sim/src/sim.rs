@@ -416,6 +416,16 @@ impl Sim {
     fn check_done(&mut self, flow: usize) {
         let now = self.now;
         let f = &mut self.flows[flow];
+        // A half-open server session that expires is forgotten, as an
+        // endpoint forgets it: the client's next HELLO opens a new one.
+        if f.server
+            .session
+            .as_ref()
+            .is_some_and(|s| s.error().is_some() && !s.is_peer_confirmed())
+        {
+            f.server.session = None;
+            f.server.wake = None;
+        }
         let finished = |ep: &Endpoint| {
             ep.session
                 .as_ref()

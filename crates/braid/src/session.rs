@@ -228,10 +228,15 @@ impl Session {
         }
     }
 
-    /// Waits until the session has fully ended: both directions finished
-    /// and drained (Ok) or failed (the error).
+    /// Waits until both directions have finished (Ok) or the session failed
+    /// (the error). The session then stays in the background, while the
+    /// endpoint lives, to acknowledge the peer's retransmissions of its end
+    /// (as a kernel keeps a TCP connection in TIME_WAIT); [`Session::ended`]
+    /// waits for that too.
     pub async fn closed(&self) -> Result<(), Error> {
-        match self.shared.wait_for(|g| g.done).await {
+        let finished =
+            |g: &Inner| g.done || (g.proto.is_send_finished() && g.proto.is_recv_finished());
+        match self.shared.wait_for(finished).await {
             Err(Error::EndpointClosed) => Ok(()),
             r => r,
         }

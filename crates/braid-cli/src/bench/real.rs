@@ -35,9 +35,9 @@ const DEFAULT_ROWS: &[&str] = &[
     "real/verizon-lte.toml",
 ];
 
-/// Longest a run may take before it counts as failed ("did not finish"):
-/// kernel cubic needs ~2 min for 50 MB at 1 % loss and more at 5 %.
-const RUN_LIMIT: Duration = Duration::from_secs(120);
+/// Default for how long a run may take before it counts as failed ("did not
+/// finish"): kernel cubic needs ~2 min for 50 MB at 1 % loss and more at 5 %.
+const RUN_LIMIT_S: u64 = 120;
 
 #[derive(Args)]
 pub struct RealArgs {
@@ -59,6 +59,10 @@ pub struct RealArgs {
     /// Output directory: real.md, real.json, plots/real-*.svg.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
+    /// Seconds a transfer may take before it counts as not finished.
+    #[arg(long, value_name = "SECONDS", default_value_t = RUN_LIMIT_S,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    limit: u64,
     /// Where the default rows are.
     #[arg(long, default_value = "scenarios")]
     suites_dir: PathBuf,
@@ -200,6 +204,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
                     key: &key,
                     peer: &peer,
                     cc: args.cc.name(),
+                    limit: Duration::from_secs(args.limit),
                 };
                 let r = ctx.run(round, kind);
                 eprintln!(
@@ -273,6 +278,7 @@ struct RunContext<'a> {
     key: &'a Path,
     peer: &'a str,
     cc: &'a str,
+    limit: Duration,
 }
 
 impl RunContext<'_> {
@@ -311,7 +317,7 @@ impl RunContext<'_> {
             .stderr(Stdio::piped())
             .spawn()
             .context("cannot run braid link")?;
-        let out = wait_bounded(child, RUN_LIMIT)?;
+        let out = wait_bounded(child, self.limit)?;
         if !out.status.success() {
             bail!(
                 "{}",

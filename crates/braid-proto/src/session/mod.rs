@@ -53,8 +53,9 @@ pub(crate) mod close_code {
 /// A server session the client has not confirmed (by a packet only our
 /// answer lets it make) within this long of its last opening is dropped:
 /// half-open sessions cost memory that anyone who can send a datagram
-/// could claim. A client repeats its opening at least every 4 s (1 s
-/// doubling) while it waits, so a lost answer does not expire it.
+/// could claim. A client repeats its opening at least every
+/// `max_probe_interval` (1 s) while it waits, so a lost answer does not
+/// expire it.
 const UNCONFIRMED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Something the application should know.
@@ -578,17 +579,28 @@ impl Session {
             self.events.push_back(Event::RecvFinished);
         }
         if self.send_finished && self.recv_finished && self.state == State::Established {
-            // Linger long enough to re-acknowledge a FIN whose ACK was lost.
-            let linger = self
-                .paths
-                .values()
-                .map(|p| p.rtt().rto(&self.cfg.rto, 0))
-                .max()
-                .unwrap_or(self.cfg.rto.initial_rto);
             self.state = State::Draining {
-                until: now + linger * 3,
+                until: now + self.drain_linger(),
             };
         }
+    }
+
+    /// How long a session that has finished both ways stays after the last
+    /// ack-eliciting packet it received, to acknowledge the peer's
+    /// retransmissions of its end (TCP's TIME_WAIT, RFC 9293 §3.6.1): our
+    /// ACK of it may have been lost, and only a later one releases the
+    /// peer. As long as the peer itself waits before it calls us gone
+    /// ([`crate::config::MIN_SILENCE`]): on a lossy path a shorter stay
+    /// left a peer whose few retransmissions were all lost failing a
+    /// transfer that had in fact completed.
+    fn drain_linger(&self) -> std::time::Duration {
+        let rto = self
+            .paths
+            .values()
+            .map(|p| p.rtt().rto(&self.cfg.rto, 0))
+            .max()
+            .unwrap_or(self.cfg.rto.initial_rto);
+        (rto * 3).max(crate::config::MIN_SILENCE)
     }
 
     /// Send-buffer autotuning: the buffer (and the segments it may keep in

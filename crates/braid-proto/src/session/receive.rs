@@ -168,6 +168,14 @@ impl Session {
         self.last_recv = now;
         self.last_recv_path = path;
         self.rtos_in_silence.clear();
+        // A retransmission of the peer's end: our ACK of it was lost, and
+        // the peer keeps trying until the next one arrives.
+        if ack_eliciting && matches!(self.state, State::Draining { .. }) {
+            let linger = self.drain_linger();
+            if let State::Draining { until } = &mut self.state {
+                *until = (*until).max(now + linger);
+            }
+        }
         for frame in Frames::new(payload).flatten() {
             if matches!(self.state, State::Failed | State::Closed) {
                 break;

@@ -7,6 +7,7 @@
 //! state machine is STARTUP → DRAIN → PROBE_BW, with PROBE_RTT when RTprop
 //! goes 10 s without a new minimum. Deviations from v1:
 //!
+//! - cwnd gain 2 in STARTUP and DRAIN, as BBRv2 (v1: 2.89).
 //! - Loss, ECN and send failures change nothing: no packet conservation and
 //!   no `cwnd − losses` in recovery, so random loss costs no throughput.
 //! - STARTUP jumps after the first flight (braid's, after RAPID and packet-
@@ -88,9 +89,14 @@ const STARTUP_LOSS_THRESH: f64 = 0.02;
 /// RTT over the minimum that shows a queue behind that loss (braid's choice).
 const STARTUP_QUEUE_RTT_RATIO: f64 = 1.25;
 /// 2/ln 2, the smallest gain that doubles the delivery rate each round
-/// (draft-00 "Startup", BBRHighGain; Linux `bbr_high_gain`). Used for both
-/// pacing and cwnd in STARTUP and for cwnd in DRAIN, as v1 does.
+/// (draft-00 "Startup", BBRHighGain; Linux `bbr_high_gain`): STARTUP's
+/// pacing gain. v1 uses it for cwnd in STARTUP and DRAIN too.
 const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
+/// cwnd gain in STARTUP and DRAIN (BBRv2: draft-cardwell-iccrg-bbr-
+/// congestion-control-02 §2.6 BBRStartupCwndGain = 2; v1 uses HIGH_GAIN).
+/// Two BDPs still let the delivery rate double each round and fit a path
+/// with one BDP of queue, which a round at 2.89 BDPs overflows.
+const STARTUP_CWND_GAIN: f64 = 2.0;
 /// Inverse of the STARTUP gain: drains its queue in one round (draft-00
 /// "Drain"; Linux `bbr_drain_gain`).
 const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
@@ -292,7 +298,7 @@ impl Bbr {
 
     fn cwnd_gain(&self) -> f64 {
         match self.mode {
-            BbrMode::Startup | BbrMode::Drain => HIGH_GAIN,
+            BbrMode::Startup | BbrMode::Drain => STARTUP_CWND_GAIN,
             BbrMode::ProbeBw => CWND_GAIN,
             BbrMode::ProbeRtt => 1.0,
         }
