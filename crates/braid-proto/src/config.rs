@@ -29,11 +29,12 @@ pub enum ConfigError {
 /// up to ~100 Mbit/s × 300 ms (a 4 MiB window, NCP's default).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionConfig {
-    /// Largest stream payload per packet, bytes (64..=16384). The default
-    /// keeps a full datagram, with a piggybacked ACK, inside a 1500-byte IP MTU.
-    pub mtu: u16,
+    /// Largest stream payload per packet, bytes (64..=16384): TCP's MSS,
+    /// not an IP MTU. The default keeps a full datagram, with a piggybacked
+    /// ACK, inside a 1500-byte IP MTU.
+    pub segment_size: u16,
     /// Bytes written but not yet acknowledged, at most; also bounds
-    /// segments in flight to `send_window / mtu` (NKP-0024).
+    /// segments in flight to `send_window / segment_size` (NKP-0024).
     pub send_window: u64,
     /// Bytes the peer may send beyond what the application has read.
     pub recv_window: u64,
@@ -78,7 +79,7 @@ pub struct SessionConfig {
     pub sample_interval: Option<Duration>,
     /// Longest interval between probes of a connection that seems down.
     pub max_probe_interval: Duration,
-    /// Initial congestion window of each connection by id, packets of `mtu`
+    /// Initial congestion window of each connection by id, packets of `segment_size`
     /// bytes; connections beyond the list, and controllers that keep no
     /// window of their own (bbr, mbecn), start at the controller's default.
     pub initial_windows: Vec<u32>,
@@ -102,7 +103,7 @@ pub const MIN_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
-            mtu: 1380,
+            segment_size: 1380,
             send_window: 4 << 20,
             recv_window: 4 << 20,
             max_window: 64 << 20,
@@ -164,23 +165,23 @@ impl SessionConfig {
     /// Checks every value but the role-specific security settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check(
-            (64..=16384).contains(&self.mtu),
-            "mtu",
-            self.mtu,
+            (64..=16384).contains(&self.segment_size),
+            "segment_size",
+            self.segment_size,
             "64..=16384",
         )?;
-        let min_window = u64::from(self.mtu);
+        let min_window = u64::from(self.segment_size);
         check(
             self.send_window >= min_window,
             "send_window",
             self.send_window,
-            ">= mtu",
+            ">= segment_size",
         )?;
         check(
             self.recv_window >= min_window,
             "recv_window",
             self.recv_window,
-            ">= mtu",
+            ">= segment_size",
         )?;
         check(
             self.send_window <= 1 << 40,
@@ -258,7 +259,7 @@ impl SessionConfig {
 
     /// NKP-0024's `sendWindowPacketCount`.
     pub fn send_window_packets(&self) -> u64 {
-        (self.send_window / u64::from(self.mtu.max(1))).max(1)
+        (self.send_window / u64::from(self.segment_size.max(1))).max(1)
     }
 }
 
@@ -270,9 +271,13 @@ mod tests {
     fn default_is_valid_and_bad_values_are_named() {
         SessionConfig::default().validate().unwrap();
         let cfg = SessionConfig {
-            mtu: 10,
+            segment_size: 10,
             ..SessionConfig::default()
         };
-        assert!(cfg.validate().unwrap_err().to_string().contains("mtu"));
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("segment_size"));
     }
 }

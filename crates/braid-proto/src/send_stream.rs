@@ -51,7 +51,7 @@ pub(crate) struct SendStream {
     buffer_limit: u64,
     /// Most segments outstanding at once (NKP-0024's session window in packets).
     pub window_packets: u64,
-    pub mtu: u32,
+    pub segment_size: u32,
     /// Bytes acknowledged, counted once per byte.
     pub acked_bytes: u64,
     /// Of those, per connection of the acknowledged segment's latest transmission.
@@ -59,7 +59,7 @@ pub(crate) struct SendStream {
 }
 
 impl SendStream {
-    pub fn new(mtu: u32, buffer_limit: u64, window_packets: u64, max_data: u64) -> Self {
+    pub fn new(segment_size: u32, buffer_limit: u64, window_packets: u64, max_data: u64) -> Self {
         SendStream {
             buf: VecDeque::new(),
             base: 0,
@@ -73,7 +73,7 @@ impl SendStream {
             max_data,
             buffer_limit,
             window_packets: window_packets.max(1),
-            mtu: mtu.max(1),
+            segment_size: segment_size.max(1),
             acked_bytes: 0,
             delivered_by_path: vec![0; 256],
         }
@@ -123,8 +123,8 @@ impl SendStream {
         self.buffer_limit
     }
 
-    pub fn set_limits(&mut self, mtu: u32, buffer_limit: u64, window_packets: u64) {
-        self.mtu = mtu.max(1);
+    pub fn set_limits(&mut self, segment_size: u32, buffer_limit: u64, window_packets: u64) {
+        self.segment_size = segment_size.max(1);
         self.buffer_limit = buffer_limit;
         self.window_packets = window_packets.max(1);
     }
@@ -159,7 +159,9 @@ impl SendStream {
             return None;
         }
         let limit = self.written.min(self.max_data);
-        let len = limit.saturating_sub(self.next_new).min(u64::from(self.mtu)) as u32;
+        let len = limit
+            .saturating_sub(self.next_new)
+            .min(u64::from(self.segment_size)) as u32;
         let fin = self.finishing && self.next_new + u64::from(len) == self.written;
         (len > 0 || fin).then_some((len, fin))
     }
@@ -264,7 +266,7 @@ impl SendStream {
 
     /// Bytes waiting to be sent: lost segments and unsent data.
     pub fn backlog(&self) -> u64 {
-        let lost = self.lost.len() as u64 * u64::from(self.mtu); // segments are ≤ MTU
+        let lost = self.lost.len() as u64 * u64::from(self.segment_size); // segments are ≤ segment_size
         lost + self
             .written
             .min(self.max_data)

@@ -124,7 +124,7 @@ pub struct Hello {
     /// Connections the sender wants (client) or accepts (server).
     pub paths: u8,
     /// Largest stream payload per packet, bytes.
-    pub mtu: u16,
+    pub segment_size: u16,
     /// Send window, bytes.
     pub send_window: u64,
     /// Receive window, bytes.
@@ -323,7 +323,7 @@ impl Frame<'_> {
                 varint::write(buf, t);
                 buf.push(h.version);
                 buf.push(h.paths);
-                buf.extend_from_slice(&h.mtu.to_be_bytes());
+                buf.extend_from_slice(&h.segment_size.to_be_bytes());
                 varint::write(buf, h.send_window);
                 varint::write(buf, h.recv_window);
                 let name = &h.cc.as_bytes()[..h.cc.len().min(MAX_CC_NAME)];
@@ -481,7 +481,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
         ty::HELLO | ty::HELLO_ACK => {
             let version = u8_(input)?;
             let paths = u8_(input)?;
-            let mtu = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
+            let segment_size = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
             let send_window = var(input)?;
             let recv_window = var(input)?;
             let name_len = usize::from(u8_(input)?);
@@ -494,7 +494,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             let hello = Hello {
                 version,
                 paths,
-                mtu,
+                segment_size,
                 send_window,
                 recv_window,
                 cc,
@@ -666,7 +666,7 @@ mod tests {
             Frame::Hello(Hello {
                 version: VERSION,
                 paths: 3,
-                mtu: 1380,
+                segment_size: 1380,
                 send_window: 4 << 20,
                 recv_window: 8 << 20,
                 cc: "cubic".into(),
@@ -674,7 +674,7 @@ mod tests {
             Frame::HelloAck(Hello {
                 version: VERSION,
                 paths: 1,
-                mtu: 1024,
+                segment_size: 1024,
                 send_window: 1,
                 recv_window: 2,
                 cc: String::new(),

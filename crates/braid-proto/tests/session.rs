@@ -60,22 +60,22 @@ fn handshake_to_nobody_fails_within_the_timeout() {
 #[test]
 fn handshake_negotiates_the_minimum_of_both_sides() {
     let mut c = cfg();
-    c.mtu = 1200;
+    c.segment_size = 1200;
     c.send_window = 1 << 20;
     c.paths = 3;
     let mut s = cfg();
-    s.mtu = 1000;
+    s.segment_size = 1000;
     s.recv_window = 1 << 19;
     s.max_paths = 2;
     let mut pair = Pair::new(c, s, 5 * MS);
     pair.drive_until(Duration::from_secs(2), |p| p.client.is_established());
     let agreed = pair.client.config();
-    assert_eq!(agreed.mtu, 1000);
+    assert_eq!(agreed.segment_size, 1000);
     assert_eq!(agreed.send_window, 1 << 20);
     assert_eq!(agreed.recv_window, 1 << 19);
     assert_eq!(agreed.paths, 2);
     assert_eq!(pair.client.path_states().len(), 2);
-    assert_eq!(pair.server().config().mtu, 1000);
+    assert_eq!(pair.server().config().segment_size, 1000);
 }
 
 #[test]
@@ -292,7 +292,7 @@ fn ncp_windows_always_sum_to_the_session_window() {
     let mut c = cfg();
     c.cc = braid_proto::cc::Algorithm::Ncp;
     c.paths = 3;
-    c.mtu = 1024;
+    c.segment_size = 1024;
     c.send_window = 1 << 20;
     let mut pair = Pair::new(c, cfg(), 10 * MS);
     // Path 2 loses every other datagram, so its window is halved again and again.

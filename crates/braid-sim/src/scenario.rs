@@ -28,7 +28,7 @@ const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Drop-tail queue when the file gives none, packets.
 const DEFAULT_QUEUE_PACKETS: u32 = 1000;
 /// Allowed payload bytes per data packet.
-const MTU_RANGE: std::ops::RangeInclusive<i64> = 64..=16384;
+const SEGMENT_SIZE_RANGE: std::ops::RangeInclusive<i64> = 64..=16384;
 
 /// The built-in example: two heterogeneous paths and one 20 MB transfer.
 pub const EXAMPLE_TOML: &str = r#"name = "two heterogeneous paths"
@@ -127,7 +127,7 @@ pub struct FlowSpec {
     /// Indices into [`Scenario::paths`], non-empty, no repeats.
     pub paths: Vec<usize>,
     /// Both ends' session configuration: [`SessionConfig::insecure`] with
-    /// the file's `cc`, `mtu`, windows, RTO keys, `retry_limit` and
+    /// the file's `cc`, `segment_size`, windows, RTO keys, `retry_limit` and
     /// `initial_windows`. The controller's name is checked by braid-proto
     /// when the flow starts (an unknown one fails the flow, not the file).
     /// The simulator sets `paths` (one connection per entry of
@@ -259,7 +259,9 @@ struct RawFlow {
     reverse_bytes: Option<ByteSize>,
     start: Option<Span>,
     paths: Option<Vec<i64>>,
-    mtu: Option<i64>,
+    /// `mtu` is its old name; giving both is a duplicate-key error.
+    #[serde(alias = "mtu")]
+    segment_size: Option<i64>,
     send_window: Option<ByteSize>,
     recv_window: Option<ByteSize>,
     rto_k: Option<f64>,
@@ -528,16 +530,16 @@ impl Builder<'_> {
                 out
             }
         };
-        let mtu = match raw.mtu {
+        let segment_size = match raw.segment_size {
             None => None,
-            Some(m) if MTU_RANGE.contains(&m) => u16::try_from(m).ok(),
+            Some(m) if SEGMENT_SIZE_RANGE.contains(&m) => u16::try_from(m).ok(),
             Some(m) => {
                 return Err(self.invalid(
-                    key("mtu"),
+                    key("segment_size"),
                     format!(
                         "{m} is out of range; expected {} to {} bytes",
-                        MTU_RANGE.start(),
-                        MTU_RANGE.end()
+                        SEGMENT_SIZE_RANGE.start(),
+                        SEGMENT_SIZE_RANGE.end()
                     ),
                 ));
             }
@@ -589,8 +591,8 @@ impl Builder<'_> {
                     self.invalid(key("cc"), e.to_string())
                 })?;
         }
-        if let Some(mtu) = mtu {
-            session.mtu = mtu;
+        if let Some(segment_size) = segment_size {
+            session.segment_size = segment_size;
         }
         if let Some(w) = raw.send_window {
             session.send_window = w.0;
@@ -751,7 +753,7 @@ bytes = "50MB"
 reverse_bytes = 1000
 start = "1.5s"
 paths = [1, 0]
-mtu = 1024
+segment_size = 1024
 send_window = "4MiB"
 recv_window = 65536
 
@@ -805,7 +807,7 @@ source = "NKP-0024"
         assert_eq!((f.bytes, f.reverse_bytes), (50_000_000, 1000));
         assert_eq!(f.start, Duration::from_millis(1500));
         assert_eq!(f.paths, [1, 0]);
-        assert_eq!(f.session.mtu, 1024);
+        assert_eq!(f.session.segment_size, 1024);
         assert_eq!(
             (f.session.send_window, f.session.recv_window),
             (4 << 20, 65536)
@@ -813,6 +815,16 @@ source = "NKP-0024"
         let published = s.published.unwrap();
         assert_eq!(published.source.as_deref(), Some("NKP-0024"));
         assert_eq!(published.seed_tcp, Some(47.5));
+    }
+
+    #[test]
+    fn mtu_is_an_alias_of_segment_size() {
+        let new = parse_ok(&format!("{MIN}segment_size = 1024\n"));
+        let old = parse_ok(&format!("{MIN}mtu = 1024\n"));
+        assert_eq!(new.flows[0].session.segment_size, 1024);
+        assert_eq!(old.flows[0].session, new.flows[0].session);
+        let e = parse_err(&format!("{MIN}segment_size = 1024\nmtu = 1024\n"));
+        assert!(e.contains("duplicate field `segment_size`"), "{e}");
     }
 
     #[test]
@@ -856,8 +868,9 @@ source = "NKP-0024"
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\npaths = [2]\n", "flow[0].paths: path 2 does not exist"),
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\npaths = []\n", "flow[0].paths: must name"),
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\npaths = [0, 0]\n", "listed twice"),
-            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmtu = 20\n", "flow[0].mtu: 20 is out of range"),
-            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmtu = 70000\n", "flow[0].mtu: 70000"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nsegment_size = 20\n", "flow[0].segment_size: 20 is out of range"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nsegment_size = 70000\n", "flow[0].segment_size: 70000"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmtu = 20\n", "flow[0].segment_size: 20 is out of range"),
             (
                 "[[path]]\nrate = \"1Mbit\"\nevents = [{ at = \"1s\", do = \"up\", for = \"1s\" }]\n[[flow]]\n",
                 "path[0].events[0].for: only applies",

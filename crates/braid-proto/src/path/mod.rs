@@ -83,7 +83,7 @@ impl Path {
         id: u8,
         cc: Box<dyn Controller>,
         packet_threshold: u32,
-        mtu: u16,
+        segment_size: u16,
         now: Instant,
     ) -> Self {
         Path {
@@ -91,13 +91,13 @@ impl Path {
             state: PathState::Active,
             numbers: PacketNumbers::default(),
             sent: SentPackets::new(u64::from(packet_threshold)),
-            delivery: DeliveryRate::new(now, INITIAL_BURST_PACKETS * u64::from(mtu)),
+            delivery: DeliveryRate::new(now, INITIAL_BURST_PACKETS * u64::from(segment_size)),
             acks: AcksOwed::new(now),
             rtt: RttEstimator::default(),
             cc,
             backoffs: 0,
             rto_anchor: now,
-            pacer: Pacer::new(now, INITIAL_BURST_PACKETS * u64::from(mtu)),
+            pacer: Pacer::new(now, INITIAL_BURST_PACKETS * u64::from(segment_size)),
             pacing_wakeup: None,
             last_eliciting: now,
             tlp_fired: None,
@@ -215,12 +215,12 @@ impl Path {
 
     /// Whether the pacer lets a data packet of `charge` bytes leave now;
     /// if not, the path remembers when it will.
-    pub fn is_pacer_ready(&mut self, now: Instant, charge: u64, mtu: u64) -> bool {
+    pub fn is_pacer_ready(&mut self, now: Instant, charge: u64, segment_size: u64) -> bool {
         if self.tlp_credit {
             return true;
         }
         let rate = self.pacing_rate();
-        self.pacer.set_rate(now, rate, mtu);
+        self.pacer.set_rate(now, rate, segment_size);
         match self.pacer.delay(now, charge) {
             Some(at) => {
                 self.pacing_wakeup = Some(at);

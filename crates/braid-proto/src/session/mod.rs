@@ -221,7 +221,7 @@ impl Session {
         seed: [u8; 32],
     ) -> Session {
         let send = SendStream::new(
-            u32::from(cfg.mtu),
+            u32::from(cfg.segment_size),
             cfg.send_window,
             cfg.send_window_packets(),
             0, // nothing may be sent before the peer states its window
@@ -274,9 +274,9 @@ impl Session {
 
     fn cc_context(&self) -> CcContext {
         CcContext {
-            mtu: u64::from(self.cfg.mtu),
+            segment_size: u64::from(self.cfg.segment_size),
             session_window_packets: self.cfg.send_window_packets(),
-            max_window_packets: self.cfg.max_window / u64::from(self.cfg.mtu),
+            max_window_packets: self.cfg.max_window / u64::from(self.cfg.segment_size),
             paths: self
                 .paths
                 .values()
@@ -290,14 +290,20 @@ impl Session {
     fn new_controller(&self, id: u8, ctx: CcContext) -> Box<dyn cc::Controller> {
         let mut cc = self.cfg.cc.build(ctx);
         if let Some(&w) = self.cfg.initial_windows.get(usize::from(id)) {
-            cc.set_initial_window(u64::from(w) * u64::from(self.cfg.mtu));
+            cc.set_initial_window(u64::from(w) * u64::from(self.cfg.segment_size));
         }
         cc
     }
 
     fn insert_path(&mut self, id: u8, now: Instant) {
         let cc = self.new_controller(id, self.cc_context());
-        let mut path = Path::new(id, cc, self.cfg.packet_threshold, self.cfg.mtu, now);
+        let mut path = Path::new(
+            id,
+            cc,
+            self.cfg.packet_threshold,
+            self.cfg.segment_size,
+            now,
+        );
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
         self.paths.insert(id, path);
     }
@@ -315,19 +321,22 @@ impl Session {
     /// Applies negotiated parameters to the streams and controllers.
     fn apply_negotiated(
         &mut self,
-        mtu: u16,
+        segment_size: u16,
         send_window: u64,
         recv_window: u64,
         paths: u8,
         cc: cc::Algorithm,
     ) {
-        self.cfg.mtu = mtu;
+        self.cfg.segment_size = segment_size;
         self.cfg.send_window = send_window;
         self.cfg.recv_window = recv_window;
         self.cfg.paths = paths;
         self.cfg.cc = cc;
-        self.send
-            .set_limits(u32::from(mtu), send_window, self.cfg.send_window_packets());
+        self.send.set_limits(
+            u32::from(segment_size),
+            send_window,
+            self.cfg.send_window_packets(),
+        );
         self.send.update_max_data(recv_window);
         self.recv.set_window(recv_window);
         self.recv.set_max_window(self.cfg.max_window);
@@ -603,10 +612,10 @@ impl Session {
             .sum();
         let target = (2 * windows).min(self.cfg.max_window);
         if target > self.send.buffer_limit() {
-            let mtu = u64::from(self.cfg.mtu);
-            let packets = (target / mtu).max(self.send.window_packets);
+            let segment_size = u64::from(self.cfg.segment_size);
+            let packets = (target / segment_size).max(self.send.window_packets);
             self.send
-                .set_limits(u32::from(self.cfg.mtu), target, packets);
+                .set_limits(u32::from(self.cfg.segment_size), target, packets);
         }
     }
 
@@ -623,7 +632,7 @@ impl Session {
     /// two. Losses still halve a window until the next ACK; the delivery
     /// rate already counts only what arrived.
     fn normalize_windows(&mut self) {
-        let target = (self.cfg.send_window_packets() * u64::from(self.cfg.mtu)) as f64;
+        let target = (self.cfg.send_window_packets() * u64::from(self.cfg.segment_size)) as f64;
         let live = || {
             self.paths
                 .values()

@@ -41,11 +41,11 @@ pub(super) fn pick_data_path(
     paths: &mut BTreeMap<u8, Path>,
     now: Instant,
     charge: u64,
-    mtu: u64,
+    segment_size: u64,
     is_validating: impl Fn(u8) -> bool,
     backlog: Option<u64>,
 ) -> Option<u8> {
-    let blind = blind_window(paths, mtu);
+    let blind = blind_window(paths, segment_size);
     // Only the queue cap reads these, and only with several connections
     // (`blind` is None on one): a single connection skips the work.
     let acks: Vec<(u8, Duration)> = match blind {
@@ -69,7 +69,7 @@ pub(super) fn pick_data_path(
         {
             continue;
         }
-        if p.is_pacer_ready(now, charge, mtu) {
+        if p.is_pacer_ready(now, charge, segment_size) {
             let key = (expected_ack(p, charge).unwrap_or(Duration::ZERO), p.id());
             if ready.is_none_or(|r| key < r) {
                 ready = Some(key);
@@ -86,7 +86,7 @@ pub(super) fn pick_data_path(
 /// bandwidth-delay product of the best measured path, at least an
 /// initial window (RFC 9002 §7.2); `None` (no limit but the
 /// controller's) on a single connection.
-fn blind_window(paths: &BTreeMap<u8, Path>, mtu: u64) -> Option<u64> {
+fn blind_window(paths: &BTreeMap<u8, Path>, segment_size: u64) -> Option<u64> {
     if paths.values().filter(|p| p.is_usable()).count() < 2 {
         return None;
     }
@@ -96,7 +96,7 @@ fn blind_window(paths: &BTreeMap<u8, Path>, mtu: u64) -> Option<u64> {
         .map(|p| (p.delivery_rate() * p.rtt().min().as_secs_f64()) as u64)
         .max()
         .unwrap_or(0);
-    Some(bdp.max(UNMEASURED_WINDOW_PACKETS * mtu))
+    Some(bdp.max(UNMEASURED_WINDOW_PACKETS * segment_size))
 }
 
 /// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
@@ -206,7 +206,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    const MTU: u64 = 1200;
+    const SEGMENT_SIZE: u64 = 1200;
     const MS: Duration = Duration::from_millis(1);
 
     fn at(ms: u64) -> Instant {
@@ -215,25 +215,25 @@ mod tests {
 
     fn path(id: u8) -> Path {
         let ctx = CcContext {
-            mtu: MTU,
+            segment_size: SEGMENT_SIZE,
             session_window_packets: 1024,
             max_window_packets: 1 << 16,
             paths: 2,
         };
         // CUBIC: window-based, so the queue cap applies to it.
         let cc = cc::Algorithm::Cubic.build(ctx);
-        Path::new(id, cc, 3, MTU as u16, at(0))
+        Path::new(id, cc, 3, SEGMENT_SIZE as u16, at(0))
     }
 
     /// Sends `packets` full packets on `p` at `now`.
     fn send(p: &mut Path, now: Instant, packets: u64) -> (u64, u64) {
         let mut rng = ChaCha20Rng::seed_from_u64(u64::from(p.id()));
         let first = p.take_packet_number(now, &mut rng);
-        p.on_sent(now, first, MTU, None, false);
+        p.on_sent(now, first, SEGMENT_SIZE, None, false);
         let mut last = first;
         for _ in 1..packets {
             last = p.take_packet_number(now, &mut rng);
-            p.on_sent(now, last, MTU, None, false);
+            p.on_sent(now, last, SEGMENT_SIZE, None, false);
         }
         (first, last)
     }
@@ -252,7 +252,7 @@ mod tests {
             ce_count: 0,
             rx_timestamp_us: rtt_ms * 500,
         };
-        let mut stream = SendStream::new(MTU as u32, 1 << 20, 1024, 0);
+        let mut stream = SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0);
         p.on_ack_frame(at(rtt_ms), &ack, &mut stream);
         assert_eq!(p.rtt().min(), Duration::from_millis(rtt_ms));
         p
@@ -266,12 +266,26 @@ mod tests {
     fn the_path_that_acknowledges_sooner_takes_the_packet() {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
         let none = |_| false;
-        let pick = pick_data_path(&mut paths, at(200), MTU, MTU, none, Some(1 << 20));
+        let pick = pick_data_path(
+            &mut paths,
+            at(200),
+            SEGMENT_SIZE,
+            SEGMENT_SIZE,
+            none,
+            Some(1 << 20),
+        );
         assert_eq!(pick, Some(1));
         // With its window full, the packet goes to the other path.
         send(paths.get_mut(&1).unwrap(), at(200), 110);
-        assert!(!paths[&1].can_send_data(MTU));
-        let pick = pick_data_path(&mut paths, at(200), MTU, MTU, none, Some(1 << 20));
+        assert!(!paths[&1].can_send_data(SEGMENT_SIZE));
+        let pick = pick_data_path(
+            &mut paths,
+            at(200),
+            SEGMENT_SIZE,
+            SEGMENT_SIZE,
+            none,
+            Some(1 << 20),
+        );
         assert_eq!(pick, Some(0));
     }
 
@@ -283,7 +297,14 @@ mod tests {
         // before the slow path's packet arrived.
         let fast_busy = |id| id == 1;
         let pick = |paths: &mut BTreeMap<u8, Path>, backlog| {
-            pick_data_path(paths, at(200), MTU, MTU, fast_busy, backlog)
+            pick_data_path(
+                paths,
+                at(200),
+                SEGMENT_SIZE,
+                SEGMENT_SIZE,
+                fast_busy,
+                backlog,
+            )
         };
         assert_eq!(pick(&mut paths, Some(12_000)), None);
         assert_eq!(pick(&mut paths, Some(1_000_000)), Some(0));
@@ -293,12 +314,12 @@ mod tests {
     #[test]
     fn expected_ack_counts_the_queue_ahead() {
         let mut p = measured(0, 20);
-        assert_eq!(expected_ack(&p, MTU), Some(20 * MS));
+        assert_eq!(expected_ack(&p, SEGMENT_SIZE), Some(20 * MS));
         send(&mut p, at(20), 100);
         // 121.2 kB to drain at 600 kB/s.
-        let eta = expected_ack(&p, MTU).unwrap();
+        let eta = expected_ack(&p, SEGMENT_SIZE).unwrap();
         assert!(eta.abs_diff(202 * MS) < Duration::from_micros(1), "{eta:?}");
-        assert_eq!(expected_ack(&path(1), MTU), None);
+        assert_eq!(expected_ack(&path(1), SEGMENT_SIZE), None);
     }
 
     #[test]
@@ -307,10 +328,16 @@ mod tests {
         send(&mut fresh, at(0), 10);
         let paths = paths(vec![measured(0, 20), fresh]);
         // 600 kB/s × 20 ms is 12 kB, the initial window too.
-        let blind = blind_window(&paths, MTU);
+        let blind = blind_window(&paths, SEGMENT_SIZE);
         assert_eq!(blind, Some(12_000));
-        assert!(is_queue_capped(&paths[&1], MTU, blind, &[]));
-        assert!(!is_queue_capped(&paths[&1], MTU, None, &[]), "alone");
-        assert!(!is_queue_capped(&paths[&0], MTU, blind, &[]), "empty");
+        assert!(is_queue_capped(&paths[&1], SEGMENT_SIZE, blind, &[]));
+        assert!(
+            !is_queue_capped(&paths[&1], SEGMENT_SIZE, None, &[]),
+            "alone"
+        );
+        assert!(
+            !is_queue_capped(&paths[&0], SEGMENT_SIZE, blind, &[]),
+            "empty"
+        );
     }
 }

@@ -317,7 +317,7 @@ impl Session {
             &mut self.paths,
             now,
             charge,
-            u64::from(self.cfg.mtu),
+            u64::from(self.cfg.segment_size),
             |id| validations.contains_key(&id),
             backlog,
         )?;
@@ -384,7 +384,7 @@ impl Session {
         let hold = self.cfg.max_ack_delay.min(p.rtt().min() / 4);
         !p.is_ack_urgent(now)
             && self.send.peek().is_some()
-            && p.can_send_data(u64::from(self.cfg.mtu))
+            && p.can_send_data(u64::from(self.cfg.segment_size))
             && p.pacing_wakeup().is_some_and(|t| t <= now + hold)
     }
 
