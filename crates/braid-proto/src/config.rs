@@ -4,6 +4,7 @@ use crate::cc;
 use crate::crypto::Security;
 use crate::rtt::RtoConfig;
 use crate::Role;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -18,7 +19,7 @@ pub enum ConfigError {
         /// The value given, as text.
         value: String,
         /// The allowed range, as text.
-        allowed: &'static str,
+        allowed: String,
     },
     /// The security settings do not fit together or do not fit the role.
     #[error("security: {0}")]
@@ -29,8 +30,8 @@ pub enum ConfigError {
 /// up to ~100 Mbit/s × 300 ms (a 4 MiB window, NCP's default).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionConfig {
-    /// Largest stream payload per packet, bytes (64..=16384): TCP's MSS,
-    /// not an IP MTU. The default keeps a full datagram, with a piggybacked
+    /// Largest stream payload per packet, bytes
+    /// ([`SessionConfig::SEGMENT_SIZE_RANGE`]): TCP's MSS, not an IP MTU. The default keeps a full datagram, with a piggybacked
     /// ACK, inside a 1500-byte IP MTU.
     pub segment_size: u16,
     /// Bytes written but not yet acknowledged, at most; also bounds
@@ -131,7 +132,7 @@ fn check(
     ok: bool,
     field: &'static str,
     value: impl ToString,
-    allowed: &'static str,
+    allowed: impl ToString,
 ) -> Result<(), ConfigError> {
     if ok {
         Ok(())
@@ -139,12 +140,16 @@ fn check(
         Err(ConfigError::OutOfRange {
             field,
             value: value.to_string(),
-            allowed,
+            allowed: allowed.to_string(),
         })
     }
 }
 
 impl SessionConfig {
+    /// The [`SessionConfig::segment_size`]s a session accepts, bytes; a
+    /// handshake never negotiates below the start.
+    pub const SEGMENT_SIZE_RANGE: RangeInclusive<u16> = 64..=16384;
+
     /// The defaults with unprotected datagrams (simulations, benchmarks,
     /// tests): anyone on the path can read, forge or end the session.
     pub fn insecure() -> SessionConfig {
@@ -164,11 +169,12 @@ impl SessionConfig {
 
     /// Checks every value but the role-specific security settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        let range = Self::SEGMENT_SIZE_RANGE;
         check(
-            (64..=16384).contains(&self.segment_size),
+            range.contains(&self.segment_size),
             "segment_size",
             self.segment_size,
-            "64..=16384",
+            format!("{}..={}", range.start(), range.end()),
         )?;
         let min_window = u64::from(self.segment_size);
         check(
@@ -251,7 +257,7 @@ impl SessionConfig {
             return Err(ConfigError::OutOfRange {
                 field: "initial_windows",
                 value: w.to_string(),
-                allowed: ">= 1 packet",
+                allowed: ">= 1 packet".into(),
             });
         }
         Ok(())
@@ -279,5 +285,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("segment_size"));
+    }
+
+    #[test]
+    fn segment_size_range_is_inclusive_and_named() {
+        let with = |segment_size| SessionConfig {
+            segment_size,
+            ..SessionConfig::default()
+        };
+        let range = SessionConfig::SEGMENT_SIZE_RANGE;
+        with(*range.start()).validate().unwrap();
+        with(*range.end()).validate().unwrap();
+        let e = with(range.start() - 1).validate().unwrap_err();
+        assert!(e.to_string().contains("(allowed 64..=16384)"), "{e}");
+        with(range.end() + 1).validate().unwrap_err();
     }
 }

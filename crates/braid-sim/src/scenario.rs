@@ -27,8 +27,6 @@ const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
 const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Drop-tail queue when the file gives none, packets.
 const DEFAULT_QUEUE_PACKETS: u32 = 1000;
-/// Allowed payload bytes per data packet.
-const SEGMENT_SIZE_RANGE: std::ops::RangeInclusive<i64> = 64..=16384;
 
 /// The built-in example: two heterogeneous paths and one 20 MB transfer.
 pub const EXAMPLE_TOML: &str = r#"name = "two heterogeneous paths"
@@ -530,19 +528,24 @@ impl Builder<'_> {
                 out
             }
         };
+        let range = SessionConfig::SEGMENT_SIZE_RANGE;
         let segment_size = match raw.segment_size {
             None => None,
-            Some(m) if SEGMENT_SIZE_RANGE.contains(&m) => u16::try_from(m).ok(),
-            Some(m) => {
-                return Err(self.invalid(
-                    key("segment_size"),
-                    format!(
-                        "{m} is out of range; expected {} to {} bytes",
-                        SEGMENT_SIZE_RANGE.start(),
-                        SEGMENT_SIZE_RANGE.end()
-                    ),
-                ));
-            }
+            Some(m) => Some(
+                u16::try_from(m)
+                    .ok()
+                    .filter(|m| range.contains(m))
+                    .ok_or_else(|| {
+                        self.invalid(
+                            key("segment_size"),
+                            format!(
+                                "{m} is out of range; expected {} to {} bytes",
+                                range.start(),
+                                range.end()
+                            ),
+                        )
+                    })?,
+            ),
         };
         for (k, w) in [
             ("send_window", raw.send_window),
@@ -825,6 +828,25 @@ source = "NKP-0024"
         assert_eq!(old.flows[0].session, new.flows[0].session);
         let e = parse_err(&format!("{MIN}segment_size = 1024\nmtu = 1024\n"));
         assert!(e.contains("duplicate field `segment_size`"), "{e}");
+    }
+
+    #[test]
+    fn segment_size_range_is_the_session_configs() {
+        let range = SessionConfig::SEGMENT_SIZE_RANGE;
+        for (size, ok) in [
+            (range.start() - 1, false),
+            (*range.start(), true),
+            (*range.end(), true),
+            (range.end() + 1, false),
+        ] {
+            let file = Scenario::from_str(&format!("{MIN}segment_size = {size}\n"), ".");
+            assert_eq!(file.is_ok(), ok, "{size}");
+            let cfg = SessionConfig {
+                segment_size: size,
+                ..SessionConfig::insecure()
+            };
+            assert_eq!(cfg.validate().is_ok(), ok, "{size}");
+        }
     }
 
     #[test]

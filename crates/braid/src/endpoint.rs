@@ -386,7 +386,7 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
             Error::Config(braid_proto::ConfigError::OutOfRange {
                 field: "paths",
                 value: paths.len().to_string(),
-                allowed: "1..=255 connections",
+                allowed: "1..=255 connections".into(),
             })
         })?;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);

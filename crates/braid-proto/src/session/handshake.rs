@@ -180,7 +180,10 @@ impl Session {
             return Err((close_code::CONTROLLER, hello.cc.clone()));
         };
         let paths = hello.paths.clamp(1, self.cfg.max_paths);
-        let segment_size = hello.segment_size.min(self.cfg.segment_size).max(64);
+        let segment_size = hello
+            .segment_size
+            .min(self.cfg.segment_size)
+            .max(*SessionConfig::SEGMENT_SIZE_RANGE.start());
         let send_window = hello
             .send_window
             .min(self.cfg.send_window)
@@ -312,7 +315,11 @@ impl Session {
             return;
         }
         let cc = match h.cc.parse::<cc::Algorithm>() {
-            Ok(cc) if h.segment_size >= 64 && h.paths > 0 => cc,
+            Ok(cc)
+                if h.segment_size >= *SessionConfig::SEGMENT_SIZE_RANGE.start() && h.paths > 0 =>
+            {
+                cc
+            }
             _ => {
                 self.violation("handshake answer out of range");
                 return;
