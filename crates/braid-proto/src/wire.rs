@@ -48,7 +48,8 @@ pub const MIN_INITIAL_DATAGRAM: usize = 1200;
 pub const MAX_TOKEN: usize = 64;
 /// Longest SPAKE2 message accepted, bytes.
 pub const MAX_PAKE_MESSAGE: usize = 64;
-/// Longest Noise handshake message accepted, bytes.
+/// Longest Noise handshake message accepted or written, bytes (IK's first
+/// is ~100 plus its payload).
 pub const MAX_NOISE_MESSAGE: usize = 1024;
 
 /// Why a datagram was dropped.
