@@ -19,7 +19,7 @@ use crate::link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, QueueLimit};
 use crate::loss::Gilbert;
 use crate::published::Published;
 use crate::trace::{Trace, TraceError};
-use crate::units::{parse_size, ByteSize, Probability, Rate, Span};
+use crate::units::{ByteSize, Probability, Rate, Span};
 
 /// Virtual run length when the file gives none.
 const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
@@ -272,7 +272,8 @@ struct RawFlow {
     verdict: Option<bool>,
 }
 
-/// `queue = 300` (packets) or `queue = "256KB"` (bytes).
+/// `queue = 300` or `"300"` (packets) or `queue = "256KB"` (bytes): the
+/// syntax of [`QueueLimit`]'s `FromStr`, which the CLI's `--queue` also uses.
 struct RawQueue(QueueLimit);
 
 impl<'de> Deserialize<'de> for RawQueue {
@@ -284,32 +285,13 @@ impl<'de> Deserialize<'de> for RawQueue {
                 f.write_str("a packet count like 300 or a byte size like \"256KB\"")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawQueue, E> {
-                match u32::try_from(v) {
-                    Ok(n) if n > 0 => Ok(RawQueue(QueueLimit::Packets(n))),
-                    _ => Err(E::custom(format!(
-                        "queue of {v} packets: expected at least 1 and at most {}",
-                        u32::MAX
-                    ))),
-                }
+                QueueLimit::packets(v).map(RawQueue).map_err(E::custom)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawQueue, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawQueue, E> {
-                if !v.is_empty() && v.trim().chars().all(|c| c.is_ascii_digit()) {
-                    return Err(E::custom(format!(
-                        "queue {v:?} has no unit: write {} for packets or \"{}B\" for bytes",
-                        v.trim(),
-                        v.trim()
-                    )));
-                }
-                match parse_size(v) {
-                    Ok(0) => Err(E::custom(format!(
-                        "queue {v:?} must hold at least one byte"
-                    ))),
-                    Ok(b) => Ok(RawQueue(QueueLimit::Bytes(b))),
-                    Err(e) => Err(E::custom(e)),
-                }
+                v.parse().map(RawQueue).map_err(E::custom)
             }
         }
         d.deserialize_any(V)
@@ -850,6 +832,24 @@ source = "NKP-0024"
     }
 
     #[test]
+    fn queue_is_packets_or_bytes_as_on_the_command_line() {
+        let queue = |q: &str| {
+            parse_ok(&format!(
+                "[[path]]\nrate = \"1Mbit\"\nqueue = {q}\n[[flow]]\n"
+            ))
+            .paths[0]
+                .forward
+                .queue
+        };
+        assert_eq!(queue("300"), QueueLimit::Packets(300));
+        assert_eq!(queue("\"300\""), QueueLimit::Packets(300));
+        assert_eq!(queue("\"64KB\""), QueueLimit::Bytes(64_000));
+        for text in ["300", "64KB", "1500B"] {
+            assert_eq!(queue(&format!("{text:?}")), text.parse().unwrap(), "{text}");
+        }
+    }
+
+    #[test]
     fn probabilities_are_fractions_or_percentages() {
         let s = parse_ok("[[path]]\nrate = \"1Mbit\"\nloss = \"1%\"\nreverse_loss = 0.5\nduplicate = 1\n[[flow]]\n");
         let p = &s.paths[0];
@@ -898,7 +898,8 @@ source = "NKP-0024"
                 "path[0].events[0].for: only applies",
             ),
             ("[[path]]\nrate = \"1Mbit\"\nqueue = 0\n[[flow]]\n", "at least 1"),
-            ("[[path]]\nrate = \"1Mbit\"\nqueue = \"300\"\n[[flow]]\n", "no unit"),
+            ("[[path]]\nrate = \"1Mbit\"\nqueue = -3\n[[flow]]\n", "queue of -3 packets"),
+            ("[[path]]\nrate = \"1Mbit\"\nqueue = \"0\"\n[[flow]]\n", "at least 1"),
             ("[[path]]\nrate = \"1Mbit\"\nqueue = \"0KB\"\n[[flow]]\n", "at least one byte"),
             ("[[path]]\nrate = \"1Mbit\"\necn = \"red\"\n[[flow]]\n", "unknown ECN mode"),
             ("[[path]]\nrate = \"1Mbit\"\necn = \"threshold:0\"\n[[flow]]\n", "bad ECN threshold"),
