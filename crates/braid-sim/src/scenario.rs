@@ -132,7 +132,7 @@ pub struct FlowSpec {
     /// [`FlowSpec::paths`]), `sample_interval` (the scenario's) and, for a
     /// sealed flow, `security`.
     pub session: SessionConfig,
-    /// Seal datagrams (Noise handshake, ChaCha20-Poly1305) as on real
+    /// Seal datagrams (a pinned-key Noise handshake, then AES-256-GCM) as on real
     /// networks; off by default (the protocol's behaviour is the same, and
     /// plain runs are faster).
     pub sealed: bool,
