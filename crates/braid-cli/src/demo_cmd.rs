@@ -269,7 +269,7 @@ fn path_lines(
             tokio::time::sleep(tick).await;
             let stats = monitor.stats();
             for (id, p) in &stats.paths {
-                let i = usize::from(*id);
+                let i = id.index();
                 let (Some(bar), Some(spec)) = (bars.get(i), specs.get(i)) else {
                     continue;
                 };

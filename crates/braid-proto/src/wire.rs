@@ -12,6 +12,7 @@
 //! panics and never allocates more than the datagram's own size.
 
 use crate::varint;
+use crate::PathId;
 use thiserror::Error;
 
 /// The only protocol version this code speaks.
@@ -77,7 +78,7 @@ pub struct Header {
     /// Chosen by the client; tells sessions apart on one socket.
     pub session_id: u64,
     /// Which connection of the session this datagram travels on.
-    pub path: u8,
+    pub path: PathId,
     /// Never reused within a path.
     pub packet_number: u64,
 }
@@ -96,7 +97,7 @@ impl Header {
         buf.push(self.version);
         buf.push(self.mbecn);
         buf.extend_from_slice(&self.session_id.to_be_bytes());
-        buf.push(self.path);
+        buf.push(self.path.0);
         buf.extend_from_slice(&self.packet_number.to_be_bytes());
     }
 
@@ -110,7 +111,7 @@ impl Header {
             version: datagram[0],
             mbecn: datagram[MBECN_OFFSET],
             session_id: u64_at(2),
-            path: datagram[10],
+            path: PathId(datagram[10]),
             packet_number: u64_at(11),
         };
         Ok((header, &datagram[HEADER_LEN..]))
@@ -192,7 +193,7 @@ pub enum Frame<'a> {
     /// The sender stops using `path`.
     PathClose {
         /// The connection closed.
-        path: u8,
+        path: PathId,
     },
     /// MB-ECN feedback: the receiver's congestion level for the connection
     /// this frame travels on (seed 004's FLOW_UPDATE with its 16-bit ECE).
@@ -340,7 +341,7 @@ impl Frame<'_> {
             }
             Frame::PathClose { path } => {
                 varint::write(buf, ty::PATH_CLOSE);
-                buf.push(*path);
+                buf.push(path.0);
             }
             Frame::Ece(level) => {
                 varint::write(buf, ty::ECE);
@@ -517,7 +518,9 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
                 reason: take(input, len as usize)?,
             }
         }
-        ty::PATH_CLOSE => Frame::PathClose { path: u8_(input)? },
+        ty::PATH_CLOSE => Frame::PathClose {
+            path: PathId(u8_(input)?),
+        },
         ty::PADDING => {
             let zeros = input.iter().take_while(|&&b| b == 0).count();
             take(input, zeros)?;
@@ -622,7 +625,7 @@ mod tests {
             version: VERSION,
             mbecn: 0,
             session_id: 1,
-            path: 0,
+            path: PathId(0),
             packet_number: 7,
         };
         let data = [0u8; 1380];
@@ -684,7 +687,7 @@ mod tests {
                 code: 3,
                 reason: b"disk full",
             },
-            Frame::PathClose { path: 2 },
+            Frame::PathClose { path: PathId(2) },
             Frame::Ece(8191),
             Frame::Blocked(1 << 40),
             Frame::ClientHello {
@@ -710,7 +713,7 @@ mod tests {
             version: VERSION,
             mbecn: 0,
             session_id: 0xdead_beef,
-            path: 2,
+            path: PathId(2),
             packet_number: 1 << 50,
         }
         .encode(&mut buf);
@@ -726,7 +729,7 @@ mod tests {
         let buf = encode_all(&frames);
         let (header, payload) = Header::decode(&buf).unwrap();
         assert_eq!(header.session_id, 0xdead_beef);
-        assert_eq!(header.path, 2);
+        assert_eq!(header.path, PathId(2));
         assert_eq!(header.packet_number, 1 << 50);
         let decoded: Vec<_> = Frames::new(payload).collect::<Result<_, _>>().unwrap();
         assert_eq!(decoded, frames);

@@ -265,7 +265,7 @@ impl Delivery {
                 samples += p.rtt_samples;
             }
             d.paths.push(PathResult {
-                path: id,
+                path: id.0,
                 goodput_mbps: rate(p.stream_bytes_acked),
                 packets_sent: p.packets_sent,
                 retransmitted: p.retransmitted,
@@ -321,7 +321,7 @@ impl RunResult {
                     .iter()
                     .map(|s| SeriesPoint {
                         t: s.at_s,
-                        path: s.path,
+                        path: s.path.0,
                         window: s.window as f64 / segment_size,
                         srtt_ms: ms(s.srtt),
                         rto_ms: ms(s.rto),

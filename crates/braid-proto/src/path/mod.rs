@@ -9,6 +9,7 @@
 
 mod ack_owed;
 mod delivery_rate;
+mod id;
 mod packet_number;
 mod recovery;
 mod sent;
@@ -24,6 +25,7 @@ use crate::wire::AckFrame;
 use crate::Instant;
 use ack_owed::AcksOwed;
 use delivery_rate::DeliveryRate;
+pub use id::PathId;
 use packet_number::PacketNumbers;
 use rand::Rng;
 use sent::{SentPacket, SentPackets};
@@ -44,7 +46,7 @@ pub(crate) struct PendingFrames {
 
 #[derive(Debug)]
 pub(crate) struct Path {
-    id: u8,
+    id: PathId,
     state: PathState,
     numbers: PacketNumbers,
     sent: SentPackets,
@@ -80,7 +82,7 @@ pub(crate) struct Path {
 
 impl Path {
     pub fn new(
-        id: u8,
+        id: PathId,
         cc: Box<dyn Controller>,
         packet_threshold: u32,
         segment_size: u16,
@@ -114,7 +116,7 @@ impl Path {
 
     // ---- getters ---------------------------------------------------------
 
-    pub fn id(&self) -> u8 {
+    pub fn id(&self) -> PathId {
         self.id
     }
 

@@ -8,6 +8,7 @@ use crate::error::SessionError;
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
+use crate::PathId;
 use crate::{cc, Ecn, Instant};
 use thiserror::Error;
 
@@ -60,7 +61,7 @@ impl Session {
     pub fn accept(
         cfg: SessionConfig,
         now: Instant,
-        path: u8,
+        path: PathId,
         datagram: &[u8],
         seed: [u8; 32],
     ) -> Result<Session, AcceptError> {
@@ -219,7 +220,7 @@ impl Session {
     pub(super) fn handle_clear_handshake(
         &mut self,
         now: Instant,
-        path: u8,
+        path: PathId,
         ecn: Ecn,
         datagram: &[u8],
     ) {
@@ -281,7 +282,7 @@ impl Session {
     fn on_sealed_answer(
         &mut self,
         now: Instant,
-        path: u8,
+        path: PathId,
         ecn: Ecn,
         datagram: &[u8],
         answer: &[u8],
@@ -336,7 +337,7 @@ impl Session {
             .max(u64::from(segment_size));
         // Connections the server will not take are closed on our side.
         let keep = h.paths.min(self.cfg.paths);
-        self.paths.retain(|&id, _| id < keep);
+        self.paths.retain(|&id, _| id.0 < keep);
         self.apply_negotiated(segment_size, send_window, recv_window, keep, cc);
         for p in self.paths.values_mut() {
             p.pending.hello = false;

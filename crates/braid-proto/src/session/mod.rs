@@ -30,6 +30,7 @@ use crate::replay::ReplayWindow;
 use crate::send_stream::SendStream;
 use crate::stats::{PathSample, PathState, SessionStats};
 use crate::Instant;
+use crate::PathId;
 use std::collections::{BTreeMap, VecDeque};
 
 pub use handshake::AcceptError;
@@ -63,11 +64,11 @@ pub enum Event {
     /// The handshake completed.
     Connected,
     /// A connection carries data again after probing.
-    PathUp(u8),
+    PathUp(PathId),
     /// A connection stopped answering; it is probed until it does.
-    PathDown(u8),
+    PathDown(PathId),
     /// A connection was closed by either side.
-    PathClosed(u8),
+    PathClosed(PathId),
     /// Everything written, and the end of the stream, was acknowledged.
     SendFinished,
     /// The peer's whole stream has been read.
@@ -123,7 +124,7 @@ pub struct Session {
     cfg: SessionConfig,
     session_id: u64,
     state: State,
-    paths: BTreeMap<u8, Path>,
+    paths: BTreeMap<PathId, Path>,
     send: SendStream,
     recv: RecvStream,
     events: VecDeque<Event>,
@@ -131,7 +132,7 @@ pub struct Session {
     /// CLOSE frame to send: code, reason, repeats left.
     close: Option<(u64, String, u32)>,
     last_recv: Instant,
-    last_recv_path: u8,
+    last_recv_path: PathId,
     last_send: Instant,
     next_sample: Option<Instant>,
     last_sample: Instant,
@@ -165,10 +166,10 @@ pub struct Session {
     open_buf: Vec<u8>,
     /// Where the datagram being written starts in the caller's buffer.
     packet_start: usize,
-    replay: BTreeMap<u8, ReplayWindow>,
-    validations: BTreeMap<u8, validation::Validation>,
+    replay: BTreeMap<PathId, ReplayWindow>,
+    validations: BTreeMap<PathId, validation::Validation>,
     /// PATH_RESPONSEs owed: connection and data.
-    responses: VecDeque<(u8, [u8; 8])>,
+    responses: VecDeque<(PathId, [u8; 8])>,
     /// When the client's opening last arrived (the first or a repeat).
     last_hello: Instant,
     /// When new stream data was last acknowledged, or data became
@@ -178,10 +179,10 @@ pub struct Session {
     /// fails when every usable connection has had more than the retry
     /// limit, so one dead path among live ones, or an outage the probes
     /// outlast, never adds up to it.
-    rtos_without_progress: BTreeMap<u8, u32>,
+    rtos_without_progress: BTreeMap<PathId, u32>,
     /// Retransmission timeouts per connection since anything authentic
     /// arrived from the peer (see `SessionConfig::silent_limit`).
-    rtos_in_silence: BTreeMap<u8, u32>,
+    rtos_in_silence: BTreeMap<PathId, u32>,
 }
 
 impl Session {
@@ -208,7 +209,7 @@ impl Session {
             attempts: 0,
         };
         for id in 0..s.cfg.paths {
-            s.insert_path(id, now);
+            s.insert_path(PathId(id), now);
         }
         Ok(s)
     }
@@ -239,7 +240,7 @@ impl Session {
             error: None,
             close: None,
             last_recv: now,
-            last_recv_path: 0,
+            last_recv_path: PathId(0),
             last_send: now,
             next_sample: cfg.sample_interval.map(|i| now + i),
             last_sample: now,
@@ -287,15 +288,15 @@ impl Session {
     }
 
     /// A controller for connection `id`, at its configured initial window if any.
-    fn new_controller(&self, id: u8, ctx: CcContext) -> Box<dyn cc::Controller> {
+    fn new_controller(&self, id: PathId, ctx: CcContext) -> Box<dyn cc::Controller> {
         let mut cc = self.cfg.cc.build(ctx);
-        if let Some(&w) = self.cfg.initial_windows.get(usize::from(id)) {
+        if let Some(&w) = self.cfg.initial_windows.get(id.index()) {
             cc.set_initial_window(u64::from(w) * u64::from(self.cfg.segment_size));
         }
         cc
     }
 
-    fn insert_path(&mut self, id: u8, now: Instant) {
+    fn insert_path(&mut self, id: PathId, now: Instant) {
         let cc = self.new_controller(id, self.cc_context());
         let mut path = Path::new(
             id,
@@ -311,7 +312,7 @@ impl Session {
     /// Rebuilds controllers once the negotiated parameters are known.
     fn reset_controllers(&mut self) {
         let ctx = self.cc_context();
-        let ids: Vec<u8> = self.paths.keys().copied().collect();
+        let ids: Vec<PathId> = self.paths.keys().copied().collect();
         for id in ids {
             let cc = self.new_controller(id, ctx);
             self.paths.get_mut(&id).expect("path exists").set_cc(cc);
@@ -403,7 +404,7 @@ impl Session {
     }
 
     /// Connection ids and their states.
-    pub fn path_states(&self) -> Vec<(u8, PathState)> {
+    pub fn path_states(&self) -> Vec<(PathId, PathState)> {
         self.paths.iter().map(|(&id, p)| (id, p.state())).collect()
     }
 
@@ -510,7 +511,7 @@ impl Session {
     }
 
     /// Adds connection `id` (client side; the server learns of it from its first packet).
-    pub fn add_path(&mut self, now: Instant, id: u8) -> bool {
+    pub fn add_path(&mut self, now: Instant, id: PathId) -> bool {
         if self.paths.contains_key(&id) || self.paths.len() >= usize::from(self.cfg.max_paths) {
             return false;
         }
@@ -520,7 +521,7 @@ impl Session {
     }
 
     /// Stops using connection `id`; the peer is told, and its data moves to other connections.
-    pub fn close_path(&mut self, id: u8) {
+    pub fn close_path(&mut self, id: PathId) {
         if let Some(p) = self.paths.get_mut(&id) {
             if p.is_usable() {
                 p.pending.close = true;
@@ -531,7 +532,7 @@ impl Session {
     // ---- inputs ----------------------------------------------------------
 
     /// A datagram could not be sent on `path`: NKP-0024 halves its window.
-    pub fn handle_send_error(&mut self, now: Instant, path: u8) {
+    pub fn handle_send_error(&mut self, now: Instant, path: PathId) {
         if let Some(p) = self.paths.get_mut(&path) {
             p.signal_congestion(now, cc::Cause::SendFailure, now, 1);
         }

@@ -19,6 +19,7 @@
 use crate::path::Path;
 use crate::stats::PathState;
 use crate::Instant;
+use crate::PathId;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -38,17 +39,17 @@ const QUEUE_CAP_BDPS: u64 = 4;
 /// more than the send buffer holds). When only pacing holds packets back,
 /// the paths remember when to wake.
 pub(super) fn pick_data_path(
-    paths: &mut BTreeMap<u8, Path>,
+    paths: &mut BTreeMap<PathId, Path>,
     now: Instant,
     charge: u64,
     segment_size: u64,
-    is_validating: impl Fn(u8) -> bool,
+    is_validating: impl Fn(PathId) -> bool,
     backlog: Option<u64>,
-) -> Option<u8> {
+) -> Option<PathId> {
     let blind = blind_window(paths, segment_size);
     // Only the queue cap reads these, and only with several connections
     // (`blind` is None on one): a single connection skips the work.
-    let acks: Vec<(u8, Duration)> = match blind {
+    let acks: Vec<(PathId, Duration)> = match blind {
         None => Vec::new(),
         Some(_) => paths
             .values()
@@ -61,7 +62,7 @@ pub(super) fn pick_data_path(
             })
             .collect(),
     };
-    let mut ready: Option<(Duration, u8)> = None;
+    let mut ready: Option<(Duration, PathId)> = None;
     for p in paths.values_mut() {
         if is_validating(p.id())
             || !p.can_send_data(charge)
@@ -86,7 +87,7 @@ pub(super) fn pick_data_path(
 /// bandwidth-delay product of the best measured path, at least an
 /// initial window (RFC 9002 §7.2); `None` (no limit but the
 /// controller's) on a single connection.
-fn blind_window(paths: &BTreeMap<u8, Path>, segment_size: u64) -> Option<u64> {
+fn blind_window(paths: &BTreeMap<PathId, Path>, segment_size: u64) -> Option<u64> {
     if paths.values().filter(|p| p.is_usable()).count() < 2 {
         return None;
     }
@@ -105,8 +106,8 @@ fn blind_window(paths: &BTreeMap<u8, Path>, segment_size: u64) -> Option<u64> {
 /// `id` arrived. While the application may write more than the buffer
 /// holds, the backlog is unbounded (`None`) and no path waits.
 fn is_worth_waiting(
-    paths: &BTreeMap<u8, Path>,
-    id: u8,
+    paths: &BTreeMap<PathId, Path>,
+    id: PathId,
     eta: Duration,
     charge: u64,
     backlog: Option<u64>,
@@ -149,7 +150,7 @@ fn is_worth_waiting(
 /// let a low rate estimate grow fourfold a round trip (two, BBR's cwnd
 /// gain, left a 1-s path longer at a low estimate: nkp0024 row 6 ncp 12.9
 /// Mbit/s against 13.8, and rows 8-11 converged later).
-fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(u8, Duration)]) -> bool {
+fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(PathId, Duration)]) -> bool {
     let Some(blind) = blind else {
         return false;
     };
@@ -222,12 +223,12 @@ mod tests {
         };
         // CUBIC: window-based, so the queue cap applies to it.
         let cc = cc::Algorithm::Cubic.build(ctx);
-        Path::new(id, cc, 3, SEGMENT_SIZE as u16, at(0))
+        Path::new(PathId(id), cc, 3, SEGMENT_SIZE as u16, at(0))
     }
 
     /// Sends `packets` full packets on `p` at `now`.
     fn send(p: &mut Path, now: Instant, packets: u64) -> (u64, u64) {
-        let mut rng = ChaCha20Rng::seed_from_u64(u64::from(p.id()));
+        let mut rng = ChaCha20Rng::seed_from_u64(u64::from(p.id().0));
         let first = p.take_packet_number(now, &mut rng);
         p.on_sent(now, first, SEGMENT_SIZE, None, false);
         let mut last = first;
@@ -258,7 +259,7 @@ mod tests {
         p
     }
 
-    fn paths(list: Vec<Path>) -> BTreeMap<u8, Path> {
+    fn paths(list: Vec<Path>) -> BTreeMap<PathId, Path> {
         list.into_iter().map(|p| (p.id(), p)).collect()
     }
 
@@ -274,10 +275,10 @@ mod tests {
             none,
             Some(1 << 20),
         );
-        assert_eq!(pick, Some(1));
+        assert_eq!(pick, Some(PathId(1)));
         // With its window full, the packet goes to the other path.
-        send(paths.get_mut(&1).unwrap(), at(200), 110);
-        assert!(!paths[&1].can_send_data(SEGMENT_SIZE));
+        send(paths.get_mut(&PathId(1)).unwrap(), at(200), 110);
+        assert!(!paths[&PathId(1)].can_send_data(SEGMENT_SIZE));
         let pick = pick_data_path(
             &mut paths,
             at(200),
@@ -286,7 +287,7 @@ mod tests {
             none,
             Some(1 << 20),
         );
-        assert_eq!(pick, Some(0));
+        assert_eq!(pick, Some(PathId(0)));
     }
 
     #[test]
@@ -295,8 +296,8 @@ mod tests {
         // The fast path cannot take this packet (it is being validated),
         // yet it delivers 600 kB/s: 12 kB would be through in 40 ms, long
         // before the slow path's packet arrived.
-        let fast_busy = |id| id == 1;
-        let pick = |paths: &mut BTreeMap<u8, Path>, backlog| {
+        let fast_busy = |id| id == PathId(1);
+        let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
             pick_data_path(
                 paths,
                 at(200),
@@ -307,8 +308,8 @@ mod tests {
             )
         };
         assert_eq!(pick(&mut paths, Some(12_000)), None);
-        assert_eq!(pick(&mut paths, Some(1_000_000)), Some(0));
-        assert_eq!(pick(&mut paths, None), Some(0), "unbounded backlog");
+        assert_eq!(pick(&mut paths, Some(1_000_000)), Some(PathId(0)));
+        assert_eq!(pick(&mut paths, None), Some(PathId(0)), "unbounded backlog");
     }
 
     #[test]
@@ -330,13 +331,18 @@ mod tests {
         // 600 kB/s × 20 ms is 12 kB, the initial window too.
         let blind = blind_window(&paths, SEGMENT_SIZE);
         assert_eq!(blind, Some(12_000));
-        assert!(is_queue_capped(&paths[&1], SEGMENT_SIZE, blind, &[]));
+        assert!(is_queue_capped(
+            &paths[&PathId(1)],
+            SEGMENT_SIZE,
+            blind,
+            &[]
+        ));
         assert!(
-            !is_queue_capped(&paths[&1], SEGMENT_SIZE, None, &[]),
+            !is_queue_capped(&paths[&PathId(1)], SEGMENT_SIZE, None, &[]),
             "alone"
         );
         assert!(
-            !is_queue_capped(&paths[&0], SEGMENT_SIZE, blind, &[]),
+            !is_queue_capped(&paths[&PathId(0)], SEGMENT_SIZE, blind, &[]),
             "empty"
         );
     }
