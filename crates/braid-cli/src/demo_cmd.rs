@@ -171,8 +171,8 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         ProgressDrawTarget::hidden()
     });
     let progress = Progress::in_multi(&multi, live, Some(args.size), "demo");
-    let mtu = u64::from(session.config().mtu.max(1));
-    let lines = path_lines(&multi, &plans, session.monitor(), mtu);
+    let segment_size = u64::from(session.config().segment_size.max(1));
+    let lines = path_lines(&multi, &plans, session.monitor(), segment_size);
     let content = Generated::new(args.size);
     let result = transfer::send(&mut session, &header, content, &progress).await;
     lines.abort();
@@ -188,7 +188,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         role: "braid send",
         cc: config.cc.name().to_owned(),
         stats: session.stats(),
-        mtu: config.mtu,
+        segment_size: config.segment_size,
         bytes: args.size,
         delivered,
         verified: result.is_ok(),
@@ -205,7 +205,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
             role: "braid recv",
             cc: rcfg.cc.name().to_owned(),
             stats,
-            mtu: rcfg.mtu,
+            segment_size: rcfg.segment_size,
             bytes,
             delivered: bytes,
             verified: recv_result.is_ok(),
@@ -242,12 +242,12 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     }
 }
 
-/// One live line per path: its goodput, window (packets of `mtu` bytes) and sRTT.
+/// One live line per path: its goodput, window (packets of `segment_size` bytes) and sRTT.
 fn path_lines(
     multi: &MultiProgress,
     plans: &[PathPlan],
     monitor: Monitor,
-    mtu: u64,
+    segment_size: u64,
 ) -> tokio::task::JoinHandle<()> {
     let style = ProgressStyle::with_template("  {prefix:>8} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -269,7 +269,7 @@ fn path_lines(
             tokio::time::sleep(tick).await;
             let stats = monitor.stats();
             for (id, p) in &stats.paths {
-                let i = usize::from(*id);
+                let i = id.index();
                 let (Some(bar), Some(spec)) = (bars.get(i), specs.get(i)) else {
                     continue;
                 };
@@ -278,7 +278,7 @@ fn path_lines(
                 bar.set_message(format!(
                     "{:>6.1} Mbit/s  window {:>5} pkts  sRTT {:>6.1} ms  lost {:>5}   [{spec}]",
                     rate / 1e6,
-                    p.window / mtu,
+                    p.window / segment_size,
                     p.srtt.as_secs_f64() * 1e3,
                     p.lost_packets
                 ));

@@ -209,6 +209,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn queue_means_what_it_means_in_a_scenario_file() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            link: LinkArgs,
+        }
+        let queue = |q: &str| {
+            Cli::try_parse_from(["braid", "--rate", "1mbit", "--queue", q])
+                .unwrap()
+                .link
+                .queue
+        };
+        assert_eq!(queue("300"), QueueLimit::Packets(300));
+        assert_eq!(queue("64KB"), QueueLimit::Bytes(64_000));
+        assert_eq!(
+            Cli::try_parse_from(["braid"]).unwrap().link.queue,
+            QueueLimit::Packets(1000)
+        );
+    }
+
+    #[test]
     fn percentages_print_short() {
         assert_eq!(percent(0.01), "1%");
         assert_eq!(percent(0.075), "7.5%");

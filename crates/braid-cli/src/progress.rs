@@ -2,6 +2,7 @@
 //! and nothing at all when stderr is not a terminal.
 
 use braid::Monitor;
+use braid_proto::PathId;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -79,10 +80,10 @@ impl Progress {
     pub fn watch(&self, monitor: Monitor, side: Side) -> Option<tokio::task::JoinHandle<()>> {
         let bar = self.bar.clone()?;
         Some(tokio::spawn(async move {
-            let mut last: Vec<(u8, u64)> = Vec::new();
+            let mut last: Vec<(PathId, u64)> = Vec::new();
             loop {
                 tokio::time::sleep(REFRESH).await;
-                let now: Vec<(u8, u64)> = monitor
+                let now: Vec<(PathId, u64)> = monitor
                     .stats()
                     .paths
                     .iter()
@@ -113,8 +114,8 @@ fn style(with_total: bool) -> ProgressStyle {
 }
 
 /// "path 0 71% · path 1 29%" from two readings of per-connection counters.
-fn shares(before: &[(u8, u64)], now: &[(u8, u64)]) -> String {
-    let delta: Vec<(u8, u64)> = now
+fn shares(before: &[(PathId, u64)], now: &[(PathId, u64)]) -> String {
+    let delta: Vec<(PathId, u64)> = now
         .iter()
         .map(|&(id, v)| {
             let old = before.iter().find(|(i, _)| *i == id).map_or(0, |&(_, o)| o);
@@ -138,8 +139,11 @@ mod tests {
 
     #[test]
     fn shares_are_of_the_last_interval() {
-        let s = shares(&[(0, 100), (1, 100)], &[(0, 400), (1, 200)]);
+        let s = shares(
+            &[(PathId(0), 100), (PathId(1), 100)],
+            &[(PathId(0), 400), (PathId(1), 200)],
+        );
         assert_eq!(s, "path 0  75% · path 1  25%");
-        assert_eq!(shares(&[], &[(0, 0)]), "path 0   0%");
+        assert_eq!(shares(&[], &[(PathId(0), 0)]), "path 0   0%");
     }
 }

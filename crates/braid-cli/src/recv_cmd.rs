@@ -137,7 +137,7 @@ pub async fn receive_one(
         role: "braid recv",
         cc: config.cc.name().to_owned(),
         stats,
-        mtu: config.mtu,
+        segment_size: config.segment_size,
         bytes: delivered,
         delivered,
         verified,

@@ -107,7 +107,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         role: "braid send",
         cc: config.cc.name().to_owned(),
         stats: session.stats(),
-        mtu: config.mtu,
+        segment_size: config.segment_size,
         bytes: header.size.unwrap_or(delivered),
         delivered,
         verified,

@@ -12,7 +12,7 @@ pub struct Ended<'a> {
     pub role: &'a str,
     pub cc: String,
     pub stats: SessionStats,
-    pub mtu: u16,
+    pub segment_size: u16,
     /// Content bytes announced (or transferred, when unknown).
     pub bytes: u64,
     /// Content bytes that arrived verified.
@@ -26,7 +26,7 @@ impl Ended<'_> {
     fn delivery(&self) -> Delivery {
         let mut d = Delivery::from_stats(
             &self.stats,
-            self.mtu,
+            self.segment_size,
             self.bytes,
             self.delivered,
             self.verified,

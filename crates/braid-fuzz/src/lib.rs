@@ -9,7 +9,7 @@
 mod pair;
 
 use braid_proto::wire::{Frames, Header};
-use braid_proto::{Ecn, Instant, Keypair, Security, Session, SessionConfig};
+use braid_proto::{Ecn, Instant, Keypair, PathId, Security, Session, SessionConfig};
 
 pub use pair::session_pair;
 
@@ -60,9 +60,9 @@ pub fn handshake(data: &[u8]) {
     let now = Instant::ZERO;
     let datagrams: Vec<&[u8]> = rest.split(|&b| b == 0xff).collect();
     let mut buf = Vec::new();
-    if let Ok(mut server) = Session::accept(server_cfg, now, 0, datagrams[0], [1; 32]) {
+    if let Ok(mut server) = Session::accept(server_cfg, now, PathId(0), datagrams[0], [1; 32]) {
         for d in &datagrams[1..] {
-            server.handle_datagram(now, 0, Ecn::NotEct, d);
+            server.handle_datagram(now, PathId(0), Ecn::NotEct, d);
         }
         drain(&mut server, now, &mut buf);
     }
@@ -71,7 +71,7 @@ pub fn handshake(data: &[u8]) {
     };
     drain(&mut client, now, &mut buf);
     for d in &datagrams {
-        client.handle_datagram(now, 0, Ecn::NotEct, d);
+        client.handle_datagram(now, PathId(0), Ecn::NotEct, d);
         drain(&mut client, now, &mut buf);
     }
     // Whatever was fed, time still moves on to a verdict.

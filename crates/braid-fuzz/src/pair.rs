@@ -3,7 +3,7 @@
 
 use crate::configs;
 use braid_proto::wire::Header;
-use braid_proto::{Ecn, Instant, Session};
+use braid_proto::{Ecn, Instant, PathId, Session};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ const MAX_STEPS: usize = 200_000;
 struct Net {
     now: Instant,
     /// (arrival, seq) -> (to_server, path, datagram)
-    in_flight: BTreeMap<(Instant, u64), (bool, u8, Vec<u8>)>,
+    in_flight: BTreeMap<(Instant, u64), (bool, PathId, Vec<u8>)>,
     seq: u64,
     /// The last honest datagram each way, as an on-path attacker sees it.
     last_to_server: Vec<u8>,
@@ -23,7 +23,7 @@ struct Net {
 }
 
 impl Net {
-    fn send(&mut self, to_server: bool, path: u8, d: Vec<u8>) {
+    fn send(&mut self, to_server: bool, path: PathId, d: Vec<u8>) {
         self.seq += 1;
         self.in_flight
             .insert((self.now + LATENCY, self.seq), (to_server, path, d));
@@ -120,7 +120,7 @@ pub fn session_pair(data: &[u8]) {
         }
         if let Some(piece) = attacks.next() {
             if let Some((to_server, d)) = forge(&net, piece) {
-                net.send(to_server, 0, d);
+                net.send(to_server, PathId(0), d);
             }
         }
         let done = client.is_closed() && server.as_ref().is_some_and(|s| s.is_closed());

@@ -4,6 +4,7 @@ use crate::cc;
 use crate::crypto::Security;
 use crate::rtt::RtoConfig;
 use crate::Role;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -18,7 +19,7 @@ pub enum ConfigError {
         /// The value given, as text.
         value: String,
         /// The allowed range, as text.
-        allowed: &'static str,
+        allowed: String,
     },
     /// The security settings do not fit together or do not fit the role.
     #[error("security: {0}")]
@@ -29,11 +30,12 @@ pub enum ConfigError {
 /// up to ~100 Mbit/s × 300 ms (a 4 MiB window, NCP's default).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionConfig {
-    /// Largest stream payload per packet, bytes (64..=16384). The default
-    /// keeps a full datagram, with a piggybacked ACK, inside a 1500-byte IP MTU.
-    pub mtu: u16,
+    /// Largest stream payload per packet, bytes
+    /// ([`SessionConfig::SEGMENT_SIZE_RANGE`]): TCP's MSS, not an IP MTU. The default keeps a full datagram, with a piggybacked
+    /// ACK, inside a 1500-byte IP MTU.
+    pub segment_size: u16,
     /// Bytes written but not yet acknowledged, at most; also bounds
-    /// segments in flight to `send_window / mtu` (NKP-0024).
+    /// segments in flight to `send_window / segment_size` (NKP-0024).
     pub send_window: u64,
     /// Bytes the peer may send beyond what the application has read.
     pub recv_window: u64,
@@ -78,7 +80,7 @@ pub struct SessionConfig {
     pub sample_interval: Option<Duration>,
     /// Longest interval between probes of a connection that seems down.
     pub max_probe_interval: Duration,
-    /// Initial congestion window of each connection by id, packets of `mtu`
+    /// Initial congestion window of each connection by id, packets of `segment_size`
     /// bytes; connections beyond the list, and controllers that keep no
     /// window of their own (bbr, mbecn), start at the controller's default.
     pub initial_windows: Vec<u32>,
@@ -102,7 +104,7 @@ pub const MIN_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
-            mtu: 1380,
+            segment_size: 1380,
             send_window: 4 << 20,
             recv_window: 4 << 20,
             max_window: 64 << 20,
@@ -130,7 +132,7 @@ fn check(
     ok: bool,
     field: &'static str,
     value: impl ToString,
-    allowed: &'static str,
+    allowed: impl ToString,
 ) -> Result<(), ConfigError> {
     if ok {
         Ok(())
@@ -138,12 +140,16 @@ fn check(
         Err(ConfigError::OutOfRange {
             field,
             value: value.to_string(),
-            allowed,
+            allowed: allowed.to_string(),
         })
     }
 }
 
 impl SessionConfig {
+    /// The [`SessionConfig::segment_size`]s a session accepts, bytes; a
+    /// handshake never negotiates below the start.
+    pub const SEGMENT_SIZE_RANGE: RangeInclusive<u16> = 64..=16384;
+
     /// The defaults with unprotected datagrams (simulations, benchmarks,
     /// tests): anyone on the path can read, forge or end the session.
     pub fn insecure() -> SessionConfig {
@@ -163,24 +169,25 @@ impl SessionConfig {
 
     /// Checks every value but the role-specific security settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        let range = Self::SEGMENT_SIZE_RANGE;
         check(
-            (64..=16384).contains(&self.mtu),
-            "mtu",
-            self.mtu,
-            "64..=16384",
+            range.contains(&self.segment_size),
+            "segment_size",
+            self.segment_size,
+            format!("{}..={}", range.start(), range.end()),
         )?;
-        let min_window = u64::from(self.mtu);
+        let min_window = u64::from(self.segment_size);
         check(
             self.send_window >= min_window,
             "send_window",
             self.send_window,
-            ">= mtu",
+            ">= segment_size",
         )?;
         check(
             self.recv_window >= min_window,
             "recv_window",
             self.recv_window,
-            ">= mtu",
+            ">= segment_size",
         )?;
         check(
             self.send_window <= 1 << 40,
@@ -250,7 +257,7 @@ impl SessionConfig {
             return Err(ConfigError::OutOfRange {
                 field: "initial_windows",
                 value: w.to_string(),
-                allowed: ">= 1 packet",
+                allowed: ">= 1 packet".into(),
             });
         }
         Ok(())
@@ -258,7 +265,7 @@ impl SessionConfig {
 
     /// NKP-0024's `sendWindowPacketCount`.
     pub fn send_window_packets(&self) -> u64 {
-        (self.send_window / u64::from(self.mtu.max(1))).max(1)
+        (self.send_window / u64::from(self.segment_size.max(1))).max(1)
     }
 }
 
@@ -270,9 +277,27 @@ mod tests {
     fn default_is_valid_and_bad_values_are_named() {
         SessionConfig::default().validate().unwrap();
         let cfg = SessionConfig {
-            mtu: 10,
+            segment_size: 10,
             ..SessionConfig::default()
         };
-        assert!(cfg.validate().unwrap_err().to_string().contains("mtu"));
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("segment_size"));
+    }
+
+    #[test]
+    fn segment_size_range_is_inclusive_and_named() {
+        let with = |segment_size| SessionConfig {
+            segment_size,
+            ..SessionConfig::default()
+        };
+        let range = SessionConfig::SEGMENT_SIZE_RANGE;
+        with(*range.start()).validate().unwrap();
+        with(*range.end()).validate().unwrap();
+        let e = with(range.start() - 1).validate().unwrap_err();
+        assert!(e.to_string().contains("(allowed 64..=16384)"), "{e}");
+        with(range.end() + 1).validate().unwrap_err();
     }
 }

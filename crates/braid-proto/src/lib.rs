@@ -31,6 +31,7 @@ pub use config::{ConfigError, SessionConfig};
 pub use crypto::{Keypair, PublicKey, Security};
 pub use ecn::Ecn;
 pub use error::SessionError;
+pub use path::PathId;
 pub use rtt::RtoConfig;
 pub use session::{AcceptError, Event, Role, Session, Transmit};
 pub use stats::{PathSample, PathState, PathStats, SessionStats};

@@ -43,14 +43,14 @@ impl Pacer {
         }
     }
 
-    /// Sets the rate (bytes/s) for packets of up to `mtu` bytes.
-    pub fn set_rate(&mut self, now: Instant, rate: Option<f64>, mtu: u64) {
+    /// Sets the rate (bytes/s) for packets of up to `segment_size` bytes.
+    pub fn set_rate(&mut self, now: Instant, rate: Option<f64>, segment_size: u64) {
         self.refill(now);
         self.rate = rate.filter(|r| r.is_finite() && *r > 0.0);
         if let Some(rate) = self.rate {
             let burst = rate * BURST_INTERVAL.as_secs_f64();
-            let lo = (MIN_BURST_PACKETS * mtu) as f64;
-            let hi = (MAX_BURST_PACKETS * mtu) as f64;
+            let lo = (MIN_BURST_PACKETS * segment_size) as f64;
+            let hi = (MAX_BURST_PACKETS * segment_size) as f64;
             self.depth = burst.clamp(lo, hi);
             self.tokens = self.tokens.min(self.depth);
         }

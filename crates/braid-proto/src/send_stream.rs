@@ -4,6 +4,7 @@
 //! A segment keeps its byte range for life, so a retransmission carries the
 //! same bytes in a new packet.
 
+use crate::PathId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// One segment of the stream.
@@ -16,7 +17,7 @@ pub(crate) struct Segment {
     /// Packets carrying it that are still in flight.
     pub in_flight: u32,
     /// Connection of its latest transmission, credited when it is acknowledged.
-    pub path: u8,
+    pub path: PathId,
 }
 
 /// What the scheduler may send next.
@@ -51,7 +52,7 @@ pub(crate) struct SendStream {
     buffer_limit: u64,
     /// Most segments outstanding at once (NKP-0024's session window in packets).
     pub window_packets: u64,
-    pub mtu: u32,
+    pub segment_size: u32,
     /// Bytes acknowledged, counted once per byte.
     pub acked_bytes: u64,
     /// Of those, per connection of the acknowledged segment's latest transmission.
@@ -59,7 +60,7 @@ pub(crate) struct SendStream {
 }
 
 impl SendStream {
-    pub fn new(mtu: u32, buffer_limit: u64, window_packets: u64, max_data: u64) -> Self {
+    pub fn new(segment_size: u32, buffer_limit: u64, window_packets: u64, max_data: u64) -> Self {
         SendStream {
             buf: VecDeque::new(),
             base: 0,
@@ -73,7 +74,7 @@ impl SendStream {
             max_data,
             buffer_limit,
             window_packets: window_packets.max(1),
-            mtu: mtu.max(1),
+            segment_size: segment_size.max(1),
             acked_bytes: 0,
             delivered_by_path: vec![0; 256],
         }
@@ -123,8 +124,8 @@ impl SendStream {
         self.buffer_limit
     }
 
-    pub fn set_limits(&mut self, mtu: u32, buffer_limit: u64, window_packets: u64) {
-        self.mtu = mtu.max(1);
+    pub fn set_limits(&mut self, segment_size: u32, buffer_limit: u64, window_packets: u64) {
+        self.segment_size = segment_size.max(1);
         self.buffer_limit = buffer_limit;
         self.window_packets = window_packets.max(1);
     }
@@ -159,7 +160,9 @@ impl SendStream {
             return None;
         }
         let limit = self.written.min(self.max_data);
-        let len = limit.saturating_sub(self.next_new).min(u64::from(self.mtu)) as u32;
+        let len = limit
+            .saturating_sub(self.next_new)
+            .min(u64::from(self.segment_size)) as u32;
         let fin = self.finishing && self.next_new + u64::from(len) == self.written;
         (len > 0 || fin).then_some((len, fin))
     }
@@ -186,7 +189,7 @@ impl SendStream {
 
     /// Records that `p` (from `peek`) went out in a packet; returns the
     /// segment's retry count.
-    pub fn on_sent(&mut self, p: Pending, path: u8) -> u32 {
+    pub fn on_sent(&mut self, p: Pending, path: PathId) -> u32 {
         if p.retransmission {
             self.lost.remove(&p.offset);
             let seg = self
@@ -236,14 +239,14 @@ impl SendStream {
         };
         self.lost.remove(&offset);
         self.acked_bytes += u64::from(seg.len);
-        self.delivered_by_path[usize::from(seg.path)] += u64::from(seg.len);
+        self.delivered_by_path[seg.path.index()] += u64::from(seg.len);
         self.release();
         u64::from(seg.len)
     }
 
     /// Stream bytes acknowledged whose latest transmission went on `path`.
-    pub fn delivered_on(&self, path: u8) -> u64 {
-        self.delivered_by_path[usize::from(path)]
+    pub fn delivered_on(&self, path: PathId) -> u64 {
+        self.delivered_by_path[path.index()]
     }
 
     /// A packet carrying the segment at `offset` was declared lost.
@@ -264,7 +267,7 @@ impl SendStream {
 
     /// Bytes waiting to be sent: lost segments and unsent data.
     pub fn backlog(&self) -> u64 {
-        let lost = self.lost.len() as u64 * u64::from(self.mtu); // segments are ≤ MTU
+        let lost = self.lost.len() as u64 * u64::from(self.segment_size); // segments are ≤ segment_size
         lost + self
             .written
             .min(self.max_data)
@@ -324,17 +327,17 @@ mod tests {
         s.finish();
         let p0 = s.peek().unwrap();
         assert_eq!((p0.offset, p0.len, p0.fin), (0, 4, false));
-        s.on_sent(p0, 0);
+        s.on_sent(p0, PathId(0));
         let p1 = s.peek().unwrap();
-        s.on_sent(p1, 0);
+        s.on_sent(p1, PathId(0));
         let p2 = s.peek().unwrap();
         assert_eq!((p2.offset, p2.len, p2.fin), (8, 2, true));
-        s.on_sent(p2, 0);
+        s.on_sent(p2, PathId(0));
         assert_eq!(s.peek(), None);
         s.on_lost(4);
         let r = s.peek().unwrap();
         assert!(r.retransmission);
-        assert_eq!(s.on_sent(r, 1), 1);
+        assert_eq!(s.on_sent(r, PathId(1)), 1);
         let mut out = Vec::new();
         s.read_segment(4, 4, &mut out);
         assert_eq!(out, b"efgh");
@@ -345,17 +348,20 @@ mod tests {
         s.on_cumulative(10, true);
         assert!(s.is_complete());
         assert_eq!(s.acked_bytes, 10);
-        assert_eq!((s.delivered_on(0), s.delivered_on(1)), (6, 4));
+        assert_eq!(
+            (s.delivered_on(PathId(0)), s.delivered_on(PathId(1))),
+            (6, 4)
+        );
     }
 
     #[test]
     fn windows_bound_segments_and_flow_control() {
         let mut s = SendStream::new(10, 1000, 2, 15);
         s.write(&[0; 100]);
-        s.on_sent(s.peek().unwrap(), 0);
+        s.on_sent(s.peek().unwrap(), PathId(0));
         let p = s.peek().unwrap();
         assert_eq!(p.len, 5, "flow control cuts the segment at max_data");
-        s.on_sent(p, 0);
+        s.on_sent(p, PathId(0));
         assert!(s.is_flow_blocked());
         s.update_max_data(100);
         assert_eq!(s.peek(), None, "two segments outstanding fill the window");
@@ -378,7 +384,7 @@ mod tests {
         s.finish();
         let p = s.peek().unwrap();
         assert_eq!((p.offset, p.len, p.fin), (0, 0, true));
-        s.on_sent(p, 0);
+        s.on_sent(p, PathId(0));
         s.on_acked(0);
         assert!(s.is_complete());
     }

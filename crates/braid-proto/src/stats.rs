@@ -1,5 +1,6 @@
 //! Statistics: plain snapshots returned by value.
 
+use crate::PathId;
 use std::time::Duration;
 
 /// State of one connection.
@@ -82,7 +83,7 @@ pub struct SessionStats {
     /// Bytes the send buffer may hold now, after autotuning.
     pub send_buffer: u64,
     /// Each connection's id and statistics.
-    pub paths: Vec<(u8, PathStats)>,
+    pub paths: Vec<(PathId, PathStats)>,
     /// Application bytes accepted by `write`.
     pub bytes_written: u64,
     /// Application bytes acknowledged by the peer.
@@ -121,7 +122,7 @@ pub struct PathSample {
     /// Seconds since the epoch of the driver's clock.
     pub at_s: f64,
     /// The connection's id.
-    pub path: u8,
+    pub path: PathId,
     /// Congestion window, bytes.
     pub window: u64,
     /// Smoothed RTT; zero before the first sample.

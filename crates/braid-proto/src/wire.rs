@@ -12,6 +12,7 @@
 //! panics and never allocates more than the datagram's own size.
 
 use crate::varint;
+use crate::PathId;
 use thiserror::Error;
 
 /// The only protocol version this code speaks.
@@ -48,7 +49,8 @@ pub const MIN_INITIAL_DATAGRAM: usize = 1200;
 pub const MAX_TOKEN: usize = 64;
 /// Longest SPAKE2 message accepted, bytes.
 pub const MAX_PAKE_MESSAGE: usize = 64;
-/// Longest Noise handshake message accepted, bytes.
+/// Longest Noise handshake message accepted or written, bytes (IK's first
+/// is ~100 plus its payload).
 pub const MAX_NOISE_MESSAGE: usize = 1024;
 
 /// Why a datagram was dropped.
@@ -76,7 +78,7 @@ pub struct Header {
     /// Chosen by the client; tells sessions apart on one socket.
     pub session_id: u64,
     /// Which connection of the session this datagram travels on.
-    pub path: u8,
+    pub path: PathId,
     /// Never reused within a path.
     pub packet_number: u64,
 }
@@ -95,7 +97,7 @@ impl Header {
         buf.push(self.version);
         buf.push(self.mbecn);
         buf.extend_from_slice(&self.session_id.to_be_bytes());
-        buf.push(self.path);
+        buf.push(self.path.0);
         buf.extend_from_slice(&self.packet_number.to_be_bytes());
     }
 
@@ -109,7 +111,7 @@ impl Header {
             version: datagram[0],
             mbecn: datagram[MBECN_OFFSET],
             session_id: u64_at(2),
-            path: datagram[10],
+            path: PathId(datagram[10]),
             packet_number: u64_at(11),
         };
         Ok((header, &datagram[HEADER_LEN..]))
@@ -124,7 +126,7 @@ pub struct Hello {
     /// Connections the sender wants (client) or accepts (server).
     pub paths: u8,
     /// Largest stream payload per packet, bytes.
-    pub mtu: u16,
+    pub segment_size: u16,
     /// Send window, bytes.
     pub send_window: u64,
     /// Receive window, bytes.
@@ -191,7 +193,7 @@ pub enum Frame<'a> {
     /// The sender stops using `path`.
     PathClose {
         /// The connection closed.
-        path: u8,
+        path: PathId,
     },
     /// MB-ECN feedback: the receiver's congestion level for the connection
     /// this frame travels on (seed 004's FLOW_UPDATE with its 16-bit ECE).
@@ -323,7 +325,7 @@ impl Frame<'_> {
                 varint::write(buf, t);
                 buf.push(h.version);
                 buf.push(h.paths);
-                buf.extend_from_slice(&h.mtu.to_be_bytes());
+                buf.extend_from_slice(&h.segment_size.to_be_bytes());
                 varint::write(buf, h.send_window);
                 varint::write(buf, h.recv_window);
                 let name = &h.cc.as_bytes()[..h.cc.len().min(MAX_CC_NAME)];
@@ -339,7 +341,7 @@ impl Frame<'_> {
             }
             Frame::PathClose { path } => {
                 varint::write(buf, ty::PATH_CLOSE);
-                buf.push(*path);
+                buf.push(path.0);
             }
             Frame::Ece(level) => {
                 varint::write(buf, ty::ECE);
@@ -481,7 +483,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
         ty::HELLO | ty::HELLO_ACK => {
             let version = u8_(input)?;
             let paths = u8_(input)?;
-            let mtu = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
+            let segment_size = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
             let send_window = var(input)?;
             let recv_window = var(input)?;
             let name_len = usize::from(u8_(input)?);
@@ -494,7 +496,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             let hello = Hello {
                 version,
                 paths,
-                mtu,
+                segment_size,
                 send_window,
                 recv_window,
                 cc,
@@ -516,7 +518,9 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
                 reason: take(input, len as usize)?,
             }
         }
-        ty::PATH_CLOSE => Frame::PathClose { path: u8_(input)? },
+        ty::PATH_CLOSE => Frame::PathClose {
+            path: PathId(u8_(input)?),
+        },
         ty::PADDING => {
             let zeros = input.iter().take_while(|&&b| b == 0).count();
             take(input, zeros)?;
@@ -621,7 +625,7 @@ mod tests {
             version: VERSION,
             mbecn: 0,
             session_id: 1,
-            path: 0,
+            path: PathId(0),
             packet_number: 7,
         };
         let data = [0u8; 1380];
@@ -666,7 +670,7 @@ mod tests {
             Frame::Hello(Hello {
                 version: VERSION,
                 paths: 3,
-                mtu: 1380,
+                segment_size: 1380,
                 send_window: 4 << 20,
                 recv_window: 8 << 20,
                 cc: "cubic".into(),
@@ -674,7 +678,7 @@ mod tests {
             Frame::HelloAck(Hello {
                 version: VERSION,
                 paths: 1,
-                mtu: 1024,
+                segment_size: 1024,
                 send_window: 1,
                 recv_window: 2,
                 cc: String::new(),
@@ -683,7 +687,7 @@ mod tests {
                 code: 3,
                 reason: b"disk full",
             },
-            Frame::PathClose { path: 2 },
+            Frame::PathClose { path: PathId(2) },
             Frame::Ece(8191),
             Frame::Blocked(1 << 40),
             Frame::ClientHello {
@@ -709,7 +713,7 @@ mod tests {
             version: VERSION,
             mbecn: 0,
             session_id: 0xdead_beef,
-            path: 2,
+            path: PathId(2),
             packet_number: 1 << 50,
         }
         .encode(&mut buf);
@@ -725,7 +729,7 @@ mod tests {
         let buf = encode_all(&frames);
         let (header, payload) = Header::decode(&buf).unwrap();
         assert_eq!(header.session_id, 0xdead_beef);
-        assert_eq!(header.path, 2);
+        assert_eq!(header.path, PathId(2));
         assert_eq!(header.packet_number, 1 << 50);
         let decoded: Vec<_> = Frames::new(payload).collect::<Result<_, _>>().unwrap();
         assert_eq!(decoded, frames);

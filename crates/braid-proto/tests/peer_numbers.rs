@@ -8,7 +8,7 @@
 mod common;
 
 use braid_proto::wire::{AckFrame, Frame, Header, VERSION};
-use braid_proto::{SessionConfig, SessionError};
+use braid_proto::{PathId, SessionConfig, SessionError};
 use common::{Pair, MS};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -45,7 +45,7 @@ fn datagram(packet_number: u64, frames: &[Frame<'_>]) -> Vec<u8> {
         version: VERSION,
         mbecn: 0,
         session_id: 42,
-        path: 0,
+        path: PathId(0),
         packet_number,
     }
     .encode(&mut d);
@@ -59,7 +59,8 @@ fn datagram(packet_number: u64, frames: &[Frame<'_>]) -> Vec<u8> {
 fn as_server(pair: &mut Pair, frames: &[Frame<'_>]) {
     let d = datagram(1 << 40, frames);
     pair.seq += 1;
-    pair.in_flight.insert((pair.now, pair.seq), (false, 0, d));
+    pair.in_flight
+        .insert((pair.now, pair.seq), (false, PathId(0), d));
     pair.drive_until(Duration::from_secs(30), |p| p.client.error().is_some());
 }
 
@@ -136,7 +137,8 @@ fn a_flood_of_one_byte_pieces_ends_the_session() {
             .collect();
         let d = datagram((1 << 40) + i, &pieces);
         pair.seq += 1;
-        pair.in_flight.insert((pair.now, pair.seq), (true, 0, d));
+        pair.in_flight
+            .insert((pair.now, pair.seq), (true, PathId(0), d));
         pair.step();
         if pair.server().error().is_some() {
             break;

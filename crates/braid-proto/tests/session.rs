@@ -2,7 +2,7 @@
 
 mod common;
 
-use braid_proto::{Ecn, Event, Instant, PathState, Session, SessionConfig, SessionError};
+use braid_proto::{Ecn, Event, Instant, PathId, PathState, Session, SessionConfig, SessionError};
 use common::{Pair, MS};
 use std::time::Duration;
 
@@ -60,22 +60,22 @@ fn handshake_to_nobody_fails_within_the_timeout() {
 #[test]
 fn handshake_negotiates_the_minimum_of_both_sides() {
     let mut c = cfg();
-    c.mtu = 1200;
+    c.segment_size = 1200;
     c.send_window = 1 << 20;
     c.paths = 3;
     let mut s = cfg();
-    s.mtu = 1000;
+    s.segment_size = 1000;
     s.recv_window = 1 << 19;
     s.max_paths = 2;
     let mut pair = Pair::new(c, s, 5 * MS);
     pair.drive_until(Duration::from_secs(2), |p| p.client.is_established());
     let agreed = pair.client.config();
-    assert_eq!(agreed.mtu, 1000);
+    assert_eq!(agreed.segment_size, 1000);
     assert_eq!(agreed.send_window, 1 << 20);
     assert_eq!(agreed.recv_window, 1 << 19);
     assert_eq!(agreed.paths, 2);
     assert_eq!(pair.client.path_states().len(), 2);
-    assert_eq!(pair.server().config().mtu, 1000);
+    assert_eq!(pair.server().config().segment_size, 1000);
 }
 
 #[test]
@@ -98,7 +98,8 @@ fn unknown_controller_is_refused_with_a_clear_error() {
     })
     .encode(&mut forged);
     braid_proto::wire::pad_to(&mut forged, braid_proto::wire::MIN_INITIAL_DATAGRAM);
-    let mut server = Session::accept(insecure(), Instant::ZERO, 0, &forged, [2; 32]).unwrap();
+    let mut server =
+        Session::accept(insecure(), Instant::ZERO, PathId(0), &forged, [2; 32]).unwrap();
     let t = server
         .poll_transmit(Instant::ZERO, &mut buf)
         .expect("the server explains its refusal");
@@ -188,7 +189,7 @@ fn a_dead_path_is_probed_and_its_data_moves_to_the_other() {
     pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
     // Path 1 goes dark in both directions for good, while the application
     // writes 100 kB every 100 ms for 3 s.
-    pair.drop = Box::new(|_, path, _| path == 1);
+    pair.drop = Box::new(|_, path, _| path == PathId(1));
     let data = payload(3_000_000);
     for chunk in data.chunks(100_000) {
         assert_eq!(pair.client.write(chunk), chunk.len());
@@ -198,7 +199,7 @@ fn a_dead_path_is_probed_and_its_data_moves_to_the_other() {
     pair.client.finish();
     pair.drive_until(Duration::from_secs(60), |p| p.client.is_send_finished());
     assert!(pair.received == data, "every byte arrived, in order");
-    assert!(pair.client_events.contains(&Event::PathDown(1)));
+    assert!(pair.client_events.contains(&Event::PathDown(PathId(1))));
     assert_eq!(pair.client.path_states()[1].1, PathState::Probing);
     let stats = pair.client.stats();
     assert!(stats.paths[1].1.timeouts >= 2);
@@ -215,7 +216,7 @@ fn paths_can_join_and_leave_during_the_session() {
     let data = payload(400_000);
     let mut wrote = pair.client.write(&data);
     pair.drive_until(Duration::from_secs(1), |p| p.received.len() > 50_000);
-    assert!(pair.client.add_path(pair.now, 1));
+    assert!(pair.client.add_path(pair.now, PathId(1)));
     pair.drive_until(Duration::from_secs(2), |p| {
         p.server().path_states().len() == 2
     });
@@ -224,7 +225,7 @@ fn paths_can_join_and_leave_during_the_session() {
         2,
         "the server learned of the new path"
     );
-    pair.client.close_path(0);
+    pair.client.close_path(PathId(0));
     while wrote < data.len() {
         wrote += pair.client.write(&data[wrote..]);
         pair.drive_until(Duration::from_secs(30), |p| p.received.len() >= wrote);
@@ -232,7 +233,7 @@ fn paths_can_join_and_leave_during_the_session() {
     pair.client.finish();
     pair.drive_until(Duration::from_secs(30), |p| p.client.is_send_finished());
     assert_eq!(pair.received, data);
-    assert!(pair.server_events.contains(&Event::PathClosed(0)));
+    assert!(pair.server_events.contains(&Event::PathClosed(PathId(0))));
     assert_eq!(pair.client.path_states()[0].1, PathState::Closed);
 }
 
@@ -241,21 +242,24 @@ fn garbage_is_dropped_and_counted() {
     let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
     pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
     let now = pair.now;
-    pair.client.handle_datagram(now, 0, Ecn::NotEct, &[1, 2, 3]);
+    pair.client
+        .handle_datagram(now, PathId(0), Ecn::NotEct, &[1, 2, 3]);
     let mut forged = Vec::new();
     braid_proto::wire::Header {
         version: braid_proto::wire::VERSION,
         mbecn: 0,
         session_id: 42,
-        path: 0,
+        path: PathId(0),
         packet_number: 999,
     }
     .encode(&mut forged);
     forged.push(0x3f); // unknown frame type
-    pair.client.handle_datagram(now, 0, Ecn::NotEct, &forged);
+    pair.client
+        .handle_datagram(now, PathId(0), Ecn::NotEct, &forged);
     let mut other = forged.clone();
     other[2] ^= 0xff; // another session
-    pair.client.handle_datagram(now, 0, Ecn::NotEct, &other);
+    pair.client
+        .handle_datagram(now, PathId(0), Ecn::NotEct, &other);
     let stats = pair.client.stats();
     // Too short for a header; does not open with the keys; another session.
     assert_eq!(stats.malformed_dropped, 1);
@@ -292,14 +296,14 @@ fn ncp_windows_always_sum_to_the_session_window() {
     let mut c = cfg();
     c.cc = braid_proto::cc::Algorithm::Ncp;
     c.paths = 3;
-    c.mtu = 1024;
+    c.segment_size = 1024;
     c.send_window = 1 << 20;
     let mut pair = Pair::new(c, cfg(), 10 * MS);
     // Path 2 loses every other datagram, so its window is halved again and again.
     let mut n = 0u64;
     pair.drop = Box::new(move |to_server, path, _| {
         n += 1;
-        to_server && path == 2 && n.is_multiple_of(2)
+        to_server && path == PathId(2) && n.is_multiple_of(2)
     });
     pair.client.write(&payload(3_000_000));
     pair.drive_until(Duration::from_secs(30), |p| p.received.len() >= 2_000_000);
@@ -342,7 +346,12 @@ fn datagrams_appended_to_one_buffer_open_like_single_ones() {
     let server = pair.server.as_mut().unwrap();
     let mut at = 3;
     for size in sizes {
-        assert!(server.handle_datagram(now + 10 * MS, 0, Ecn::NotEct, &batch[at..at + size]));
+        assert!(server.handle_datagram(
+            now + 10 * MS,
+            PathId(0),
+            Ecn::NotEct,
+            &batch[at..at + size]
+        ));
         at += size;
     }
     let mut got = vec![0u8; data.len() + 1];

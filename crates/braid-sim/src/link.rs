@@ -47,21 +47,34 @@ impl fmt::Display for QueueLimit {
     }
 }
 
+impl QueueLimit {
+    /// A queue of `n` packets: at least 1, at most `u32::MAX` (a scenario
+    /// file's integer `queue`).
+    pub fn packets(n: i64) -> Result<QueueLimit, String> {
+        packet_count(&n.to_string())
+    }
+}
+
+fn packet_count(count: &str) -> Result<QueueLimit, String> {
+    match count.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(QueueLimit::Packets(n)),
+        _ => Err(format!(
+            "queue of {count} packets: expected at least 1 and at most {}",
+            u32::MAX
+        )),
+    }
+}
+
 impl FromStr for QueueLimit {
     type Err = String;
 
-    /// A bare count is packets ("300"); a size with a unit is bytes
-    /// ("256KB", "1500B"), as in [`crate::units::parse_size`]. Both at least 1.
+    /// The one queue syntax of scenario files and the CLI: a bare count is
+    /// packets ("300"); a size with a unit is bytes ("256KB", "1500B"), as
+    /// in [`crate::units::parse_size`]. Both at least 1.
     fn from_str(s: &str) -> Result<QueueLimit, String> {
         let t = s.trim();
         if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
-            return match t.parse::<u32>() {
-                Ok(n) if n > 0 => Ok(QueueLimit::Packets(n)),
-                _ => Err(format!(
-                    "queue of {t} packets: expected at least 1 and at most {}",
-                    u32::MAX
-                )),
-            };
+            return packet_count(t);
         }
         match crate::units::parse_size(t) {
             Ok(0) => Err(format!("queue {s:?} must hold at least one byte")),
@@ -1047,6 +1060,9 @@ mod tests {
         for bad in ["0", "0KB", "", "ten", "99999999999"] {
             assert!(bad.parse::<QueueLimit>().is_err(), "{bad:?}");
         }
+        assert_eq!(" 300 ".parse(), Ok(QueueLimit::Packets(300)));
+        assert_eq!(QueueLimit::packets(300), "300".parse());
+        assert!(QueueLimit::packets(-1).unwrap_err().contains("-1 packets"));
     }
 
     #[test]

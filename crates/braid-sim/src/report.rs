@@ -130,7 +130,7 @@ pub struct PathResult {
     pub goodput_mbps: f64,
     pub packets_sent: u64,
     pub retransmitted: u64,
-    /// Congestion window at the end, packets of the negotiated MTU.
+    /// Congestion window at the end, packets of the negotiated segment size.
     pub final_window: f64,
     /// The controller's slow-start threshold at the end, packets; `None`
     /// for controllers without one.
@@ -190,11 +190,11 @@ fn delivery(
     let start = o.connected_at.or(o.started_at).unwrap_or(Instant::ZERO);
     let end = done.unwrap_or(o.now);
     let stats = sender.map(Session::stats).unwrap_or_default();
-    let mtu = sender.map_or(1, |s| s.config().mtu);
+    let segment_size = sender.map_or(1, |s| s.config().segment_size);
     let verified = t.verified();
     Delivery::from_stats(
         &stats,
-        mtu,
+        segment_size,
         t.total,
         t.read,
         verified,
@@ -208,7 +208,7 @@ impl Delivery {
     /// send, `delivered` read by the receiver in `duration_s` seconds.
     pub fn from_stats(
         stats: &SessionStats,
-        mtu: u16,
+        segment_size: u16,
         bytes: u64,
         delivered: u64,
         verified: bool,
@@ -222,7 +222,7 @@ impl Delivery {
                 0.0
             }
         };
-        let mtu = f64::from(mtu.max(1));
+        let segment_size = f64::from(segment_size.max(1));
         let mut rtt = RttMs {
             min: f64::INFINITY,
             avg: 0.0,
@@ -265,12 +265,12 @@ impl Delivery {
                 samples += p.rtt_samples;
             }
             d.paths.push(PathResult {
-                path: id,
+                path: id.0,
                 goodput_mbps: rate(p.stream_bytes_acked),
                 packets_sent: p.packets_sent,
                 retransmitted: p.retransmitted,
-                final_window: p.window as f64 / mtu,
-                final_ssthresh: p.ssthresh.map(|b| b as f64 / mtu),
+                final_window: p.window as f64 / segment_size,
+                final_ssthresh: p.ssthresh.map(|b| b as f64 / segment_size),
                 final_pacing_mbps: p.pacing_rate.map(|r| r * 8e-6),
                 timeouts: p.timeouts,
                 lost_packets: p.lost_packets,
@@ -315,17 +315,17 @@ impl RunResult {
                         .or_else(|| err(o.server))
                         .map(FlowError::Session)
                 });
-                let mtu = o.client.map_or(1.0, |s| f64::from(s.config().mtu));
+                let segment_size = o.client.map_or(1.0, |s| f64::from(s.config().segment_size));
                 let series = o
                     .samples
                     .iter()
                     .map(|s| SeriesPoint {
                         t: s.at_s,
-                        path: s.path,
-                        window: s.window as f64 / mtu,
+                        path: s.path.0,
+                        window: s.window as f64 / segment_size,
                         srtt_ms: ms(s.srtt),
                         rto_ms: ms(s.rto),
-                        in_flight: s.in_flight as f64 / mtu,
+                        in_flight: s.in_flight as f64 / segment_size,
                         throughput_mbps: s.throughput_bps / 1e6,
                     })
                     .collect();

@@ -19,7 +19,7 @@ use crate::link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, QueueLimit};
 use crate::loss::Gilbert;
 use crate::published::Published;
 use crate::trace::{Trace, TraceError};
-use crate::units::{parse_size, ByteSize, Probability, Rate, Span};
+use crate::units::{ByteSize, Probability, Rate, Span};
 
 /// Virtual run length when the file gives none.
 const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
@@ -27,8 +27,6 @@ const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
 const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Drop-tail queue when the file gives none, packets.
 const DEFAULT_QUEUE_PACKETS: u32 = 1000;
-/// Allowed payload bytes per data packet.
-const MTU_RANGE: std::ops::RangeInclusive<i64> = 64..=16384;
 
 /// The built-in example: two heterogeneous paths and one 20 MB transfer.
 pub const EXAMPLE_TOML: &str = r#"name = "two heterogeneous paths"
@@ -127,14 +125,14 @@ pub struct FlowSpec {
     /// Indices into [`Scenario::paths`], non-empty, no repeats.
     pub paths: Vec<usize>,
     /// Both ends' session configuration: [`SessionConfig::insecure`] with
-    /// the file's `cc`, `mtu`, windows, RTO keys, `retry_limit` and
+    /// the file's `cc`, `segment_size`, windows, RTO keys, `retry_limit` and
     /// `initial_windows`. The controller's name is checked by braid-proto
     /// when the flow starts (an unknown one fails the flow, not the file).
     /// The simulator sets `paths` (one connection per entry of
     /// [`FlowSpec::paths`]), `sample_interval` (the scenario's) and, for a
     /// sealed flow, `security`.
     pub session: SessionConfig,
-    /// Seal datagrams (Noise handshake, ChaCha20-Poly1305) as on real
+    /// Seal datagrams (a pinned-key Noise handshake, then AES-256-GCM) as on real
     /// networks; off by default (the protocol's behaviour is the same, and
     /// plain runs are faster).
     pub sealed: bool,
@@ -259,7 +257,9 @@ struct RawFlow {
     reverse_bytes: Option<ByteSize>,
     start: Option<Span>,
     paths: Option<Vec<i64>>,
-    mtu: Option<i64>,
+    /// `mtu` is its old name; giving both is a duplicate-key error.
+    #[serde(alias = "mtu")]
+    segment_size: Option<i64>,
     send_window: Option<ByteSize>,
     recv_window: Option<ByteSize>,
     rto_k: Option<f64>,
@@ -272,7 +272,8 @@ struct RawFlow {
     verdict: Option<bool>,
 }
 
-/// `queue = 300` (packets) or `queue = "256KB"` (bytes).
+/// `queue = 300` or `"300"` (packets) or `queue = "256KB"` (bytes): the
+/// syntax of [`QueueLimit`]'s `FromStr`, which the CLI's `--queue` also uses.
 struct RawQueue(QueueLimit);
 
 impl<'de> Deserialize<'de> for RawQueue {
@@ -284,32 +285,13 @@ impl<'de> Deserialize<'de> for RawQueue {
                 f.write_str("a packet count like 300 or a byte size like \"256KB\"")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawQueue, E> {
-                match u32::try_from(v) {
-                    Ok(n) if n > 0 => Ok(RawQueue(QueueLimit::Packets(n))),
-                    _ => Err(E::custom(format!(
-                        "queue of {v} packets: expected at least 1 and at most {}",
-                        u32::MAX
-                    ))),
-                }
+                QueueLimit::packets(v).map(RawQueue).map_err(E::custom)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawQueue, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawQueue, E> {
-                if !v.is_empty() && v.trim().chars().all(|c| c.is_ascii_digit()) {
-                    return Err(E::custom(format!(
-                        "queue {v:?} has no unit: write {} for packets or \"{}B\" for bytes",
-                        v.trim(),
-                        v.trim()
-                    )));
-                }
-                match parse_size(v) {
-                    Ok(0) => Err(E::custom(format!(
-                        "queue {v:?} must hold at least one byte"
-                    ))),
-                    Ok(b) => Ok(RawQueue(QueueLimit::Bytes(b))),
-                    Err(e) => Err(E::custom(e)),
-                }
+                v.parse().map(RawQueue).map_err(E::custom)
             }
         }
         d.deserialize_any(V)
@@ -528,19 +510,24 @@ impl Builder<'_> {
                 out
             }
         };
-        let mtu = match raw.mtu {
+        let range = SessionConfig::SEGMENT_SIZE_RANGE;
+        let segment_size = match raw.segment_size {
             None => None,
-            Some(m) if MTU_RANGE.contains(&m) => u16::try_from(m).ok(),
-            Some(m) => {
-                return Err(self.invalid(
-                    key("mtu"),
-                    format!(
-                        "{m} is out of range; expected {} to {} bytes",
-                        MTU_RANGE.start(),
-                        MTU_RANGE.end()
-                    ),
-                ));
-            }
+            Some(m) => Some(
+                u16::try_from(m)
+                    .ok()
+                    .filter(|m| range.contains(m))
+                    .ok_or_else(|| {
+                        self.invalid(
+                            key("segment_size"),
+                            format!(
+                                "{m} is out of range; expected {} to {} bytes",
+                                range.start(),
+                                range.end()
+                            ),
+                        )
+                    })?,
+            ),
         };
         for (k, w) in [
             ("send_window", raw.send_window),
@@ -589,8 +576,8 @@ impl Builder<'_> {
                     self.invalid(key("cc"), e.to_string())
                 })?;
         }
-        if let Some(mtu) = mtu {
-            session.mtu = mtu;
+        if let Some(segment_size) = segment_size {
+            session.segment_size = segment_size;
         }
         if let Some(w) = raw.send_window {
             session.send_window = w.0;
@@ -751,7 +738,7 @@ bytes = "50MB"
 reverse_bytes = 1000
 start = "1.5s"
 paths = [1, 0]
-mtu = 1024
+segment_size = 1024
 send_window = "4MiB"
 recv_window = 65536
 
@@ -805,7 +792,7 @@ source = "NKP-0024"
         assert_eq!((f.bytes, f.reverse_bytes), (50_000_000, 1000));
         assert_eq!(f.start, Duration::from_millis(1500));
         assert_eq!(f.paths, [1, 0]);
-        assert_eq!(f.session.mtu, 1024);
+        assert_eq!(f.session.segment_size, 1024);
         assert_eq!(
             (f.session.send_window, f.session.recv_window),
             (4 << 20, 65536)
@@ -813,6 +800,53 @@ source = "NKP-0024"
         let published = s.published.unwrap();
         assert_eq!(published.source.as_deref(), Some("NKP-0024"));
         assert_eq!(published.seed_tcp, Some(47.5));
+    }
+
+    #[test]
+    fn mtu_is_an_alias_of_segment_size() {
+        let new = parse_ok(&format!("{MIN}segment_size = 1024\n"));
+        let old = parse_ok(&format!("{MIN}mtu = 1024\n"));
+        assert_eq!(new.flows[0].session.segment_size, 1024);
+        assert_eq!(old.flows[0].session, new.flows[0].session);
+        let e = parse_err(&format!("{MIN}segment_size = 1024\nmtu = 1024\n"));
+        assert!(e.contains("duplicate field `segment_size`"), "{e}");
+    }
+
+    #[test]
+    fn segment_size_range_is_the_session_configs() {
+        let range = SessionConfig::SEGMENT_SIZE_RANGE;
+        for (size, ok) in [
+            (range.start() - 1, false),
+            (*range.start(), true),
+            (*range.end(), true),
+            (range.end() + 1, false),
+        ] {
+            let file = Scenario::from_str(&format!("{MIN}segment_size = {size}\n"), ".");
+            assert_eq!(file.is_ok(), ok, "{size}");
+            let cfg = SessionConfig {
+                segment_size: size,
+                ..SessionConfig::insecure()
+            };
+            assert_eq!(cfg.validate().is_ok(), ok, "{size}");
+        }
+    }
+
+    #[test]
+    fn queue_is_packets_or_bytes_as_on_the_command_line() {
+        let queue = |q: &str| {
+            parse_ok(&format!(
+                "[[path]]\nrate = \"1Mbit\"\nqueue = {q}\n[[flow]]\n"
+            ))
+            .paths[0]
+                .forward
+                .queue
+        };
+        assert_eq!(queue("300"), QueueLimit::Packets(300));
+        assert_eq!(queue("\"300\""), QueueLimit::Packets(300));
+        assert_eq!(queue("\"64KB\""), QueueLimit::Bytes(64_000));
+        for text in ["300", "64KB", "1500B"] {
+            assert_eq!(queue(&format!("{text:?}")), text.parse().unwrap(), "{text}");
+        }
     }
 
     #[test]
@@ -856,14 +890,16 @@ source = "NKP-0024"
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\npaths = [2]\n", "flow[0].paths: path 2 does not exist"),
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\npaths = []\n", "flow[0].paths: must name"),
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\npaths = [0, 0]\n", "listed twice"),
-            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmtu = 20\n", "flow[0].mtu: 20 is out of range"),
-            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmtu = 70000\n", "flow[0].mtu: 70000"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nsegment_size = 20\n", "flow[0].segment_size: 20 is out of range"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nsegment_size = 70000\n", "flow[0].segment_size: 70000"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmtu = 20\n", "flow[0].segment_size: 20 is out of range"),
             (
                 "[[path]]\nrate = \"1Mbit\"\nevents = [{ at = \"1s\", do = \"up\", for = \"1s\" }]\n[[flow]]\n",
                 "path[0].events[0].for: only applies",
             ),
             ("[[path]]\nrate = \"1Mbit\"\nqueue = 0\n[[flow]]\n", "at least 1"),
-            ("[[path]]\nrate = \"1Mbit\"\nqueue = \"300\"\n[[flow]]\n", "no unit"),
+            ("[[path]]\nrate = \"1Mbit\"\nqueue = -3\n[[flow]]\n", "queue of -3 packets"),
+            ("[[path]]\nrate = \"1Mbit\"\nqueue = \"0\"\n[[flow]]\n", "at least 1"),
             ("[[path]]\nrate = \"1Mbit\"\nqueue = \"0KB\"\n[[flow]]\n", "at least one byte"),
             ("[[path]]\nrate = \"1Mbit\"\necn = \"red\"\n[[flow]]\n", "unknown ECN mode"),
             ("[[path]]\nrate = \"1Mbit\"\necn = \"threshold:0\"\n[[flow]]\n", "bad ECN threshold"),

@@ -8,7 +8,7 @@ use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
 use crate::seeds::{self, Side};
 use braid_proto::{
-    wire, Ecn, Event, Instant, Keypair, PathSample, Security, Session, SessionConfig,
+    wire, Ecn, Event, Instant, Keypair, PathId, PathSample, Security, Session, SessionConfig,
 };
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -26,7 +26,7 @@ enum Action {
     Deliver {
         flow: usize,
         to: Side,
-        conn: u8,
+        conn: PathId,
         scenario_path: usize,
         ecn: EcnBits,
         datagram: Vec<u8>,
@@ -341,7 +341,7 @@ impl Sim {
         };
         let mut out = Vec::new();
         while let Some(t) = s.poll_transmit(now, &mut self.buf) {
-            let Some(&scenario_path) = spec.paths.get(usize::from(t.path)) else {
+            let Some(&scenario_path) = spec.paths.get(t.path.index()) else {
                 continue;
             };
             let link = &mut self.links[scenario_path][dir];

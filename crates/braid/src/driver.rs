@@ -6,7 +6,7 @@
 use crate::session::Shared;
 use crate::udp::{UdpIo, MAX_GSO_BYTES};
 use crate::{clock, endpoint::EndpointInner};
-use braid_proto::{Ecn, Instant};
+use braid_proto::{Ecn, Instant, PathId};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ const SPARE_BUFFERS: usize = 8;
 
 /// Consecutive datagrams for one connection, sent with one system call.
 struct Batch {
-    path: u8,
+    path: PathId,
     ecn: Ecn,
     endpoint: Arc<EndpointInner>,
     remote: SocketAddr,
@@ -32,7 +32,7 @@ struct Batch {
 impl Batch {
     /// Whether a datagram of `size` bytes may follow the batch's first
     /// `before` bytes.
-    fn accepts(&self, path: u8, ecn: Ecn, size: usize, before: usize) -> bool {
+    fn accepts(&self, path: PathId, ecn: Ecn, size: usize, before: usize) -> bool {
         self.path == path
             && self.ecn == ecn
             && !self.sealed

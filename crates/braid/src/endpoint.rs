@@ -10,7 +10,7 @@ use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::{clock, Error, Result};
 use braid_proto::crypto::RetryKey;
 use braid_proto::wire::{Frame, Frames, Header, VERSION};
-use braid_proto::{Ecn, Instant, Role, SessionConfig};
+use braid_proto::{Ecn, Instant, PathId, Role, SessionConfig};
 use quinn_udp::RecvMeta;
 use rand::RngCore;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -140,7 +140,7 @@ impl EndpointInner {
         }
     }
 
-    fn accept(self: &Arc<Self>, now: Instant, from: SocketAddr, path: u8, datagram: &[u8]) {
+    fn accept(self: &Arc<Self>, now: Instant, from: SocketAddr, path: PathId, datagram: &[u8]) {
         let accepting = lock(&self.accepting);
         let Some(a) = accepting.as_ref() else {
             return;
@@ -386,7 +386,7 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
             Error::Config(braid_proto::ConfigError::OutOfRange {
                 field: "paths",
                 value: paths.len().to_string(),
-                allowed: "1..=255 connections",
+                allowed: "1..=255 connections".into(),
             })
         })?;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
@@ -396,7 +396,7 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
         .enumerate()
         .map(|(i, (e, remote))| {
             (
-                i as u8,
+                PathId(i as u8),
                 Route {
                     endpoint: e.inner.clone(),
                     remote: *remote,

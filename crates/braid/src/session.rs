@@ -4,7 +4,7 @@
 
 use crate::endpoint::EndpointInner;
 use crate::{clock, Error};
-use braid_proto::{Event, PathSample, PathState, SessionConfig, SessionStats};
+use braid_proto::{Event, PathId, PathSample, PathState, SessionConfig, SessionStats};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
@@ -29,7 +29,7 @@ pub(crate) struct Route {
 /// Everything behind the session's lock.
 pub(crate) struct Inner {
     pub proto: braid_proto::Session,
-    pub routes: BTreeMap<u8, Route>,
+    pub routes: BTreeMap<PathId, Route>,
     reader: Option<Waker>,
     writer: Option<Waker>,
     closer: Option<Waker>,
@@ -88,7 +88,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(proto: braid_proto::Session, routes: BTreeMap<u8, Route>) -> Arc<Shared> {
+    pub fn new(proto: braid_proto::Session, routes: BTreeMap<PathId, Route>) -> Arc<Shared> {
         Arc::new(Shared {
             id: proto.session_id(),
             inner: Mutex::new(Inner {
@@ -111,7 +111,7 @@ impl Shared {
         self.lock().proto.stats()
     }
 
-    fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
+    fn paths(&self) -> Vec<(PathId, PathState, Option<SocketAddr>)> {
         let g = self.lock();
         g.proto
             .path_states()
@@ -178,7 +178,7 @@ impl Session {
     }
 
     /// Each connection's id, state and current remote address.
-    pub fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
+    pub fn paths(&self) -> Vec<(PathId, PathState, Option<SocketAddr>)> {
         self.shared.paths()
     }
 
@@ -273,7 +273,7 @@ impl Monitor {
     }
 
     /// See [`Session::paths`].
-    pub fn paths(&self) -> Vec<(u8, PathState, Option<SocketAddr>)> {
+    pub fn paths(&self) -> Vec<(PathId, PathState, Option<SocketAddr>)> {
         self.shared.paths()
     }
 

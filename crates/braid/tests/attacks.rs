@@ -99,7 +99,7 @@ fn forgeries(captured: &[u8], round: u64) -> Vec<Vec<u8>> {
     let ahead = 1 + round % 64;
     let (header, _) = Header::decode(captured).unwrap();
     let mut unknown_path = header;
-    unknown_path.path = 5 + (round % 10) as u8;
+    unknown_path.path = braid_proto::PathId(5 + (round % 10) as u8);
     let mut join = Vec::new();
     unknown_path.encode(&mut join);
     Frame::Ping.encode(&mut join);

@@ -94,6 +94,7 @@ async fn lossy_reordering_paths_survive_a_relay_restart() {
 }
 
 fn path_acked(monitor: &braid::Monitor, path: u8) -> u64 {
+    let path = braid_proto::PathId(path);
     monitor
         .stats()
         .paths

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 /// braid's default payload per data packet.
-pub fn default_mtu() -> u64 {
-    u64::from(braid_proto::SessionConfig::default().mtu)
+pub fn default_segment_size() -> u64 {
+    u64::from(braid_proto::SessionConfig::default().segment_size)
 }
 /// TCP's payload/wire ratio with 1500-byte packets and timestamps (issue 3).
 pub const TCP_RATIO: f64 = 1448.0 / 1500.0;
@@ -26,7 +26,7 @@ pub struct Row {
     raw: Table,
     /// Its `[published]` table (empty if none).
     pub published: Published,
-    pub mtu: u64,
+    pub segment_size: u64,
     /// Bytes of the first flow.
     pub bytes: u64,
     /// Some flow also sends server → client.
@@ -58,7 +58,8 @@ impl Row {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             path: path.to_owned(),
-            mtu: first.map_or_else(default_mtu, |f| u64::from(f.session.mtu)),
+            segment_size: first
+                .map_or_else(default_segment_size, |f| u64::from(f.session.segment_size)),
             bytes: first.map_or(0, |f| f.bytes),
             duplex: scenario.flows.iter().any(|f| f.reverse_bytes > 0),
             multi_flow: scenario.flows.len() > 1,
@@ -121,7 +122,7 @@ impl Row {
         let link = &self.scenario.paths.get(i)?.forward;
         let mbps = match link.rate? {
             Rate::BitsPerSec(b) => b as f64 / 1e6,
-            Rate::PacketsPerSec(p) => p * self.mtu as f64 * 8.0 / 1e6,
+            Rate::PacketsPerSec(p) => p * self.segment_size as f64 * 8.0 / 1e6,
         };
         Some(if with_loss {
             mbps * (1.0 - link.loss)
@@ -143,7 +144,7 @@ impl Row {
         if self.pps {
             1.0
         } else {
-            payload_ratio(self.mtu, self.bytes)
+            payload_ratio(self.segment_size, self.bytes)
         }
     }
 
@@ -308,28 +309,28 @@ pub fn unit_to_mbps(unit: Option<&str>) -> Option<f64> {
     }
 }
 
-/// Mean STREAM frame overhead over a transfer of `total` bytes in `mtu`
+/// Mean STREAM frame overhead over a transfer of `total` bytes in `segment_size`
 /// segments, as the core encodes it.
-pub fn stream_overhead(total: u64, mtu: u64) -> f64 {
-    let mtu = mtu.max(1);
-    let n = total.div_ceil(mtu).max(1);
-    let len = usize::try_from(mtu).unwrap_or(usize::MAX);
+pub fn stream_overhead(total: u64, segment_size: u64) -> f64 {
+    let segment_size = segment_size.max(1);
+    let n = total.div_ceil(segment_size).max(1);
+    let len = usize::try_from(segment_size).unwrap_or(usize::MAX);
     let sum: u64 = (0..n)
-        .map(|k| wire::stream_frame_overhead(k * mtu, len) as u64)
+        .map(|k| wire::stream_frame_overhead(k * segment_size, len) as u64)
         .sum();
     sum as f64 / n as f64
 }
 
 /// Wire bytes of one full data packet: payload, braid header, STREAM frame, IP/UDP.
-pub fn wire_bytes(mtu: u64, total: u64) -> f64 {
-    mtu as f64
+pub fn wire_bytes(segment_size: u64, total: u64) -> f64 {
+    segment_size as f64
         + wire::datagram_overhead(false) as f64
-        + stream_overhead(total, mtu)
+        + stream_overhead(total, segment_size)
         + f64::from(braid_sim::IP_UDP_OVERHEAD)
 }
 
-pub fn payload_ratio(mtu: u64, total: u64) -> f64 {
-    mtu as f64 / wire_bytes(mtu, total)
+pub fn payload_ratio(segment_size: u64, total: u64) -> f64 {
+    segment_size as f64 / wire_bytes(segment_size, total)
 }
 
 /// Orders file names with numbers by value ("2-x" before "10-x").

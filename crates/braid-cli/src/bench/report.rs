@@ -1,7 +1,9 @@
 //! The report as a document (sections, tables, notes, figures) that
 //! report_md and report_html render.
 
-use super::published::{default_mtu, payload_ratio, stream_overhead, wire_bytes, Row, TCP_RATIO};
+use super::published::{
+    default_segment_size, payload_ratio, stream_overhead, wire_bytes, Row, TCP_RATIO,
+};
 use super::stats::{CcResult, Spread};
 use super::targets::{self, convergence_time, jain_time, pct};
 use super::Bench;
@@ -80,8 +82,8 @@ fn cell(r: &CcResult<'_>) -> String {
 }
 
 pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
-    let mtu = default_mtu();
-    let wb = wire_bytes(mtu, 50_000_000);
+    let segment_size = default_segment_size();
+    let wb = wire_bytes(segment_size, 50_000_000);
     let intro = vec![
         format!(
             "Controllers: {}; seeds 1..={} per row and controller; rows whose file sets `report_cc` run only that controller.",
@@ -92,13 +94,13 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
         "Seed figures come from each file's `[published]` table (docs/scenarios.md), converted to Mbit/s from its `unit`; Linux best = max of issue 3's Linux cubic/bbr figures. best = the controller the row is judged on (see target), else the highest mean goodput among controllers whose runs all completed.".into(),
         "ideal = capacity × (1 − forward loss), before header overhead. Random loss drops at link entry, before the rate limit (like netem), so a loss row's goodput can exceed its ideal.".into(),
         format!(
-            "braid header overhead at mtu {mtu}: {mtu} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
+            "braid header overhead at segment size {segment_size}: {segment_size} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
             braid_proto::wire::datagram_overhead(false),
-            stream_overhead(50_000_000, mtu),
+            stream_overhead(50_000_000, segment_size),
             braid_sim::IP_UDP_OVERHEAD,
-            payload_ratio(mtu, 50_000_000) * 100.0,
+            payload_ratio(segment_size, 50_000_000) * 100.0,
             TCP_RATIO * 100.0,
-            payload_ratio(mtu, 50_000_000),
+            payload_ratio(segment_size, 50_000_000),
             TCP_RATIO
         ),
         "target: ✓ when one controller meets every target of the row (its `target_*` keys, issue 3's figures) at once; best then shows the highest-goodput such controller. ✗ MISS otherwise, each target listed for the highest-goodput controller.".into(),
@@ -119,28 +121,28 @@ pub fn build(bench: &Bench, figures: &[Figure]) -> Doc {
                 .collect(),
         };
         let rows = &suite.rows;
-        let mut mtus: Vec<u64> = rows
+        let mut segment_sizes: Vec<u64> = rows
             .iter()
-            .filter(|r| !r.pps && r.mtu != mtu)
-            .map(|r| r.mtu)
+            .filter(|r| !r.pps && r.segment_size != segment_size)
+            .map(|r| r.segment_size)
             .collect();
-        mtus.sort_unstable();
-        mtus.dedup();
-        for m in mtus {
+        segment_sizes.sort_unstable();
+        segment_sizes.dedup();
+        for m in segment_sizes {
             let size = rows
                 .iter()
-                .filter(|r| r.mtu == m)
+                .filter(|r| r.segment_size == m)
                 .map(|r| r.bytes)
                 .max()
                 .unwrap_or(50_000_000);
             sec.paragraphs.push(format!(
-                "braid header overhead at mtu {m}: {m} B / {:.0} B on the wire = {:.2}%.",
+                "braid header overhead at segment size {m}: {m} B / {:.0} B on the wire = {:.2}%.",
                 wire_bytes(m, size),
                 payload_ratio(m, size) * 100.0
             ));
         }
         if rows.iter().any(|r| r.pps) {
-            sec.paragraphs.push("pps rows: links count packets of any size, so header overhead costs nothing there; ideal = pps × mtu × 8 × (1 − loss).".into());
+            sec.paragraphs.push("pps rows: links count packets of any size, so header overhead costs nothing there; ideal = pps × segment size × 8 × (1 − loss).".into());
         }
         let mut cols = bench.ccs.clone();
         for r in rows {

@@ -244,7 +244,7 @@ pub fn queue_estimate(res: &CcResult<'_>) -> Option<f64> {
     if !bps.is_finite() {
         return None;
     }
-    let wire = super::published::wire_bytes(row.mtu, row.bytes);
+    let wire = super::published::wire_bytes(row.segment_size, row.bytes);
     let est: Vec<f64> = res
         .good
         .iter()

@@ -28,7 +28,7 @@ pub struct Aimd {
     ssthresh: f64,
     /// Packets sent before this instant belong to the last congestion event.
     recovery_start: Option<Instant>,
-    mtu: u64,
+    segment_size: u64,
     max: f64,
 }
 
@@ -39,7 +39,7 @@ impl Aimd {
             cwnd: INITIAL_WINDOW,
             ssthresh: f64::INFINITY,
             recovery_start: None,
-            mtu: ctx.mtu.max(1),
+            segment_size: ctx.segment_size.max(1),
             max: ctx.max_window_packets.max(1) as f64,
         }
     }
@@ -83,15 +83,15 @@ impl Controller for Aimd {
     }
 
     fn set_initial_window(&mut self, bytes: u64) {
-        self.cwnd = (bytes as f64 / self.mtu as f64).clamp(1.0, self.max);
+        self.cwnd = (bytes as f64 / self.segment_size as f64).clamp(1.0, self.max);
     }
 
     fn window(&self) -> u64 {
-        (self.cwnd * self.mtu as f64) as u64
+        (self.cwnd * self.segment_size as f64) as u64
     }
 
     fn metrics(&self) -> ControllerMetrics {
-        ControllerMetrics::from_segments(self.cwnd, self.ssthresh, self.mtu)
+        ControllerMetrics::from_segments(self.cwnd, self.ssthresh, self.segment_size)
     }
 }
 
@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn slow_start_then_once_per_rtt_decrease() {
         let mut c = Aimd::new(CcContext {
-            mtu: 1000,
+            segment_size: 1000,
             session_window_packets: 1000,
             max_window_packets: 1000,
             paths: 1,

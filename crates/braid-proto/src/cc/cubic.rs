@@ -1,6 +1,6 @@
 //! CUBIC, RFC 9438 (<https://www.rfc-editor.org/rfc/rfc9438>).
 //!
-//! Windows are kept in segments of the session MTU, as in the RFC. Slow start
+//! Windows are kept in segments of the session segment size, as in the RFC. Slow start
 //! uses HyStart++ (RFC 9406). Reaction to loss and ECN is once per RTT: a
 //! signal about a packet sent before the last reduction belongs to the same
 //! congestion event. ECN marks reduce the window DCTCP-style (RFC 8257), by
@@ -57,7 +57,7 @@ pub struct Cubic {
     /// Only the initial slow start uses HyStart++ (RFC 9406 §4.3).
     hystart: Option<HyStart>,
     dctcp: Dctcp,
-    mtu: u64,
+    segment_size: u64,
     max: f64,
 }
 
@@ -77,7 +77,7 @@ impl Cubic {
             unproven_losses: 0,
             hystart: Some(HyStart::default()),
             dctcp: Dctcp::default(),
-            mtu: ctx.mtu.max(1),
+            segment_size: ctx.segment_size.max(1),
             max: ctx.max_window_packets.max(1) as f64,
         }
     }
@@ -126,7 +126,7 @@ impl Controller for Cubic {
     }
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
-        let segments = acked.bytes as f64 / self.mtu as f64;
+        let segments = acked.bytes as f64 / self.segment_size as f64;
         self.dctcp.on_ack(now, acked.sent_at, acked.bytes);
         if self.cwnd < self.ssthresh {
             let phase = match &mut self.hystart {
@@ -165,7 +165,7 @@ impl Controller for Cubic {
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
         if event.cause == Cause::Ecn {
-            self.dctcp.on_marked(event.packets * self.mtu);
+            self.dctcp.on_marked(event.packets * self.segment_size);
         }
         if event.cause == Cause::Timeout {
             // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from the loss window.
@@ -210,15 +210,15 @@ impl Controller for Cubic {
     }
 
     fn set_initial_window(&mut self, bytes: u64) {
-        self.cwnd = (bytes as f64 / self.mtu as f64).clamp(MIN_WINDOW, self.max);
+        self.cwnd = (bytes as f64 / self.segment_size as f64).clamp(MIN_WINDOW, self.max);
     }
 
     fn window(&self) -> u64 {
-        (self.cwnd * self.mtu as f64) as u64
+        (self.cwnd * self.segment_size as f64) as u64
     }
 
     fn metrics(&self) -> ControllerMetrics {
-        ControllerMetrics::from_segments(self.cwnd, self.ssthresh, self.mtu)
+        ControllerMetrics::from_segments(self.cwnd, self.ssthresh, self.segment_size)
     }
 }
 
@@ -227,7 +227,7 @@ mod tests {
     use super::super::Cause;
     use super::*;
 
-    const MTU: u64 = 1000;
+    const SEGMENT_SIZE: u64 = 1000;
 
     fn at(ms: u64) -> Instant {
         Instant::ZERO + Duration::from_millis(ms)
@@ -235,7 +235,7 @@ mod tests {
 
     fn ack(c: &mut Cubic, now: Instant, rtt: &RttEstimator) {
         let a = Acked {
-            bytes: MTU,
+            bytes: SEGMENT_SIZE,
             sent_at: now,
             retransmission: false,
         };
@@ -252,7 +252,7 @@ mod tests {
 
     fn cubic() -> Cubic {
         Cubic::new(CcContext {
-            mtu: MTU,
+            segment_size: SEGMENT_SIZE,
             session_window_packets: 100_000,
             max_window_packets: 100_000,
             paths: 1,

@@ -195,7 +195,7 @@ impl EceReceiver {
 /// never meant to limit the rate, which the pacer enforces.
 #[derive(Debug, Clone)]
 pub struct MbEcn {
-    mtu: u64,
+    segment_size: u64,
     /// The receiver's last ECE, 0 when not congested.
     ece: u16,
     /// Packets sent since the last ECE update.
@@ -236,7 +236,7 @@ impl MbEcn {
     /// Starts in slow start with the initial budget and slot width.
     pub fn new(ctx: CcContext) -> Self {
         MbEcn {
-            mtu: ctx.mtu.max(1),
+            segment_size: ctx.segment_size.max(1),
             ece: 0,
             packets_since_ece: 0,
             slow_start: true,
@@ -261,7 +261,7 @@ impl MbEcn {
     pub fn set_rate(&mut self, rate: f64) {
         if rate > 0.0 && rate.is_finite() {
             let per_slot = rate * (1u64 << self.slot_shift) as f64 / 1e9;
-            self.budget = (per_slot as u64).max(self.mtu);
+            self.budget = (per_slot as u64).max(self.segment_size);
             self.slow_start = false;
         }
     }
@@ -361,7 +361,7 @@ impl MbEcn {
                 (self.delivered_rate * (1.0 - DELIVERED_DECAY)).max(self.slot_acked as f64 / width);
         }
         // A paced sender that the budget limited lands within a packet of it.
-        let used = self.slot_bytes + self.mtu >= self.budget;
+        let used = self.slot_bytes + self.segment_size >= self.budget;
         // The level over the whole slot, not the last report: a snapshot at
         // the slot's end is noise that differs between flows.
         let ece = self.slot_ece_sum.div_ceil(self.slot_packets);
@@ -384,7 +384,7 @@ impl MbEcn {
         }
         // A slot always lets one packet through: a blocking send waits only
         // after the budget has been passed.
-        self.budget = self.budget.max(self.mtu);
+        self.budget = self.budget.max(self.segment_size);
 
         // Resize by powers of two until the last slot's count would fall in
         // [PKT_MIN, PKT_MAX]. The budget scales too, so the rate is unchanged.
@@ -403,13 +403,13 @@ impl MbEcn {
             }
             let f = f.min(self.slot_shift.saturating_sub(MIN_SLOT_SHIFT));
             self.slot_shift -= f;
-            self.budget = (self.budget >> f).max(self.mtu);
+            self.budget = (self.budget >> f).max(self.segment_size);
         }
     }
 
     fn halve(&mut self) {
         self.slow_start = false;
-        self.budget = (self.budget / 2).max(self.mtu);
+        self.budget = (self.budget / 2).max(self.segment_size);
     }
 }
 
@@ -500,7 +500,7 @@ impl Controller for MbEcn {
             rate = rate.min(self.delivered_rate);
         }
         let bytes = (WINDOW_GAIN * rate * rtt) as u64;
-        bytes.max(MIN_WINDOW_PACKETS * self.mtu)
+        bytes.max(MIN_WINDOW_PACKETS * self.segment_size)
     }
 
     fn metrics(&self) -> ControllerMetrics {
@@ -516,7 +516,7 @@ impl Controller for MbEcn {
 mod tests {
     use super::*;
 
-    const MTU: u64 = 2000;
+    const SEGMENT_SIZE: u64 = 2000;
     /// The initial slot width, ns.
     const W: u64 = 1 << 24;
 
@@ -526,7 +526,7 @@ mod tests {
 
     fn sender() -> MbEcn {
         MbEcn::new(CcContext {
-            mtu: MTU,
+            segment_size: SEGMENT_SIZE,
             session_window_packets: 1000,
             max_window_packets: 1000,
             paths: 1,
@@ -542,7 +542,7 @@ mod tests {
     /// Lets time pass without sending: an ACK arrives at `t`.
     fn tick(c: &mut MbEcn, t: u64, rtt: &RttEstimator) {
         let acked = Acked {
-            bytes: MTU,
+            bytes: SEGMENT_SIZE,
             sent_at: ns(0),
             retransmission: false,
         };
@@ -604,11 +604,11 @@ mod tests {
         let mut c = sender();
         assert!(c.in_slow_start());
         assert_eq!(c.pacing_rate(), Some(3_906_250.0), "64 KiB per 2^24 ns");
-        send(&mut c, 0, 33, MTU); // 66 000 bytes: the budget was used
-        send(&mut c, W, 10, MTU);
+        send(&mut c, 0, 33, SEGMENT_SIZE); // 66 000 bytes: the budget was used
+        send(&mut c, W, 10, SEGMENT_SIZE);
         assert_eq!(c.budget(), 2 * INITIAL_BUDGET);
         assert_eq!(c.slot_width(), Duration::from_nanos(W));
-        send(&mut c, 2 * W, 10, MTU);
+        send(&mut c, 2 * W, 10, SEGMENT_SIZE);
         assert_eq!(c.budget(), 2 * INITIAL_BUDGET, "an unused budget stays");
     }
 
@@ -617,15 +617,15 @@ mod tests {
         let mut c = sender();
         c.on_ece(ns(0), 0);
         assert!(!c.in_slow_start(), "the first update ends slow start");
-        send(&mut c, 0, 33, MTU);
+        send(&mut c, 0, 33, SEGMENT_SIZE);
         // 66 packets in the next slot: used, and too many for one slot.
-        send(&mut c, W, 66, MTU);
+        send(&mut c, W, 66, SEGMENT_SIZE);
         assert_eq!(c.budget(), INITIAL_BUDGET + ADDITIVE_INCREASE);
-        send(&mut c, 2 * W, 50, MTU);
+        send(&mut c, 2 * W, 50, SEGMENT_SIZE);
         // (128 KiB + 64 KiB) / 2 for a slot half as wide.
         assert_eq!(c.slot_width(), Duration::from_nanos(W / 2));
         assert_eq!(c.budget(), 98_304);
-        send(&mut c, 2 * W + W / 2, 10, MTU);
+        send(&mut c, 2 * W + W / 2, 10, SEGMENT_SIZE);
         // A quarter of the step per half slot: the rate still grows by
         // 64 KiB per 2^24 ns every 2^24 ns.
         assert_eq!(c.budget(), 98_304 + 16_384);
@@ -648,39 +648,39 @@ mod tests {
         let rtt = RttEstimator::default();
         let mut c = sender();
         c.on_ece(ns(0), 32);
-        send(&mut c, 0, 10, MTU);
-        send(&mut c, W, 5, MTU);
+        send(&mut c, 0, 10, SEGMENT_SIZE);
+        send(&mut c, W, 5, SEGMENT_SIZE);
         assert_eq!(c.budget(), 32_768, "ECE 32 halves");
         c.on_ece(ns(W), 0);
-        send(&mut c, W, 5, MTU);
+        send(&mut c, W, 5, SEGMENT_SIZE);
         // Half the slot's packets were sent at ECE 32: the mean, 16, cuts a
         // quarter (and the slot did not use its budget: no step).
-        send(&mut c, 2 * W, 10, MTU);
+        send(&mut c, 2 * W, 10, SEGMENT_SIZE);
         assert_eq!(c.budget(), 32_768 - 8_192);
         for slot in 3..20 {
             c.on_ece(ns(slot * W), u16::MAX);
-            send(&mut c, slot * W, 10, MTU);
+            send(&mut c, slot * W, 10, SEGMENT_SIZE);
         }
         assert_eq!(c.ece(), ECE_MAX, "clamped");
-        assert_eq!(c.budget(), MTU, "never below one packet per slot");
+        assert_eq!(c.budget(), SEGMENT_SIZE, "never below one packet per slot");
 
         // Once ACKs arrive through a whole slot, the cut starts from what
         // the slot delivered, and never raises the budget.
         let mut c = sender();
         c.on_ece(ns(0), 8);
         tick(&mut c, 0, &rtt);
-        send(&mut c, 0, 10, MTU);
-        send(&mut c, W, 10, MTU);
+        send(&mut c, 0, 10, SEGMENT_SIZE);
+        send(&mut c, W, 10, SEGMENT_SIZE);
         assert_eq!(c.budget(), 65_536 - 8_192, "slot 0 began before the ACK");
         for _ in 0..5 {
             tick(&mut c, W, &rtt);
         }
-        send(&mut c, 2 * W, 10, MTU);
+        send(&mut c, 2 * W, 10, SEGMENT_SIZE);
         assert_eq!(c.budget(), 10_000 - 1_250, "7/8 of 10 000 delivered");
         for _ in 0..20 {
             tick(&mut c, 2 * W, &rtt);
         }
-        send(&mut c, 3 * W, 1, MTU);
+        send(&mut c, 3 * W, 1, SEGMENT_SIZE);
         assert_eq!(c.budget(), 8_750, "7/8 of 40 000 is more: kept");
     }
 
@@ -721,18 +721,18 @@ mod tests {
     fn sender_forgets_ece_after_32_packets_without_an_update() {
         let mut c = sender();
         c.on_ece(ns(0), 100);
-        send(&mut c, 0, 32, MTU);
+        send(&mut c, 0, 32, SEGMENT_SIZE);
         assert_eq!(c.ece(), 100);
-        send(&mut c, 0, 1, MTU);
+        send(&mut c, 0, 1, SEGMENT_SIZE);
         assert_eq!(
             c.ece(),
             0,
             "the end-of-congestion update may have been lost"
         );
-        send(&mut c, W, 33, MTU);
+        send(&mut c, W, 33, SEGMENT_SIZE);
         // Halved for the slot's marked packets; 1 of 33 earns the step.
         assert_eq!(c.budget(), 32_768 + 65_536 / 33);
-        send(&mut c, 2 * W, 1, MTU);
+        send(&mut c, 2 * W, 1, SEGMENT_SIZE);
         assert_eq!(c.budget(), 34_753 + ADDITIVE_INCREASE, "increase only");
     }
 
@@ -748,14 +748,14 @@ mod tests {
             "once per slot"
         );
         assert!(!c.on_congestion(ns(0), &event(Cause::Ecn)));
-        send(&mut c, 0, 10, MTU);
+        send(&mut c, 0, 10, SEGMENT_SIZE);
         tick(&mut c, W, &RttEstimator::default());
         assert_eq!(c.budget(), 32_768 - 4_096);
         // A loss while the ECE reports congestion adds nothing.
         c.on_ece(ns(W), 8);
         c.on_congestion(ns(W), &event(Cause::Loss));
-        send(&mut c, W, 10, MTU);
-        send(&mut c, 2 * W, 1, MTU);
+        send(&mut c, W, 10, SEGMENT_SIZE);
+        send(&mut c, 2 * W, 1, SEGMENT_SIZE);
         assert_eq!(c.budget(), 28_672 - 3_584);
         assert!(c.on_congestion(ns(0), &event(Cause::Timeout)));
         assert!(c.on_congestion(ns(0), &event(Cause::SendFailure)));
@@ -774,7 +774,7 @@ mod tests {
         let mut fast = RttEstimator::default();
         fast.update(Duration::from_millis(1), Duration::ZERO);
         tick(&mut c, 0, &fast);
-        assert_eq!(c.window(), MIN_WINDOW_PACKETS * MTU);
+        assert_eq!(c.window(), MIN_WINDOW_PACKETS * SEGMENT_SIZE);
         assert_eq!(c.metrics().ssthresh, None);
     }
 }

@@ -149,11 +149,11 @@ mod tests {
     use crate::cc::Cause;
     use std::time::Duration;
 
-    const MTU: u64 = 1200;
+    const SEGMENT_SIZE: u64 = 1200;
 
     fn controller() -> MbEcnWithFallback {
         MbEcnWithFallback::new(CcContext {
-            mtu: MTU,
+            segment_size: SEGMENT_SIZE,
             session_window_packets: 10_000,
             max_window_packets: 10_000,
             paths: 1,
@@ -173,7 +173,7 @@ mod tests {
         let mut c = controller();
         assert!(!c.has_marked());
         let t = Instant::from_nanos(50_000_000);
-        c.on_sent(Instant::ZERO, MTU);
+        c.on_sent(Instant::ZERO, SEGMENT_SIZE);
         c.on_congestion(t, &loss(Instant::ZERO));
         assert!(!c.has_marked());
         assert_eq!(c.pacing_rate(), c.bbr.pacing_rate());

@@ -105,8 +105,8 @@ fn known_names() -> String {
 #[derive(Debug, Clone, Copy)]
 pub struct CcContext {
     /// Payload bytes per packet: the window unit of packet-counting algorithms.
-    pub mtu: u64,
-    /// NKP-0024's `sendWindowPacketCount` = send window / MTU.
+    pub segment_size: u64,
+    /// NKP-0024's `sendWindowPacketCount` = send window / segment size.
     pub session_window_packets: u64,
     /// Largest window a connection may reach, packets (the autotuning cap).
     pub max_window_packets: u64,
@@ -192,14 +192,14 @@ pub struct ControllerMetrics {
 }
 
 impl ControllerMetrics {
-    /// From a window and slow-start threshold counted in segments of `mtu`
+    /// From a window and slow-start threshold counted in segments of `segment_size`
     /// bytes; an infinite threshold means none yet.
-    pub fn from_segments(cwnd: f64, ssthresh: f64, mtu: u64) -> Self {
+    pub fn from_segments(cwnd: f64, ssthresh: f64, segment_size: u64) -> Self {
         ControllerMetrics {
-            window: (cwnd * mtu as f64) as u64,
+            window: (cwnd * segment_size as f64) as u64,
             ssthresh: ssthresh
                 .is_finite()
-                .then_some((ssthresh * mtu as f64) as u64),
+                .then_some((ssthresh * segment_size as f64) as u64),
         }
     }
 }

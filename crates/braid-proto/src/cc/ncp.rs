@@ -33,7 +33,7 @@ pub struct Ncp {
     /// Window in packets; fractional after normalisation.
     window: f64,
     max: f64,
-    mtu: u64,
+    segment_size: u64,
 }
 
 impl Ncp {
@@ -43,7 +43,7 @@ impl Ncp {
         Ncp {
             window: (total / ctx.paths.max(1) as f64).max(MIN_WINDOW_PACKETS),
             max: total,
-            mtu: ctx.mtu.max(1),
+            segment_size: ctx.segment_size.max(1),
         }
     }
 
@@ -77,7 +77,7 @@ impl Controller for Ncp {
     }
 
     fn window(&self) -> u64 {
-        (self.window * self.mtu as f64) as u64
+        (self.window * self.segment_size as f64) as u64
     }
 
     fn is_normalized(&self) -> bool {
@@ -85,7 +85,7 @@ impl Controller for Ncp {
     }
 
     fn set_window(&mut self, bytes: u64) {
-        self.window = (bytes as f64 / self.mtu as f64).clamp(MIN_WINDOW_PACKETS, self.max);
+        self.window = (bytes as f64 / self.segment_size as f64).clamp(MIN_WINDOW_PACKETS, self.max);
     }
 
     fn set_initial_window(&mut self, bytes: u64) {
@@ -100,7 +100,7 @@ mod tests {
 
     fn ctx(paths: usize) -> CcContext {
         CcContext {
-            mtu: 1024,
+            segment_size: 1024,
             session_window_packets: 4096,
             max_window_packets: 4096,
             paths,

@@ -5,6 +5,7 @@
 use super::keys::Keypair;
 use super::rng::SessionRng;
 use super::{PacketKeys, PublicKey, Security};
+use crate::wire::MAX_NOISE_MESSAGE;
 use snow::params::{CipherChoice, DHChoice, HashChoice};
 use snow::resolvers::{CryptoResolver, DefaultResolver};
 use snow::types::{Cipher, Dh, Hash, Random};
@@ -23,8 +24,6 @@ const NN_PSK2: &str = "Noise_NNpsk2_25519_ChaChaPoly_BLAKE2s";
 /// SPAKE2 identities: the two roles, so a message cannot be reflected.
 const PAKE_CLIENT: &[u8] = b"braid client";
 const PAKE_SERVER: &[u8] = b"braid server";
-/// Largest handshake message accepted, bytes (IK's first is ~100 plus payload).
-pub(crate) const MAX_NOISE_MESSAGE: usize = 1024;
 
 /// Why a handshake message was not accepted. None of these end a session:
 /// an unauthenticated message is dropped and the real one still counts.

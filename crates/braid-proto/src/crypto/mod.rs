@@ -12,7 +12,7 @@
 //!   active one gets one guess per attempt.
 //!
 //! Both finish in one round trip and split into two directional keys that
-//! seal datagrams with ChaCha20-Poly1305 (`ring`): the public header is the
+//! seal datagrams with AES-256-GCM (`ring`): the public header is the
 //! associated data and the nonce is (path, packet number), which a path
 //! never reuses. Nothing here is hand-made cryptography; the primitives come
 //! from those crates. Randomness is an input (a seeded CSPRNG per session),

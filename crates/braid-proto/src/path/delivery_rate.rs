@@ -253,7 +253,7 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
-    const MTU: u64 = 1200;
+    const SEGMENT_SIZE: u64 = 1200;
 
     fn at(ms: u64) -> Instant {
         Instant::from_nanos(ms * 1_000_000)
@@ -269,7 +269,7 @@ mod tests {
     impl Flow {
         fn new() -> Self {
             Flow {
-                rate: DeliveryRate::new(at(0), 10 * MTU),
+                rate: DeliveryRate::new(at(0), 10 * SEGMENT_SIZE),
                 in_flight: Vec::new(),
                 rtt: RttEstimator::default(),
             }
@@ -280,7 +280,7 @@ mod tests {
                 let idle = self.in_flight.is_empty();
                 self.in_flight.push(SentPacket {
                     sent_at: now,
-                    charge: MTU,
+                    charge: SEGMENT_SIZE,
                     segment: None,
                     retransmission: false,
                     delivery: self.rate.on_sent(now, idle),
@@ -298,7 +298,7 @@ mod tests {
             for p in &acked {
                 self.rate.on_acked(now, p, &mut ack);
             }
-            let in_flight = self.in_flight.len() as u64 * MTU;
+            let in_flight = self.in_flight.len() as u64 * SEGMENT_SIZE;
             let rtt = &self.rtt;
             let sample = self
                 .rate
@@ -343,7 +343,7 @@ mod tests {
     fn app_limited_lasts_until_its_flight_is_delivered() {
         let mut flow = Flow::new();
         flow.send(at(0), 2);
-        flow.rate.on_app_limited(2 * MTU);
+        flow.rate.on_app_limited(2 * SEGMENT_SIZE);
         flow.send(at(10), 1);
         assert!(!flow.ack(at(100), 1, None).is_app_limited);
         flow.send(at(100), 1);
@@ -368,7 +368,7 @@ mod tests {
 
     #[test]
     fn the_maximum_holds_four_round_trips_and_app_limited_samples_only_raise_it() {
-        let mut rate = DeliveryRate::new(at(0), 10 * MTU);
+        let mut rate = DeliveryRate::new(at(0), 10 * SEGMENT_SIZE);
         let mut rtt = RttEstimator::default();
         rtt.update(100 * MS, Duration::ZERO);
         rate.update_max(at(0), &sample(1000.0, 1, false), &rtt);
@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn a_first_flight_after_a_gap_is_measured_by_difference() {
-        let mut rate = DeliveryRate::new(at(0), 10 * MTU);
+        let mut rate = DeliveryRate::new(at(0), 10 * SEGMENT_SIZE);
         let mut rtt = RttEstimator::default();
         rtt.update(100 * MS, Duration::ZERO);
         // Both samples count a 1-s idle gap before their packets left; the
@@ -405,8 +405,8 @@ mod tests {
         rate.update_max(at(1100), &second, &rtt);
         assert!(close(rate.rate(), 120_000.0), "{}", rate.rate());
         // Past the first flight, the same difference is not trusted.
-        let mut later = DeliveryRate::new(at(0), 10 * MTU);
-        let past = 10 * MTU + 1;
+        let mut later = DeliveryRate::new(at(0), 10 * SEGMENT_SIZE);
+        let past = 10 * SEGMENT_SIZE + 1;
         later.update_max(
             at(1000),
             &RateSample {

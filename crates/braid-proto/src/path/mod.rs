@@ -9,6 +9,7 @@
 
 mod ack_owed;
 mod delivery_rate;
+mod id;
 mod packet_number;
 mod recovery;
 mod sent;
@@ -24,6 +25,7 @@ use crate::wire::AckFrame;
 use crate::Instant;
 use ack_owed::AcksOwed;
 use delivery_rate::DeliveryRate;
+pub use id::PathId;
 use packet_number::PacketNumbers;
 use rand::Rng;
 use sent::{SentPacket, SentPackets};
@@ -44,7 +46,7 @@ pub(crate) struct PendingFrames {
 
 #[derive(Debug)]
 pub(crate) struct Path {
-    id: u8,
+    id: PathId,
     state: PathState,
     numbers: PacketNumbers,
     sent: SentPackets,
@@ -80,10 +82,10 @@ pub(crate) struct Path {
 
 impl Path {
     pub fn new(
-        id: u8,
+        id: PathId,
         cc: Box<dyn Controller>,
         packet_threshold: u32,
-        mtu: u16,
+        segment_size: u16,
         now: Instant,
     ) -> Self {
         Path {
@@ -91,13 +93,13 @@ impl Path {
             state: PathState::Active,
             numbers: PacketNumbers::default(),
             sent: SentPackets::new(u64::from(packet_threshold)),
-            delivery: DeliveryRate::new(now, INITIAL_BURST_PACKETS * u64::from(mtu)),
+            delivery: DeliveryRate::new(now, INITIAL_BURST_PACKETS * u64::from(segment_size)),
             acks: AcksOwed::new(now),
             rtt: RttEstimator::default(),
             cc,
             backoffs: 0,
             rto_anchor: now,
-            pacer: Pacer::new(now, INITIAL_BURST_PACKETS * u64::from(mtu)),
+            pacer: Pacer::new(now, INITIAL_BURST_PACKETS * u64::from(segment_size)),
             pacing_wakeup: None,
             last_eliciting: now,
             tlp_fired: None,
@@ -114,7 +116,7 @@ impl Path {
 
     // ---- getters ---------------------------------------------------------
 
-    pub fn id(&self) -> u8 {
+    pub fn id(&self) -> PathId {
         self.id
     }
 
@@ -215,12 +217,12 @@ impl Path {
 
     /// Whether the pacer lets a data packet of `charge` bytes leave now;
     /// if not, the path remembers when it will.
-    pub fn is_pacer_ready(&mut self, now: Instant, charge: u64, mtu: u64) -> bool {
+    pub fn is_pacer_ready(&mut self, now: Instant, charge: u64, segment_size: u64) -> bool {
         if self.tlp_credit {
             return true;
         }
         let rate = self.pacing_rate();
-        self.pacer.set_rate(now, rate, mtu);
+        self.pacer.set_rate(now, rate, segment_size);
         match self.pacer.delay(now, charge) {
             Some(at) => {
                 self.pacing_wakeup = Some(at);

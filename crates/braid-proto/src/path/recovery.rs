@@ -296,10 +296,11 @@ impl Path {
 mod tests {
     use super::*;
     use crate::cc::{self, CcContext};
+    use crate::PathId;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    const MTU: u64 = 1200;
+    const SEGMENT_SIZE: u64 = 1200;
     const MS: Duration = Duration::from_millis(1);
     const MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 
@@ -317,16 +318,16 @@ mod tests {
     impl Fixture {
         fn new() -> Self {
             let ctx = CcContext {
-                mtu: MTU,
+                segment_size: SEGMENT_SIZE,
                 session_window_packets: 1024,
                 max_window_packets: 1 << 16,
                 paths: 1,
             };
             let cc = cc::Algorithm::Cubic.build(ctx);
             Fixture {
-                path: Path::new(0, cc, 3, MTU as u16, at(0)),
+                path: Path::new(PathId(0), cc, 3, SEGMENT_SIZE as u16, at(0)),
                 rng: ChaCha20Rng::seed_from_u64(3),
-                stream: SendStream::new(MTU as u32, 1 << 20, 1024, 0),
+                stream: SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0),
             }
         }
 
@@ -336,7 +337,7 @@ mod tests {
             (0..n)
                 .map(|_| {
                     let pn = self.path.take_packet_number(now, &mut self.rng);
-                    self.path.on_sent(now, pn, MTU, None, false);
+                    self.path.on_sent(now, pn, SEGMENT_SIZE, None, false);
                     pn
                 })
                 .collect()
@@ -366,7 +367,10 @@ mod tests {
         let rate = f.path.delivery_rate();
         assert!((rate - 72_000.0).abs() < 1e-6, "{rate}");
         let stats = f.path.snapshot(&RtoConfig::default());
-        assert_eq!((stats.lost_packets, stats.lost_bytes), (4, 4 * MTU));
+        assert_eq!(
+            (stats.lost_packets, stats.lost_bytes),
+            (4, 4 * SEGMENT_SIZE)
+        );
         // The first two arrive late after all.
         let out = f.ack(at(110), &[(pns[4], pns[9]), (pns[0], pns[1])]);
         assert_eq!((out.newly_acked, out.lost, out.spurious), (0, 0, 2));
@@ -412,7 +416,7 @@ mod tests {
         assert_eq!(f.path.rto_deadline(&cfg, Duration::MAX), Some(at(3000)));
         assert!(f.path.on_rto(at(3000), &mut f.stream), "probing starts");
         assert_eq!(f.path.state(), PathState::Probing);
-        assert!(f.path.pending.probe && !f.path.can_send_data(MTU));
+        assert!(f.path.pending.probe && !f.path.can_send_data(SEGMENT_SIZE));
         // While probing, the probe timer runs from the last send, capped.
         let probe = f.send(at(3000), 1);
         assert_eq!(f.path.rto_deadline(&cfg, 500 * MS), Some(at(3500)));

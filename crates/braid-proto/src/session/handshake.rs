@@ -8,6 +8,7 @@ use crate::error::SessionError;
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
+use crate::PathId;
 use crate::{cc, Ecn, Instant};
 use thiserror::Error;
 
@@ -60,7 +61,7 @@ impl Session {
     pub fn accept(
         cfg: SessionConfig,
         now: Instant,
-        path: u8,
+        path: PathId,
         datagram: &[u8],
         seed: [u8; 32],
     ) -> Result<Session, AcceptError> {
@@ -180,16 +181,19 @@ impl Session {
             return Err((close_code::CONTROLLER, hello.cc.clone()));
         };
         let paths = hello.paths.clamp(1, self.cfg.max_paths);
-        let mtu = hello.mtu.min(self.cfg.mtu).max(64);
+        let segment_size = hello
+            .segment_size
+            .min(self.cfg.segment_size)
+            .max(*SessionConfig::SEGMENT_SIZE_RANGE.start());
         let send_window = hello
             .send_window
             .min(self.cfg.send_window)
-            .max(u64::from(mtu));
+            .max(u64::from(segment_size));
         let recv_window = hello
             .recv_window
             .min(self.cfg.recv_window)
-            .max(u64::from(mtu));
-        self.apply_negotiated(mtu, send_window, recv_window, paths, cc);
+            .max(u64::from(segment_size));
+        self.apply_negotiated(segment_size, send_window, recv_window, paths, cc);
         Ok(())
     }
 
@@ -203,7 +207,7 @@ impl Session {
         Hello {
             version: VERSION,
             paths: self.cfg.paths,
-            mtu: self.cfg.mtu,
+            segment_size: self.cfg.segment_size,
             send_window: self.cfg.send_window,
             recv_window: self.cfg.recv_window,
             cc: self.cfg.cc.name().to_owned(),
@@ -216,7 +220,7 @@ impl Session {
     pub(super) fn handle_clear_handshake(
         &mut self,
         now: Instant,
-        path: u8,
+        path: PathId,
         ecn: Ecn,
         datagram: &[u8],
     ) {
@@ -278,7 +282,7 @@ impl Session {
     fn on_sealed_answer(
         &mut self,
         now: Instant,
-        path: u8,
+        path: PathId,
         ecn: Ecn,
         datagram: &[u8],
         answer: &[u8],
@@ -312,19 +316,29 @@ impl Session {
             return;
         }
         let cc = match h.cc.parse::<cc::Algorithm>() {
-            Ok(cc) if h.mtu >= 64 && h.paths > 0 => cc,
+            Ok(cc)
+                if h.segment_size >= *SessionConfig::SEGMENT_SIZE_RANGE.start() && h.paths > 0 =>
+            {
+                cc
+            }
             _ => {
                 self.violation("handshake answer out of range");
                 return;
             }
         };
-        let mtu = h.mtu.min(self.cfg.mtu);
-        let send_window = h.send_window.min(self.cfg.send_window).max(u64::from(mtu));
-        let recv_window = h.recv_window.min(self.cfg.recv_window).max(u64::from(mtu));
+        let segment_size = h.segment_size.min(self.cfg.segment_size);
+        let send_window = h
+            .send_window
+            .min(self.cfg.send_window)
+            .max(u64::from(segment_size));
+        let recv_window = h
+            .recv_window
+            .min(self.cfg.recv_window)
+            .max(u64::from(segment_size));
         // Connections the server will not take are closed on our side.
         let keep = h.paths.min(self.cfg.paths);
-        self.paths.retain(|&id, _| id < keep);
-        self.apply_negotiated(mtu, send_window, recv_window, keep, cc);
+        self.paths.retain(|&id, _| id.0 < keep);
+        self.apply_negotiated(segment_size, send_window, recv_window, keep, cc);
         for p in self.paths.values_mut() {
             p.pending.hello = false;
         }

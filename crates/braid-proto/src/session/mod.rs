@@ -30,6 +30,7 @@ use crate::replay::ReplayWindow;
 use crate::send_stream::SendStream;
 use crate::stats::{PathSample, PathState, SessionStats};
 use crate::Instant;
+use crate::PathId;
 use std::collections::{BTreeMap, VecDeque};
 
 pub use handshake::AcceptError;
@@ -64,11 +65,11 @@ pub enum Event {
     /// The handshake completed.
     Connected,
     /// A connection carries data again after probing.
-    PathUp(u8),
+    PathUp(PathId),
     /// A connection stopped answering; it is probed until it does.
-    PathDown(u8),
+    PathDown(PathId),
     /// A connection was closed by either side.
-    PathClosed(u8),
+    PathClosed(PathId),
     /// Everything written, and the end of the stream, was acknowledged.
     SendFinished,
     /// The peer's whole stream has been read.
@@ -124,7 +125,7 @@ pub struct Session {
     cfg: SessionConfig,
     session_id: u64,
     state: State,
-    paths: BTreeMap<u8, Path>,
+    paths: BTreeMap<PathId, Path>,
     send: SendStream,
     recv: RecvStream,
     events: VecDeque<Event>,
@@ -132,7 +133,7 @@ pub struct Session {
     /// CLOSE frame to send: code, reason, repeats left.
     close: Option<(u64, String, u32)>,
     last_recv: Instant,
-    last_recv_path: u8,
+    last_recv_path: PathId,
     last_send: Instant,
     next_sample: Option<Instant>,
     last_sample: Instant,
@@ -166,10 +167,10 @@ pub struct Session {
     open_buf: Vec<u8>,
     /// Where the datagram being written starts in the caller's buffer.
     packet_start: usize,
-    replay: BTreeMap<u8, ReplayWindow>,
-    validations: BTreeMap<u8, validation::Validation>,
+    replay: BTreeMap<PathId, ReplayWindow>,
+    validations: BTreeMap<PathId, validation::Validation>,
     /// PATH_RESPONSEs owed: connection and data.
-    responses: VecDeque<(u8, [u8; 8])>,
+    responses: VecDeque<(PathId, [u8; 8])>,
     /// When the client's opening last arrived (the first or a repeat).
     last_hello: Instant,
     /// When new stream data was last acknowledged, or data became
@@ -179,10 +180,10 @@ pub struct Session {
     /// fails when every usable connection has had more than the retry
     /// limit, so one dead path among live ones, or an outage the probes
     /// outlast, never adds up to it.
-    rtos_without_progress: BTreeMap<u8, u32>,
+    rtos_without_progress: BTreeMap<PathId, u32>,
     /// Retransmission timeouts per connection since anything authentic
     /// arrived from the peer (see `SessionConfig::silent_limit`).
-    rtos_in_silence: BTreeMap<u8, u32>,
+    rtos_in_silence: BTreeMap<PathId, u32>,
 }
 
 impl Session {
@@ -209,7 +210,7 @@ impl Session {
             attempts: 0,
         };
         for id in 0..s.cfg.paths {
-            s.insert_path(id, now);
+            s.insert_path(PathId(id), now);
         }
         Ok(s)
     }
@@ -222,7 +223,7 @@ impl Session {
         seed: [u8; 32],
     ) -> Session {
         let send = SendStream::new(
-            u32::from(cfg.mtu),
+            u32::from(cfg.segment_size),
             cfg.send_window,
             cfg.send_window_packets(),
             0, // nothing may be sent before the peer states its window
@@ -240,7 +241,7 @@ impl Session {
             error: None,
             close: None,
             last_recv: now,
-            last_recv_path: 0,
+            last_recv_path: PathId(0),
             last_send: now,
             next_sample: cfg.sample_interval.map(|i| now + i),
             last_sample: now,
@@ -275,9 +276,9 @@ impl Session {
 
     fn cc_context(&self) -> CcContext {
         CcContext {
-            mtu: u64::from(self.cfg.mtu),
+            segment_size: u64::from(self.cfg.segment_size),
             session_window_packets: self.cfg.send_window_packets(),
-            max_window_packets: self.cfg.max_window / u64::from(self.cfg.mtu),
+            max_window_packets: self.cfg.max_window / u64::from(self.cfg.segment_size),
             paths: self
                 .paths
                 .values()
@@ -288,17 +289,23 @@ impl Session {
     }
 
     /// A controller for connection `id`, at its configured initial window if any.
-    fn new_controller(&self, id: u8, ctx: CcContext) -> Box<dyn cc::Controller> {
+    fn new_controller(&self, id: PathId, ctx: CcContext) -> Box<dyn cc::Controller> {
         let mut cc = self.cfg.cc.build(ctx);
-        if let Some(&w) = self.cfg.initial_windows.get(usize::from(id)) {
-            cc.set_initial_window(u64::from(w) * u64::from(self.cfg.mtu));
+        if let Some(&w) = self.cfg.initial_windows.get(id.index()) {
+            cc.set_initial_window(u64::from(w) * u64::from(self.cfg.segment_size));
         }
         cc
     }
 
-    fn insert_path(&mut self, id: u8, now: Instant) {
+    fn insert_path(&mut self, id: PathId, now: Instant) {
         let cc = self.new_controller(id, self.cc_context());
-        let mut path = Path::new(id, cc, self.cfg.packet_threshold, self.cfg.mtu, now);
+        let mut path = Path::new(
+            id,
+            cc,
+            self.cfg.packet_threshold,
+            self.cfg.segment_size,
+            now,
+        );
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
         self.paths.insert(id, path);
     }
@@ -306,7 +313,7 @@ impl Session {
     /// Rebuilds controllers once the negotiated parameters are known.
     fn reset_controllers(&mut self) {
         let ctx = self.cc_context();
-        let ids: Vec<u8> = self.paths.keys().copied().collect();
+        let ids: Vec<PathId> = self.paths.keys().copied().collect();
         for id in ids {
             let cc = self.new_controller(id, ctx);
             self.paths.get_mut(&id).expect("path exists").set_cc(cc);
@@ -316,19 +323,22 @@ impl Session {
     /// Applies negotiated parameters to the streams and controllers.
     fn apply_negotiated(
         &mut self,
-        mtu: u16,
+        segment_size: u16,
         send_window: u64,
         recv_window: u64,
         paths: u8,
         cc: cc::Algorithm,
     ) {
-        self.cfg.mtu = mtu;
+        self.cfg.segment_size = segment_size;
         self.cfg.send_window = send_window;
         self.cfg.recv_window = recv_window;
         self.cfg.paths = paths;
         self.cfg.cc = cc;
-        self.send
-            .set_limits(u32::from(mtu), send_window, self.cfg.send_window_packets());
+        self.send.set_limits(
+            u32::from(segment_size),
+            send_window,
+            self.cfg.send_window_packets(),
+        );
         self.send.update_max_data(recv_window);
         self.recv.set_window(recv_window);
         self.recv.set_max_window(self.cfg.max_window);
@@ -395,7 +405,7 @@ impl Session {
     }
 
     /// Connection ids and their states.
-    pub fn path_states(&self) -> Vec<(u8, PathState)> {
+    pub fn path_states(&self) -> Vec<(PathId, PathState)> {
         self.paths.iter().map(|(&id, p)| (id, p.state())).collect()
     }
 
@@ -502,7 +512,7 @@ impl Session {
     }
 
     /// Adds connection `id` (client side; the server learns of it from its first packet).
-    pub fn add_path(&mut self, now: Instant, id: u8) -> bool {
+    pub fn add_path(&mut self, now: Instant, id: PathId) -> bool {
         if self.paths.contains_key(&id) || self.paths.len() >= usize::from(self.cfg.max_paths) {
             return false;
         }
@@ -512,7 +522,7 @@ impl Session {
     }
 
     /// Stops using connection `id`; the peer is told, and its data moves to other connections.
-    pub fn close_path(&mut self, id: u8) {
+    pub fn close_path(&mut self, id: PathId) {
         if let Some(p) = self.paths.get_mut(&id) {
             if p.is_usable() {
                 p.pending.close = true;
@@ -523,7 +533,7 @@ impl Session {
     // ---- inputs ----------------------------------------------------------
 
     /// A datagram could not be sent on `path`: NKP-0024 halves its window.
-    pub fn handle_send_error(&mut self, now: Instant, path: u8) {
+    pub fn handle_send_error(&mut self, now: Instant, path: PathId) {
         if let Some(p) = self.paths.get_mut(&path) {
             p.signal_congestion(now, cc::Cause::SendFailure, now, 1);
         }
@@ -615,10 +625,10 @@ impl Session {
             .sum();
         let target = (2 * windows).min(self.cfg.max_window);
         if target > self.send.buffer_limit() {
-            let mtu = u64::from(self.cfg.mtu);
-            let packets = (target / mtu).max(self.send.window_packets);
+            let segment_size = u64::from(self.cfg.segment_size);
+            let packets = (target / segment_size).max(self.send.window_packets);
             self.send
-                .set_limits(u32::from(self.cfg.mtu), target, packets);
+                .set_limits(u32::from(self.cfg.segment_size), target, packets);
         }
     }
 
@@ -635,7 +645,7 @@ impl Session {
     /// two. Losses still halve a window until the next ACK; the delivery
     /// rate already counts only what arrived.
     fn normalize_windows(&mut self) {
-        let target = (self.cfg.send_window_packets() * u64::from(self.cfg.mtu)) as f64;
+        let target = (self.cfg.send_window_packets() * u64::from(self.cfg.segment_size)) as f64;
         let live = || {
             self.paths
                 .values()

@@ -7,6 +7,7 @@ use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
 use crate::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
+use crate::PathId;
 use crate::{Ecn, Instant};
 
 impl Session {
@@ -16,7 +17,13 @@ impl Session {
     /// replay. Only then may the caller trust anything about it, such as
     /// the address it came from. Anything else is dropped and counted
     /// before it can touch any state.
-    pub fn handle_datagram(&mut self, now: Instant, path: u8, ecn: Ecn, datagram: &[u8]) -> bool {
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        ecn: Ecn,
+        datagram: &[u8],
+    ) -> bool {
         let mut copy = std::mem::take(&mut self.open_buf);
         copy.clear();
         copy.extend_from_slice(datagram);
@@ -31,7 +38,7 @@ impl Session {
     pub fn handle_datagram_in_place(
         &mut self,
         now: Instant,
-        path: u8,
+        path: PathId,
         ecn: Ecn,
         datagram: &mut [u8],
     ) -> bool {
@@ -78,7 +85,7 @@ impl Session {
     pub(super) fn handle_authentic(
         &mut self,
         now: Instant,
-        path: u8,
+        path: PathId,
         ecn: Ecn,
         len: usize,
         header: &Header,
@@ -125,7 +132,7 @@ impl Session {
         }
         if !self.paths.contains_key(&path) {
             let may_join =
-                self.role == Role::Server && self.is_established() && path < self.cfg.max_paths;
+                self.role == Role::Server && self.is_established() && path.0 < self.cfg.max_paths;
             if !may_join {
                 self.counters.unexpected += 1;
                 return false;
@@ -186,7 +193,7 @@ impl Session {
         true
     }
 
-    fn handle_frame(&mut self, now: Instant, path: u8, frame: Frame<'_>) {
+    fn handle_frame(&mut self, now: Instant, path: PathId, frame: Frame<'_>) {
         match frame {
             Frame::Ping => {}
             Frame::Blocked(limit) => {
@@ -285,7 +292,7 @@ impl Session {
         self.state = State::Closed;
     }
 
-    pub(super) fn on_path_closed(&mut self, id: u8) {
+    pub(super) fn on_path_closed(&mut self, id: PathId) {
         let Some(p) = self.paths.get_mut(&id) else {
             return;
         };

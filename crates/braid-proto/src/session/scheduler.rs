@@ -19,6 +19,7 @@
 use crate::path::Path;
 use crate::stats::PathState;
 use crate::Instant;
+use crate::PathId;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -38,17 +39,17 @@ const QUEUE_CAP_BDPS: u64 = 4;
 /// more than the send buffer holds). When only pacing holds packets back,
 /// the paths remember when to wake.
 pub(super) fn pick_data_path(
-    paths: &mut BTreeMap<u8, Path>,
+    paths: &mut BTreeMap<PathId, Path>,
     now: Instant,
     charge: u64,
-    mtu: u64,
-    is_validating: impl Fn(u8) -> bool,
+    segment_size: u64,
+    is_validating: impl Fn(PathId) -> bool,
     backlog: Option<u64>,
-) -> Option<u8> {
-    let blind = blind_window(paths, mtu);
+) -> Option<PathId> {
+    let blind = blind_window(paths, segment_size);
     // Only the queue cap reads these, and only with several connections
     // (`blind` is None on one): a single connection skips the work.
-    let acks: Vec<(u8, Duration)> = match blind {
+    let acks: Vec<(PathId, Duration)> = match blind {
         None => Vec::new(),
         Some(_) => paths
             .values()
@@ -61,7 +62,7 @@ pub(super) fn pick_data_path(
             })
             .collect(),
     };
-    let mut ready: Option<(Duration, u8)> = None;
+    let mut ready: Option<(Duration, PathId)> = None;
     for p in paths.values_mut() {
         if is_validating(p.id())
             || !p.can_send_data(charge)
@@ -69,7 +70,7 @@ pub(super) fn pick_data_path(
         {
             continue;
         }
-        if p.is_pacer_ready(now, charge, mtu) {
+        if p.is_pacer_ready(now, charge, segment_size) {
             let key = (expected_ack(p, charge).unwrap_or(Duration::ZERO), p.id());
             if ready.is_none_or(|r| key < r) {
                 ready = Some(key);
@@ -86,7 +87,7 @@ pub(super) fn pick_data_path(
 /// bandwidth-delay product of the best measured path, at least an
 /// initial window (RFC 9002 §7.2); `None` (no limit but the
 /// controller's) on a single connection.
-fn blind_window(paths: &BTreeMap<u8, Path>, mtu: u64) -> Option<u64> {
+fn blind_window(paths: &BTreeMap<PathId, Path>, segment_size: u64) -> Option<u64> {
     if paths.values().filter(|p| p.is_usable()).count() < 2 {
         return None;
     }
@@ -96,7 +97,7 @@ fn blind_window(paths: &BTreeMap<u8, Path>, mtu: u64) -> Option<u64> {
         .map(|p| (p.delivery_rate() * p.rtt().min().as_secs_f64()) as u64)
         .max()
         .unwrap_or(0);
-    Some(bdp.max(UNMEASURED_WINDOW_PACKETS * mtu))
+    Some(bdp.max(UNMEASURED_WINDOW_PACKETS * segment_size))
 }
 
 /// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
@@ -105,8 +106,8 @@ fn blind_window(paths: &BTreeMap<u8, Path>, mtu: u64) -> Option<u64> {
 /// `id` arrived. While the application may write more than the buffer
 /// holds, the backlog is unbounded (`None`) and no path waits.
 fn is_worth_waiting(
-    paths: &BTreeMap<u8, Path>,
-    id: u8,
+    paths: &BTreeMap<PathId, Path>,
+    id: PathId,
     eta: Duration,
     charge: u64,
     backlog: Option<u64>,
@@ -149,7 +150,7 @@ fn is_worth_waiting(
 /// let a low rate estimate grow fourfold a round trip (two, BBR's cwnd
 /// gain, left a 1-s path longer at a low estimate: nkp0024 row 6 ncp 12.9
 /// Mbit/s against 13.8, and rows 8-11 converged later).
-fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(u8, Duration)]) -> bool {
+fn is_queue_capped(p: &Path, charge: u64, blind: Option<u64>, acks: &[(PathId, Duration)]) -> bool {
     let Some(blind) = blind else {
         return false;
     };
@@ -206,7 +207,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    const MTU: u64 = 1200;
+    const SEGMENT_SIZE: u64 = 1200;
     const MS: Duration = Duration::from_millis(1);
 
     fn at(ms: u64) -> Instant {
@@ -215,25 +216,25 @@ mod tests {
 
     fn path(id: u8) -> Path {
         let ctx = CcContext {
-            mtu: MTU,
+            segment_size: SEGMENT_SIZE,
             session_window_packets: 1024,
             max_window_packets: 1 << 16,
             paths: 2,
         };
         // CUBIC: window-based, so the queue cap applies to it.
         let cc = cc::Algorithm::Cubic.build(ctx);
-        Path::new(id, cc, 3, MTU as u16, at(0))
+        Path::new(PathId(id), cc, 3, SEGMENT_SIZE as u16, at(0))
     }
 
     /// Sends `packets` full packets on `p` at `now`.
     fn send(p: &mut Path, now: Instant, packets: u64) -> (u64, u64) {
-        let mut rng = ChaCha20Rng::seed_from_u64(u64::from(p.id()));
+        let mut rng = ChaCha20Rng::seed_from_u64(u64::from(p.id().0));
         let first = p.take_packet_number(now, &mut rng);
-        p.on_sent(now, first, MTU, None, false);
+        p.on_sent(now, first, SEGMENT_SIZE, None, false);
         let mut last = first;
         for _ in 1..packets {
             last = p.take_packet_number(now, &mut rng);
-            p.on_sent(now, last, MTU, None, false);
+            p.on_sent(now, last, SEGMENT_SIZE, None, false);
         }
         (first, last)
     }
@@ -252,13 +253,13 @@ mod tests {
             ce_count: 0,
             rx_timestamp_us: rtt_ms * 500,
         };
-        let mut stream = SendStream::new(MTU as u32, 1 << 20, 1024, 0);
+        let mut stream = SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0);
         p.on_ack_frame(at(rtt_ms), &ack, &mut stream);
         assert_eq!(p.rtt().min(), Duration::from_millis(rtt_ms));
         p
     }
 
-    fn paths(list: Vec<Path>) -> BTreeMap<u8, Path> {
+    fn paths(list: Vec<Path>) -> BTreeMap<PathId, Path> {
         list.into_iter().map(|p| (p.id(), p)).collect()
     }
 
@@ -266,13 +267,27 @@ mod tests {
     fn the_path_that_acknowledges_sooner_takes_the_packet() {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
         let none = |_| false;
-        let pick = pick_data_path(&mut paths, at(200), MTU, MTU, none, Some(1 << 20));
-        assert_eq!(pick, Some(1));
+        let pick = pick_data_path(
+            &mut paths,
+            at(200),
+            SEGMENT_SIZE,
+            SEGMENT_SIZE,
+            none,
+            Some(1 << 20),
+        );
+        assert_eq!(pick, Some(PathId(1)));
         // With its window full, the packet goes to the other path.
-        send(paths.get_mut(&1).unwrap(), at(200), 110);
-        assert!(!paths[&1].can_send_data(MTU));
-        let pick = pick_data_path(&mut paths, at(200), MTU, MTU, none, Some(1 << 20));
-        assert_eq!(pick, Some(0));
+        send(paths.get_mut(&PathId(1)).unwrap(), at(200), 110);
+        assert!(!paths[&PathId(1)].can_send_data(SEGMENT_SIZE));
+        let pick = pick_data_path(
+            &mut paths,
+            at(200),
+            SEGMENT_SIZE,
+            SEGMENT_SIZE,
+            none,
+            Some(1 << 20),
+        );
+        assert_eq!(pick, Some(PathId(0)));
     }
 
     #[test]
@@ -281,24 +296,31 @@ mod tests {
         // The fast path cannot take this packet (it is being validated),
         // yet it delivers 600 kB/s: 12 kB would be through in 40 ms, long
         // before the slow path's packet arrived.
-        let fast_busy = |id| id == 1;
-        let pick = |paths: &mut BTreeMap<u8, Path>, backlog| {
-            pick_data_path(paths, at(200), MTU, MTU, fast_busy, backlog)
+        let fast_busy = |id| id == PathId(1);
+        let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
+            pick_data_path(
+                paths,
+                at(200),
+                SEGMENT_SIZE,
+                SEGMENT_SIZE,
+                fast_busy,
+                backlog,
+            )
         };
         assert_eq!(pick(&mut paths, Some(12_000)), None);
-        assert_eq!(pick(&mut paths, Some(1_000_000)), Some(0));
-        assert_eq!(pick(&mut paths, None), Some(0), "unbounded backlog");
+        assert_eq!(pick(&mut paths, Some(1_000_000)), Some(PathId(0)));
+        assert_eq!(pick(&mut paths, None), Some(PathId(0)), "unbounded backlog");
     }
 
     #[test]
     fn expected_ack_counts_the_queue_ahead() {
         let mut p = measured(0, 20);
-        assert_eq!(expected_ack(&p, MTU), Some(20 * MS));
+        assert_eq!(expected_ack(&p, SEGMENT_SIZE), Some(20 * MS));
         send(&mut p, at(20), 100);
         // 121.2 kB to drain at 600 kB/s.
-        let eta = expected_ack(&p, MTU).unwrap();
+        let eta = expected_ack(&p, SEGMENT_SIZE).unwrap();
         assert!(eta.abs_diff(202 * MS) < Duration::from_micros(1), "{eta:?}");
-        assert_eq!(expected_ack(&path(1), MTU), None);
+        assert_eq!(expected_ack(&path(1), SEGMENT_SIZE), None);
     }
 
     #[test]
@@ -307,10 +329,21 @@ mod tests {
         send(&mut fresh, at(0), 10);
         let paths = paths(vec![measured(0, 20), fresh]);
         // 600 kB/s × 20 ms is 12 kB, the initial window too.
-        let blind = blind_window(&paths, MTU);
+        let blind = blind_window(&paths, SEGMENT_SIZE);
         assert_eq!(blind, Some(12_000));
-        assert!(is_queue_capped(&paths[&1], MTU, blind, &[]));
-        assert!(!is_queue_capped(&paths[&1], MTU, None, &[]), "alone");
-        assert!(!is_queue_capped(&paths[&0], MTU, blind, &[]), "empty");
+        assert!(is_queue_capped(
+            &paths[&PathId(1)],
+            SEGMENT_SIZE,
+            blind,
+            &[]
+        ));
+        assert!(
+            !is_queue_capped(&paths[&PathId(1)], SEGMENT_SIZE, None, &[]),
+            "alone"
+        );
+        assert!(
+            !is_queue_capped(&paths[&PathId(0)], SEGMENT_SIZE, blind, &[]),
+            "empty"
+        );
     }
 }

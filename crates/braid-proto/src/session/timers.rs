@@ -11,6 +11,7 @@ use super::{Role, Session, State, MID_STREAM_PROBE, UNCONFIRMED_TIMEOUT};
 use crate::error::SessionError;
 use crate::stats::PathState;
 use crate::Instant;
+use crate::PathId;
 use std::collections::BTreeMap;
 
 /// One deadline of a session or of one of its connections.
@@ -33,15 +34,15 @@ pub(super) enum Timer {
     /// A probe while only the peer's flow-control window holds us back.
     Persist,
     /// A connection's pacer releases its next packet.
-    Pacing(u8),
+    Pacing(PathId),
     /// A connection's tail-loss probe.
-    Tlp(u8),
+    Tlp(PathId),
     /// A connection's retransmission timeout.
-    Rto(u8),
+    Rto(PathId),
     /// Packets in flight on a connection become lost by the time threshold.
-    Loss(u8),
+    Loss(PathId),
     /// A connection's delayed ACK is due (`poll_transmit` sends it).
-    Ack(u8),
+    Ack(PathId),
     /// Per-connection samples for the time series.
     Sample,
 }
@@ -91,7 +92,7 @@ impl Session {
             }
             State::Established | State::Draining { .. } => {}
         }
-        let path = |id: u8| self.paths.get(&id);
+        let path = |id: PathId| self.paths.get(&id);
         match timer {
             Timer::Handshake | Timer::Hello => None,
             Timer::Drain => match self.state {
@@ -132,7 +133,7 @@ impl Session {
     pub fn handle_timeout(&mut self, now: Instant) {
         // Connections whose tail-loss probe or RTO fired in this call: one
         // recovery action per connection and call.
-        let mut recovered: Vec<u8> = Vec::new();
+        let mut recovered: Vec<PathId> = Vec::new();
         let mut any_rto = false;
         for timer in self.timers() {
             if matches!(timer, Timer::Sample) && any_rto && self.after_timeouts(now) {
@@ -274,7 +275,7 @@ impl Session {
     fn after_timeouts(&mut self, now: Instant) -> bool {
         self.normalize_windows();
         // Whether every usable connection has counted `limit` or more.
-        let every = |counts: &BTreeMap<u8, u32>, limit: u32| {
+        let every = |counts: &BTreeMap<PathId, u32>, limit: u32| {
             self.paths
                 .values()
                 .filter(|p| p.is_usable())

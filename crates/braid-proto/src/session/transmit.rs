@@ -8,6 +8,7 @@ use crate::path::Path;
 use crate::send_stream::Pending;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
+use crate::PathId;
 use crate::{Ecn, Instant};
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ pub(super) const CONTROL_ESTIMATE: usize = 320;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     /// Connection to send it on.
-    pub path: u8,
+    pub path: PathId,
     /// Length of the datagram in the buffer.
     pub size: usize,
     /// ECN codepoint to set.
@@ -68,7 +69,7 @@ impl Session {
         self.transmit_ack(now, buf)
     }
 
-    fn start_packet(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) -> u64 {
+    fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
         let pn = p.take_packet_number(now, &mut self.rng);
         Header {
@@ -84,7 +85,7 @@ impl Session {
     }
 
     /// Seals the datagram (once the session has keys) and accounts for it.
-    fn finish_packet(&mut self, path: u8, buf: &mut Vec<u8>) -> Transmit {
+    fn finish_packet(&mut self, path: PathId, buf: &mut Vec<u8>) -> Transmit {
         if let Some(keys) = &self.keys {
             keys.seal(buf, self.packet_start);
         }
@@ -93,11 +94,11 @@ impl Session {
 
     /// A handshake datagram: it travels in clear, its content authenticated
     /// (or not) by the handshake itself.
-    fn finish_clear_packet(&mut self, path: u8, buf: &[u8]) -> Transmit {
+    fn finish_clear_packet(&mut self, path: PathId, buf: &[u8]) -> Transmit {
         self.account_packet(path, buf)
     }
 
-    fn account_packet(&mut self, path: u8, buf: &[u8]) -> Transmit {
+    fn account_packet(&mut self, path: PathId, buf: &[u8]) -> Transmit {
         let size = buf.len() - self.packet_start;
         self.charge_amplification(path, size);
         let p = self.paths.get_mut(&path).expect("path exists");
@@ -109,7 +110,7 @@ impl Session {
         }
     }
 
-    fn push_ack(&mut self, now: Instant, path: u8, buf: &mut Vec<u8>) {
+    fn push_ack(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) {
         let max_data = self.recv.max_data();
         let p = self.paths.get_mut(&path).expect("path exists");
         if let Some(level) = p.take_ece() {
@@ -230,7 +231,7 @@ impl Session {
     /// repairs the stream; bare PINGs cost a round trip per repair, which
     /// on one lossy connection can outlast the peer's patience (a receiver's
     /// verdict waited 8 s in `tests/ending.rs`, another never arrived).
-    fn probe_carries(&self, id: u8) -> Option<Pending> {
+    fn probe_carries(&self, id: PathId) -> Option<Pending> {
         let p = &self.paths[&id];
         let only_probe =
             p.pending.probe && !p.pending.hello && !p.pending.hello_ack && !p.pending.close;
@@ -249,7 +250,7 @@ impl Session {
     }
 
     /// Whether a control or ACK-only packet fits `id`'s amplification credit.
-    fn validations_allow(&self, id: u8) -> bool {
+    fn validations_allow(&self, id: PathId) -> bool {
         self.amplification_allows(id, CONTROL_ESTIMATE)
     }
 
@@ -317,7 +318,7 @@ impl Session {
             &mut self.paths,
             now,
             charge,
-            u64::from(self.cfg.mtu),
+            u64::from(self.cfg.segment_size),
             |id| validations.contains_key(&id),
             backlog,
         )?;
@@ -328,7 +329,7 @@ impl Session {
     fn send_segment(
         &mut self,
         now: Instant,
-        id: u8,
+        id: PathId,
         pending: Pending,
         buf: &mut Vec<u8>,
     ) -> Option<Transmit> {
@@ -384,7 +385,7 @@ impl Session {
         let hold = self.cfg.max_ack_delay.min(p.rtt().min() / 4);
         !p.is_ack_urgent(now)
             && self.send.peek().is_some()
-            && p.can_send_data(u64::from(self.cfg.mtu))
+            && p.can_send_data(u64::from(self.cfg.segment_size))
             && p.pacing_wakeup().is_some_and(|t| t <= now + hold)
     }
 

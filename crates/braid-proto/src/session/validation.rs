@@ -9,6 +9,7 @@
 
 use super::{Event, Session};
 use crate::Instant;
+use crate::PathId;
 use std::time::Duration;
 
 /// Bytes we may send per byte received on an unvalidated connection.
@@ -37,18 +38,24 @@ impl Session {
     /// just handled on connection `path` came from another address than the
     /// connection's previous one. The connection is revalidated before it
     /// carries stream data again (servers; clients choose their addresses).
-    pub fn handle_address_change(&mut self, now: Instant, path: u8, len: usize) {
+    pub fn handle_address_change(&mut self, now: Instant, path: PathId, len: usize) {
         if self.paths.contains_key(&path) {
             self.start_validation(now, path, len, true);
         }
     }
 
     /// Whether connection `path` may carry stream data (its address answered).
-    pub fn is_path_validated(&self, path: u8) -> bool {
+    pub fn is_path_validated(&self, path: PathId) -> bool {
         !self.validations.contains_key(&path)
     }
 
-    pub(super) fn start_validation(&mut self, now: Instant, path: u8, len: usize, challenge: bool) {
+    pub(super) fn start_validation(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        len: usize,
+        challenge: bool,
+    ) {
         let challenge = challenge.then(|| {
             let mut data = [0u8; 8];
             self.rng.fill(&mut data);
@@ -66,7 +73,7 @@ impl Session {
     }
 
     /// An authenticated datagram of `len` bytes arrived on `path`.
-    pub(super) fn credit_received(&mut self, path: u8, len: usize) {
+    pub(super) fn credit_received(&mut self, path: PathId, len: usize) {
         if let Some(v) = self.validations.get_mut(&path) {
             v.credit += AMPLIFICATION_FACTOR * len as u64;
             // The handshake's connection is proven by any sealed packet.
@@ -76,7 +83,7 @@ impl Session {
         }
     }
 
-    pub(super) fn on_path_response(&mut self, path: u8, data: [u8; 8]) {
+    pub(super) fn on_path_response(&mut self, path: PathId, data: [u8; 8]) {
         let matches = self
             .validations
             .get(&path)
@@ -89,21 +96,21 @@ impl Session {
         }
     }
 
-    pub(super) fn on_path_challenge(&mut self, path: u8, data: [u8; 8]) {
+    pub(super) fn on_path_challenge(&mut self, path: PathId, data: [u8; 8]) {
         if self.responses.len() < MAX_PENDING_RESPONSES {
             self.responses.push_back((path, data));
         }
     }
 
     /// Whether `size` more bytes may go out on `path` now.
-    pub(super) fn amplification_allows(&self, path: u8, size: usize) -> bool {
+    pub(super) fn amplification_allows(&self, path: PathId, size: usize) -> bool {
         self.validations
             .get(&path)
             .is_none_or(|v| v.credit >= size as u64)
     }
 
     /// Counts `size` bytes sent on `path` against its credit.
-    pub(super) fn charge_amplification(&mut self, path: u8, size: usize) {
+    pub(super) fn charge_amplification(&mut self, path: PathId, size: usize) {
         if let Some(v) = self.validations.get_mut(&path) {
             v.credit = v.credit.saturating_sub(size as u64);
         }
@@ -111,7 +118,7 @@ impl Session {
 
     /// The challenge to send on a connection now, if any is due and its
     /// credit allows.
-    pub(super) fn due_challenge(&self, now: Instant) -> Option<(u8, [u8; 8])> {
+    pub(super) fn due_challenge(&self, now: Instant) -> Option<(PathId, [u8; 8])> {
         self.validations.iter().find_map(|(&id, v)| {
             let data = v.challenge?;
             (now >= v.due
@@ -122,7 +129,7 @@ impl Session {
     }
 
     /// A challenge went out on `path`: the next one after a backed-off RTO.
-    pub(super) fn on_challenge_sent(&mut self, now: Instant, path: u8) {
+    pub(super) fn on_challenge_sent(&mut self, now: Instant, path: PathId) {
         let rto = self.cfg.rto.initial_rto;
         if let Some(v) = self.validations.get_mut(&path) {
             v.sent += 1;
@@ -148,7 +155,7 @@ impl Session {
 
     /// Gives up connections whose challenges all went unanswered.
     pub(super) fn expire_validations(&mut self, now: Instant) {
-        let dead: Vec<u8> = self
+        let dead: Vec<PathId> = self
             .validations
             .iter()
             .filter(|(_, v)| v.challenge.is_some() && v.sent >= MAX_CHALLENGES && now >= v.due)

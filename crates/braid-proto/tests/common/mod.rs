@@ -1,14 +1,14 @@
 //! Two sessions wired back to back in virtual time.
 #![allow(dead_code)]
 
-use braid_proto::{Ecn, Event, Instant, Keypair, Security, Session, SessionConfig};
+use braid_proto::{Ecn, Event, Instant, Keypair, PathId, Security, Session, SessionConfig};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub const MS: Duration = Duration::from_millis(1);
 
 /// Decides, from (to_server, path, datagram), whether the network loses a datagram.
-pub type DropRule = Box<dyn FnMut(bool, u8, &[u8]) -> bool>;
+pub type DropRule = Box<dyn FnMut(bool, PathId, &[u8]) -> bool>;
 
 /// Client and server joined by per-path fixed-latency links; `drop` decides
 /// which datagrams the network loses.
@@ -19,7 +19,7 @@ pub struct Pair {
     pub server_cfg: SessionConfig,
     pub latency: Duration,
     /// (arrival, seq) -> (to_server, path, bytes)
-    pub in_flight: BTreeMap<(Instant, u64), (bool, u8, Vec<u8>)>,
+    pub in_flight: BTreeMap<(Instant, u64), (bool, PathId, Vec<u8>)>,
     pub seq: u64,
     pub drop: DropRule,
     pub client_events: Vec<Event>,

@@ -58,7 +58,7 @@ impl AckAggregation {
         bw: f64,
         acked: u64,
         cwnd: u64,
-        mtu: u64,
+        segment_size: u64,
     ) {
         if acked == 0 {
             return;
@@ -79,7 +79,7 @@ impl AckAggregation {
         // is old): a new epoch starts here.
         if self.epoch_start.is_none()
             || self.epoch_acked <= expected
-            || self.epoch_acked + acked >= EPOCH_RESET_PACKETS * mtu
+            || self.epoch_acked + acked >= EPOCH_RESET_PACKETS * segment_size
         {
             self.epoch_start = Some(now);
             self.epoch_acked = 0;
@@ -106,7 +106,7 @@ impl AckAggregation {
 mod tests {
     use super::*;
 
-    const MTU: u64 = 1000;
+    const SEGMENT_SIZE: u64 = 1000;
 
     fn at(ms: u64) -> Instant {
         Instant::ZERO + Duration::from_millis(ms)
@@ -117,10 +117,17 @@ mod tests {
         // 1 MB/s, an ACK of 1000 bytes every millisecond: as expected.
         let mut a = AckAggregation::new();
         for ms in 0..200 {
-            a.on_ack(at(ms), ms % 10 == 0, 1e6, MTU, 100 * MTU, MTU);
+            a.on_ack(
+                at(ms),
+                ms % 10 == 0,
+                1e6,
+                SEGMENT_SIZE,
+                100 * SEGMENT_SIZE,
+                SEGMENT_SIZE,
+            );
         }
         assert!(
-            a.cwnd_bonus(1e6, true) <= 2 * MTU,
+            a.cwnd_bonus(1e6, true) <= 2 * SEGMENT_SIZE,
             "{}",
             a.cwnd_bonus(1e6, true)
         );
@@ -132,35 +139,87 @@ mod tests {
         // 1 MB/s; ACKs stop for 20 ms, then 20 packets' worth at once.
         let mut a = AckAggregation::new();
         for ms in 0..50 {
-            a.on_ack(at(ms), false, 1e6, MTU, 100 * MTU, MTU);
+            a.on_ack(
+                at(ms),
+                false,
+                1e6,
+                SEGMENT_SIZE,
+                100 * SEGMENT_SIZE,
+                SEGMENT_SIZE,
+            );
         }
         for _ in 0..20 {
-            a.on_ack(at(70), false, 1e6, MTU, 100 * MTU, MTU);
+            a.on_ack(
+                at(70),
+                false,
+                1e6,
+                SEGMENT_SIZE,
+                100 * SEGMENT_SIZE,
+                SEGMENT_SIZE,
+            );
         }
         let bonus = a.cwnd_bonus(1e6, true);
-        assert!((19 * MTU..=21 * MTU).contains(&bonus), "{bonus}");
+        assert!(
+            (19 * SEGMENT_SIZE..=21 * SEGMENT_SIZE).contains(&bonus),
+            "{bonus}"
+        );
         // Never more than 100 ms at BtlBw, nor more than cwnd.
         assert_eq!(a.cwnd_bonus(1e5, true), 10_000);
         let mut b = AckAggregation::new();
-        b.on_ack(at(0), false, 1e6, MTU, 5 * MTU, MTU);
-        b.on_ack(at(100), false, 1e6, 50 * MTU, 5 * MTU, MTU);
-        assert!(b.cwnd_bonus(1e6, true) <= 5 * MTU);
+        b.on_ack(
+            at(0),
+            false,
+            1e6,
+            SEGMENT_SIZE,
+            5 * SEGMENT_SIZE,
+            SEGMENT_SIZE,
+        );
+        b.on_ack(
+            at(100),
+            false,
+            1e6,
+            50 * SEGMENT_SIZE,
+            5 * SEGMENT_SIZE,
+            SEGMENT_SIZE,
+        );
+        assert!(b.cwnd_bonus(1e6, true) <= 5 * SEGMENT_SIZE);
     }
 
     #[test]
     fn the_estimate_expires_after_two_windows_of_rounds() {
         let mut a = AckAggregation::new();
-        a.on_ack(at(0), false, 1e6, MTU, 100 * MTU, MTU);
+        a.on_ack(
+            at(0),
+            false,
+            1e6,
+            SEGMENT_SIZE,
+            100 * SEGMENT_SIZE,
+            SEGMENT_SIZE,
+        );
         for _ in 0..30 {
-            a.on_ack(at(40), false, 1e6, MTU, 100 * MTU, MTU);
+            a.on_ack(
+                at(40),
+                false,
+                1e6,
+                SEGMENT_SIZE,
+                100 * SEGMENT_SIZE,
+                SEGMENT_SIZE,
+            );
         }
-        assert!(a.cwnd_bonus(1e6, true) > 20 * MTU);
+        assert!(a.cwnd_bonus(1e6, true) > 20 * SEGMENT_SIZE);
         // Even ACKs from then on, a round every 10 ms, a little below BtlBw
         // (a max filter): the epoch starts over once the ACKs fall behind
         // (~300 ms), and ten rounds later the burst is forgotten.
         for ms in 41..600 {
-            a.on_ack(at(ms), ms % 10 == 0, 1e6, 900, 100 * MTU, MTU);
+            a.on_ack(
+                at(ms),
+                ms % 10 == 0,
+                1e6,
+                900,
+                100 * SEGMENT_SIZE,
+                SEGMENT_SIZE,
+            );
         }
-        assert!(a.cwnd_bonus(1e6, true) <= 2 * MTU);
+        assert!(a.cwnd_bonus(1e6, true) <= 2 * SEGMENT_SIZE);
     }
 }

@@ -256,7 +256,7 @@ fn coalesce(frames: impl Iterator<Item = (Instant, u64)>) -> Vec<(Instant, u64)>
 mod tests {
     use super::*;
 
-    const MTU: u64 = 1380;
+    const SEGMENT_SIZE: u64 = 1380;
 
     fn at_us(us: u64) -> Instant {
         Instant::from_nanos(us * 1000)
@@ -267,13 +267,13 @@ mod tests {
     fn acked_in_pairs(gap_us: u64) -> (AckTrain, Option<f64>) {
         let mut t = AckTrain::new();
         for _ in 0..10 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let mut est = None;
         for frame in 0..5 {
             let now = at_us(100_000 + frame * gap_us);
             for _ in 0..2 {
-                est = t.on_ack(now, Instant::ZERO, MTU);
+                est = t.on_ack(now, Instant::ZERO, SEGMENT_SIZE);
             }
         }
         (t, est)
@@ -284,12 +284,12 @@ mod tests {
     fn four_pairs_acked(sent: usize) -> AckTrain {
         let mut t = AckTrain::new();
         for _ in 0..sent {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         for frame in 0..4 {
             for _ in 0..2 {
                 assert_eq!(
-                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, MTU),
+                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, SEGMENT_SIZE),
                     None
                 );
             }
@@ -301,12 +301,12 @@ mod tests {
     fn rate_is_bytes_after_the_first_ack_over_the_ack_span() {
         // 2 packets per 460 us: 8 packets after the first frame in 1.84 ms.
         let (t, est) = acked_in_pairs(460);
-        let expected = (8 * MTU) as f64 / 1840e-6;
+        let expected = (8 * SEGMENT_SIZE) as f64 / 1840e-6;
         assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
         assert_eq!(t.state, State::Done(est));
         // Done: later ACKs change nothing.
         let mut t = t;
-        assert_eq!(t.on_ack(at_us(200_000), Instant::ZERO, MTU), None);
+        assert_eq!(t.on_ack(at_us(200_000), Instant::ZERO, SEGMENT_SIZE), None);
     }
 
     /// Ten packets at t = 0, acknowledged in pairs whose frames arrive
@@ -315,14 +315,18 @@ mod tests {
     fn timestamped_pairs(arrival_gap_us: u64, rx_gap_us: u64, no_rx: Option<u64>) -> Option<f64> {
         let mut t = AckTrain::new();
         for _ in 0..10 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let mut est = None;
         for frame in 0..5 {
             let rx = at_us(7_000_000 + frame * rx_gap_us);
             t.on_frame((no_rx != Some(frame)).then_some(rx));
             for _ in 0..2 {
-                est = t.on_ack(at_us(100_000 + frame * arrival_gap_us), Instant::ZERO, MTU);
+                est = t.on_ack(
+                    at_us(100_000 + frame * arrival_gap_us),
+                    Instant::ZERO,
+                    SEGMENT_SIZE,
+                );
             }
         }
         est
@@ -332,7 +336,7 @@ mod tests {
     fn receive_times_measure_the_train_when_acks_are_bunched() {
         // Full duplex: the ACKs ride on the peer's data and arrive 10 us
         // apart, the receiver got the pairs 460 us apart.
-        let expected = (8 * MTU) as f64 / 1840e-6;
+        let expected = (8 * SEGMENT_SIZE) as f64 / 1840e-6;
         let est = timestamped_pairs(10, 460, None).expect("trusted");
         assert!((est - expected).abs() < 1e-6 * expected, "{est}");
         // Without receive times the bunched arrivals would give 46 x that.
@@ -346,17 +350,21 @@ mod tests {
         // receive times are equal; the pairs were 460 us apart at the link.
         let mut t = AckTrain::new();
         for _ in 0..10 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let rx_us = [0, 920, 920, 1840, 1840];
         let mut est = None;
         for (frame, rx) in rx_us.into_iter().enumerate() {
             t.on_frame(Some(at_us(7_000_000 + rx)));
             for _ in 0..2 {
-                est = t.on_ack(at_us(100_000 + frame as u64 * 460), Instant::ZERO, MTU);
+                est = t.on_ack(
+                    at_us(100_000 + frame as u64 * 460),
+                    Instant::ZERO,
+                    SEGMENT_SIZE,
+                );
             }
         }
-        let expected = (8 * MTU) as f64 / 1840e-6;
+        let expected = (8 * SEGMENT_SIZE) as f64 / 1840e-6;
         let est = est.expect("a batch's zero gap must not refuse the train");
         assert!((est - expected).abs() < 1e-6 * expected, "{est}");
     }
@@ -372,8 +380,8 @@ mod tests {
     fn a_delayed_last_ack_is_left_out() {
         let mut t = four_pairs_acked(9);
         // The ninth waits for the receiver's 10 ms ACK delay.
-        let est = t.on_ack(at_us(111_380), Instant::ZERO, MTU);
-        let expected = (6 * MTU) as f64 / 1380e-6;
+        let est = t.on_ack(at_us(111_380), Instant::ZERO, SEGMENT_SIZE);
+        let expected = (6 * SEGMENT_SIZE) as f64 / 1380e-6;
         assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
     }
 
@@ -381,13 +389,13 @@ mod tests {
     fn irregular_gaps_are_refused() {
         let mut t = AckTrain::new();
         for _ in 0..8 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let mut est = Some(0.0);
         // Jitter: gaps of 100, 900 and 300 us per pair.
         for us in [0, 100, 1000, 1300] {
             for _ in 0..2 {
-                est = t.on_ack(at_us(50_000 + us), Instant::ZERO, MTU);
+                est = t.on_ack(at_us(50_000 + us), Instant::ZERO, SEGMENT_SIZE);
             }
         }
         assert_eq!(est, None);
@@ -399,13 +407,17 @@ mod tests {
     fn received_at(rx_us: &[u64], packets: &[u64]) -> Option<f64> {
         let mut t = AckTrain::new();
         for _ in 0..10 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let mut est = None;
         for (frame, (&rx, &n)) in rx_us.iter().zip(packets).enumerate() {
             t.on_frame(Some(at_us(7_000_000 + rx)));
             for _ in 0..n {
-                est = t.on_ack(at_us(100_000 + frame as u64 * 460), Instant::ZERO, MTU);
+                est = t.on_ack(
+                    at_us(100_000 + frame as u64 * 460),
+                    Instant::ZERO,
+                    SEGMENT_SIZE,
+                );
             }
         }
         est
@@ -416,25 +428,28 @@ mod tests {
         // A receiver that read late (seen through `braid link`): gaps of
         // 433, 386, 930 and 246 us per 2, 4, 2 and 1 packets.
         let est = received_at(&[0, 433, 819, 1749, 1995], &[1, 2, 4, 2, 1]).expect("kept");
-        let expected = NOISY_TRAIN_SHARE * (9 * MTU) as f64 / 1995e-6;
+        let expected = NOISY_TRAIN_SHARE * (9 * SEGMENT_SIZE) as f64 / 1995e-6;
         assert!((est - expected).abs() < 1e-6 * expected, "{est}");
         // One pair, then one batch read 3.8 ms later: one gap is too few.
         assert_eq!(received_at(&[0, 3848], &[2, 8]), None);
         // Even receive times keep the whole rate.
         let est = received_at(&[0, 460, 920, 1380, 1840], &[2; 5]).expect("trusted");
-        assert!((est - (8 * MTU) as f64 / 1840e-6).abs() < 1.0, "{est}");
+        assert!(
+            (est - (8 * SEGMENT_SIZE) as f64 / 1840e-6).abs() < 1.0,
+            "{est}"
+        );
     }
 
     #[test]
     fn too_few_ack_frames_are_refused() {
         let mut t = AckTrain::new();
         for _ in 0..4 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let mut est = Some(0.0);
         for frame in 0..2 {
             for _ in 0..2 {
-                est = t.on_ack(at_us(50_000 + frame * 500), Instant::ZERO, MTU);
+                est = t.on_ack(at_us(50_000 + frame * 500), Instant::ZERO, SEGMENT_SIZE);
             }
         }
         assert_eq!(est, None, "one gap only");
@@ -446,13 +461,13 @@ mod tests {
         // Paced at 1380 B per 900 us (under MAX_SEND_GAP, so still one train);
         // the ACKs come 2 packets per 1800 us: the sender's own spacing.
         for i in 0..6 {
-            t.on_sent(at_us(i * 900), MTU);
+            t.on_sent(at_us(i * 900), SEGMENT_SIZE);
         }
         let mut est = Some(0.0);
         for frame in 0..3 {
             for i in 0..2 {
                 let sent = at_us((frame * 2 + i) * 900);
-                est = t.on_ack(at_us(50_000 + frame * 1800), sent, MTU);
+                est = t.on_ack(at_us(50_000 + frame * 1800), sent, SEGMENT_SIZE);
             }
         }
         assert_eq!(est, None);
@@ -462,13 +477,13 @@ mod tests {
     fn a_send_gap_ends_the_train() {
         let mut t = AckTrain::new();
         for _ in 0..4 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
-        t.on_sent(at_us(5_000), MTU);
+        t.on_sent(at_us(5_000), SEGMENT_SIZE);
         assert_eq!(t.packets, 4);
         assert_eq!(t.state, State::Acking);
         // Its ACK is not the train's.
-        assert_eq!(t.on_ack(at_us(60_000), at_us(5_000), MTU), None);
+        assert_eq!(t.on_ack(at_us(60_000), at_us(5_000), SEGMENT_SIZE), None);
         assert_eq!(t.acked, 0);
     }
 
@@ -478,14 +493,14 @@ mod tests {
         assert_eq!(t.on_lost(Instant::ZERO, 1), None, "one still awaited");
         // The survivor after the hole, one packet's time behind: same rate.
         let est = t
-            .on_ack(at_us(101_610), Instant::ZERO, MTU)
+            .on_ack(at_us(101_610), Instant::ZERO, SEGMENT_SIZE)
             .expect("trusted");
-        let expected = (2 * MTU) as f64 / 460e-6;
+        let expected = (2 * SEGMENT_SIZE) as f64 / 460e-6;
         assert!((est - expected).abs() < 1e-6 * expected);
         // Loss reported after the last ACK completes it instead.
         let mut t = four_pairs_acked(10);
         let est = t.on_lost(Instant::ZERO, 2).expect("trusted");
-        let expected = (6 * MTU) as f64 / 1380e-6;
+        let expected = (6 * SEGMENT_SIZE) as f64 / 1380e-6;
         assert!((est - expected).abs() < 1e-6 * expected);
     }
 
@@ -493,10 +508,10 @@ mod tests {
     fn a_timeout_abandons_the_train() {
         let mut t = AckTrain::new();
         for _ in 0..10 {
-            t.on_sent(Instant::ZERO, MTU);
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         t.abort();
         assert_eq!(t.state, State::Done(None));
-        assert_eq!(t.on_ack(at_us(100_000), Instant::ZERO, MTU), None);
+        assert_eq!(t.on_ack(at_us(100_000), Instant::ZERO, SEGMENT_SIZE), None);
     }
 }

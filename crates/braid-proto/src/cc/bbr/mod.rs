@@ -226,17 +226,17 @@ pub struct Bbr {
     /// Bound on PROBE_BW's in-flight data after a probe that lost.
     ceiling: ProbeCeiling,
     ack_aggregation: AckAggregation,
-    mtu: u64,
+    segment_size: u64,
     max_cwnd: u64,
 }
 
 impl Bbr {
     /// Starts in STARTUP with a 10-packet window and no pacing rate.
     pub fn new(ctx: CcContext) -> Self {
-        let mtu = ctx.mtu.max(1);
+        let segment_size = ctx.segment_size.max(1);
         Bbr {
             mode: BbrMode::Startup,
-            cwnd: INITIAL_CWND * mtu,
+            cwnd: INITIAL_CWND * segment_size,
             prior_cwnd: 0,
             pacing_rate: None,
             btl_bw: MaxFilter {
@@ -265,9 +265,9 @@ impl Bbr {
             ack_aggregation: AckAggregation::new(),
             random_loss: RandomLoss::default(),
             ceiling: ProbeCeiling::default(),
-            mtu,
+            segment_size,
             // Growing past the session window would only inflate the number.
-            max_cwnd: ctx.max_window_packets.max(INITIAL_CWND) * mtu,
+            max_cwnd: ctx.max_window_packets.max(INITIAL_CWND) * segment_size,
         }
     }
 
@@ -329,15 +329,17 @@ impl Bbr {
             self.pacing_rate = Some(rate);
         }
         let rtt = self.min_rtt.unwrap_or(rtt).as_secs_f64();
-        let cwnd = (JUMP_CWND_GAIN * bw * rtt) as u64 + QUANTA * self.mtu;
+        let cwnd = (JUMP_CWND_GAIN * bw * rtt) as u64 + QUANTA * self.segment_size;
         self.cwnd = self.cwnd.max(cwnd.min(self.max_cwnd));
     }
 
     /// gain × BDP + quanta, bytes (draft-00 BBRInflight).
     fn inflight(&self, gain: f64) -> u64 {
         match self.min_rtt {
-            None => INITIAL_CWND * self.mtu,
-            Some(rtt) => (gain * self.btl_bw.get() * rtt.as_secs_f64()) as u64 + QUANTA * self.mtu,
+            None => INITIAL_CWND * self.segment_size,
+            Some(rtt) => {
+                (gain * self.btl_bw.get() * rtt.as_secs_f64()) as u64 + QUANTA * self.segment_size
+            }
         }
     }
 
@@ -388,7 +390,8 @@ impl Bbr {
                 let p = self.random_loss.get();
                 let floor = (self.inflight(1.0) as f64 / (1.0 - p)) as u64;
                 let bound = self.inflight(CWND_GAIN);
-                self.ceiling.on_probe_judged(p, floor, bound, self.mtu);
+                self.ceiling
+                    .on_probe_judged(p, floor, bound, self.segment_size);
             }
             _ => {}
         }
@@ -546,10 +549,13 @@ impl Bbr {
         }
         if self.full_bw_reached {
             self.cwnd = (self.cwnd + s.newly_acked).min(target);
-        } else if self.cwnd < target || s.total_delivered < INITIAL_CWND * self.mtu {
+        } else if self.cwnd < target || s.total_delivered < INITIAL_CWND * self.segment_size {
             self.cwnd += s.newly_acked;
         }
-        self.cwnd = self.cwnd.min(self.max_cwnd).max(MIN_CWND * self.mtu);
+        self.cwnd = self
+            .cwnd
+            .min(self.max_cwnd)
+            .max(MIN_CWND * self.segment_size);
         if self.mode == BbrMode::ProbeRtt {
             self.cwnd = self.cwnd.min(self.probe_rtt_cwnd());
         }
@@ -562,7 +568,7 @@ impl Bbr {
             None => 0,
             Some(rtt) => (PROBE_RTT_CWND_GAIN * self.btl_bw.get() * rtt.as_secs_f64()) as u64,
         };
-        bdp.max(MIN_CWND * self.mtu)
+        bdp.max(MIN_CWND * self.segment_size)
     }
 }
 
@@ -617,7 +623,7 @@ impl Controller for Bbr {
         // As Linux: STARTUP's plateau detection starts over after an RTO.
         self.full_bw = 0.0;
         let before = self.cwnd;
-        self.cwnd = MIN_CWND * self.mtu;
+        self.cwnd = MIN_CWND * self.segment_size;
         self.cwnd < before
     }
 
@@ -630,7 +636,7 @@ impl Controller for Bbr {
             self.btl_bw.get(),
             s.newly_acked,
             self.cwnd,
-            self.mtu,
+            self.segment_size,
         );
         if self.mode == BbrMode::ProbeBw {
             let prior_in_flight = s.in_flight + s.newly_acked + s.newly_lost;
@@ -681,7 +687,7 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
 
-    const MTU: u64 = 1380;
+    const SEGMENT_SIZE: u64 = 1380;
     /// 1000 packets per second.
     const BW: f64 = 1_380_000.0;
     const RTT: Duration = Duration::from_millis(100);
@@ -691,7 +697,7 @@ mod tests {
     /// 2 × BDP + 3 packets at BW and RTT, plus the ACK aggregation estimate,
     /// which on evenly spaced ACKs is one ACK (as in Linux: an epoch's first
     /// ACK is all excess).
-    const PROBE_BW_CWND: u64 = 2 * 138_000 + 3 * MTU + ACK_BYTES;
+    const PROBE_BW_CWND: u64 = 2 * 138_000 + 3 * SEGMENT_SIZE + ACK_BYTES;
 
     /// A fluid path: one ACK frame every RTT/10 delivering at a set rate.
     struct Net {
@@ -708,7 +714,7 @@ mod tests {
         fn new() -> Self {
             Net {
                 bbr: Bbr::new(CcContext {
-                    mtu: MTU,
+                    segment_size: SEGMENT_SIZE,
                     session_window_packets: 100_000,
                     max_window_packets: 100_000,
                     paths: 1,
@@ -775,7 +781,7 @@ mod tests {
     fn startup_drain_probe_bw_with_flat_bandwidth() {
         let mut net = Net::new();
         assert!(net.bbr.in_slow_start());
-        assert_eq!(net.bbr.window(), 10 * MTU);
+        assert_eq!(net.bbr.window(), 10 * SEGMENT_SIZE);
         assert_eq!(net.bbr.pacing_rate(), None);
         let mut changes = vec![(0, net.bbr.mode())];
         for i in 1..=10 * ACKS_PER_RTT {
@@ -798,7 +804,7 @@ mod tests {
         assert!(!net.bbr.in_slow_start());
         assert_eq!(net.bbr.btl_bw(), BW);
         assert_eq!(net.bbr.min_rtt(), Some(RTT));
-        assert_eq!(net.bbr.metrics().ssthresh, Some(138_000 + 3 * MTU));
+        assert_eq!(net.bbr.metrics().ssthresh, Some(138_000 + 3 * SEGMENT_SIZE));
     }
 
     #[test]
@@ -904,7 +910,7 @@ mod tests {
     /// (BW), the first at RTT; returns the last ACK's time.
     fn ack_train(bbr: &mut Bbr) -> Instant {
         for _ in 0..10 {
-            bbr.on_sent(Instant::ZERO, MTU);
+            bbr.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let rtt = RttEstimator::default();
         let mut now = Instant::ZERO;
@@ -912,7 +918,7 @@ mod tests {
             now = Instant::ZERO + RTT + Duration::from_millis(2 * frame);
             for _ in 0..2 {
                 let acked = Acked {
-                    bytes: MTU,
+                    bytes: SEGMENT_SIZE,
                     sent_at: Instant::ZERO,
                     retransmission: false,
                 };
@@ -932,7 +938,7 @@ mod tests {
         assert_eq!(net.bbr.pacing_rate(), Some(JUMP_PACING_GAIN * bw));
         // No RTT sample yet: the last train packet's RTT sizes the window.
         let rtt = (RTT + Duration::from_millis(8)).as_secs_f64();
-        assert_eq!(net.bbr.window(), (bw * rtt) as u64 + QUANTA * MTU);
+        assert_eq!(net.bbr.window(), (bw * rtt) as u64 + QUANTA * SEGMENT_SIZE);
         // The estimate is the plateau's first round: with flat samples
         // STARTUP ends a round earlier than without the jump (see
         // startup_drain_probe_bw_with_flat_bandwidth).
@@ -951,13 +957,13 @@ mod tests {
     fn no_jump_after_a_timeout_or_once_the_pipe_is_full() {
         let mut net = Net::new();
         for _ in 0..10 {
-            net.bbr.on_sent(Instant::ZERO, MTU);
+            net.bbr.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
         let rto = Instant::ZERO + Duration::from_secs(1);
         net.bbr.on_congestion(rto, &event(Cause::Timeout, rto));
         ack_train(&mut net.bbr);
         assert_eq!(net.bbr.jump_bw(), 0.0);
-        assert_eq!(net.bbr.window(), 4 * MTU);
+        assert_eq!(net.bbr.window(), 4 * SEGMENT_SIZE);
 
         let mut net = Net::new();
         net.run(30, BW, RTT, false);
@@ -998,7 +1004,7 @@ mod tests {
             assert!(!net.bbr.on_congestion(now, &event(cause, now)));
         }
         assert_eq!(net.bbr.window(), PROBE_BW_CWND);
-        net.lost_per_ack = MTU;
+        net.lost_per_ack = SEGMENT_SIZE;
         net.run(30, BW, RTT, false);
         assert_eq!(net.bbr.window(), PROBE_BW_CWND);
         assert_eq!(net.bbr.btl_bw(), BW);
@@ -1032,17 +1038,17 @@ mod tests {
         net.run(30, BW, RTT, false);
         let rto = net.now;
         assert!(net.bbr.on_congestion(rto, &event(Cause::Timeout, rto)));
-        assert_eq!(net.bbr.window(), 4 * MTU);
+        assert_eq!(net.bbr.window(), 4 * SEGMENT_SIZE);
         assert!(!net.bbr.on_congestion(rto, &event(Cause::Timeout, rto)));
         let ack = |sent_at| Acked {
-            bytes: MTU,
+            bytes: SEGMENT_SIZE,
             sent_at,
             retransmission: true,
         };
         let rtt = RttEstimator::default();
         let later = rto + Duration::from_millis(5);
         net.bbr.on_ack(later, &ack(rto.saturating_sub(RTT)), &rtt);
-        assert_eq!(net.bbr.window(), 4 * MTU, "sent before the RTO");
+        assert_eq!(net.bbr.window(), 4 * SEGMENT_SIZE, "sent before the RTO");
         net.bbr.on_ack(later, &ack(rto), &rtt);
         assert_eq!(net.bbr.window(), PROBE_BW_CWND);
 
@@ -1056,9 +1062,9 @@ mod tests {
         let mut seen = [0u32; 8];
         for seed in 0..7000 {
             let mut net = Net::new();
-            net.bbr.enter_probe_bw(Instant::ZERO, seed * MTU);
+            net.bbr.enter_probe_bw(Instant::ZERO, seed * SEGMENT_SIZE);
             let first = net.bbr.cycle_idx;
-            net.bbr.enter_probe_bw(Instant::ZERO, seed * MTU);
+            net.bbr.enter_probe_bw(Instant::ZERO, seed * SEGMENT_SIZE);
             assert_eq!(net.bbr.cycle_idx, first, "same seed, same phase");
             seen[first] += 1;
         }

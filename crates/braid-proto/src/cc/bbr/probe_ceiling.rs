@@ -88,16 +88,24 @@ impl ProbeCeiling {
     /// the cruise's loss share before any cruise, `floor` is one BDP (plus
     /// what random loss needs), `cwnd_bound` what cwnd allows without a
     /// ceiling.
-    pub fn on_probe_judged(&mut self, random_loss: f64, floor: u64, cwnd_bound: u64, mtu: u64) {
-        if !std::mem::take(&mut self.judging) || self.lost + self.delivered < MIN_JUDGED * mtu {
+    pub fn on_probe_judged(
+        &mut self,
+        random_loss: f64,
+        floor: u64,
+        cwnd_bound: u64,
+        segment_size: u64,
+    ) {
+        if !std::mem::take(&mut self.judging)
+            || self.lost + self.delivered < MIN_JUDGED * segment_size
+        {
             return;
         }
         let total = (self.lost + self.delivered) as f64;
         let share = self.lost as f64 / total;
         let base = self.baseline.unwrap_or(random_loss);
         // Bytes, not packets: with whole packets the deviation is larger by
-        // sqrt(mtu); `mtu` converts.
-        let packets = total / mtu as f64;
+        // sqrt(segment_size); `segment_size` converts.
+        let packets = total / segment_size as f64;
         let chance = 2.0 * (base * (1.0 - base) / packets).sqrt();
         if share > base + chance + LOSS_THRESH {
             self.ceiling = Some(((BETA * self.peak as f64) as u64).max(floor));
@@ -105,7 +113,7 @@ impl ProbeCeiling {
             return;
         }
         if let Some(c) = self.ceiling {
-            let raised = c + self.step * mtu;
+            let raised = c + self.step * segment_size;
             self.step = self.step.saturating_mul(2);
             self.ceiling = (raised < cwnd_bound).then_some(raised);
         }
@@ -116,22 +124,26 @@ impl ProbeCeiling {
 mod tests {
     use super::*;
 
-    const MTU: u64 = 1000;
+    const SEGMENT_SIZE: u64 = 1000;
 
     fn probe(c: &mut ProbeCeiling, peak: u64, lost: u64, delivered: u64) {
         c.on_probe_start();
-        c.on_sample(peak * MTU, delivered * MTU, lost * MTU);
-        c.on_probe_judged(0.0, 100 * MTU, 1000 * MTU, MTU);
+        c.on_sample(
+            peak * SEGMENT_SIZE,
+            delivered * SEGMENT_SIZE,
+            lost * SEGMENT_SIZE,
+        );
+        c.on_probe_judged(0.0, 100 * SEGMENT_SIZE, 1000 * SEGMENT_SIZE, SEGMENT_SIZE);
     }
 
     #[test]
     fn a_lossy_probe_sets_the_ceiling_below_its_peak() {
         let mut c = ProbeCeiling::default();
         probe(&mut c, 200, 10, 190);
-        assert_eq!(c.get(), Some(170 * MTU));
+        assert_eq!(c.get(), Some(170 * SEGMENT_SIZE));
         // Never below the floor.
         probe(&mut c, 110, 10, 100);
-        assert_eq!(c.get(), Some(100 * MTU));
+        assert_eq!(c.get(), Some(100 * SEGMENT_SIZE));
     }
 
     #[test]
@@ -142,7 +154,7 @@ mod tests {
         for step in [1, 2, 4, 8, 16, 32, 64, 128, 256] {
             probe(&mut c, 100, 0, 100);
             expected += step;
-            assert_eq!(c.get(), Some(expected * MTU));
+            assert_eq!(c.get(), Some(expected * SEGMENT_SIZE));
         }
         probe(&mut c, 100, 0, 100);
         assert_eq!(c.get(), None, "past cwnd's bound");
@@ -152,25 +164,25 @@ mod tests {
     fn loss_at_the_cruise_rate_is_not_a_lossy_probe() {
         let mut c = ProbeCeiling::default();
         // Cruise: 5 % lost of 1000 packets.
-        c.on_sample(150 * MTU, 950 * MTU, 50 * MTU);
+        c.on_sample(150 * SEGMENT_SIZE, 950 * SEGMENT_SIZE, 50 * SEGMENT_SIZE);
         c.on_probe_start();
         // 8 % of 500 is within 2 % + two deviations (1.9 %) of 5 %.
-        c.on_sample(200 * MTU, 460 * MTU, 40 * MTU);
-        c.on_probe_judged(0.0, 100 * MTU, 1000 * MTU, MTU);
+        c.on_sample(200 * SEGMENT_SIZE, 460 * SEGMENT_SIZE, 40 * SEGMENT_SIZE);
+        c.on_probe_judged(0.0, 100 * SEGMENT_SIZE, 1000 * SEGMENT_SIZE, SEGMENT_SIZE);
         assert_eq!(c.get(), None);
-        c.on_sample(150 * MTU, 950 * MTU, 50 * MTU);
+        c.on_sample(150 * SEGMENT_SIZE, 950 * SEGMENT_SIZE, 50 * SEGMENT_SIZE);
         c.on_probe_start();
-        c.on_sample(200 * MTU, 450 * MTU, 50 * MTU);
-        c.on_probe_judged(0.0, 100 * MTU, 1000 * MTU, MTU);
-        assert_eq!(c.get(), Some(170 * MTU), "10 % is beyond chance");
+        c.on_sample(200 * SEGMENT_SIZE, 450 * SEGMENT_SIZE, 50 * SEGMENT_SIZE);
+        c.on_probe_judged(0.0, 100 * SEGMENT_SIZE, 1000 * SEGMENT_SIZE, SEGMENT_SIZE);
+        assert_eq!(c.get(), Some(170 * SEGMENT_SIZE), "10 % is beyond chance");
     }
 
     #[test]
     fn before_any_cruise_the_random_loss_estimate_is_the_baseline() {
         let mut c = ProbeCeiling::default();
         c.on_probe_start();
-        c.on_sample(200 * MTU, 95 * MTU, 5 * MTU);
-        c.on_probe_judged(0.05, 100 * MTU, 1000 * MTU, MTU);
+        c.on_sample(200 * SEGMENT_SIZE, 95 * SEGMENT_SIZE, 5 * SEGMENT_SIZE);
+        c.on_probe_judged(0.05, 100 * SEGMENT_SIZE, 1000 * SEGMENT_SIZE, SEGMENT_SIZE);
         assert_eq!(c.get(), None);
     }
 
@@ -184,8 +196,8 @@ mod tests {
     #[test]
     fn samples_outside_a_probe_are_ignored() {
         let mut c = ProbeCeiling::default();
-        c.on_sample(500 * MTU, 0, 100 * MTU);
-        c.on_probe_judged(0.0, 100 * MTU, 1000 * MTU, MTU);
+        c.on_sample(500 * SEGMENT_SIZE, 0, 100 * SEGMENT_SIZE);
+        c.on_probe_judged(0.0, 100 * SEGMENT_SIZE, 1000 * SEGMENT_SIZE, SEGMENT_SIZE);
         assert_eq!(c.get(), None);
     }
 }

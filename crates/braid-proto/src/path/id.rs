@@ -1,0 +1,23 @@
+//! The name of one of a session's connections.
+
+use std::fmt;
+
+/// One of a session's connections ("paths"), as every packet header names
+/// it: connection `PathId(i)` is the i-th route the application gave the
+/// session. Not a simulator link: a scenario's flow maps its connections
+/// onto the scenario's links in any order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct PathId(pub u8);
+
+impl PathId {
+    /// The connection as an index into a per-connection list.
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+impl fmt::Display for PathId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
