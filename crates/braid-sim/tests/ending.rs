@@ -213,5 +213,9 @@ fn duplex_at_30_percent_loss_always_completes() {
             }
         }
     }
-    assert!(failed.is_empty(), "{} runs failed: {failed:#?}", failed.len());
+    assert!(
+        failed.is_empty(),
+        "{} runs failed: {failed:#?}",
+        failed.len()
+    );
 }
