@@ -16,9 +16,11 @@
 mod handshake;
 mod receive;
 mod scheduler;
+mod stats;
 mod timers;
 mod transmit;
 mod validation;
+mod windows;
 
 use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
@@ -28,7 +30,7 @@ use crate::path::Path;
 use crate::recv_stream::RecvStream;
 use crate::replay::ReplayWindow;
 use crate::send_stream::SendStream;
-use crate::stats::{PathSample, PathState, SessionStats};
+use crate::stats::{PathSample, PathState};
 use crate::Instant;
 use crate::PathId;
 use std::collections::{BTreeMap, VecDeque};
@@ -409,46 +411,6 @@ impl Session {
         self.paths.iter().map(|(&id, p)| (id, p.state())).collect()
     }
 
-    /// A snapshot of all statistics.
-    pub fn stats(&self) -> SessionStats {
-        let mut s = SessionStats {
-            paths: self
-                .paths
-                .iter()
-                .map(|(&id, p)| {
-                    let mut snapshot = p.snapshot(&self.cfg.rto);
-                    snapshot.stream_bytes_acked = self.send.delivered_on(id);
-                    (id, snapshot)
-                })
-                .collect(),
-            recv_window: self.recv.window(),
-            send_buffer: self.send.buffer_limit(),
-            bytes_written: self.send.written(),
-            bytes_acked: self.send.acked_bytes,
-            bytes_received: self.recv.cumulative(),
-            segments_sent: self.counters.segments_sent,
-            retransmitted: self.counters.retransmitted,
-            malformed_dropped: self.counters.malformed,
-            unexpected_dropped: self.counters.unexpected,
-            duplicate_packets: self.counters.duplicate_packets,
-            forged_dropped: self.counters.forged,
-            duplicate_bytes: self.recv.duplicate_bytes,
-            ..SessionStats::default()
-        };
-        for (_, p) in &s.paths {
-            s.spurious_retransmits += p.spurious_losses;
-            s.timeouts += p.timeouts;
-            s.window_decreases += p.timeout_decreases + p.loss_decreases + p.ecn_decreases;
-            s.ecn_marks += p.ecn_marks;
-        }
-        s
-    }
-
-    /// Takes the per-connection time series recorded since the last call.
-    pub fn drain_samples(&mut self) -> impl Iterator<Item = PathSample> + '_ {
-        self.samples.drain(..)
-    }
-
     // ---- application commands -------------------------------------------
 
     /// Buffers bytes to send; returns how many were taken (bounded by the send window).
@@ -540,22 +502,6 @@ impl Session {
         self.normalize_windows();
     }
 
-    fn take_samples(&mut self, now: Instant) {
-        let interval = now - self.last_sample;
-        self.last_sample = now;
-        for p in self.paths.values_mut().filter(|p| p.is_usable()) {
-            if self.samples.len() >= MAX_SAMPLES {
-                self.samples.pop_front();
-            }
-            self.samples.push_back(p.sample(
-                now,
-                interval,
-                &self.cfg.rto,
-                self.send.delivered_on(p.id()),
-            ));
-        }
-    }
-
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -611,66 +557,5 @@ impl Session {
             .max()
             .unwrap_or(self.cfg.rto.initial_rto);
         (rto * 3).max(crate::config::MIN_SILENCE)
-    }
-
-    /// Send-buffer autotuning: the buffer (and the segments it may keep in
-    /// flight) stays at least twice the sum of the connections' windows, so
-    /// it never limits a long fat path; it only grows, up to `max_window`.
-    fn autotune_send_buffer(&mut self) {
-        let windows: u64 = self
-            .paths
-            .values()
-            .filter(|p| p.is_usable())
-            .map(|p| p.cc().window())
-            .sum();
-        let target = (2 * windows).min(self.cfg.max_window);
-        if target > self.send.buffer_limit() {
-            let segment_size = u64::from(self.cfg.segment_size);
-            let packets = (target / segment_size).max(self.send.window_packets);
-            self.send
-                .set_limits(u32::from(self.cfg.segment_size), target, packets);
-        }
-    }
-
-    /// NKP-0024: after each ACK and timeout, rescale the windows of
-    /// normalised controllers so they sum to the session window.
-    ///
-    /// Deviation from NKP-0024 (seed 000): once every such connection has a
-    /// measured delivery rate, the session window is shared in proportion
-    /// to those rates instead of rescaling what per-ACK growth produced.
-    /// NKP-0024's windows converge to the same shares (each grows by its ACK
-    /// rate), but only with a time constant of the session window over the
-    /// total ACK rate (4096 / 1152 packets/s ≈ 3.5 s, ~10 s to the band in
-    /// the seed's experiments); the rates are known after a round trip or
-    /// two. Losses still halve a window until the next ACK; the delivery
-    /// rate already counts only what arrived.
-    fn normalize_windows(&mut self) {
-        let target = (self.cfg.send_window_packets() * u64::from(self.cfg.segment_size)) as f64;
-        let live = || {
-            self.paths
-                .values()
-                .filter(|p| p.is_usable() && p.cc().is_normalized())
-        };
-        let by_rate = live().count() > 1 && live().all(|p| p.delivery_rate() > 0.0);
-        let weight = |p: &Path| {
-            if by_rate {
-                p.delivery_rate()
-            } else {
-                p.cc().window() as f64
-            }
-        };
-        let sum: f64 = live().map(weight).sum();
-        if sum <= 0.0 {
-            return;
-        }
-        let scale = target / sum;
-        for p in self
-            .paths
-            .values_mut()
-            .filter(|p| p.is_usable() && p.cc().is_normalized())
-        {
-            let w = (weight(p) * scale) as u64;
-            p.cc_mut().set_window(w);
-        }
     }
 }
