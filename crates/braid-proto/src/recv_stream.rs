@@ -129,6 +129,11 @@ impl RecvStream {
         self.advertised = self.max_data();
     }
 
+    /// Frees the buffer's spare capacity; unread bytes stay.
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
     pub fn cumulative(&self) -> u64 {
         self.cumulative
     }

@@ -119,6 +119,11 @@ impl SendStream {
         self.written
     }
 
+    /// Frees the buffer's spare capacity (a finished stream keeps none).
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
     /// Bytes the buffer may hold.
     pub fn buffer_limit(&self) -> u64 {
         self.buffer_limit

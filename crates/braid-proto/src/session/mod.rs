@@ -535,6 +535,9 @@ impl Session {
             self.events.push_back(Event::RecvFinished);
         }
         if self.send_finished && self.recv_finished && self.state == State::Established {
+            // Draining can last seconds: it keeps no window-sized buffers.
+            self.send.shrink_to_fit();
+            self.recv.shrink_to_fit();
             self.state = State::Draining {
                 until: now + self.drain_linger(),
             };
