@@ -31,8 +31,9 @@ pub enum ConfigError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionConfig {
     /// Largest stream payload per packet, bytes
-    /// ([`SessionConfig::SEGMENT_SIZE_RANGE`]): TCP's MSS, not an IP MTU. The default keeps a full datagram, with a piggybacked
-    /// ACK, inside a 1500-byte IP MTU.
+    /// ([`SessionConfig::SEGMENT_SIZE_RANGE`]): TCP's MSS, not an IP MTU.
+    /// The default keeps a full datagram, with a piggybacked ACK, inside a
+    /// 1500-byte IP MTU.
     pub segment_size: u16,
     /// Bytes written but not yet acknowledged, at most; also bounds
     /// segments in flight to `send_window / segment_size` (NKP-0024).

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 /// Packet threshold ceiling after reordering is seen.
 const MAX_PACKET_THRESHOLD: u64 = 1024;
-/// RACK's reordering-window multiplier ceiling (RFC 8985 §6.2: 16? it grows with DSACKs; we cap here).
+/// Ceiling of RACK's reordering-window multiplier, which grows with each
+/// round that finds a spurious retransmission (RFC 8985 §6.2).
 const MAX_REO_MULT: u32 = 16;
 /// Lost packets are remembered this many RTOs to detect spurious losses.
 const LOST_MEMORY_RTOS: u32 = 4;
