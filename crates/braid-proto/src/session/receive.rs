@@ -177,11 +177,9 @@ impl Session {
         self.rtos_in_silence.clear();
         // A retransmission of the peer's end: our ACK of it was lost, and
         // the peer keeps trying until the next one arrives.
-        if ack_eliciting && matches!(self.state, State::Draining { .. }) {
-            let linger = self.drain_linger();
-            if let State::Draining { until } = &mut self.state {
-                *until = (*until).max(now + linger);
-            }
+        if let (true, State::Draining { until }) = (ack_eliciting, self.state) {
+            let until = until.max(now + self.drain_linger());
+            self.state = State::Draining { until };
         }
         for frame in Frames::new(payload).flatten() {
             if matches!(self.state, State::Failed | State::Closed) {
