@@ -16,7 +16,7 @@ use crate::PathId;
 use thiserror::Error;
 
 /// The only protocol version this code speaks.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// Bytes of the public header.
 pub const HEADER_LEN: usize = 19;
 
@@ -33,6 +33,9 @@ pub const fn datagram_overhead(sealed: bool) -> usize {
 }
 /// Where the MB-ECN congestion level sits in the header, for forwarders.
 pub const MBECN_OFFSET: usize = 1;
+/// Most single-packet receive times one ACK frame may carry
+/// ([`AckFrame::rx_times`]); a peer sending more is malformed.
+pub const MAX_RX_TIMES: usize = 32;
 /// Most ACK ranges one frame may carry; a peer sending more is malformed.
 /// Jitter of a few milliseconds at hundreds of Mbit/s leaves dozens of
 /// holes in flight; each range costs about two bytes.
@@ -154,6 +157,12 @@ pub struct AckFrame {
     /// packet (the largest packet before any), µs since
     /// its own epoch for this path (only differences are meaningful).
     pub rx_timestamp_us: u64,
+    /// Receive times of single packets, as `(packet number, receiver's
+    /// clock in µs)` on the clock of `rx_timestamp_us`, for packets this
+    /// frame acknowledges. A receiver sends them for a path's first flight,
+    /// whose spacing dates the bottleneck even when it reads the flight in
+    /// one batch (see `cc::bbr`'s ACK train). At most [`MAX_RX_TIMES`].
+    pub rx_times: Vec<(u64, u64)>,
 }
 
 impl AckFrame {
@@ -408,10 +417,36 @@ fn encode_ack(ack: &AckFrame, buf: &mut Vec<u8>) {
         }
     }
     varint::write(buf, ack.cumulative);
-    buf.push(u8::from(ack.fin));
+    let rx_times = &ack.rx_times[..ack.rx_times.len().min(MAX_RX_TIMES)];
+    let flags = if rx_times.is_empty() { 0 } else { ACK_RX_TIMES };
+    buf.push(u8::from(ack.fin) | flags);
     varint::write(buf, ack.max_data);
     varint::write(buf, ack.ce_count);
     varint::write(buf, ack.rx_timestamp_us);
+    if !rx_times.is_empty() {
+        let largest = ack.largest();
+        varint::write(buf, rx_times.len() as u64);
+        for &(pn, us) in rx_times {
+            // Each relative to the frame's largest packet and receive time;
+            // a reordered packet may have arrived after the largest.
+            varint::write(buf, largest.saturating_sub(pn));
+            varint::write(buf, zigzag(ack.rx_timestamp_us as i64 - us as i64));
+        }
+    }
+}
+
+/// The flags byte of an ACK frame: bit 0 is the stream's FIN, bit 1 says
+/// single-packet receive times follow.
+const ACK_FIN: u8 = 1;
+const ACK_RX_TIMES: u8 = 2;
+
+/// A signed value as a varint's unsigned one: 0, -1, 1, -2, ... → 0, 1, 2, 3.
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
 /// Iterates over the frames of a datagram's payload.
@@ -596,14 +631,27 @@ fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
         }
     }
     let cumulative = var(input)?;
-    let fin = match u8_(input)? {
-        0 => false,
-        1 => true,
-        _ => return Err(bad),
-    };
+    let flags = u8_(input)?;
+    if flags & !(ACK_FIN | ACK_RX_TIMES) != 0 {
+        return Err(bad);
+    }
+    let fin = flags & ACK_FIN != 0;
     let max_data = var(input)?;
     let ce_count = var(input)?;
     let rx_timestamp_us = var(input)?;
+    let mut rx_times = Vec::new();
+    if flags & ACK_RX_TIMES != 0 {
+        let n = var(input)?;
+        if n == 0 || n > MAX_RX_TIMES as u64 {
+            return Err(bad);
+        }
+        let largest = ranges.first().map_or(0, |r: &(u64, u64)| r.1);
+        for _ in 0..n {
+            let pn = largest.checked_sub(var(input)?).ok_or(bad)?;
+            let us = (rx_timestamp_us as i64).checked_sub(unzigzag(var(input)?));
+            rx_times.push((pn, us.and_then(|us| u64::try_from(us).ok()).ok_or(bad)?));
+        }
+    }
     Ok(AckFrame {
         ranges,
         ack_delay_us,
@@ -612,6 +660,7 @@ fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
         max_data,
         ce_count,
         rx_timestamp_us,
+        rx_times,
     })
 }
 
@@ -656,6 +705,7 @@ mod tests {
                 max_data: (1 << 40) + 4096,
                 ce_count: 7,
                 rx_timestamp_us: 987_654_321,
+                rx_times: vec![(100, 987_654_321), (99, 987_654_300), (95, 987_660_000)],
             }),
             Frame::Stream {
                 offset: 1 << 33,
@@ -779,6 +829,7 @@ mod tests {
             max_data: 1 << 22,
             ce_count: 0,
             rx_timestamp_us: 0,
+            rx_times: Vec::new(),
         });
         let buf = encode_all(std::slice::from_ref(&ack));
         let (_, payload) = Header::decode(&buf).unwrap();
@@ -789,6 +840,43 @@ mod tests {
             Frames::new(&bytes).next(),
             Some(Err(DecodeError::Malformed("ack")))
         );
+    }
+
+    #[test]
+    fn receive_times_are_bounded_and_below_the_largest() {
+        let ack = |rx_times: Vec<(u64, u64)>| {
+            let mut buf = Vec::new();
+            Frame::Ack(AckFrame {
+                ranges: vec![(0, 40)],
+                rx_timestamp_us: 5_000,
+                rx_times,
+                ..AckFrame::default()
+            })
+            .encode(&mut buf);
+            buf
+        };
+        fn parse(bytes: &[u8]) -> Option<Result<Frame<'_>, DecodeError>> {
+            Frames::new(bytes).next()
+        }
+        let bad = Some(Err(DecodeError::Malformed("ack")));
+        // Without receive times the frame is as before: no count byte.
+        assert_eq!(ack(vec![(40, 5_000)]).len(), ack(Vec::new()).len() + 3);
+        // The count sits after the flags byte and three one-byte varints.
+        let mut many = ack(vec![(40, 5_000)]);
+        let count_at = many.len() - 3;
+        assert_eq!(many[count_at], 1);
+        many[count_at] = MAX_RX_TIMES as u8 + 1;
+        assert_eq!(parse(&many), bad, "more than MAX_RX_TIMES");
+        many[count_at] = 0;
+        assert_eq!(parse(&many[..count_at + 1]), bad, "flagged but empty");
+        // A packet number below 0 or a time before the epoch.
+        let mut below = ack(vec![(40, 5_000)]);
+        below[count_at + 1] = 41;
+        assert_eq!(parse(&below), bad);
+        let early = ack(vec![(40, 5_000)]);
+        let mut early = early[..count_at + 2].to_vec();
+        crate::varint::write(&mut early, zigzag(5_001));
+        assert_eq!(parse(&early), bad);
     }
 
     proptest::proptest! {

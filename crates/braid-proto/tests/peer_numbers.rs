@@ -73,6 +73,7 @@ fn ack(ranges: Vec<(u64, u64)>, cumulative: u64, fin: bool) -> Frame<'static> {
         max_data: 1 << 30,
         ce_count: 0,
         rx_timestamp_us: 0,
+        rx_times: Vec::new(),
     })
 }
 

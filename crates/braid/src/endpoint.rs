@@ -97,6 +97,7 @@ impl EndpointInner {
     fn dispatch(
         self: &Arc<Self>,
         now: Instant,
+        received_at: Instant,
         from: SocketAddr,
         ecn: Ecn,
         datagram: &mut [u8],
@@ -112,9 +113,9 @@ impl EndpointInner {
         };
         {
             let mut g = shared.lock();
-            let authentic = g
-                .proto
-                .handle_datagram_in_place(now, header.path, ecn, datagram);
+            let authentic =
+                g.proto
+                    .handle_datagram_received_at(now, received_at, header.path, ecn, datagram);
             if authentic && g.proto.role() == Role::Server {
                 let same = g
                     .routes
@@ -265,12 +266,15 @@ async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
         let Some(ep) = endpoint.upgrade() else {
             return;
         };
-        let now = clock::now();
+        let (now, wall) = (clock::now(), clock::wall());
         for (m, buf) in meta.iter().zip(storage.chunks_mut(RECV_BUFFER)).take(n) {
             let stride = if m.stride == 0 { m.len } else { m.stride };
+            // The kernel's stamp: a batch read late still shows its spacing.
+            let received_at = clock::received_at(m.timestamp, now, wall);
             for datagram in buf[..m.len].chunks_mut(stride.max(1)) {
                 ep.dispatch(
                     now,
+                    received_at,
                     m.addr,
                     udp::from_codepoint(m.ecn),
                     datagram,

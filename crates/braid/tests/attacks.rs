@@ -95,6 +95,7 @@ fn forgeries(captured: &[u8], round: u64) -> Vec<Vec<u8>> {
         max_data: 1,
         ce_count: 1 << 30,
         rx_timestamp_us: 0,
+        rx_times: Vec::new(),
     };
     let ahead = 1 + round % 64;
     let (header, _) = Header::decode(captured).unwrap();

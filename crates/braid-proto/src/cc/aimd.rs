@@ -110,6 +110,7 @@ mod tests {
             bytes: 1000,
             sent_at: Instant::ZERO,
             retransmission: false,
+            peer_rx_us: None,
         }
     }
 

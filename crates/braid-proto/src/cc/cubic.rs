@@ -238,6 +238,7 @@ mod tests {
             bytes: SEGMENT_SIZE,
             sent_at: now,
             retransmission: false,
+            peer_rx_us: None,
         };
         c.on_ack(now, &a, rtt);
     }

@@ -545,6 +545,7 @@ mod tests {
             bytes: SEGMENT_SIZE,
             sent_at: ns(0),
             retransmission: false,
+            peer_rx_us: None,
         };
         c.on_ack(ns(t), &acked, rtt);
     }

@@ -123,6 +123,9 @@ pub struct Acked {
     pub sent_at: Instant,
     /// Whether it carried a segment sent before.
     pub retransmission: bool,
+    /// The peer's clock (µs, own epoch) when it received this packet, if
+    /// the ACK dated it ([`crate::wire::AckFrame::rx_times`]).
+    pub peer_rx_us: Option<u64>,
 }
 
 /// What one ACK frame told the sender, with a delivery-rate sample

@@ -112,6 +112,7 @@ mod tests {
             bytes: 1024,
             sent_at: Instant::ZERO,
             retransmission,
+            peer_rx_us: None,
         }
     }
 

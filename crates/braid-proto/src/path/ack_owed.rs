@@ -9,13 +9,16 @@ use super::micros_since;
 use crate::ack_floor::AckFloor;
 use crate::cc::EceReceiver;
 use crate::range_set::RangeSet;
-use crate::wire::{AckFrame, MAX_ACK_RANGES};
+use crate::wire::{AckFrame, MAX_ACK_RANGES, MAX_RX_TIMES};
 use crate::Instant;
 use std::time::Duration;
 
 /// Received packet-number ranges remembered for duplicate detection; the
 /// newest `MAX_ACK_RANGES` of them go in each ACK.
 const RECEIVED_RANGES: usize = 1024;
+/// ACKs that repeat a packet's receive time: one lost ACK does not lose
+/// the first flight's spacing.
+const RX_TIME_REPORTS: u8 = 3;
 
 #[derive(Debug)]
 pub(super) struct AcksOwed {
@@ -29,6 +32,13 @@ pub(super) struct AcksOwed {
     /// [`AckFrame::rx_timestamp_us`]: the sender can date only packets it
     /// tracks, and ACK-only packets are not tracked.
     largest_eliciting: Option<(u64, Instant)>,
+    /// Receive times of the path's first ack-eliciting packets not yet
+    /// reported [`RX_TIME_REPORTS`] times, for [`AckFrame::rx_times`]: a
+    /// receiver that reads the first flight in one batch still tells the
+    /// sender how it arrived. With the reports left for each.
+    rx_times: Vec<(u64, Instant, u8)>,
+    /// How many more packets get their own receive time.
+    rx_times_left: usize,
     /// Ack-eliciting packets since our last ACK.
     unacked_eliciting: u32,
     deadline: Option<Instant>,
@@ -48,6 +58,8 @@ impl AcksOwed {
             forgotten_below: 0,
             largest_received_at: now,
             largest_eliciting: None,
+            rx_times: Vec::new(),
+            rx_times_left: MAX_RX_TIMES,
             unacked_eliciting: 0,
             deadline: None,
             ack_now: false,
@@ -86,6 +98,10 @@ impl AcksOwed {
         if ack_eliciting {
             if self.largest_eliciting.is_none_or(|(l, _)| pn > l) {
                 self.largest_eliciting = Some((pn, now));
+            }
+            if self.rx_times_left > 0 {
+                self.rx_times_left -= 1;
+                self.rx_times.push((pn, now, RX_TIME_REPORTS));
             }
             self.unacked_eliciting += 1;
             if self.unacked_eliciting >= ack_every {
@@ -162,13 +178,21 @@ impl AcksOwed {
                     .map_or(self.largest_received_at, |(_, at)| at),
                 epoch,
             ),
+            // Newest first, as the ranges.
+            rx_times: self
+                .rx_times
+                .iter()
+                .rev()
+                .map(|&(pn, at, _)| (pn, micros_since(at, epoch)))
+                .collect(),
         }
     }
 
-    /// An ACK went out. `forget_after` is the path's minimum RTT when
-    /// ranges reported long enough may be dropped from later ACKs (see
-    /// [`AckFloor`]), `None` to keep them all.
-    pub fn on_sent(&mut self, now: Instant, forget_after: Option<Duration>) {
+    /// An ACK went out, `with_rx_times` if it carried the receive times.
+    /// `forget_after` is the path's minimum RTT when ranges reported long
+    /// enough may be dropped from later ACKs (see [`AckFloor`]), `None` to
+    /// keep them all.
+    pub fn on_sent(&mut self, now: Instant, forget_after: Option<Duration>, with_rx_times: bool) {
         if let Some((largest, min_rtt)) = self.received.max().zip(forget_after) {
             if let Some(floor) = self.ack_floor.on_ack_sent(now, largest, min_rtt) {
                 self.received.forget_below(floor);
@@ -178,6 +202,12 @@ impl AcksOwed {
         self.unacked_eliciting = 0;
         self.deadline = None;
         self.ack_now = false;
+        if with_rx_times {
+            self.rx_times.retain_mut(|(_, _, left)| {
+                *left -= 1;
+                *left > 0
+            });
+        }
     }
 
     /// The path closed: nothing more is owed on it.
@@ -211,8 +241,35 @@ mod tests {
         assert_eq!(acks.deadline(), Some(at(10) + DELAY));
         assert!(!acks.is_due(at(34)) && !acks.is_urgent(at(34)));
         assert!(acks.is_due(at(35)) && acks.is_urgent(at(35)));
-        acks.on_sent(at(35), None);
+        acks.on_sent(at(35), None, true);
         assert!(!acks.is_owed() && acks.deadline().is_none());
+    }
+
+    #[test]
+    fn the_first_packets_are_dated_one_by_one_in_three_acks() {
+        let mut acks = AcksOwed::new(at(0));
+        let frame = |acks: &AcksOwed| acks.frame(at(100), at(0), 0, false, 0);
+        // One batch: three packets, dated at their arrivals.
+        for pn in 0..3 {
+            receive(&mut acks, at(10 + pn), pn);
+        }
+        let dated = vec![(2, 12_000), (1, 11_000), (0, 10_000)];
+        assert_eq!(frame(&acks).rx_times, dated);
+        // An ACK riding on data has no room for them: still owed.
+        acks.on_sent(at(100), None, false);
+        for _ in 0..RX_TIME_REPORTS {
+            assert_eq!(frame(&acks).rx_times, dated, "one lost ACK loses nothing");
+            acks.on_sent(at(100), None, true);
+        }
+        assert!(frame(&acks).rx_times.is_empty());
+        // Only the first MAX_RX_TIMES packets are dated.
+        for pn in 3..100 {
+            receive(&mut acks, at(20), pn);
+        }
+        let dated = frame(&acks).rx_times;
+        assert_eq!(dated.len(), MAX_RX_TIMES - 3);
+        assert_eq!(dated.last(), Some(&(3, 20_000)));
+        assert_eq!(dated.first(), Some(&(MAX_RX_TIMES as u64 - 1, 20_000)));
     }
 
     #[test]
@@ -221,14 +278,14 @@ mod tests {
         receive(&mut acks, at(0), 0);
         receive(&mut acks, at(1), 1);
         assert!(acks.is_due(at(1)) && !acks.is_urgent(at(1)));
-        acks.on_sent(at(1), None);
+        acks.on_sent(at(1), None, true);
         receive(&mut acks, at(2), 3);
         assert!(acks.is_due(at(2)), "a gap");
-        acks.on_sent(at(2), None);
+        acks.on_sent(at(2), None, true);
         receive(&mut acks, at(3), 2);
         assert!(acks.is_due(at(3)), "reordering");
         // A packet that elicits no ACK is recorded but owes none.
-        acks.on_sent(at(3), None);
+        acks.on_sent(at(3), None, true);
         assert!(acks.on_received(at(4), 4, false, DELAY, 2));
         assert!(!acks.is_owed() && !acks.is_due(at(100)));
     }
@@ -269,11 +326,11 @@ mod tests {
             receive(&mut acks, at(pn), pn);
         }
         for i in 0..20 {
-            acks.on_sent(at(10 + i), None);
+            acks.on_sent(at(10 + i), None, true);
         }
         assert_eq!(acks.range_count(), 3, "kept: nothing of ours in flight");
         for i in 0..20 {
-            acks.on_sent(at(30 + i), Some(MS));
+            acks.on_sent(at(30 + i), Some(MS), true);
         }
         assert!(acks.range_count() < 3);
         // A late packet below the floor counts as received, not as news.

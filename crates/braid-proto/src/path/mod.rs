@@ -350,13 +350,15 @@ impl Path {
         self.acks.frame(now, self.epoch, cumulative, fin, max_data)
     }
 
-    pub fn on_ack_sent(&mut self, now: Instant) {
+    /// An ACK went out; `with_rx_times` if it carried the receive times.
+    pub fn on_ack_sent(&mut self, now: Instant, with_rx_times: bool) {
         // Only while our data shares the link with these ACKs: on an idle
         // return path the full history costs nothing, and its late reports
         // of packets an RTO declared lost undo the timeout, which on a very
         // lossy path multiplied the RTOs.
         let sending = self.in_flight() > 0 && self.rtt.has_sample();
-        self.acks.on_sent(now, sending.then(|| self.rtt.min()));
+        self.acks
+            .on_sent(now, sending.then(|| self.rtt.min()), with_rx_times);
     }
 
     // ---- statistics ------------------------------------------------------

@@ -152,7 +152,8 @@ impl Path {
         // its receive time is not its packets'.
         let in_order = acked.largest_before.is_none_or(|l| acked.newly[0].0 > l);
         self.cc.on_ack_frame(now, rx_us.filter(|_| in_order));
-        let sample = self.on_newly_acked(now, &acked.newly, rx_us, send);
+        let rx_times = if in_order { &ack.rx_times[..] } else { &[] };
+        let sample = self.on_newly_acked(now, &acked.newly, rx_us, rx_times, send);
         out.newly_acked = acked.newly.len() as u64;
         out.revived = self.on_progress(now);
         self.on_peer_ce(now, ack.ce_count, largest.sent_at);
@@ -197,15 +198,18 @@ impl Path {
         now: Instant,
         newly: &[(u64, SentPacket)],
         rx_us: Option<u64>,
+        rx_times: &[(u64, u64)],
         send: &mut SendStream,
     ) -> AckSample {
         let mut sample = AckSample::new(rx_us);
-        for (_, p) in newly {
+        for (pn, p) in newly {
             self.delivery.on_acked(now, p, &mut sample);
             let acked = Acked {
                 bytes: p.charge,
                 sent_at: p.sent_at,
                 retransmission: p.retransmission,
+                // At most MAX_RX_TIMES entries.
+                peer_rx_us: rx_times.iter().find(|&&(n, _)| n == *pn).map(|&(_, us)| us),
             };
             self.cc.on_ack(now, &acked, &self.rtt);
             if let Some(offset) = p.segment {

@@ -289,7 +289,13 @@ impl Session {
     ) {
         let header = Header::decode(datagram).expect("decoded before").0;
         // The answer's packet is the peer's like any other from now on.
-        self.handle_authentic(now, path, ecn, datagram.len(), &header, &[]);
+        let arrival = super::receive::Arrival {
+            path,
+            ecn,
+            len: datagram.len(),
+            at: now,
+        };
+        self.handle_authentic(now, arrival, &header, &[]);
         match Frames::new(answer).next() {
             Some(Ok(Frame::HelloAck(h))) => {
                 self.on_hello_ack(h);

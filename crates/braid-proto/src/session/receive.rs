@@ -10,6 +10,17 @@ use crate::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
 use crate::PathId;
 use crate::{Ecn, Instant};
 
+/// Where and when an authentic datagram arrived.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Arrival {
+    pub path: PathId,
+    pub ecn: Ecn,
+    /// Bytes of the datagram.
+    pub len: usize,
+    /// When it arrived (no later than the caller's now).
+    pub at: Instant,
+}
+
 impl Session {
     /// Processes a datagram that arrived on connection `path` with ECN
     /// codepoint `ecn`. Returns whether it came from the peer: it opened
@@ -42,6 +53,22 @@ impl Session {
         ecn: Ecn,
         datagram: &mut [u8],
     ) -> bool {
+        self.handle_datagram_received_at(now, now, path, ecn, datagram)
+    }
+
+    /// [`Session::handle_datagram_in_place`] for a datagram that arrived
+    /// at `received_at`, before `now`: a kernel receive timestamp, when the
+    /// caller read a batch some time after its first datagram came in. The
+    /// ACKs' receive times then show the link's spacing, not the reads'.
+    /// A time after `now` counts as `now`.
+    pub fn handle_datagram_received_at(
+        &mut self,
+        now: Instant,
+        received_at: Instant,
+        path: PathId,
+        ecn: Ecn,
+        datagram: &mut [u8],
+    ) -> bool {
         if matches!(self.state, State::Closed) {
             return false;
         }
@@ -53,9 +80,14 @@ impl Session {
             self.counters.unexpected += 1;
             return false;
         }
-        let size = datagram.len();
+        let arrival = Arrival {
+            path,
+            ecn,
+            len: datagram.len(),
+            at: received_at.min(now),
+        };
         if !self.cfg.security.is_sealed() {
-            return self.handle_authentic(now, path, ecn, size, &header, &datagram[HEADER_LEN..]);
+            return self.handle_authentic(now, arrival, &header, &datagram[HEADER_LEN..]);
         }
         let Some(keys) = &self.keys else {
             self.handle_clear_handshake(now, path, ecn, datagram);
@@ -68,7 +100,7 @@ impl Session {
         match keys.open(datagram) {
             Some(frames) => {
                 let frames: &[u8] = frames;
-                self.handle_authentic(now, path, ecn, size, &header, frames)
+                self.handle_authentic(now, arrival, &header, frames)
             }
             None => {
                 match clear {
@@ -85,12 +117,11 @@ impl Session {
     pub(super) fn handle_authentic(
         &mut self,
         now: Instant,
-        path: PathId,
-        ecn: Ecn,
-        len: usize,
+        arrival: Arrival,
         header: &Header,
         payload: &[u8],
     ) -> bool {
+        let Arrival { path, ecn, len, at } = arrival;
         let sealed = self.cfg.security.is_sealed();
         // Validate every frame before acting on any.
         let mut ack_eliciting = false;
@@ -159,7 +190,7 @@ impl Session {
             return false;
         }
         if !p.on_received(
-            now,
+            at,
             header.packet_number,
             ack_eliciting,
             self.cfg.max_ack_delay,

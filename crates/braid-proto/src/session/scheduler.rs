@@ -252,6 +252,7 @@ mod tests {
             max_data: 0,
             ce_count: 0,
             rx_timestamp_us: rtt_ms * 500,
+            rx_times: Vec::new(),
         };
         let mut stream = SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0);
         p.on_ack_frame(at(rtt_ms), &ack, &mut stream);

@@ -110,20 +110,27 @@ impl Session {
         }
     }
 
-    fn push_ack(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) {
+    /// The ACK `path` owes. Only an ACK in a packet of its own (`alone`)
+    /// has room for receive times; one riding on data leaves them for the
+    /// next such ACK (in full duplex the ACKs ride on the peer's paced data,
+    /// and their frames' own receive times serve the train).
+    fn push_ack(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>, alone: bool) {
         let max_data = self.recv.max_data();
         let p = self.paths.get_mut(&path).expect("path exists");
         if let Some(level) = p.take_ece() {
             Frame::Ece(level).encode(buf);
         }
-        Frame::Ack(p.ack_frame(
+        let mut ack = p.ack_frame(
             now,
             self.recv.cumulative(),
             self.recv.is_fin_received(),
             max_data,
-        ))
-        .encode(buf);
-        p.on_ack_sent(now);
+        );
+        if !alone {
+            ack.rx_times.clear();
+        }
+        Frame::Ack(ack).encode(buf);
+        p.on_ack_sent(now, alone);
         self.recv.on_advertised();
         self.window_update = false;
     }
@@ -220,7 +227,7 @@ impl Session {
             p.on_sent(now, pn, 0, None, false);
         }
         if self.is_established() && self.paths[&id].is_ack_owed() {
-            self.push_ack(now, id, buf);
+            self.push_ack(now, id, buf, false);
         }
         Some(self.finish_packet(id, buf))
     }
@@ -266,7 +273,7 @@ impl Session {
                 self.start_packet(now, id, buf);
                 Frame::PathResponse(data).encode(buf);
                 if self.paths[&id].is_ack_owed() {
-                    self.push_ack(now, id, buf);
+                    self.push_ack(now, id, buf, false);
                 }
                 return Some(self.finish_packet(id, buf));
             }
@@ -339,12 +346,12 @@ impl Session {
         let piggyback = p.is_ack_owed();
         if piggyback && p.ack_range_count() > PIGGYBACK_RANGES {
             self.start_packet(now, id, buf);
-            self.push_ack(now, id, buf);
+            self.push_ack(now, id, buf, true);
             return Some(self.finish_packet(id, buf));
         }
         let pn = self.start_packet(now, id, buf);
         if piggyback {
-            self.push_ack(now, id, buf);
+            self.push_ack(now, id, buf, false);
         }
         let frame_start = buf.len();
         // The frame's header, then its data straight from the send buffer.
@@ -420,7 +427,7 @@ impl Session {
         if std::mem::take(&mut self.blocked_pending) {
             Frame::Blocked(self.send.max_data()).encode(buf);
         }
-        self.push_ack(now, id, buf);
+        self.push_ack(now, id, buf, true);
         Some(self.finish_packet(id, buf))
     }
 }

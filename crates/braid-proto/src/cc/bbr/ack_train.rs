@@ -16,6 +16,14 @@
 //! peer's paced data, and their arrival spacing shows the peer's pacing, not
 //! our bottleneck (far above or below it).
 //!
+//! A receiver dates the first flight's packets one by one in its ACKs
+//! (`AckFrame::rx_times`, from the kernel's receive stamps at runtime), so a
+//! flight read in one batch still shows its spacing. A link that releases
+//! packets in bursts (a trace emulator's 1 ms ticks, cellular or Wi-Fi
+//! aggregates) gives bursts of near-equal receive times: the rate is then
+//! taken between bursts (see `bursty_rate`), and packets that passed each
+//! other on the way say nothing.
+//!
 //! Random loss at the link's entry leaves the survivors back to back, so a
 //! train with lost packets still measures the bottleneck: it completes when
 //! each packet is acknowledged or declared lost. The estimate is refused,
@@ -47,6 +55,9 @@ const NOISY_TRAIN_SHARE: f64 = 0.5;
 /// The train must have left at least this much faster than the rate it
 /// measured, or the ACK spacing only shows the sender's spacing.
 const MIN_SEND_SPEEDUP: f64 = 2.0;
+/// Receive gaps this many times shorter than the train's longest are
+/// inside one of the link's bursts (see `bursts`).
+const BURST_GAP_RATIO: u32 = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum State {
@@ -67,6 +78,8 @@ pub(super) struct AckTrain {
     packets: u32,
     bytes: u64,
     acked: u32,
+    /// Packets acknowledged with their own receive time.
+    dated: u32,
     lost: u32,
     /// (arrival, bytes acknowledged) per ACK frame of the train's packets.
     frames: Vec<(Instant, u64)>,
@@ -75,6 +88,8 @@ pub(super) struct AckTrain {
     rx_times: Option<Vec<Instant>>,
     /// The receive time of the frame being processed.
     frame_rx: Option<Instant>,
+    /// The receive time of the last entry of `frames`.
+    last_rx: Option<Instant>,
     /// Whether any frame carried a receive time: the peer sends them, so a
     /// frame without one showed reordering.
     any_rx: bool,
@@ -89,10 +104,12 @@ impl AckTrain {
             packets: 0,
             bytes: 0,
             acked: 0,
+            dated: 0,
             lost: 0,
             frames: Vec::new(),
             rx_times: Some(Vec::new()),
             frame_rx: None,
+            last_rx: None,
             any_rx: false,
         }
     }
@@ -122,18 +139,30 @@ impl AckTrain {
     }
 
     /// A packet of `bytes` sent at `sent_at` was acknowledged at `now`; the
-    /// packets of one ACK frame share `now`. Returns the estimate (bytes/s)
-    /// when this ACK completes the train and the estimate is trusted.
-    pub fn on_ack(&mut self, now: Instant, sent_at: Instant, bytes: u64) -> Option<f64> {
+    /// packets of one ACK frame share `now`. `rx` is the peer's clock when
+    /// it received this packet, if the ACK dated it; otherwise the frame's
+    /// receive time stands for it. Returns the estimate (bytes/s) when this
+    /// ACK completes the train and the estimate is trusted.
+    pub fn on_ack(
+        &mut self,
+        now: Instant,
+        sent_at: Instant,
+        bytes: u64,
+        rx: Option<Instant>,
+    ) -> Option<f64> {
         if !self.is_train(sent_at) || bytes == 0 {
             return None;
         }
         self.acked += 1;
+        self.dated += u32::from(rx.is_some());
+        let rx = rx.or(self.frame_rx);
+        self.any_rx |= rx.is_some();
         match self.frames.last_mut() {
-            Some((at, b)) if *at == now => *b += bytes,
+            Some((at, b)) if *at == now && rx == self.last_rx => *b += bytes,
             _ => {
                 self.frames.push((now, bytes));
-                self.rx_times = match (self.rx_times.take(), self.frame_rx) {
+                self.last_rx = rx;
+                self.rx_times = match (self.rx_times.take(), rx) {
                     (Some(mut times), Some(rx)) => {
                         times.push(rx);
                         Some(times)
@@ -177,6 +206,9 @@ impl AckTrain {
 
     fn finish(&self) -> Option<f64> {
         let (frames, receiver_clock) = match &self.rx_times {
+            // Packets that passed each other (jitter after the bottleneck)
+            // say nothing about its spacing.
+            Some(rx) if rx.windows(2).any(|pair| pair[1] < pair[0]) => return None,
             Some(rx) => (
                 coalesce(rx.iter().zip(&self.frames).map(|(&t, &(_, b))| (t, b))),
                 true,
@@ -184,6 +216,15 @@ impl AckTrain {
             None if self.any_rx => return None,
             None => (self.frames.clone(), false),
         };
+        if receiver_clock {
+            // Bursts: packets dated one by one that share a receive time
+            // (a link's tick), or whose gaps are far below the others'.
+            let shared = self.dated == self.acked && frames.len() < self.acked as usize;
+            let bursts = bursts(&frames);
+            if shared || bursts.len() < frames.len() {
+                return self.checked(bursty_rate(&bursts)?);
+            }
+        }
         let gaps: Vec<f64> = frames
             .windows(2)
             .map(|pair| {
@@ -223,9 +264,14 @@ impl AckTrain {
         }
         // The first frame's bytes arrived before the clock started.
         let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
-        let rate = after_first as f64 / span;
+        self.checked(after_first as f64 / span * share)
+    }
+
+    /// `rate`, unless the train left too slowly to have measured anything
+    /// but the sender.
+    fn checked(&self, rate: f64) -> Option<f64> {
         let send_span = (self.last_sent - self.first_sent).as_secs_f64();
-        (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate * share)
+        (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate)
     }
 
     /// A timeout: the train's ACKs are not coming.
@@ -234,6 +280,73 @@ impl AckTrain {
             self.state = State::Done(None);
         }
     }
+}
+
+/// Packets the link released together: the first and last receive time
+/// and the bytes.
+#[derive(Debug, Clone, Copy)]
+struct Burst {
+    first: Instant,
+    last: Instant,
+    bytes: u64,
+}
+
+/// Groups receive times into the link's bursts: a gap below
+/// 1/[`BURST_GAP_RATIO`] of the train's longest gap separates packets the
+/// link released together (a trace emulator's millisecond tick, a cellular
+/// or Wi-Fi aggregate), not the bottleneck's spacing of them. Even spacing
+/// gives one burst per frame.
+fn bursts(frames: &[(Instant, u64)]) -> Vec<Burst> {
+    let longest = frames
+        .windows(2)
+        .map(|pair| pair[1].0.saturating_duration_since(pair[0].0))
+        .max()
+        .unwrap_or_default();
+    let mut merged: Vec<Burst> = Vec::new();
+    for &(t, bytes) in frames {
+        match merged.last_mut() {
+            Some(b) if t.saturating_duration_since(b.last) * BURST_GAP_RATIO < longest => {
+                b.last = t;
+                b.bytes += bytes;
+            }
+            _ => merged.push(Burst {
+                first: t,
+                last: t,
+                bytes,
+            }),
+        }
+    }
+    merged
+}
+
+/// The rate of a train the link delivered in bursts. Each burst's bytes
+/// were all in by its last packet, and a link delivers no more than its
+/// rate in any interval, so the bytes after the first burst over the time
+/// from its last packet to a later burst's last packet is no more than the
+/// link's rate. The last burst may be partial (the train ended inside its
+/// tick), so the rate up to the one before it is taken when it is higher.
+/// Refused when the silences between bursts are not clearly longer than the
+/// bursts themselves (a link catching up on late ticks).
+fn bursty_rate(bursts: &[Burst]) -> Option<f64> {
+    let longest_burst = bursts.iter().map(|b| b.last - b.first).max()?;
+    let separated = bursts
+        .windows(2)
+        .all(|pair| pair[1].first - pair[0].last >= longest_burst * BURST_GAP_RATIO);
+    if bursts.len() < 2 || !separated {
+        return None;
+    }
+    let rate = |bursts: &[Burst]| {
+        let span = (bursts[bursts.len() - 1].last - bursts[0].last).as_secs_f64();
+        let bytes: u64 = bursts[1..].iter().map(|b| b.bytes).sum();
+        (span > 0.0).then(|| bytes as f64 / span)
+    };
+    let whole = rate(bursts)?;
+    let inner = if bursts.len() > 2 {
+        rate(&bursts[..bursts.len() - 1])
+    } else {
+        None
+    };
+    Some(inner.map_or(whole, |inner| whole.max(inner)))
 }
 
 /// Merges frames that share a receive time into one. A receiver that reads
@@ -273,7 +386,7 @@ mod tests {
         for frame in 0..5 {
             let now = at_us(100_000 + frame * gap_us);
             for _ in 0..2 {
-                est = t.on_ack(now, Instant::ZERO, SEGMENT_SIZE);
+                est = t.on_ack(now, Instant::ZERO, SEGMENT_SIZE, None);
             }
         }
         (t, est)
@@ -289,7 +402,12 @@ mod tests {
         for frame in 0..4 {
             for _ in 0..2 {
                 assert_eq!(
-                    t.on_ack(at_us(100_000 + frame * 460), Instant::ZERO, SEGMENT_SIZE),
+                    t.on_ack(
+                        at_us(100_000 + frame * 460),
+                        Instant::ZERO,
+                        SEGMENT_SIZE,
+                        None
+                    ),
                     None
                 );
             }
@@ -306,7 +424,10 @@ mod tests {
         assert_eq!(t.state, State::Done(est));
         // Done: later ACKs change nothing.
         let mut t = t;
-        assert_eq!(t.on_ack(at_us(200_000), Instant::ZERO, SEGMENT_SIZE), None);
+        assert_eq!(
+            t.on_ack(at_us(200_000), Instant::ZERO, SEGMENT_SIZE, None),
+            None
+        );
     }
 
     /// Ten packets at t = 0, acknowledged in pairs whose frames arrive
@@ -326,6 +447,7 @@ mod tests {
                     at_us(100_000 + frame * arrival_gap_us),
                     Instant::ZERO,
                     SEGMENT_SIZE,
+                    None,
                 );
             }
         }
@@ -361,6 +483,7 @@ mod tests {
                     at_us(100_000 + frame as u64 * 460),
                     Instant::ZERO,
                     SEGMENT_SIZE,
+                    None,
                 );
             }
         }
@@ -380,7 +503,7 @@ mod tests {
     fn a_delayed_last_ack_is_left_out() {
         let mut t = four_pairs_acked(9);
         // The ninth waits for the receiver's 10 ms ACK delay.
-        let est = t.on_ack(at_us(111_380), Instant::ZERO, SEGMENT_SIZE);
+        let est = t.on_ack(at_us(111_380), Instant::ZERO, SEGMENT_SIZE, None);
         let expected = (6 * SEGMENT_SIZE) as f64 / 1380e-6;
         assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
     }
@@ -395,7 +518,7 @@ mod tests {
         // Jitter: gaps of 100, 900 and 300 us per pair.
         for us in [0, 100, 1000, 1300] {
             for _ in 0..2 {
-                est = t.on_ack(at_us(50_000 + us), Instant::ZERO, SEGMENT_SIZE);
+                est = t.on_ack(at_us(50_000 + us), Instant::ZERO, SEGMENT_SIZE, None);
             }
         }
         assert_eq!(est, None);
@@ -417,6 +540,7 @@ mod tests {
                     at_us(100_000 + frame as u64 * 460),
                     Instant::ZERO,
                     SEGMENT_SIZE,
+                    None,
                 );
             }
         }
@@ -449,7 +573,12 @@ mod tests {
         let mut est = Some(0.0);
         for frame in 0..2 {
             for _ in 0..2 {
-                est = t.on_ack(at_us(50_000 + frame * 500), Instant::ZERO, SEGMENT_SIZE);
+                est = t.on_ack(
+                    at_us(50_000 + frame * 500),
+                    Instant::ZERO,
+                    SEGMENT_SIZE,
+                    None,
+                );
             }
         }
         assert_eq!(est, None, "one gap only");
@@ -467,7 +596,7 @@ mod tests {
         for frame in 0..3 {
             for i in 0..2 {
                 let sent = at_us((frame * 2 + i) * 900);
-                est = t.on_ack(at_us(50_000 + frame * 1800), sent, SEGMENT_SIZE);
+                est = t.on_ack(at_us(50_000 + frame * 1800), sent, SEGMENT_SIZE, None);
             }
         }
         assert_eq!(est, None);
@@ -483,7 +612,10 @@ mod tests {
         assert_eq!(t.packets, 4);
         assert_eq!(t.state, State::Acking);
         // Its ACK is not the train's.
-        assert_eq!(t.on_ack(at_us(60_000), at_us(5_000), SEGMENT_SIZE), None);
+        assert_eq!(
+            t.on_ack(at_us(60_000), at_us(5_000), SEGMENT_SIZE, None),
+            None
+        );
         assert_eq!(t.acked, 0);
     }
 
@@ -493,7 +625,7 @@ mod tests {
         assert_eq!(t.on_lost(Instant::ZERO, 1), None, "one still awaited");
         // The survivor after the hole, one packet's time behind: same rate.
         let est = t
-            .on_ack(at_us(101_610), Instant::ZERO, SEGMENT_SIZE)
+            .on_ack(at_us(101_610), Instant::ZERO, SEGMENT_SIZE, None)
             .expect("trusted");
         let expected = (2 * SEGMENT_SIZE) as f64 / 460e-6;
         assert!((est - expected).abs() < 1e-6 * expected);
@@ -512,6 +644,71 @@ mod tests {
         }
         t.abort();
         assert_eq!(t.state, State::Done(None));
-        assert_eq!(t.on_ack(at_us(100_000), Instant::ZERO, SEGMENT_SIZE), None);
+        assert_eq!(
+            t.on_ack(at_us(100_000), Instant::ZERO, SEGMENT_SIZE, None),
+            None
+        );
+    }
+
+    /// Ten packets at t = 0, all acknowledged in one frame that dates each
+    /// packet: the i-th received `rx_us[i]` after the first.
+    fn dated_one_by_one(rx_us: &[u64]) -> Option<f64> {
+        let mut t = AckTrain::new();
+        for _ in 0..rx_us.len() {
+            t.on_sent(Instant::ZERO, SEGMENT_SIZE);
+        }
+        t.on_frame(Some(at_us(7_000_000 + rx_us[rx_us.len() - 1])));
+        let mut est = None;
+        for &rx in rx_us {
+            let rx = Some(at_us(7_000_000 + rx));
+            est = t.on_ack(at_us(100_000), Instant::ZERO, SEGMENT_SIZE, rx);
+        }
+        est
+    }
+
+    #[test]
+    fn packets_dated_one_by_one_give_the_spacing() {
+        let rx: Vec<u64> = (0..10).map(|i| i * 232).collect();
+        let expected = (9 * SEGMENT_SIZE) as f64 / (9.0 * 232e-6);
+        let est = dated_one_by_one(&rx).expect("trusted");
+        assert!((est - expected).abs() < 1e-6 * expected, "{est}");
+    }
+
+    #[test]
+    fn a_link_delivering_on_ticks_gives_the_bytes_per_tick() {
+        // A trace emulator's 1 ms ticks (each ~1.1 ms late) at 4 packets
+        // per tick; the last tick is partial. The whole span would say 2
+        // packets per tick.
+        let rx = [0, 5, 9, 14, 1130, 1135, 1139, 1144, 2240, 2245];
+        let expected = (4 * SEGMENT_SIZE) as f64 / (1144e-6 - 14e-6);
+        let est = dated_one_by_one(&rx).expect("trusted");
+        assert!((est - expected).abs() < 1e-6 * expected, "{est}");
+        // Exact ticks (the simulator's bursty link): 4, 4, 2 at 0, 1, 2 ms.
+        let rx = [0, 0, 0, 0, 1000, 1000, 1000, 1000, 2000, 2000];
+        let expected = (4 * SEGMENT_SIZE) as f64 / 1e-3;
+        let est = dated_one_by_one(&rx).expect("trusted");
+        assert!((est - expected).abs() < 1e-6 * expected, "{est}");
+        // A tick skipped: 4, then 6 in the catching-up tick.
+        let rx = [0, 5, 9, 14, 2110, 2115, 2119, 2124, 2130, 2135];
+        let expected = (6 * SEGMENT_SIZE) as f64 / (2135e-6 - 14e-6);
+        let est = dated_one_by_one(&rx).expect("trusted");
+        assert!((est - expected).abs() < 1e-6 * expected, "{est}");
+    }
+
+    #[test]
+    fn a_burst_longer_than_the_silence_before_it_says_nothing() {
+        // An emulator that woke late released nine at once, 37 us after
+        // the first: the gap is no tick, and no link rate.
+        assert_eq!(
+            dated_one_by_one(&[0, 37, 45, 53, 60, 65, 71, 79, 85, 90]),
+            None
+        );
+    }
+
+    #[test]
+    fn packets_that_passed_each_other_say_nothing() {
+        // Jitter after the bottleneck: the fourth came in before the third.
+        let rx = [0, 232, 700, 464, 928, 1160, 1392, 1624, 1856, 2088];
+        assert_eq!(dated_one_by_one(&rx), None);
     }
 }

@@ -595,7 +595,10 @@ impl Controller for Bbr {
     }
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, _rtt: &RttEstimator) {
-        if let Some(bw) = self.train.on_ack(now, acked.sent_at, acked.bytes) {
+        let rx = acked
+            .peer_rx_us
+            .map(|us| Instant::from_nanos(us.saturating_mul(1000)));
+        if let Some(bw) = self.train.on_ack(now, acked.sent_at, acked.bytes, rx) {
             self.jump(bw, now - acked.sent_at);
         }
         // A packet sent after the RTO got through: the path works again.
@@ -748,6 +751,7 @@ mod tests {
                 bytes,
                 sent_at: self.now.saturating_sub(rtt),
                 retransmission: false,
+                peer_rx_us: None,
             };
             self.bbr.on_ack(self.now, &acked, &RttEstimator::default());
             self.delivered += bytes;
@@ -921,6 +925,7 @@ mod tests {
                     bytes: SEGMENT_SIZE,
                     sent_at: Instant::ZERO,
                     retransmission: false,
+                    peer_rx_us: None,
                 };
                 bbr.on_ack(now, &acked, &rtt);
             }
@@ -1044,6 +1049,7 @@ mod tests {
             bytes: SEGMENT_SIZE,
             sent_at,
             retransmission: true,
+            peer_rx_us: None,
         };
         let rtt = RttEstimator::default();
         let later = rto + Duration::from_millis(5);
