@@ -81,7 +81,8 @@ pub(super) struct AckTrain {
     /// Packets acknowledged with their own receive time.
     dated: u32,
     lost: u32,
-    /// (arrival, bytes acknowledged) per ACK frame of the train's packets.
+    /// (arrival, bytes acknowledged) per ACK frame of the train's packets,
+    /// and within a frame per receive time when it dates packets one by one.
     frames: Vec<(Instant, u64)>,
     /// The receiver's receive time per frame, on its clock; `None` once a
     /// frame came without one.
@@ -264,7 +265,7 @@ impl AckTrain {
         }
         // The first frame's bytes arrived before the clock started.
         let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
-        self.checked(after_first as f64 / span * share)
+        self.checked(after_first as f64 / span).map(|rate| rate * share)
     }
 
     /// `rate`, unless the train left too slowly to have measured anything
