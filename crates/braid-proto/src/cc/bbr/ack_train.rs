@@ -265,7 +265,8 @@ impl AckTrain {
         }
         // The first frame's bytes arrived before the clock started.
         let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
-        self.checked(after_first as f64 / span).map(|rate| rate * share)
+        self.checked(after_first as f64 / span)
+            .map(|rate| rate * share)
     }
 
     /// `rate`, unless the train left too slowly to have measured anything
