@@ -157,7 +157,8 @@ impl AcksOwed {
         self.ece_pending.take()
     }
 
-    /// The ACK frame for the packets received; timestamps count from `epoch`.
+    /// The ACK frame for the packets received, without single receive times
+    /// (see [`Self::rx_times`]); timestamps count from `epoch`.
     pub fn frame(
         &self,
         now: Instant,
@@ -178,14 +179,19 @@ impl AcksOwed {
                     .map_or(self.largest_received_at, |(_, at)| at),
                 epoch,
             ),
-            // Newest first, as the ranges.
-            rx_times: self
-                .rx_times
-                .iter()
-                .rev()
-                .map(|&(pn, at, _)| (pn, micros_since(at, epoch)))
-                .collect(),
+            rx_times: Vec::new(),
         }
+    }
+
+    /// The receive times still owed, for [`AckFrame::rx_times`] of an ACK
+    /// that has room for them; timestamps count from `epoch`.
+    pub fn rx_times(&self, epoch: Instant) -> Vec<(u64, u64)> {
+        // Newest first, as the ranges.
+        self.rx_times
+            .iter()
+            .rev()
+            .map(|&(pn, at, _)| (pn, micros_since(at, epoch)))
+            .collect()
     }
 
     /// An ACK went out, `with_rx_times` if it carried the receive times.
@@ -248,7 +254,10 @@ mod tests {
     #[test]
     fn the_first_packets_are_dated_one_by_one_in_three_acks() {
         let mut acks = AcksOwed::new(at(0));
-        let frame = |acks: &AcksOwed| acks.frame(at(100), at(0), 0, false, 0);
+        let frame = |acks: &AcksOwed| AckFrame {
+            rx_times: acks.rx_times(at(0)),
+            ..acks.frame(at(100), at(0), 0, false, 0)
+        };
         // One batch: three packets, dated at their arrivals.
         for pn in 0..3 {
             receive(&mut acks, at(10 + pn), pn);

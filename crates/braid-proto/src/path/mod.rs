@@ -345,9 +345,15 @@ impl Path {
         self.acks.take_ece()
     }
 
-    /// Builds the ACK frame for this path's received packets.
+    /// Builds the ACK frame for this path's received packets (without the
+    /// single receive times: [`Path::ack_rx_times`]).
     pub fn ack_frame(&self, now: Instant, cumulative: u64, fin: bool, max_data: u64) -> AckFrame {
         self.acks.frame(now, self.epoch, cumulative, fin, max_data)
+    }
+
+    /// The first packets' receive times still owed, for an ACK with room.
+    pub fn ack_rx_times(&self) -> Vec<(u64, u64)> {
+        self.acks.rx_times(self.epoch)
     }
 
     /// An ACK went out; `with_rx_times` if it carried the receive times.

@@ -185,14 +185,8 @@ impl Session {
             .segment_size
             .min(self.cfg.segment_size)
             .max(*SessionConfig::SEGMENT_SIZE_RANGE.start());
-        let send_window = hello
-            .send_window
-            .min(self.cfg.send_window)
-            .max(u64::from(segment_size));
-        let recv_window = hello
-            .recv_window
-            .min(self.cfg.recv_window)
-            .max(u64::from(segment_size));
+        let send_window = negotiated_window(hello.send_window, self.cfg.send_window, segment_size);
+        let recv_window = negotiated_window(hello.recv_window, self.cfg.recv_window, segment_size);
         self.apply_negotiated(segment_size, send_window, recv_window, paths, cc);
         Ok(())
     }
@@ -333,14 +327,8 @@ impl Session {
             }
         };
         let segment_size = h.segment_size.min(self.cfg.segment_size);
-        let send_window = h
-            .send_window
-            .min(self.cfg.send_window)
-            .max(u64::from(segment_size));
-        let recv_window = h
-            .recv_window
-            .min(self.cfg.recv_window)
-            .max(u64::from(segment_size));
+        let send_window = negotiated_window(h.send_window, self.cfg.send_window, segment_size);
+        let recv_window = negotiated_window(h.recv_window, self.cfg.recv_window, segment_size);
         // Connections the server will not take are closed on our side.
         let keep = h.paths.min(self.cfg.paths);
         self.paths.retain(|&id, _| id.0 < keep);
@@ -368,4 +356,9 @@ fn handshake_reason(e: HandshakeError) -> &'static str {
         }
         HandshakeError::NotAllowed => "the server does not accept this client's key",
     }
+}
+
+/// A window both sides agree on: the smaller offer, at least one segment.
+fn negotiated_window(peer: u64, ours: u64, segment_size: u16) -> u64 {
+    peer.min(ours).max(u64::from(segment_size))
 }

@@ -267,28 +267,22 @@ mod tests {
     #[test]
     fn the_path_that_acknowledges_sooner_takes_the_packet() {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
-        let none = |_| false;
-        let pick = pick_data_path(
-            &mut paths,
-            at(200),
-            SEGMENT_SIZE,
-            SEGMENT_SIZE,
-            none,
-            Some(1 << 20),
-        );
-        assert_eq!(pick, Some(PathId(1)));
+        let pick = |paths: &mut BTreeMap<PathId, Path>| {
+            let none = |_| false;
+            pick_data_path(
+                paths,
+                at(200),
+                SEGMENT_SIZE,
+                SEGMENT_SIZE,
+                none,
+                Some(1 << 20),
+            )
+        };
+        assert_eq!(pick(&mut paths), Some(PathId(1)));
         // With its window full, the packet goes to the other path.
         send(paths.get_mut(&PathId(1)).unwrap(), at(200), 110);
         assert!(!paths[&PathId(1)].can_send_data(SEGMENT_SIZE));
-        let pick = pick_data_path(
-            &mut paths,
-            at(200),
-            SEGMENT_SIZE,
-            SEGMENT_SIZE,
-            none,
-            Some(1 << 20),
-        );
-        assert_eq!(pick, Some(PathId(0)));
+        assert_eq!(pick(&mut paths), Some(PathId(0)));
     }
 
     #[test]

@@ -126,8 +126,8 @@ impl Session {
             self.recv.is_fin_received(),
             max_data,
         );
-        if !alone {
-            ack.rx_times.clear();
+        if alone {
+            ack.rx_times = p.ack_rx_times();
         }
         Frame::Ack(ack).encode(buf);
         p.on_ack_sent(now, alone);
