@@ -41,6 +41,7 @@ impl UdpIo {
         sock.set_nonblocking(true)?;
         let std: std::net::UdpSocket = sock.into();
         let state = UdpSocketState::new((&std).into())?;
+        forgo_destination_address(&std);
         size_buffers(&std, buffer);
         let local = std.local_addr()?;
         let io = tokio::net::UdpSocket::from_std(std)?;
@@ -131,6 +132,37 @@ pub fn from_codepoint(ecn: Option<EcnCodepoint>) -> Ecn {
 }
 
 /// Sets both buffers to `bytes`; as root on Linux, past the sysctl limits.
+/// Turns off the per-datagram destination address quinn-udp asks for:
+/// braid never reads it, and quinn-udp's 96-byte control buffer cannot
+/// hold it beside a GRO batch's segment size, its receive time and its
+/// ECN codepoint. The kernel then drops the last, the codepoint
+/// (MSG_CTRUNC), from exactly the coalesced batches a busy receiver reads,
+/// and CE marks vanish under load.
+fn forgo_destination_address(sock: &std::net::UdpSocket) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let off: libc::c_int = 0;
+        for (level, opt) in [
+            (libc::IPPROTO_IP, libc::IP_PKTINFO),
+            (libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO),
+        ] {
+            // SAFETY: the fd is a valid socket for the duration of the call
+            // and the option value is a live c_int of the length passed.
+            // Either option fails harmlessly on a socket of the other family.
+            unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    level,
+                    opt,
+                    (&off as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+    }
+}
+
 fn size_buffers(sock: &std::net::UdpSocket, bytes: usize) {
     let s = socket2::SockRef::from(sock);
     let _ = s.set_recv_buffer_size(bytes);
@@ -207,5 +239,34 @@ mod tests {
             assert_eq!(d.len(), 100);
             assert!(d.iter().all(|&x| x == i as u8));
         }
+    }
+
+    #[tokio::test]
+    async fn coalesced_batch_keeps_ecn_and_receive_time() {
+        coalesced_batch_keeps_metadata("127.0.0.1:0").await;
+        // A [::] socket on a host without IPv6 cannot bind; IPv4 covers it then.
+        if std::net::UdpSocket::bind("[::1]:0").is_ok() {
+            coalesced_batch_keeps_metadata("[::1]:0").await;
+        }
+    }
+
+    async fn coalesced_batch_keeps_metadata(local: &str) {
+        let a = UdpIo::bind(local.parse().unwrap(), 1 << 20).unwrap();
+        let b = UdpIo::bind(local.parse().unwrap(), 1 << 20).unwrap();
+        let segs = a.max_gso_segments().min(4);
+        a.send(b.local_addr(), Ecn::Ce, &vec![7u8; segs * 100], Some(100))
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; RECV_BUFFER];
+        let mut bufs = [IoSliceMut::new(&mut buf)];
+        let mut meta = [RecvMeta::default()];
+        b.recv(&mut bufs, &mut meta).await.unwrap();
+        // Loopback hands a GSO batch to a GRO socket whole, with the
+        // batch's segment size among its control messages.
+        if segs > 1 {
+            assert_eq!((meta[0].len, meta[0].stride), (segs * 100, 100), "{local}");
+        }
+        assert_eq!(from_codepoint(meta[0].ecn), Ecn::Ce, "{local}");
+        assert!(meta[0].timestamp.is_some(), "{local}");
     }
 }
