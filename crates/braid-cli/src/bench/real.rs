@@ -175,8 +175,8 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         }
         sc.flows[0].session.cc = args.cc;
         let bytes = sc.flows[0].bytes;
-        let sim = braid_sim::run(&sc, None);
-        let sim_mbps = sim.flows[0].forward.goodput_mbps;
+        let sim_mbps =
+            simulated_as_sent(sc.clone()).with_context(|| format!("{}", file.display()))?;
         let input = work.path().join("in.bin");
         write_content(&input, bytes)?;
         let link = crate::link_args::Direction {
@@ -386,6 +386,26 @@ impl RunContext<'_> {
     }
 }
 
+/// The simulator's goodput for a row as `braid send` measures it: sealed,
+/// and timed from the handshake to the receiver's verdict, which leaves
+/// once the receiver has read everything ("OK", a BLAKE3 hash, a newline).
+fn simulated_as_sent(mut sc: Scenario) -> anyhow::Result<f64> {
+    const VERDICT_BYTES: u64 = 3 + 64 + 1;
+    let flow = &mut sc.flows[0];
+    flow.sealed = true;
+    flow.verdict = true;
+    flow.reverse_bytes = VERDICT_BYTES;
+    let bytes = flow.bytes;
+    let sim = braid_sim::run(&sc, None);
+    let f = &sim.flows[0];
+    let answered = f
+        .reverse
+        .as_ref()
+        .filter(|r| f.forward.completed && r.completed && r.duration_s > 0.0)
+        .context("the simulated transfer did not finish")?;
+    Ok(bytes as f64 * 8.0 / 1e6 / answered.duration_s)
+}
+
 fn sh_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
@@ -468,7 +488,7 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     s += &format!(
         "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
          sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
-         controller. Data goes the scenario's forward way, from inside the link to outside.\n\n",
+         controller, sealed and timed as `braid send` times itself (handshake to the receiver's verdict). Data goes the scenario's forward way, from inside the link to outside.\n\n",
         args.rounds, args.cc
     );
     s += "```sh\nbraid bench real";
