@@ -114,7 +114,13 @@ fn scenario(paths: &[PathParams], flows: &[(u64, u64, u8)]) -> Scenario {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    // Seeded, so every run (CI's included) checks the same cases; change
+    // the seed to explore others.
+    #![proptest_config(ProptestConfig {
+        cases: 200,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(13),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn delivers_exactly_or_fails_clearly(

@@ -131,7 +131,6 @@ pub fn from_codepoint(ecn: Option<EcnCodepoint>) -> Ecn {
     ecn.map_or(Ecn::NotEct, |c| Ecn::from_bits(c as u8))
 }
 
-/// Sets both buffers to `bytes`; as root on Linux, past the sysctl limits.
 /// Turns off the per-datagram destination address quinn-udp asks for:
 /// braid never reads it, and quinn-udp's 96-byte control buffer cannot
 /// hold it beside a GRO batch's segment size, its receive time and its
@@ -163,6 +162,7 @@ fn forgo_destination_address(sock: &std::net::UdpSocket) {
     }
 }
 
+/// Sets both buffers to `bytes`; as root on Linux, past the sysctl limits.
 fn size_buffers(sock: &std::net::UdpSocket, bytes: usize) {
     let s = socket2::SockRef::from(sock);
     let _ = s.set_recv_buffer_size(bytes);
@@ -243,18 +243,21 @@ mod tests {
 
     #[tokio::test]
     async fn coalesced_batch_keeps_ecn_and_receive_time() {
-        coalesced_batch_keeps_metadata("127.0.0.1:0").await;
-        // A [::] socket on a host without IPv6 cannot bind; IPv4 covers it then.
+        coalesced_batch_keeps_metadata("127.0.0.1:0", "127.0.0.1:0").await;
+        // Hosts without IPv6 cannot bind these; IPv4 covers them there.
         if std::net::UdpSocket::bind("[::1]:0").is_ok() {
-            coalesced_batch_keeps_metadata("[::1]:0").await;
+            coalesced_batch_keeps_metadata("[::1]:0", "[::1]:0").await;
+            // A dual-stack listener receiving IPv4.
+            coalesced_batch_keeps_metadata("127.0.0.1:0", "[::]:0").await;
         }
     }
 
-    async fn coalesced_batch_keeps_metadata(local: &str) {
-        let a = UdpIo::bind(local.parse().unwrap(), 1 << 20).unwrap();
-        let b = UdpIo::bind(local.parse().unwrap(), 1 << 20).unwrap();
+    async fn coalesced_batch_keeps_metadata(from: &str, to: &str) {
+        let a = UdpIo::bind(from.parse().unwrap(), 1 << 20).unwrap();
+        let b = UdpIo::bind(to.parse().unwrap(), 1 << 20).unwrap();
+        let dest = SocketAddr::new(a.local_addr().ip(), b.local_addr().port());
         let segs = a.max_gso_segments().min(4);
-        a.send(b.local_addr(), Ecn::Ce, &vec![7u8; segs * 100], Some(100))
+        a.send(dest, Ecn::Ce, &vec![7u8; segs * 100], Some(100))
             .await
             .unwrap();
         let mut buf = vec![0u8; RECV_BUFFER];
@@ -264,9 +267,9 @@ mod tests {
         // Loopback hands a GSO batch to a GRO socket whole, with the
         // batch's segment size among its control messages.
         if segs > 1 {
-            assert_eq!((meta[0].len, meta[0].stride), (segs * 100, 100), "{local}");
+            assert_eq!((meta[0].len, meta[0].stride), (segs * 100, 100), "{to}");
         }
-        assert_eq!(from_codepoint(meta[0].ecn), Ecn::Ce, "{local}");
-        assert!(meta[0].timestamp.is_some(), "{local}");
+        assert_eq!(from_codepoint(meta[0].ecn), Ecn::Ce, "{to}");
+        assert!(meta[0].timestamp.is_some(), "{to}");
     }
 }

@@ -488,7 +488,9 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     s += &format!(
         "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
          sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
-         controller, sealed and timed as `braid send` times itself (handshake to the receiver's verdict). Data goes the scenario's forward way, from inside the link to outside.\n\n",
+         controller, sealed and timed as `braid send` times itself (handshake to the \
+         receiver's verdict). Data goes the scenario's forward way, from inside the link to \
+         outside.\n\n",
         args.rounds, args.cc
     );
     s += "```sh\nbraid bench real";
