@@ -139,26 +139,12 @@ pub fn from_codepoint(ecn: Option<EcnCodepoint>) -> Ecn {
 /// and CE marks vanish under load.
 fn forgo_destination_address(sock: &std::net::UdpSocket) {
     #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let off: libc::c_int = 0;
-        for (level, opt) in [
-            (libc::IPPROTO_IP, libc::IP_PKTINFO),
-            (libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO),
-        ] {
-            // SAFETY: the fd is a valid socket for the duration of the call
-            // and the option value is a live c_int of the length passed.
-            // Either option fails harmlessly on a socket of the other family.
-            unsafe {
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    level,
-                    opt,
-                    (&off as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
-        }
+    for (level, opt) in [
+        (libc::IPPROTO_IP, libc::IP_PKTINFO),
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO),
+    ] {
+        // Either option fails harmlessly on a socket of the other family.
+        set_int_option(sock, level, opt, 0);
     }
 }
 
@@ -169,28 +155,39 @@ fn size_buffers(sock: &std::net::UdpSocket, bytes: usize) {
     let _ = s.set_send_buffer_size(bytes);
     #[cfg(target_os = "linux")]
     {
-        use std::os::fd::AsRawFd;
-        let want = i32::try_from(bytes).unwrap_or(i32::MAX);
-        let fd = sock.as_raw_fd();
+        let want = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
         for (have, opt) in [
             (s.recv_buffer_size(), libc::SO_RCVBUFFORCE),
             (s.send_buffer_size(), libc::SO_SNDBUFFORCE),
         ] {
             // Linux reports twice the value set; below `bytes` means it was capped.
             if have.is_ok_and(|h| h < bytes) {
-                // SAFETY: fd is a valid socket for the duration of the call and
-                // the option value is a live c_int of the length passed.
-                unsafe {
-                    libc::setsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        opt,
-                        (&want as *const i32).cast(),
-                        std::mem::size_of::<i32>() as libc::socklen_t,
-                    );
-                }
+                set_int_option(sock, libc::SOL_SOCKET, opt, want);
             }
         }
+    }
+}
+
+/// Best-effort `setsockopt` of an integer option (socket2 has no setter
+/// for these).
+#[cfg(target_os = "linux")]
+fn set_int_option(
+    sock: &std::net::UdpSocket,
+    level: libc::c_int,
+    opt: libc::c_int,
+    value: libc::c_int,
+) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the fd is a valid socket for the duration of the call and the
+    // option value is a live c_int of the length passed.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            opt,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 
