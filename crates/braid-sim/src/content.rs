@@ -98,6 +98,18 @@ impl Transfer {
         self.read += data.len() as u64;
     }
 
+    /// The writing side's session was discarded: its application starts
+    /// the content over in the next one.
+    pub fn restart_writing(&mut self) {
+        self.written = 0;
+    }
+
+    /// The reading side's session was discarded: what it read is gone with it.
+    pub fn restart_reading(&mut self) {
+        self.read = 0;
+        self.read_matches = true;
+    }
+
     /// Whether exactly the written bytes were read.
     pub fn verified(&self) -> bool {
         self.read == self.total && self.is_written() && self.read_matches

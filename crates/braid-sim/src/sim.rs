@@ -417,7 +417,10 @@ impl Sim {
         let now = self.now;
         let f = &mut self.flows[flow];
         // A half-open server session that expires is forgotten, as an
-        // endpoint forgets it: the client's next HELLO opens a new one.
+        // endpoint forgets it: the client's next HELLO opens a new one,
+        // and the server's application starts over with it (what it wrote
+        // into the old one never left; the client sends its first flight
+        // again).
         if f.server
             .session
             .as_ref()
@@ -425,6 +428,9 @@ impl Sim {
         {
             f.server.session = None;
             f.server.wake = None;
+            f.reverse.restart_writing();
+            f.forward.restart_reading();
+            f.forward_done_at = None;
         }
         let finished = |ep: &Endpoint| {
             ep.session

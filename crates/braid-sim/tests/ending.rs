@@ -6,6 +6,8 @@
 //! the verdict), and the verdict follows the last byte within a bounded
 //! time.
 
+mod common;
+
 use braid_proto::cc::Algorithm;
 use braid_proto::SessionConfig;
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
@@ -132,13 +134,7 @@ impl Case {
 }
 
 proptest! {
-    // Seeded, so every run (CI's included) checks the same cases; change
-    // the seed to explore others.
-    #![proptest_config(ProptestConfig {
-        cases: 300,
-        rng_seed: proptest::test_runner::RngSeed::Fixed(13),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common::seeded(300))]
 
     #[test]
     fn both_ends_agree_on_how_it_ended(c in case(), seed in 0u64..1_000_000) {

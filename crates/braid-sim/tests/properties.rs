@@ -2,6 +2,8 @@
 //! (verified) or fails with a clear error when the scenario made delivery
 //! impossible; never a hang, a panic, or silently wrong bytes.
 
+mod common;
+
 use braid_proto::cc::Algorithm;
 use braid_proto::{SessionConfig, SessionError};
 use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
@@ -114,13 +116,7 @@ fn scenario(paths: &[PathParams], flows: &[(u64, u64, u8)]) -> Scenario {
 }
 
 proptest! {
-    // Seeded, so every run (CI's included) checks the same cases; change
-    // the seed to explore others.
-    #![proptest_config(ProptestConfig {
-        cases: 200,
-        rng_seed: proptest::test_runner::RngSeed::Fixed(13),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common::seeded(200))]
 
     #[test]
     fn delivers_exactly_or_fails_clearly(

@@ -56,10 +56,15 @@ pub(crate) mod close_code {
 /// A server session the client has not confirmed (by a packet only our
 /// answer lets it make) within this long of its last opening is dropped:
 /// half-open sessions cost memory that anyone who can send a datagram
-/// could claim. A client repeats its opening at least every
-/// `max_probe_interval` (1 s) while it waits, so a lost answer does not
-/// expire it.
-const UNCONFIRMED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// could claim (the endpoint also caps their number). A client repeats its
+/// opening at least every `max_probe_interval` (1 s) while it waits, so a
+/// lost answer does not expire it. A client that has the answer stops
+/// repeating it and keeps probing until `MIN_SILENCE` (10 s) of silence:
+/// the session must outlive that, or an outage just after the handshake
+/// that the client rides out ends at a server that forgot it (TCP keeps a
+/// SYN_RECV connection for its SYN-ACK retries, 63 s on Linux).
+const UNCONFIRMED_TIMEOUT: std::time::Duration =
+    crate::config::MIN_SILENCE.saturating_add(std::time::Duration::from_secs(5));
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
