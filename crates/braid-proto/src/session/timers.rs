@@ -324,10 +324,15 @@ impl Session {
             State::Established => self.cfg.keep_alive.map(|ka| {
                 // A peer silent in the middle of its stream is news sooner:
                 // probes start the timeouts that tell a dead peer (see
-                // `SessionConfig::silent_limit`). Sessions idle from the
-                // start keep the long interval.
-                let mid_stream = self.recv.cumulative() > 0 && !self.recv_finished;
-                let ka = if mid_stream {
+                // `SessionConfig::silent_limit`). So is one whose answer
+                // we await with all of ours acknowledged (a sender waiting
+                // for the receiver's verdict), and the probes tell the peer
+                // we are there: a peer whose answers are being lost must
+                // not take our quiet for silence and give up on a transfer
+                // that arrived. Sessions idle from the start keep the long
+                // interval.
+                let mid_stream = self.recv.cumulative() > 0 || self.send_finished;
+                let ka = if mid_stream && !self.recv_finished {
                     ka.min(MID_STREAM_PROBE)
                 } else {
                     ka
