@@ -419,8 +419,8 @@ impl Sim {
         // A half-open server session that expires is forgotten, as an
         // endpoint forgets it: the client's next HELLO opens a new one,
         // and the server's application starts over with it (what it wrote
-        // into the old one never left; the client sends its first flight
-        // again).
+        // into the old one never reached the client, which would not be
+        // opening again otherwise; the client sends its first flight again).
         if f.server
             .session
             .as_ref()

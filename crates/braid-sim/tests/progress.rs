@@ -94,11 +94,7 @@ fn an_outage_right_after_the_handshake_is_outlasted() {
         ".",
     )
     .unwrap();
-    let r = braid_sim::run(&s, Some(0)).to_json(false);
-    let f = &r["flows"][0];
-    assert_eq!(f["error"], serde_json::Value::Null, "{f}");
-    assert_eq!(f["verified"], true, "{f}");
-    assert_eq!(f["reverse"]["verified"], true, "{f}");
+    assert_both_ways_verified(&s, 0);
 }
 
 /// The server's answers are lost in an outage longer than its half-open
@@ -126,7 +122,12 @@ fn a_forgotten_half_open_session_starts_its_transfer_over() {
     )
     .unwrap();
     s.flows[0].session.handshake_timeout = std::time::Duration::from_secs(30);
-    let r = braid_sim::run(&s, Some(0)).to_json(false);
+    assert_both_ways_verified(&s, 0);
+}
+
+/// Runs `s` with `seed`: its first flow ends without an error, each way verified.
+fn assert_both_ways_verified(s: &Scenario, seed: u64) {
+    let r = braid_sim::run(s, Some(seed)).to_json(false);
     let f = &r["flows"][0];
     assert_eq!(f["error"], serde_json::Value::Null, "{f}");
     assert_eq!(f["verified"], true, "{f}");

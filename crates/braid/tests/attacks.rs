@@ -377,8 +377,8 @@ async fn an_unanswered_hello_gets_at_most_three_times_its_size() {
         sock.send_to(&hello, to).await.unwrap();
         probes.push((hello.len() as u64, got, task));
     }
-    // Long enough for the server's answer retransmissions (at most 1 s
-    // apart) to run into its amplification credit.
+    // The answer and its first retransmissions; the credit bounds any
+    // later one too (a half-open session lives 15 s).
     tokio::time::sleep(Duration::from_secs(6)).await;
     for (sent, got, task) in probes {
         task.abort();

@@ -331,8 +331,9 @@ impl Session {
                 // not take our quiet for silence and give up on a transfer
                 // that arrived. Sessions idle from the start keep the long
                 // interval.
-                let mid_stream = self.recv.cumulative() > 0 || self.send_finished;
-                let ka = if mid_stream && !self.recv_finished {
+                let awaiting_peer =
+                    (self.recv.cumulative() > 0 || self.send_finished) && !self.recv_finished;
+                let ka = if awaiting_peer {
                     ka.min(MID_STREAM_PROBE)
                 } else {
                     ka
