@@ -62,7 +62,10 @@ pub struct SessionConfig {
     /// outstanding or the peer's is still to come (then the timeouts are
     /// those of keep-alive probes): seconds instead of the idle timeout. A peer that
     /// answers anything, even only ACKs of old packets, is not silent. The
-    /// silence must also have lasted 10 s (`MIN_SILENCE`). `None` leaves it to
+    /// silence must also have lasted 10 s (`MIN_SILENCE`). This is a floor: a
+    /// connection that had lost much, or shown little, when the silence
+    /// began needs more, as many as make it unlikely (under one in a
+    /// million) that a live peer's answers were all lost. `None` leaves it to
     /// the retry limit and the idle timeout.
     pub silent_limit: Option<u32>,
     /// The session fails after this long without receiving anything.
@@ -97,7 +100,8 @@ pub struct SessionConfig {
 /// outlast (a Wi-Fi handover, a tunnel), hence the floor. TCP's R2 (RFC 1122
 /// §4.2.3.5) is "at least 100 s" because it cannot tell a peer's silence from
 /// a long outage either; a transfer tool that reports its outcome is better
-/// served by seconds.
+/// served by seconds. This is the limit of a connection known to deliver;
+/// one that had lost much or shown little needs more (`path::loss_tally`).
 pub const SILENT_LIMIT: u32 = 5;
 /// See [`SILENT_LIMIT`]: a third of the idle timeout.
 pub const MIN_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);

@@ -127,8 +127,8 @@ proptest! {
         let sc = scenario(&paths, &flows);
         // Four lost handshakes in a row (10 s with 1, 2, 4 s backoff) are plausible only on lossy or interrupted paths.
         let handshake_may_fail = paths.iter().all(|p| p.loss + p.reverse_loss >= 0.05 || p.event.is_some());
-        // A session declares its peer gone after 10 s of silence (5 RTOs
-        // and SessionConfig::silent_limit's floor): when every path is out
+        // A session declares its peer gone after 10 s of silence or more (5
+        // RTOs or more, and MIN_SILENCE): when every path is out
         // for 5 s or more, loss around the outage can make that silence.
         let silence_may_end_it = paths.iter().enumerate().all(|(i, p)| {
             p.event.is_some_and(|(_, kind, dur)| match (kind, i) {

@@ -112,6 +112,11 @@ impl AcksOwed {
         true
     }
 
+    /// The largest packet number received, if any.
+    pub fn largest(&self) -> Option<u64> {
+        self.received.max()
+    }
+
     /// A received packet carried an ECN CE mark.
     pub fn on_ce(&mut self) {
         self.ce_received += 1;

@@ -10,6 +10,7 @@
 mod ack_owed;
 mod delivery_rate;
 mod id;
+mod loss_tally;
 mod packet_number;
 mod recovery;
 mod sent;
@@ -26,6 +27,7 @@ use crate::Instant;
 use ack_owed::AcksOwed;
 use delivery_rate::DeliveryRate;
 pub use id::PathId;
+use loss_tally::LossTally;
 use packet_number::PacketNumbers;
 use rand::Rng;
 use sent::{SentPacket, SentPackets};
@@ -76,6 +78,8 @@ pub(crate) struct Path {
     pub pending: PendingFrames,
     last_sent: Instant,
     stats: PathStats,
+    /// Packets lost both ways, for how long a silence may last.
+    losses: LossTally,
     /// Stream bytes delivered at the previous time-series point.
     sampled_acked: u64,
 }
@@ -110,6 +114,7 @@ impl Path {
             pending: PendingFrames::default(),
             last_sent: now,
             stats: PathStats::default(),
+            losses: LossTally::default(),
             sampled_acked: 0,
         }
     }
@@ -126,6 +131,12 @@ impl Path {
 
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
+    }
+
+    /// Unanswered probes after which the peer is silent here, at least
+    /// `floor`: more the more this path has lost, or the less it has shown.
+    pub fn silent_limit(&self, floor: u32) -> u32 {
+        self.losses.silent_limit(floor)
     }
 
     pub fn cc(&self) -> &dyn Controller {
@@ -275,6 +286,7 @@ impl Path {
             delivery: self.delivery.on_sent(now, idle),
         };
         self.last_eliciting = now;
+        self.losses.on_sent();
         if self.tlp_credit && charge > 0 {
             self.tlp_credit = false;
         }
@@ -294,11 +306,16 @@ impl Path {
         max_ack_delay: Duration,
         ack_every: u32,
     ) -> bool {
+        let largest = self.acks.largest();
         let fresh = self
             .acks
             .on_received(now, pn, ack_eliciting, max_ack_delay, ack_every);
         if fresh {
             self.stats.packets_received += 1;
+            match largest {
+                Some(l) if pn < l => self.losses.on_found(),
+                _ => self.losses.on_received(pn - largest.map_or(0, |l| l + 1)),
+            }
         }
         fresh
     }

@@ -173,6 +173,7 @@ impl Path {
     fn on_spurious_losses(&mut self, now: Instant, packets: &[SentPacket], send: &mut SendStream) {
         for p in packets {
             self.stats.spurious_losses += 1;
+            self.losses.on_found();
             self.delivery.on_spurious_loss(p.charge);
             self.cc.on_spurious_loss(now);
             if let Some(offset) = p.segment {
@@ -267,6 +268,7 @@ impl Path {
     fn on_lost(&mut self, p: &SentPacket, send: &mut SendStream) {
         self.stats.lost_packets += 1;
         self.stats.lost_bytes += p.charge;
+        self.losses.on_lost();
         if let Some(offset) = p.segment {
             send.on_lost(offset);
         }

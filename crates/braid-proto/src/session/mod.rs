@@ -189,8 +189,17 @@ pub struct Session {
     /// outlast, never adds up to it.
     rtos_without_progress: BTreeMap<PathId, u32>,
     /// Retransmission timeouts per connection since anything authentic
-    /// arrived from the peer (see `SessionConfig::silent_limit`).
-    rtos_in_silence: BTreeMap<PathId, u32>,
+    /// arrived from the peer, and how many make it silent (see
+    /// `SessionConfig::silent_limit`).
+    rtos_in_silence: BTreeMap<PathId, SilentRtos>,
+}
+
+/// A connection's timeouts in the current silence and its limit, fixed at
+/// the first of them: the probes a silence loses must not make it longer.
+#[derive(Debug, Clone, Copy)]
+struct SilentRtos {
+    rtos: u32,
+    limit: u32,
 }
 
 impl Session {

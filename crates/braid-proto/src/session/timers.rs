@@ -7,7 +7,7 @@
 //! deadline and its arm in `handle_timeout` (the match is exhaustive), so
 //! the two cannot list different deadlines.
 
-use super::{Role, Session, State, MID_STREAM_PROBE, UNCONFIRMED_TIMEOUT};
+use super::{Role, Session, SilentRtos, State, MID_STREAM_PROBE, UNCONFIRMED_TIMEOUT};
 use crate::error::SessionError;
 use crate::stats::PathState;
 use crate::Instant;
@@ -209,8 +209,15 @@ impl Session {
                     recovered.push(id);
                     any_rto = true;
                     *self.rtos_without_progress.entry(id).or_default() += 1;
-                    *self.rtos_in_silence.entry(id).or_default() += 1;
                     let p = self.paths.get_mut(&id).expect("a timer's path exists");
+                    let floor = self.cfg.silent_limit.unwrap_or(u32::MAX);
+                    self.rtos_in_silence
+                        .entry(id)
+                        .or_insert_with(|| SilentRtos {
+                            rtos: 0,
+                            limit: p.silent_limit(floor),
+                        })
+                        .rtos += 1;
                     if p.on_rto(now, &mut self.send) {
                         self.events.push_back(super::Event::PathDown(id));
                     }
@@ -281,18 +288,27 @@ impl Session {
                 .filter(|p| p.is_usable())
                 .all(|p| counts.get(&p.id()).copied().unwrap_or(0) >= limit)
         };
-        if let Some(limit) = self.cfg.silent_limit {
+        if let Some(floor) = self.cfg.silent_limit {
             let silence = now - self.last_recv;
             // Data of ours outstanding, or the peer's still to come (a
             // receiver's keep-alive probes go unanswered then).
             let waiting = self.send.has_outstanding() || !self.recv_finished;
-            if every(&self.rtos_in_silence, limit)
-                && silence >= crate::config::MIN_SILENCE
-                && waiting
+            // Every usable connection at its limit; the largest, for the report.
+            let limits: Option<Vec<u32>> = self
+                .paths
+                .values()
+                .filter(|p| p.is_usable())
+                .map(|p| {
+                    let s = self.rtos_in_silence.get(&p.id())?;
+                    (s.rtos >= s.limit).then_some(s.limit)
+                })
+                .collect();
+            let silent = limits.map(|l| l.into_iter().max().unwrap_or(floor));
+            if let Some(rtos) = silent.filter(|_| silence >= crate::config::MIN_SILENCE && waiting)
             {
                 self.fail(SessionError::PeerSilent {
                     after: silence,
-                    rtos: limit,
+                    rtos,
                 });
                 return true;
             }
