@@ -165,6 +165,36 @@ fn no_progress_for_the_retry_limit_of_rtos_fails() {
         .contains("retry limit"));
 }
 
+/// A probe carries our ACK even when none is owed: the client's ACKs of
+/// the server's data are lost, and then everything the server sends. The
+/// client's keep-alive probes are all the server hears, and only their ACK
+/// tells it that its data arrived.
+#[test]
+fn a_probe_repeats_the_ack_the_peer_lost() {
+    let mut c = cfg();
+    c.keep_alive = Some(Duration::from_millis(500));
+    let mut pair = Pair::new(c, cfg(), 10 * MS);
+    pair.drive_until(Duration::from_secs(1), |p| p.server.is_some());
+    let until = pair.now + 200 * MS;
+    pair.drive_until(Duration::from_secs(2), |p| p.now >= until);
+    let down = payload(10_000); // within the initial window
+    pair.drop = Box::new(|to_server, _, _| to_server);
+    let server = pair.server.as_mut().unwrap();
+    assert_eq!(server.write(&down), down.len());
+    server.finish();
+    let until = pair.now + 100 * MS;
+    pair.drive_until(Duration::from_secs(3), |p| p.now >= until);
+    assert_eq!(pair.received_by_client, down);
+    pair.drop = Box::new(|to_server, _, _| !to_server);
+    pair.drive_until(Duration::from_secs(10), |p| p.server().is_send_finished());
+    assert!(pair.server().is_send_finished(), "the server never learnt");
+    assert!(
+        pair.now < Instant::ZERO + Duration::from_secs(5),
+        "{:?}",
+        pair.now
+    );
+}
+
 #[test]
 fn idle_timeout_when_the_peer_vanishes() {
     let mut c = cfg();

@@ -133,3 +133,57 @@ fn assert_both_ways_verified(s: &Scenario, seed: u64) {
     assert_eq!(f["verified"], true, "{f}");
     assert_eq!(f["reverse"]["verified"], true, "{f}");
 }
+
+/// Full duplex at 30 % loss each way: connections often seem down, and one
+/// that does probes at most a second after its last probe, however many
+/// ACKs it sends for the peer's data meanwhile. Those ACKs used to put its
+/// probes off, so its direction waited for the other's to finish (or
+/// failed at the retry limit, as the rudp bench rows did).
+#[test]
+fn full_duplex_at_30_percent_loss_moves_both_ways_at_once() {
+    let text = |reverse: &str| {
+        format!(
+            r#"
+            name = "duplex at 30 % loss"
+            time_limit = "600s"
+            [[path]]
+            rate = "50Mbit"
+            delay = "0.5ms"
+            loss = 0.3
+            reverse_loss = 0.3
+            queue = 300
+            [[flow]]
+            cc = "aimd"
+            bytes = "2MB"
+            reverse_bytes = "{reverse}"
+            "#
+        )
+    };
+    let alone = Scenario::from_str(&text("0"), ".").unwrap();
+    let duplex = Scenario::from_str(&text("2MB"), ".").unwrap();
+    let seeds = 1..=8;
+    let mut times: Vec<f64> = seeds
+        .clone()
+        .map(|seed| {
+            braid_sim::run(&alone, Some(seed)).flows[0]
+                .forward
+                .duration_s
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let alone_median = times[times.len() / 2];
+    for seed in seeds {
+        let r = braid_sim::run(&duplex, Some(seed));
+        let f = &r.flows[0];
+        assert!(f.error.is_none(), "seed {seed}: {:?}", f.error);
+        let reverse = f.reverse.as_ref().unwrap();
+        for (way, d) in [("forward", &f.forward), ("reverse", reverse)] {
+            assert!(d.verified, "seed {seed} {way}");
+            assert!(
+                d.duration_s < 1.4 * alone_median,
+                "seed {seed} {way}: {:.0} s, alone {alone_median:.0} s",
+                d.duration_s
+            );
+        }
+    }
+}

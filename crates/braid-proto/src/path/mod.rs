@@ -76,7 +76,6 @@ pub(crate) struct Path {
     /// CE marks the peer has reported so far.
     peer_ce: u64,
     pub pending: PendingFrames,
-    last_sent: Instant,
     stats: PathStats,
     /// Packets lost both ways, for how long a silence may last.
     losses: LossTally,
@@ -112,7 +111,6 @@ impl Path {
             ack_path: AckPathDelay::default(),
             peer_ce: 0,
             pending: PendingFrames::default(),
-            last_sent: now,
             stats: PathStats::default(),
             losses: LossTally::default(),
             sampled_acked: 0,
@@ -190,8 +188,7 @@ impl Path {
 
     /// The packet number of a datagram leaving now; `rng` decides which
     /// numbers are left out.
-    pub fn take_packet_number(&mut self, now: Instant, rng: &mut impl Rng) -> u64 {
-        self.last_sent = now;
+    pub fn take_packet_number(&mut self, rng: &mut impl Rng) -> u64 {
         self.numbers.take(rng)
     }
 
@@ -328,6 +325,11 @@ impl Path {
     /// Folds a received packet's MB-ECN level into the feedback owed.
     pub fn on_mbecn(&mut self, level: u8) {
         self.acks.on_mbecn(level);
+    }
+
+    /// Whether anything arrived from the peer on this path.
+    pub fn has_received(&self) -> bool {
+        self.acks.largest().is_some()
     }
 
     /// Whether ack-eliciting packets arrived since our last ACK.

@@ -68,8 +68,10 @@ impl Path {
             return None;
         }
         if self.state == PathState::Probing {
+            // From the last probe, not the last packet: the ACKs a probing
+            // path sends for the peer's data must not put its probes off.
             let wait = self.rtt.rto(cfg, self.backoffs).min(max_probe);
-            return Some(self.last_sent + wait);
+            return Some(self.last_eliciting + wait);
         }
         if self.sent.is_empty() {
             return None;
@@ -342,7 +344,7 @@ mod tests {
         fn send(&mut self, now: Instant, n: usize) -> Vec<u64> {
             (0..n)
                 .map(|_| {
-                    let pn = self.path.take_packet_number(now, &mut self.rng);
+                    let pn = self.path.take_packet_number(&mut self.rng);
                     self.path.on_sent(now, pn, SEGMENT_SIZE, None, false);
                     pn
                 })

@@ -229,11 +229,11 @@ mod tests {
     /// Sends `packets` full packets on `p` at `now`.
     fn send(p: &mut Path, now: Instant, packets: u64) -> (u64, u64) {
         let mut rng = ChaCha20Rng::seed_from_u64(u64::from(p.id().0));
-        let first = p.take_packet_number(now, &mut rng);
+        let first = p.take_packet_number(&mut rng);
         p.on_sent(now, first, SEGMENT_SIZE, None, false);
         let mut last = first;
         for _ in 1..packets {
-            last = p.take_packet_number(now, &mut rng);
+            last = p.take_packet_number(&mut rng);
             p.on_sent(now, last, SEGMENT_SIZE, None, false);
         }
         (first, last)

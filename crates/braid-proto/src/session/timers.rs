@@ -102,8 +102,13 @@ impl Session {
             Timer::Idle => Some(self.last_recv + self.cfg.idle_timeout),
             Timer::Unconfirmed => self.unconfirmed_deadline(),
             Timer::Validation => self.validation_deadline(),
-            Timer::KeepAlive => self.keep_alive_deadline(),
-            Timer::Persist => self.persist_deadline(),
+            // Both probe the first active connection. Without one they wait:
+            // connections that seem down probe on their own timer, and a
+            // deadline nothing can serve would fire again at once, forever.
+            Timer::KeepAlive => self
+                .keep_alive_deadline()
+                .filter(|_| self.has_active_path()),
+            Timer::Persist => self.persist_deadline().filter(|_| self.has_active_path()),
             Timer::Pacing(id) => path(id)?.pacing_wakeup(),
             Timer::Tlp(id) => path(id)?.tlp_deadline(self.cfg.max_ack_delay),
             Timer::Rto(id) => path(id)?.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval),
@@ -358,6 +363,10 @@ impl Session {
             }),
             _ => None,
         }
+    }
+
+    fn has_active_path(&self) -> bool {
+        self.paths.values().any(|p| p.state() == PathState::Active)
     }
 
     /// When blocked only by the peer's flow-control window with nothing in

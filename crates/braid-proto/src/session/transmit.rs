@@ -71,7 +71,7 @@ impl Session {
 
     fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
-        let pn = p.take_packet_number(now, &mut self.rng);
+        let pn = p.take_packet_number(&mut self.rng);
         Header {
             version: VERSION,
             mbecn: 0,
@@ -208,7 +208,9 @@ impl Session {
             }
             wire::pad_to(buf, self.packet_start + MIN_INITIAL_DATAGRAM);
             return Some(self.finish_clear_packet(id, buf));
-        } else if p.pending.hello_ack {
+        }
+        let hello_ack = p.pending.hello_ack;
+        if hello_ack {
             p.pending.hello_ack = false;
             if self.is_sealed() {
                 let answer = self.answer.as_ref()?;
@@ -226,7 +228,12 @@ impl Session {
             Frame::Ping.encode(buf);
             p.on_sent(now, pn, 0, None, false);
         }
-        if self.is_established() && self.paths[&id].is_ack_owed() {
+        // A probe repeats our ACK even when none is owed: in full duplex the
+        // last one may have been lost, and the peer's probes, which it
+        // answers, are its only other chance to learn what arrived.
+        let ping = !hello_ack;
+        let ack = self.paths[&id].is_ack_owed() || (ping && self.paths[&id].has_received());
+        if self.is_established() && ack {
             self.push_ack(now, id, buf, false);
         }
         Some(self.finish_packet(id, buf))
