@@ -27,7 +27,10 @@ const MAX_LIMIT: u32 = 1024;
 
 /// Packets that could have been lost and those that were, both directions
 /// together: ours that needed an acknowledgement and the peer's by the
-/// holes in its packet numbers.
+/// holes in its packet numbers (the few it skips on purpose, 1 in 256 at
+/// most, count as lost: a little more patience). Only authenticated
+/// packets reach it, and a peer that inflates it only delays its own
+/// verdict, up to the retry limit or the idle timeout.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub(crate) struct LossTally {
     packets: u64,
