@@ -20,6 +20,15 @@ const RECEIVED_RANGES: usize = 1024;
 /// the first flight's spacing.
 const RX_TIME_REPORTS: u8 = 3;
 
+/// Where a new packet number fell among those received before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Arrival {
+    /// Beyond the largest, after `holes` numbers not received (yet).
+    Beyond { holes: u64 },
+    /// Below the largest: reordered, or filling a hole.
+    Late,
+}
+
 #[derive(Debug)]
 pub(super) struct AcksOwed {
     received: RangeSet,
@@ -69,9 +78,9 @@ impl AcksOwed {
         }
     }
 
-    /// Records a received packet number; returns false for a duplicate.
-    /// An ack-eliciting packet is acknowledged within `max_delay`, or at
-    /// once when it is the `ack_every`th since the last ACK.
+    /// Records a received packet number: where it fell, or `None` for a
+    /// duplicate. An ack-eliciting packet is acknowledged within
+    /// `max_delay`, or at once when it is the `ack_every`th since the last ACK.
     pub fn on_received(
         &mut self,
         now: Instant,
@@ -79,21 +88,29 @@ impl AcksOwed {
         ack_eliciting: bool,
         max_delay: Duration,
         ack_every: u32,
-    ) -> bool {
+    ) -> Option<Arrival> {
         if pn < self.forgotten_below {
-            return true; // long declared lost by the sender: only its data counts
+            // Long declared lost by the sender: only its data counts.
+            return Some(Arrival::Late);
         }
         let largest = self.received.max();
         if !self.received.insert(pn) {
-            return false;
+            return None;
         }
-        if largest.is_none_or(|l| pn > l) {
-            self.largest_received_at = now;
-            if largest.is_some_and(|l| pn > l + 1) {
-                self.ack_now = true; // a gap: tell the sender soon
+        let arrival = match largest {
+            Some(l) if pn < l => Arrival::Late,
+            _ => Arrival::Beyond {
+                holes: pn - largest.map_or(0, |l| l + 1),
+            },
+        };
+        match arrival {
+            Arrival::Beyond { holes } => {
+                self.largest_received_at = now;
+                if holes > 0 && largest.is_some() {
+                    self.ack_now = true; // a gap: tell the sender soon
+                }
             }
-        } else {
-            self.ack_now = true; // reordered or filling a gap
+            Arrival::Late => self.ack_now = true, // reordered or filling a gap
         }
         if ack_eliciting {
             if self.largest_eliciting.is_none_or(|(l, _)| pn > l) {
@@ -109,7 +126,7 @@ impl AcksOwed {
             }
             self.deadline.get_or_insert(now + max_delay);
         }
-        true
+        Some(arrival)
     }
 
     /// The largest packet number received, if any.
@@ -240,7 +257,7 @@ mod tests {
     }
 
     fn receive(acks: &mut AcksOwed, now: Instant, pn: u64) -> bool {
-        acks.on_received(now, pn, true, DELAY, 2)
+        acks.on_received(now, pn, true, DELAY, 2).is_some()
     }
 
     #[test]
@@ -300,7 +317,10 @@ mod tests {
         assert!(acks.is_due(at(3)), "reordering");
         // A packet that elicits no ACK is recorded but owes none.
         acks.on_sent(at(3), None, true);
-        assert!(acks.on_received(at(4), 4, false, DELAY, 2));
+        assert_eq!(
+            acks.on_received(at(4), 4, false, DELAY, 2),
+            Some(Arrival::Beyond { holes: 0 })
+        );
         assert!(!acks.is_owed() && !acks.is_due(at(100)));
     }
 

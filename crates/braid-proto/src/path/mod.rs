@@ -24,7 +24,7 @@ use crate::rtt::{RtoConfig, RttEstimator};
 use crate::stats::{PathSample, PathState, PathStats};
 use crate::wire::AckFrame;
 use crate::Instant;
-use ack_owed::AcksOwed;
+use ack_owed::{AcksOwed, Arrival};
 use delivery_rate::DeliveryRate;
 pub use id::PathId;
 use loss_tally::LossTally;
@@ -303,18 +303,16 @@ impl Path {
         max_ack_delay: Duration,
         ack_every: u32,
     ) -> bool {
-        let largest = self.acks.largest();
-        let fresh = self
+        let arrival = self
             .acks
             .on_received(now, pn, ack_eliciting, max_ack_delay, ack_every);
-        if fresh {
-            self.stats.packets_received += 1;
-            match largest {
-                Some(l) if pn < l => self.losses.on_found(),
-                _ => self.losses.on_received(pn - largest.map_or(0, |l| l + 1)),
-            }
+        match arrival {
+            Some(Arrival::Beyond { holes }) => self.losses.on_received(holes),
+            Some(Arrival::Late) => self.losses.on_found(),
+            None => return false,
         }
-        fresh
+        self.stats.packets_received += 1;
+        true
     }
 
     /// A received packet carried an ECN CE mark.
