@@ -68,6 +68,14 @@ impl AckPathDelay {
     pub fn get(&self) -> Duration {
         Duration::from_micros(self.smoothed_us.unwrap_or(0.0).max(0.0) as u64)
     }
+
+    /// The least reverse one-way delay of the window, µs, less the clock
+    /// offset; `None` before the first timed ACK. Connections whose
+    /// timestamps share an origin share the offset, so their values
+    /// compare.
+    pub fn reverse_base_us(&self) -> Option<i64> {
+        self.reverse_min.value.map(|(v, _)| v)
+    }
 }
 
 #[cfg(test)]

@@ -12,12 +12,17 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub(crate) struct Segment {
     pub len: u32,
     pub fin: bool,
-    /// Times it was sent again after a loss.
+    /// Times it was sent again: after a loss, a tail-loss probe, or on a
+    /// faster connection at the tail.
     pub retries: u32,
     /// Packets carrying it that are still in flight.
     pub in_flight: u32,
     /// Connection of its latest transmission, credited when it is acknowledged.
     pub path: PathId,
+    /// When that transmission was expected to reach the peer, µs on the
+    /// scale of the session's ACK timestamps (see `session::scheduler`);
+    /// `None` from a connection not yet measured.
+    pub due_us: Option<i64>,
 }
 
 /// What the scheduler may send next.
@@ -192,18 +197,20 @@ impl SendStream {
         })
     }
 
-    /// Records that `p` (from `peek`) went out in a packet; returns the
-    /// segment's retry count.
-    pub fn on_sent(&mut self, p: Pending, path: PathId) -> u32 {
+    /// Records that `p` (from `peek` or `tail_copy`) went out in a packet
+    /// on `path`, due at the peer at `due_us`; returns the segment's retry
+    /// count.
+    pub fn on_sent(&mut self, p: Pending, path: PathId, due_us: Option<i64>) -> u32 {
         if p.retransmission {
             self.lost.remove(&p.offset);
             let seg = self
                 .segments
                 .get_mut(&p.offset)
-                .expect("lost segment is outstanding");
+                .expect("resent segment is outstanding");
             seg.retries += 1;
             seg.in_flight += 1;
             seg.path = path;
+            seg.due_us = due_us;
             seg.retries
         } else {
             self.segments.insert(
@@ -214,6 +221,7 @@ impl SendStream {
                     retries: 0,
                     in_flight: 1,
                     path,
+                    due_us,
                 },
             );
             self.next_new += u64::from(p.len);
@@ -279,6 +287,28 @@ impl SendStream {
             .saturating_sub(self.next_new)
     }
 
+    /// At the end of the stream (everything sent, nothing waiting as
+    /// lost), the segments with one copy in flight, oldest first, with the
+    /// connection it went on and when it was due at the peer.
+    pub fn tail(&self) -> impl Iterator<Item = (u64, PathId, i64)> + '_ {
+        let at_tail = self.finishing && !self.has_unsent() && self.lost.is_empty();
+        self.segments
+            .iter()
+            .filter(move |(_, s)| at_tail && s.in_flight == 1)
+            .filter_map(|(&offset, s)| Some((offset, s.path, s.due_us?)))
+    }
+
+    /// A second copy of the segment at `offset` (from [`Self::tail`]).
+    pub fn copy_of(&self, offset: u64) -> Option<Pending> {
+        let s = self.segments.get(&offset)?;
+        Some(Pending {
+            offset,
+            len: s.len,
+            fin: s.fin,
+            retransmission: true,
+        })
+    }
+
     /// Queues an outstanding segment for a tail-loss probe while its first
     /// copy is still in flight (RFC 8985 §7.3).
     pub fn probe(&mut self, offset: u64) {
@@ -332,17 +362,17 @@ mod tests {
         s.finish();
         let p0 = s.peek().unwrap();
         assert_eq!((p0.offset, p0.len, p0.fin), (0, 4, false));
-        s.on_sent(p0, PathId(0));
+        s.on_sent(p0, PathId(0), None);
         let p1 = s.peek().unwrap();
-        s.on_sent(p1, PathId(0));
+        s.on_sent(p1, PathId(0), None);
         let p2 = s.peek().unwrap();
         assert_eq!((p2.offset, p2.len, p2.fin), (8, 2, true));
-        s.on_sent(p2, PathId(0));
+        s.on_sent(p2, PathId(0), None);
         assert_eq!(s.peek(), None);
         s.on_lost(4);
         let r = s.peek().unwrap();
         assert!(r.retransmission);
-        assert_eq!(s.on_sent(r, PathId(1)), 1);
+        assert_eq!(s.on_sent(r, PathId(1), None), 1);
         let mut out = Vec::new();
         s.read_segment(4, 4, &mut out);
         assert_eq!(out, b"efgh");
@@ -363,10 +393,10 @@ mod tests {
     fn windows_bound_segments_and_flow_control() {
         let mut s = SendStream::new(10, 1000, 2, 15);
         s.write(&[0; 100]);
-        s.on_sent(s.peek().unwrap(), PathId(0));
+        s.on_sent(s.peek().unwrap(), PathId(0), None);
         let p = s.peek().unwrap();
         assert_eq!(p.len, 5, "flow control cuts the segment at max_data");
-        s.on_sent(p, PathId(0));
+        s.on_sent(p, PathId(0), None);
         assert!(s.is_flow_blocked());
         s.update_max_data(100);
         assert_eq!(s.peek(), None, "two segments outstanding fill the window");
@@ -389,7 +419,7 @@ mod tests {
         s.finish();
         let p = s.peek().unwrap();
         assert_eq!((p.offset, p.len, p.fin), (0, 0, true));
-        s.on_sent(p, PathId(0));
+        s.on_sent(p, PathId(0), None);
         s.on_acked(0);
         assert!(s.is_complete());
     }

@@ -69,7 +69,8 @@ pub(crate) struct Path {
     tlp_fired: Option<Instant>,
     /// One packet may exceed the window and the pacer: the tail-loss probe.
     tlp_credit: bool,
-    /// Origin of this path's ACK timestamps, ours and (in ACKs) the peer's.
+    /// Origin of this path's ACK timestamps, ours and (in ACKs) the peer's:
+    /// the session's, shared by its connections.
     epoch: Instant,
     /// Queueing on the path our ACKs come back on.
     ack_path: AckPathDelay,
@@ -90,6 +91,7 @@ impl Path {
         packet_threshold: u32,
         segment_size: u16,
         now: Instant,
+        epoch: Instant,
     ) -> Self {
         Path {
             id,
@@ -107,7 +109,7 @@ impl Path {
             last_eliciting: now,
             tlp_fired: None,
             tlp_credit: false,
-            epoch: now,
+            epoch,
             ack_path: AckPathDelay::default(),
             peer_ce: 0,
             pending: PendingFrames::default(),
@@ -161,6 +163,15 @@ impl Path {
     /// Bytes in flight (window charge).
     pub fn in_flight(&self) -> u64 {
         self.sent.in_flight()
+    }
+
+    /// How long our ACKs take to come back at least, µs, less an unknown
+    /// clock offset that every connection of the session shares: what
+    /// separates a packet's arrival from its acknowledgement, compared
+    /// across connections. `None` before the first timed ACK, which is
+    /// also the first RTT sample.
+    pub fn ack_path_base_us(&self) -> Option<i64> {
+        self.ack_path.reverse_base_us()
     }
 
     /// Bytes per second the path has recently delivered; 0 = not measured.

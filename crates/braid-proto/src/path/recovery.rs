@@ -333,7 +333,7 @@ mod tests {
             };
             let cc = cc::Algorithm::Cubic.build(ctx);
             Fixture {
-                path: Path::new(PathId(0), cc, 3, SEGMENT_SIZE as u16, at(0)),
+                path: Path::new(PathId(0), cc, 3, SEGMENT_SIZE as u16, at(0), at(0)),
                 rng: ChaCha20Rng::seed_from_u64(3),
                 stream: SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0),
             }

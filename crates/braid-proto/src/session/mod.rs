@@ -17,6 +17,7 @@ mod handshake;
 mod receive;
 mod scheduler;
 mod stats;
+mod tail_copy;
 mod timers;
 mod transmit;
 mod validation;
@@ -139,6 +140,11 @@ pub struct Session {
     error: Option<SessionError>,
     /// CLOSE frame to send: code, reason, repeats left.
     close: Option<(u64, String, u32)>,
+    /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
+    tail_copy_checked: Option<i64>,
+    /// Origin of every connection's ACK timestamps: one clock for all of
+    /// them, so the peer's receive times compare across connections.
+    epoch: Instant,
     last_recv: Instant,
     last_recv_path: PathId,
     last_send: Instant,
@@ -256,6 +262,8 @@ impl Session {
             events: VecDeque::new(),
             error: None,
             close: None,
+            tail_copy_checked: None,
+            epoch: now,
             last_recv: now,
             last_recv_path: PathId(0),
             last_send: now,
@@ -313,6 +321,11 @@ impl Session {
         cc
     }
 
+    /// `now` on the scale of our ACK timestamps: µs since `epoch`.
+    fn clock_us(&self, now: Instant) -> i64 {
+        i64::try_from(now.saturating_duration_since(self.epoch).as_micros()).unwrap_or(i64::MAX)
+    }
+
     fn insert_path(&mut self, id: PathId, now: Instant) {
         let cc = self.new_controller(id, self.cc_context());
         let mut path = Path::new(
@@ -321,6 +334,7 @@ impl Session {
             self.cfg.packet_threshold,
             self.cfg.segment_size,
             now,
+            self.epoch,
         );
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
         self.paths.insert(id, path);

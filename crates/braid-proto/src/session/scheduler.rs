@@ -1,14 +1,19 @@
 //! Which connection carries the next data packet.
 //!
 //! The stream is delivered in order, so what matters is when each packet
-//! is acknowledged, not how busy each connection is. Data goes on a
+//! reaches the peer, not how busy each connection is. Data goes on a
 //! connection whose window has room and whose pacer lets a packet go now
-//! (NCP's pull model, paced). Among those, the one that would acknowledge
-//! it earliest wins (its minimum RTT, or the time its queue takes to drain
-//! at its delivery rate), and a slower connection is skipped when the
-//! faster ones would deliver the whole backlog before the slow one's packet
-//! arrived (ECF, Lim et al., CoNEXT 2017), so the tail of a transfer does
-//! not wait on a slow path. A window-based connection holds at most four
+//! (NCP's pull model, paced). Among those, the one where it would arrive
+//! earliest wins, and a slower connection is skipped when the faster ones
+//! would deliver the whole backlog before the slow one's packet arrived
+//! (ECF, Lim et al., CoNEXT 2017), so the tail of a transfer does not wait
+//! on a slow path. A packet arrives when it would be acknowledged (the
+//! connection's minimum RTT, or the time its queue takes to drain at its
+//! delivery rate) less the time ACKs take to come back, which the peer's
+//! receive timestamps tell apart from the way out (`AckPathDelay`). Judged
+//! by acknowledgements instead, a 1 s path whose packets arrive in 0.5 s
+//! stopped half a second before the end of every transfer. A window-based
+//! connection holds at most four
 //! times its bandwidth-delay product while another would acknowledge
 //! sooner, so a large window cannot queue the stream for seconds on a slow
 //! path.
@@ -62,7 +67,7 @@ pub(super) fn pick_data_path(
             })
             .collect(),
     };
-    let mut ready: Option<(Duration, PathId)> = None;
+    let mut ready: Option<(Option<i64>, PathId)> = None;
     for p in paths.values_mut() {
         if is_validating(p.id())
             || !p.can_send_data(charge)
@@ -71,14 +76,42 @@ pub(super) fn pick_data_path(
             continue;
         }
         if p.is_pacer_ready(now, charge, segment_size) {
-            let key = (expected_ack(p, charge).unwrap_or(Duration::ZERO), p.id());
+            let key = (expected_arrival(p, charge), p.id());
             if ready.is_none_or(|r| key < r) {
                 ready = Some(key);
             }
         }
     }
-    let (eta, id) = ready?;
-    (!is_worth_waiting(paths, id, eta, charge, backlog)).then_some(id)
+    let (arrival, id) = ready?;
+    (!is_worth_waiting(paths, id, arrival, charge, backlog)).then_some(id)
+}
+
+/// The connection for a second copy of a segment at the tail of the
+/// stream (see `tail_copy`): the measured one, not being validated, with
+/// window and pacer room, where a packet would arrive earliest. Its window
+/// is the only bound: a copy takes room nothing else wants, since nothing
+/// else is left to send.
+pub(super) fn pick_tail_copy_path(
+    paths: &mut BTreeMap<PathId, Path>,
+    now: Instant,
+    charge: u64,
+    segment_size: u64,
+    is_validating: impl Fn(PathId) -> bool,
+) -> Option<PathId> {
+    let mut best: Option<(i64, PathId)> = None;
+    for p in paths.values_mut() {
+        if is_validating(p.id()) || !p.can_send_data(charge) {
+            continue;
+        }
+        let Some(arrival) = expected_arrival(p, charge) else {
+            continue;
+        };
+        if p.is_pacer_ready(now, charge, segment_size) && best.is_none_or(|b| (arrival, p.id()) < b)
+        {
+            best = Some((arrival, p.id()));
+        }
+    }
+    best.map(|(_, id)| id)
 }
 
 /// Most bytes an unmeasured connection may have in flight when the
@@ -101,30 +134,30 @@ fn blind_window(paths: &BTreeMap<PathId, Path>, segment_size: u64) -> Option<u64
 }
 
 /// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
-/// that would acknowledge a packet sooner than `id` (in `eta`) would
+/// where a packet would arrive sooner than on `id` (at `arrival`) would
 /// deliver the `backlog` waiting to be sent before a packet sent now on
 /// `id` arrived. While the application may write more than the buffer
 /// holds, the backlog is unbounded (`None`) and no path waits.
 fn is_worth_waiting(
     paths: &BTreeMap<PathId, Path>,
     id: PathId,
-    eta: Duration,
+    arrival: Option<i64>,
     charge: u64,
     backlog: Option<u64>,
 ) -> bool {
-    let Some(backlog) = backlog else {
+    let (Some(backlog), Some(arrival)) = (backlog, arrival) else {
         return false;
     };
-    if eta.is_zero() || paths[&id].has_tlp_credit() {
+    if paths[&id].has_tlp_credit() {
         return false;
     }
     let mut rate = 0.0;
-    let mut first: Option<Duration> = None;
+    let mut first: Option<i64> = None;
     for p in paths.values() {
         if p.id() == id || p.state() != PathState::Active || p.delivery_rate() <= 0.0 {
             continue;
         }
-        let Some(t) = expected_ack(p, charge).filter(|t| *t < eta) else {
+        let Some(t) = expected_arrival(p, charge).filter(|&t| t < arrival) else {
             continue;
         };
         rate += p.delivery_rate();
@@ -133,8 +166,8 @@ fn is_worth_waiting(
     let Some(first) = first else {
         return false;
     };
-    let drain = backlog as f64 / rate;
-    eta.as_secs_f64() > first.as_secs_f64() + drain
+    let drain_us = backlog as f64 / rate * 1e6;
+    arrival as f64 > first as f64 + drain_us
 }
 
 /// Whether `p` must not take another packet now although its window has
@@ -198,6 +231,16 @@ fn expected_ack(p: &Path, charge: u64) -> Option<Duration> {
     Some(min.max(drain))
 }
 
+/// When a packet of `charge` bytes sent on `p` now would reach the peer:
+/// [`expected_ack`] less the ACK path's least delay, µs on a scale whose
+/// origin (the clocks' offset) is unknown but shared by the session's
+/// connections, so only comparisons mean anything. `None` (sooner than
+/// any) until measured: an unmeasured path gets its first flight.
+pub(super) fn expected_arrival(p: &Path, charge: u64) -> Option<i64> {
+    let ack = i64::try_from(expected_ack(p, charge)?.as_micros()).unwrap_or(i64::MAX);
+    Some(ack.saturating_sub(p.ack_path_base_us()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,7 +266,7 @@ mod tests {
         };
         // CUBIC: window-based, so the queue cap applies to it.
         let cc = cc::Algorithm::Cubic.build(ctx);
-        Path::new(PathId(id), cc, 3, SEGMENT_SIZE as u16, at(0))
+        Path::new(PathId(id), cc, 3, SEGMENT_SIZE as u16, at(0), at(0))
     }
 
     /// Sends `packets` full packets on `p` at `now`.
@@ -242,6 +285,12 @@ mod tests {
     /// A path whose first flight of 10 packets at time 0 was acknowledged
     /// one `rtt_ms` later: it delivers 12 kB per round trip.
     fn measured(id: u8, rtt_ms: u64) -> Path {
+        measured_one_way(id, rtt_ms, rtt_ms / 2)
+    }
+
+    /// As `measured`, with the peer's clock (whose origin is ours) saying
+    /// the packets took `forward_ms` to arrive.
+    fn measured_one_way(id: u8, rtt_ms: u64, forward_ms: u64) -> Path {
         let mut p = path(id);
         let (first, last) = send(&mut p, at(0), 10);
         let ack = AckFrame {
@@ -251,7 +300,7 @@ mod tests {
             fin: false,
             max_data: 0,
             ce_count: 0,
-            rx_timestamp_us: rtt_ms * 500,
+            rx_timestamp_us: forward_ms * 1000,
             rx_times: Vec::new(),
         };
         let mut stream = SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0);
@@ -305,6 +354,51 @@ mod tests {
         assert_eq!(pick(&mut paths, Some(12_000)), None);
         assert_eq!(pick(&mut paths, Some(1_000_000)), Some(PathId(0)));
         assert_eq!(pick(&mut paths, None), Some(PathId(0)), "unbounded backlog");
+    }
+
+    #[test]
+    fn the_packet_goes_where_it_arrives_first_not_where_it_is_acknowledged_first() {
+        // Path 0 is acknowledged in 100 ms but its packets take 90 ms out;
+        // path 1's take 10 ms out and its ACKs 140 ms back (a satellite
+        // return, say).
+        let mut paths = paths(vec![
+            measured_one_way(0, 100, 90),
+            measured_one_way(1, 150, 10),
+        ]);
+        let none = |_| false;
+        let pick = pick_data_path(
+            &mut paths,
+            at(150),
+            SEGMENT_SIZE,
+            SEGMENT_SIZE,
+            none,
+            Some(1 << 20),
+        );
+        assert_eq!(pick, Some(PathId(1)));
+    }
+
+    #[test]
+    fn a_slow_path_takes_the_tail_while_its_packet_would_arrive_in_time() {
+        // The slow path's packet arrives 100 ms after sending, the fast
+        // path's first in 10 ms, and the fast path delivers 600 kB/s. 72 kB
+        // of backlog take it until 130 ms: the slow path's packet arrives
+        // first. Judged by acknowledgements (200 ms against 20 + 120 ms)
+        // the slow path would have been left idle.
+        let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
+        let fast_busy = |id| id == PathId(1);
+        let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
+            pick_data_path(
+                paths,
+                at(200),
+                SEGMENT_SIZE,
+                SEGMENT_SIZE,
+                fast_busy,
+                backlog,
+            )
+        };
+        assert_eq!(pick(&mut paths, Some(72_000)), Some(PathId(0)));
+        // 36 kB are through by 70 ms: waiting for the fast path is better.
+        assert_eq!(pick(&mut paths, Some(36_000)), None);
     }
 
     #[test]

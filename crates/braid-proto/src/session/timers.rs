@@ -43,6 +43,9 @@ pub(super) enum Timer {
     Loss(PathId),
     /// A connection's delayed ACK is due (`poll_transmit` sends it).
     Ack(PathId),
+    /// A segment at the end of the stream waited too long for its ACK
+    /// (`poll_transmit` sends a second copy).
+    TailCopy,
     /// Per-connection samples for the time series.
     Sample,
 }
@@ -70,6 +73,7 @@ impl Session {
                 Timer::Ack(id),
             ]);
         }
+        all.push(Timer::TailCopy);
         all.push(Timer::Sample);
         all
     }
@@ -122,6 +126,7 @@ impl Session {
                     .then(|| p.ack_deadline())
                     .flatten()
             }
+            Timer::TailCopy => self.tail_copy_deadline(),
             Timer::Sample => self.next_sample,
         }
     }
@@ -237,6 +242,7 @@ impl Session {
                     }
                 }
                 Timer::Ack(_) => {}
+                Timer::TailCopy => self.on_tail_copy_timeout(now),
                 Timer::Sample => {
                     let Some(interval) = self.cfg.sample_interval else {
                         continue;

@@ -298,6 +298,9 @@ impl Session {
             return None; // the client may not have our HELLO_ACK yet and would drop data
         }
         let Some(pending) = self.send.peek() else {
+            if let Some(sent) = self.transmit_tail_copy(now, buf) {
+                return Some(sent);
+            }
             // Only an empty buffer is application-limited; a sender held back
             // by flow control or its send buffer still measures the path
             // (Linux tracks those as rwnd- and sndbuf-limited, not app-limited).
@@ -340,7 +343,7 @@ impl Session {
     }
 
     /// `pending` on connection `id`, with the ACK it owes.
-    fn send_segment(
+    pub(super) fn send_segment(
         &mut self,
         now: Instant,
         id: PathId,
@@ -374,7 +377,9 @@ impl Session {
             self.progress_at = now;
             self.rtos_without_progress.clear();
         }
-        self.send.on_sent(pending, id);
+        let due = scheduler::expected_arrival(&self.paths[&id], charge)
+            .map(|arrival| self.clock_us(now).saturating_add(arrival));
+        self.send.on_sent(pending, id, due);
         if pending.retransmission {
             self.counters.retransmitted += 1;
         } else {

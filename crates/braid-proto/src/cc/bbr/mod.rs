@@ -48,7 +48,12 @@
 //! - PROBE_RTT marks later samples app-limited here, as Linux's rate sampler
 //!   does through `tp->app_limited`.
 //! - RTprop takes only a strictly smaller sample before it expires (Linux
-//!   since 2020; draft-00 uses ≤), so PROBE_RTT runs every 10 s on a flat path.
+//!   since 2020; draft-00 uses ≤), but a sample within 12.5 % of it keeps
+//!   it current (quiche's BBR7 option, there only after an app-limited
+//!   round): PROBE_RTT runs after 10 s without one. On a flat path v1
+//!   drains every 10 s for nothing, at ~1 % of the rate on a 100 ms path
+//!   (half the BDP for 200 ms and a round). A propagation delay that grows
+//!   by less than 12.5 % goes unseen; cwnd's gain of 2 covers that.
 //! - cwnd adds BtlBw × the ACK path's queueing delay ([`RateSample::ack_queue_delay`],
 //!   from the ACK frames' receive timestamps) to gain × BDP. In full duplex
 //!   each direction's ACKs wait behind the other's data: with v1's cwnd the
@@ -64,9 +69,9 @@
 //!   before its first RTT sample, so IW10 leaves as one burst (the train).
 //! - The first RTT sample usually comes from the handshake's confirming
 //!   PING (no payload), a packet's serialisation time below what data can
-//!   reach; with the strict minimum above this changes nothing on a flat
-//!   path (PROBE_RTT still runs every 10 s) and understates the BDP by that
-//!   time only.
+//!   reach. It understates the BDP by that time only, and where a data
+//!   packet's serialisation adds more than 12.5 % to the RTT, PROBE_RTT
+//!   runs every 10 s as in v1.
 
 mod ack_aggregation;
 mod ack_train;
@@ -116,6 +121,9 @@ const CYCLE_RAND: u64 = 7;
 const BW_FILTER_ROUNDS: u64 = 10;
 /// RTprop min-filter window (draft-00 RTpropFilterLen; Linux `bbr_min_rtt_win_sec`).
 const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// RTprop stays current while RTT samples come within this factor of it
+/// (quiche's BBR `kSimilarMinRttThreshold`, 1.125, of its BBR7 option).
+const SIMILAR_RTT: f64 = 1.125;
 /// Least time at the minimum cwnd in PROBE_RTT (draft-00 ProbeRTTDuration;
 /// Linux `bbr_probe_rtt_mode_ms`).
 const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
@@ -465,6 +473,14 @@ impl Bbr {
     }
 
     fn update_min_rtt(&mut self, now: Instant, s: &RateSample) {
+        // A sample this close to RTprop shows the path all but empty:
+        // draining it in PROBE_RTT would only find the same minimum.
+        if self
+            .min_rtt
+            .is_some_and(|m| !s.rtt.is_zero() && s.rtt <= m.mul_f64(SIMILAR_RTT))
+        {
+            self.min_rtt_stamp = now;
+        }
         let expired = self.min_rtt.is_some() && now > self.min_rtt_stamp + MIN_RTT_WINDOW;
         if !s.rtt.is_zero() && (expired || self.min_rtt.is_none_or(|m| s.rtt < m)) {
             self.min_rtt = Some(s.rtt);
@@ -870,7 +886,8 @@ mod tests {
         let mut net = Net::new();
         net.run(30, BW, RTT, false);
         let stamp = net.bbr.min_rtt_stamp;
-        let queued = RTT + Duration::from_millis(10);
+        // More than 12.5 % above RTprop: a standing queue.
+        let queued = RTT + Duration::from_millis(20);
         loop {
             net.ack(BW, queued, false);
             if net.now > stamp + MIN_RTT_WINDOW {
@@ -908,6 +925,28 @@ mod tests {
             net.run(1, BW, queued, false);
             assert_ne!(net.bbr.mode(), BbrMode::ProbeRtt);
         }
+    }
+
+    #[test]
+    fn no_probe_rtt_while_rtts_stay_within_an_eighth_of_the_minimum() {
+        let mut net = Net::new();
+        net.run(30, BW, RTT, false);
+        // 10 % above RTprop for 30 s: a queue of a tenth of the BDP at
+        // most, which PROBE_RTT would drain at the cost of half the rate.
+        let near = RTT + Duration::from_millis(10);
+        for _ in 0..300 {
+            net.run(1, BW, near, false);
+            assert_ne!(net.bbr.mode(), BbrMode::ProbeRtt);
+        }
+        assert_eq!(net.bbr.min_rtt(), Some(RTT), "kept, not replaced");
+        // Then RTTs 20 % above it: PROBE_RTT 10 s after the last near one.
+        let last_near = net.now;
+        let queued = RTT + Duration::from_millis(20);
+        while net.bbr.mode() != BbrMode::ProbeRtt {
+            assert!(net.now <= last_near + MIN_RTT_WINDOW + RTT, "no PROBE_RTT");
+            net.ack(BW, queued, false);
+        }
+        assert!(net.now > last_near + MIN_RTT_WINDOW);
     }
 
     /// Sends IW10 at time zero and acknowledges it in pairs 2 ms apart
