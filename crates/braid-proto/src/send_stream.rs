@@ -7,6 +7,11 @@
 use crate::PathId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// Segments at the tail that [`SendStream::tail`] looks at: the oldest,
+/// which hold up the stream, and a bound on the work per call (the session
+/// reads it for every timer poll at the tail).
+const TAIL_SCAN: usize = 512;
+
 /// One segment of the stream.
 #[derive(Debug, Clone)]
 pub(crate) struct Segment {
@@ -288,13 +293,17 @@ impl SendStream {
     }
 
     /// At the end of the stream (everything sent, nothing waiting as
-    /// lost), the segments with one copy in flight, oldest first, with the
-    /// connection it went on and when it was due at the peer.
+    /// lost), the oldest [`TAIL_SCAN`] segments with one copy in flight,
+    /// with the connection it went on and when it was due at the peer.
+    /// Empty, at no cost, before the end.
     pub fn tail(&self) -> impl Iterator<Item = (u64, PathId, i64)> + '_ {
         let at_tail = self.finishing && !self.has_unsent() && self.lost.is_empty();
-        self.segments
-            .iter()
-            .filter(move |(_, s)| at_tail && s.in_flight == 1)
+        at_tail
+            .then(|| self.segments.iter())
+            .into_iter()
+            .flatten()
+            .filter(|(_, s)| s.in_flight == 1)
+            .take(TAIL_SCAN)
             .filter_map(|(&offset, s)| Some((offset, s.path, s.due_us?)))
     }
 
@@ -387,6 +396,32 @@ mod tests {
             (s.delivered_on(PathId(0)), s.delivered_on(PathId(1))),
             (6, 4)
         );
+    }
+
+    #[test]
+    fn the_tail_is_what_has_one_copy_in_flight_once_everything_is_sent() {
+        let mut s = SendStream::new(4, 100, 10, 1000);
+        s.write(b"abcdefghij");
+        let p0 = s.peek().unwrap();
+        s.on_sent(p0, PathId(1), Some(500));
+        assert_eq!(s.tail().count(), 0, "not finished");
+        s.finish();
+        let p1 = s.peek().unwrap();
+        s.on_sent(p1, PathId(0), None);
+        assert_eq!(s.tail().count(), 0, "data left to send");
+        let p2 = s.peek().unwrap();
+        s.on_sent(p2, PathId(1), Some(700));
+        // Segment 4 went on an unmeasured connection: no due time.
+        let tail: Vec<_> = s.tail().collect();
+        assert_eq!(tail, [(0, PathId(1), 500), (8, PathId(1), 700)]);
+        // A second copy takes segment 0 out; a loss puts it back.
+        s.on_sent(s.copy_of(0).unwrap(), PathId(0), Some(300));
+        assert_eq!(s.tail().next(), Some((8, PathId(1), 700)));
+        s.on_lost(0);
+        assert_eq!(s.tail().next(), Some((0, PathId(0), 300)));
+        // A segment waiting as lost goes first by itself: no tail then.
+        s.on_lost(8);
+        assert_eq!(s.tail().count(), 0);
     }
 
     #[test]

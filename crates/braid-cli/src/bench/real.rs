@@ -493,7 +493,18 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
          outside.\n\n",
         args.rounds, args.cc
     );
+    // The command that reproduces this run, defaults left out.
     s += "```sh\nbraid bench real";
+    for row in &args.rows {
+        s += &format!(" {}", row.display());
+    }
+    if args.kinds != [Kind::TcpCubic, Kind::TcpBbr, Kind::Braid] {
+        let kinds: Vec<&str> = args.kinds.iter().map(|k| k.name()).collect();
+        s += &format!(" --kinds {}", kinds.join(","));
+    }
+    if args.cc != braid_proto::cc::Algorithm::Bbr {
+        s += &format!(" --cc {}", args.cc.name());
+    }
     if args.rounds != 3 {
         s += &format!(" --rounds {}", args.rounds);
     }
