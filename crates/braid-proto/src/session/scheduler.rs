@@ -338,8 +338,8 @@ mod tests {
     fn a_slow_path_is_skipped_when_the_fast_one_would_deliver_the_backlog_first() {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
         // The fast path cannot take this packet (it is being validated),
-        // yet it delivers 600 kB/s: 12 kB would be through in 40 ms, long
-        // before the slow path's packet arrived.
+        // yet it delivers 600 kB/s from 10 ms on: 12 kB would be through
+        // by 30 ms, long before the slow path's packet arrived at 100 ms.
         let fast_busy = |id| id == PathId(1);
         let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
             pick_data_path(
@@ -352,6 +352,11 @@ mod tests {
             )
         };
         assert_eq!(pick(&mut paths, Some(12_000)), None);
+        assert_eq!(pick(&mut paths, Some(36_000)), None, "through by 70 ms");
+        // 72 kB take the fast path until 130 ms: the slow path's packet
+        // arrives first. Judged by acknowledgements (200 ms against 20 +
+        // 120 ms) the slow path was left idle here.
+        assert_eq!(pick(&mut paths, Some(72_000)), Some(PathId(0)));
         assert_eq!(pick(&mut paths, Some(1_000_000)), Some(PathId(0)));
         assert_eq!(pick(&mut paths, None), Some(PathId(0)), "unbounded backlog");
     }
@@ -375,30 +380,6 @@ mod tests {
             Some(1 << 20),
         );
         assert_eq!(pick, Some(PathId(1)));
-    }
-
-    #[test]
-    fn a_slow_path_takes_the_tail_while_its_packet_would_arrive_in_time() {
-        // The slow path's packet arrives 100 ms after sending, the fast
-        // path's first in 10 ms, and the fast path delivers 600 kB/s. 72 kB
-        // of backlog take it until 130 ms: the slow path's packet arrives
-        // first. Judged by acknowledgements (200 ms against 20 + 120 ms)
-        // the slow path would have been left idle.
-        let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
-        let fast_busy = |id| id == PathId(1);
-        let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
-            pick_data_path(
-                paths,
-                at(200),
-                SEGMENT_SIZE,
-                SEGMENT_SIZE,
-                fast_busy,
-                backlog,
-            )
-        };
-        assert_eq!(pick(&mut paths, Some(72_000)), Some(PathId(0)));
-        // 36 kB are through by 70 ms: waiting for the fast path is better.
-        assert_eq!(pick(&mut paths, Some(36_000)), None);
     }
 
     #[test]
