@@ -53,7 +53,7 @@ impl AckPathDelay {
     /// forward one-way delay plus clock offset (receiver clock − send
     /// clock, µs).
     pub fn on_sample(&mut self, now: Instant, rtt_adjusted: Duration, forward_us: i64) {
-        let rtt_us = i64::try_from(rtt_adjusted.as_micros()).unwrap_or(i64::MAX);
+        let rtt_us = crate::time::micros_i64(rtt_adjusted);
         let reverse = rtt_us.saturating_sub(forward_us);
         let base = self.reverse_min.update(now, reverse);
         let excess = reverse.saturating_sub(base) as f64;

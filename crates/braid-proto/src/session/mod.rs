@@ -323,7 +323,7 @@ impl Session {
 
     /// `now` on the scale of our ACK timestamps: µs since `epoch`.
     fn clock_us(&self, now: Instant) -> i64 {
-        i64::try_from(now.saturating_duration_since(self.epoch).as_micros()).unwrap_or(i64::MAX)
+        crate::time::micros_i64(now.saturating_duration_since(self.epoch))
     }
 
     fn insert_path(&mut self, id: PathId, now: Instant) {

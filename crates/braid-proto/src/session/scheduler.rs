@@ -38,8 +38,8 @@ const QUEUE_CAP_BDPS: u64 = 4;
 /// The connection that takes the next data packet of `charge` bytes: among
 /// those not `is_validating`, whose window has room, whose pacer is ready
 /// and whose queue is not capped (see `is_queue_capped`), the one where it
-/// would be acknowledged earliest (unmeasured paths count as immediate, so
-/// they get measured), unless it is worth waiting for a faster one (see
+/// would arrive earliest (unmeasured paths count as immediate, so they get
+/// measured), unless it is worth waiting for a faster one (see
 /// `is_worth_waiting`; `backlog` is `None` while the application may write
 /// more than the send buffer holds). When only pacing holds packets back,
 /// the paths remember when to wake.
@@ -67,22 +67,11 @@ pub(super) fn pick_data_path(
             })
             .collect(),
     };
-    let mut ready: Option<(Option<i64>, PathId)> = None;
-    for p in paths.values_mut() {
-        if is_validating(p.id())
-            || !p.can_send_data(charge)
-            || is_queue_capped(p, charge, blind, &acks)
-        {
-            continue;
-        }
-        if p.is_pacer_ready(now, charge, segment_size) {
-            let key = (expected_arrival(p, charge), p.id());
-            if ready.is_none_or(|r| key < r) {
-                ready = Some(key);
-            }
-        }
-    }
-    let (arrival, id) = ready?;
+    let (arrival, id) = earliest_ready(paths, now, charge, segment_size, |p| {
+        !is_validating(p.id())
+            && p.can_send_data(charge)
+            && !is_queue_capped(p, charge, blind, &acks)
+    })?;
     (!is_worth_waiting(paths, id, arrival, charge, backlog)).then_some(id)
 }
 
@@ -98,20 +87,33 @@ pub(super) fn pick_tail_copy_path(
     segment_size: u64,
     is_validating: impl Fn(PathId) -> bool,
 ) -> Option<PathId> {
-    let mut best: Option<(i64, PathId)> = None;
+    let (_, id) = earliest_ready(paths, now, charge, segment_size, |p| {
+        !is_validating(p.id()) && p.can_send_data(charge) && expected_arrival(p, charge).is_some()
+    })?;
+    Some(id)
+}
+
+/// Among the connections `eligible` admits whose pacer lets `charge`
+/// bytes go now, the one where they would arrive earliest, with that
+/// arrival ([`expected_arrival`]; unmeasured first). Pacers that hold a
+/// packet back remember when to wake.
+fn earliest_ready(
+    paths: &mut BTreeMap<PathId, Path>,
+    now: Instant,
+    charge: u64,
+    segment_size: u64,
+    eligible: impl Fn(&Path) -> bool,
+) -> Option<(Option<i64>, PathId)> {
+    let mut best: Option<(Option<i64>, PathId)> = None;
     for p in paths.values_mut() {
-        if is_validating(p.id()) || !p.can_send_data(charge) {
-            continue;
-        }
-        let Some(arrival) = expected_arrival(p, charge) else {
-            continue;
-        };
-        if p.is_pacer_ready(now, charge, segment_size) && best.is_none_or(|b| (arrival, p.id()) < b)
-        {
-            best = Some((arrival, p.id()));
+        if eligible(p) && p.is_pacer_ready(now, charge, segment_size) {
+            let key = (expected_arrival(p, charge), p.id());
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
         }
     }
-    best.map(|(_, id)| id)
+    best
 }
 
 /// Most bytes an unmeasured connection may have in flight when the
@@ -237,7 +239,7 @@ fn expected_ack(p: &Path, charge: u64) -> Option<Duration> {
 /// connections, so only comparisons mean anything. `None` (sooner than
 /// any) until measured: an unmeasured path gets its first flight.
 pub(super) fn expected_arrival(p: &Path, charge: u64) -> Option<i64> {
-    let ack = i64::try_from(expected_ack(p, charge)?.as_micros()).unwrap_or(i64::MAX);
+    let ack = crate::time::micros_i64(expected_ack(p, charge)?);
     Some(ack.saturating_sub(p.ack_path_base_us()?))
 }
 

@@ -17,6 +17,7 @@
 //! RFC 9002's probe timeout adds to the smoothed RTT.
 
 use super::{scheduler, Session, Transmit};
+use crate::time::micros_i64;
 use crate::{Instant, PathId};
 use std::time::Duration;
 
@@ -26,8 +27,7 @@ impl Session {
     fn tail_ack_overdue_at(&self, path: PathId, due_us: i64) -> Option<i64> {
         let p = self.paths.get(&path)?;
         let back = p.ack_path_base_us()?;
-        let margin = p.rtt().rttvar() * 4 + self.cfg.max_ack_delay;
-        let margin = i64::try_from(margin.as_micros()).unwrap_or(i64::MAX);
+        let margin = micros_i64(p.rtt().rttvar() * 4 + self.cfg.max_ack_delay);
         Some(due_us.saturating_add(back).saturating_add(margin))
     }
 
