@@ -36,6 +36,13 @@
 //! receiver's reading more than the link (a real receiver stamps a batch of
 //! datagrams at once, or late when descheduled): the train's whole span is
 //! then used, at [`NOISY_TRAIN_SHARE`] of its rate.
+//!
+//! Some estimates are only lower bounds ([`Estimate::lower_bound`]): a half
+//! share of a noisy train, and a bursty train of two bursts, whose rate
+//! rests on the last burst alone. The train ends inside that burst, so it
+//! shows what was left to deliver, not what the link could have: a trace
+//! emulator that woke late and released eight of the ten at once leaves two
+//! for the next tick, half of a tick's capacity.
 
 use crate::Instant;
 use std::time::Duration;
@@ -65,8 +72,18 @@ enum State {
     Sending,
     /// The train is closed; waiting for its ACKs.
     Acking,
-    /// Finished, with the estimate (bytes/s) if it could be trusted.
-    Done(Option<f64>),
+    /// Finished, with the estimate if it could be trusted.
+    Done(Option<Estimate>),
+}
+
+/// What a completed train says about the bottleneck.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Estimate {
+    /// Bytes per second.
+    pub bw: f64,
+    /// The link may be faster: the caller grows from it as STARTUP grows
+    /// from a rate sample, rather than taking it as the capacity.
+    pub lower_bound: bool,
 }
 
 /// Measures the first flight's ACK dispersion once per connection.
@@ -142,15 +159,15 @@ impl AckTrain {
     /// A packet of `bytes` sent at `sent_at` was acknowledged at `now`; the
     /// packets of one ACK frame share `now`. `rx` is the peer's clock when
     /// it received this packet, if the ACK dated it; otherwise the frame's
-    /// receive time stands for it. Returns the estimate (bytes/s) when this
-    /// ACK completes the train and the estimate is trusted.
+    /// receive time stands for it. Returns the estimate when this ACK
+    /// completes the train and the estimate is trusted.
     pub fn on_ack(
         &mut self,
         now: Instant,
         sent_at: Instant,
         bytes: u64,
         rx: Option<Instant>,
-    ) -> Option<f64> {
+    ) -> Option<Estimate> {
         if !self.is_train(sent_at) || bytes == 0 {
             return None;
         }
@@ -177,7 +194,7 @@ impl AckTrain {
 
     /// `packets` were declared lost, the newest sent at `sent_at`. Returns
     /// the estimate when this completes the train and it is trusted.
-    pub fn on_lost(&mut self, sent_at: Instant, packets: u64) -> Option<f64> {
+    pub fn on_lost(&mut self, sent_at: Instant, packets: u64) -> Option<Estimate> {
         if !self.is_train(sent_at) {
             return None;
         }
@@ -196,7 +213,7 @@ impl AckTrain {
         self.state == State::Acking && sent_at >= self.first_sent && sent_at <= self.last_sent
     }
 
-    fn complete(&mut self) -> Option<f64> {
+    fn complete(&mut self) -> Option<Estimate> {
         if self.acked.saturating_add(self.lost) < self.packets {
             return None;
         }
@@ -205,7 +222,7 @@ impl AckTrain {
         estimate
     }
 
-    fn finish(&self) -> Option<f64> {
+    fn finish(&self) -> Option<Estimate> {
         let (frames, receiver_clock) = match &self.rx_times {
             // Packets that passed each other (jitter after the bottleneck)
             // say nothing about its spacing.
@@ -223,7 +240,11 @@ impl AckTrain {
             let shared = self.dated == self.acked && frames.len() < self.acked as usize;
             let bursts = bursts(&frames);
             if shared || bursts.len() < frames.len() {
-                return self.checked(bursty_rate(&bursts)?);
+                let rate = bursty_rate(&bursts)?;
+                return self.checked(rate).map(|bw| Estimate {
+                    bw,
+                    lower_bound: bursts.len() == 2,
+                });
             }
         }
         let gaps: Vec<f64> = frames
@@ -266,7 +287,10 @@ impl AckTrain {
         // The first frame's bytes arrived before the clock started.
         let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
         self.checked(after_first as f64 / span)
-            .map(|rate| rate * share)
+            .map(|rate| Estimate {
+                bw: rate * share,
+                lower_bound: share < 1.0,
+            })
     }
 
     /// `rate`, unless the train left too slowly to have measured anything
@@ -379,7 +403,7 @@ mod tests {
 
     /// Ten packets at t = 0; an ACK for every two, `gap_us` apart, the
     /// first at 100 ms. Returns the train and the estimate.
-    fn acked_in_pairs(gap_us: u64) -> (AckTrain, Option<f64>) {
+    fn acked_in_pairs(gap_us: u64) -> (AckTrain, Option<Estimate>) {
         let mut t = AckTrain::new();
         for _ in 0..10 {
             t.on_sent(Instant::ZERO, SEGMENT_SIZE);
@@ -422,7 +446,7 @@ mod tests {
         // 2 packets per 460 us: 8 packets after the first frame in 1.84 ms.
         let (t, est) = acked_in_pairs(460);
         let expected = (8 * SEGMENT_SIZE) as f64 / 1840e-6;
-        assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
+        assert!((est.expect("trusted").bw - expected).abs() < 1e-6 * expected);
         assert_eq!(t.state, State::Done(est));
         // Done: later ACKs change nothing.
         let mut t = t;
@@ -453,7 +477,7 @@ mod tests {
                 );
             }
         }
-        est
+        est.map(|e| e.bw)
     }
 
     #[test]
@@ -464,7 +488,7 @@ mod tests {
         let est = timestamped_pairs(10, 460, None).expect("trusted");
         assert!((est - expected).abs() < 1e-6 * expected, "{est}");
         // Without receive times the bunched arrivals would give 46 x that.
-        let est = acked_in_pairs(10).1.expect("trusted");
+        let est = acked_in_pairs(10).1.expect("trusted").bw;
         assert!(est > 40.0 * expected);
     }
 
@@ -490,7 +514,9 @@ mod tests {
             }
         }
         let expected = (8 * SEGMENT_SIZE) as f64 / 1840e-6;
-        let est = est.expect("a batch's zero gap must not refuse the train");
+        let est = est
+            .expect("a batch's zero gap must not refuse the train")
+            .bw;
         assert!((est - expected).abs() < 1e-6 * expected, "{est}");
     }
 
@@ -507,7 +533,7 @@ mod tests {
         // The ninth waits for the receiver's 10 ms ACK delay.
         let est = t.on_ack(at_us(111_380), Instant::ZERO, SEGMENT_SIZE, None);
         let expected = (6 * SEGMENT_SIZE) as f64 / 1380e-6;
-        assert!((est.expect("trusted") - expected).abs() < 1e-6 * expected);
+        assert!((est.expect("trusted").bw - expected).abs() < 1e-6 * expected);
     }
 
     #[test]
@@ -516,7 +542,7 @@ mod tests {
         for _ in 0..8 {
             t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
-        let mut est = Some(0.0);
+        let mut est = None;
         // Jitter: gaps of 100, 900 and 300 us per pair.
         for us in [0, 100, 1000, 1300] {
             for _ in 0..2 {
@@ -529,7 +555,7 @@ mod tests {
 
     /// Ten packets at t = 0, acknowledged by frames of `packets[i]`
     /// packets that carry receive times `rx_us[i]`, arriving 460 us apart.
-    fn received_at(rx_us: &[u64], packets: &[u64]) -> Option<f64> {
+    fn received_at(rx_us: &[u64], packets: &[u64]) -> Option<Estimate> {
         let mut t = AckTrain::new();
         for _ in 0..10 {
             t.on_sent(Instant::ZERO, SEGMENT_SIZE);
@@ -554,12 +580,16 @@ mod tests {
         // A receiver that read late (seen through `braid link`): gaps of
         // 433, 386, 930 and 246 us per 2, 4, 2 and 1 packets.
         let est = received_at(&[0, 433, 819, 1749, 1995], &[1, 2, 4, 2, 1]).expect("kept");
+        assert!(est.lower_bound, "a share is a lower bound");
+        let est = est.bw;
         let expected = NOISY_TRAIN_SHARE * (9 * SEGMENT_SIZE) as f64 / 1995e-6;
         assert!((est - expected).abs() < 1e-6 * expected, "{est}");
         // One pair, then one batch read 3.8 ms later: one gap is too few.
         assert_eq!(received_at(&[0, 3848], &[2, 8]), None);
         // Even receive times keep the whole rate.
         let est = received_at(&[0, 460, 920, 1380, 1840], &[2; 5]).expect("trusted");
+        assert!(!est.lower_bound);
+        let est = est.bw;
         assert!(
             (est - (8 * SEGMENT_SIZE) as f64 / 1840e-6).abs() < 1.0,
             "{est}"
@@ -572,7 +602,7 @@ mod tests {
         for _ in 0..4 {
             t.on_sent(Instant::ZERO, SEGMENT_SIZE);
         }
-        let mut est = Some(0.0);
+        let mut est = None;
         for frame in 0..2 {
             for _ in 0..2 {
                 est = t.on_ack(
@@ -594,7 +624,7 @@ mod tests {
         for i in 0..6 {
             t.on_sent(at_us(i * 900), SEGMENT_SIZE);
         }
-        let mut est = Some(0.0);
+        let mut est = None;
         for frame in 0..3 {
             for i in 0..2 {
                 let sent = at_us((frame * 2 + i) * 900);
@@ -628,12 +658,13 @@ mod tests {
         // The survivor after the hole, one packet's time behind: same rate.
         let est = t
             .on_ack(at_us(101_610), Instant::ZERO, SEGMENT_SIZE, None)
-            .expect("trusted");
+            .expect("trusted")
+            .bw;
         let expected = (2 * SEGMENT_SIZE) as f64 / 460e-6;
         assert!((est - expected).abs() < 1e-6 * expected);
         // Loss reported after the last ACK completes it instead.
         let mut t = four_pairs_acked(10);
-        let est = t.on_lost(Instant::ZERO, 2).expect("trusted");
+        let est = t.on_lost(Instant::ZERO, 2).expect("trusted").bw;
         let expected = (6 * SEGMENT_SIZE) as f64 / 1380e-6;
         assert!((est - expected).abs() < 1e-6 * expected);
     }
@@ -655,6 +686,10 @@ mod tests {
     /// Ten packets at t = 0, all acknowledged in one frame that dates each
     /// packet: the i-th received `rx_us[i]` after the first.
     fn dated_one_by_one(rx_us: &[u64]) -> Option<f64> {
+        dated(rx_us).map(|e| e.bw)
+    }
+
+    fn dated(rx_us: &[u64]) -> Option<Estimate> {
         let mut t = AckTrain::new();
         for _ in 0..rx_us.len() {
             t.on_sent(Instant::ZERO, SEGMENT_SIZE);
@@ -666,6 +701,28 @@ mod tests {
             est = t.on_ack(at_us(100_000), Instant::ZERO, SEGMENT_SIZE, rx);
         }
         est
+    }
+
+    #[test]
+    fn a_rate_resting_on_the_last_burst_alone_is_a_lower_bound() {
+        // Receive times mahimahi gave at 50 Mbit/s (4-5 packets per tick):
+        // eight released at once by a late wake-up, then the last two.
+        let est = dated(&[0, 34, 41, 47, 52, 56, 62, 69, 1155, 1170]).expect("trusted");
+        assert!(est.lower_bound);
+        let expected = (2 * SEGMENT_SIZE) as f64 / (1170e-6 - 69e-6);
+        assert!((est.bw - expected).abs() < 1e-6 * expected, "{est:?}");
+        // A tick skipped, then the six left: as little known.
+        assert!(
+            dated(&[0, 5, 9, 14, 2110, 2115, 2119, 2124, 2130, 2135])
+                .expect("trusted")
+                .lower_bound
+        );
+        // Full ticks between the first and the last measure the link.
+        let three = dated(&[0, 24, 30, 35, 1129, 1144, 1149, 1154, 2249, 2265]);
+        assert!(!three.expect("trusted").lower_bound);
+        // Even spacing measures it too.
+        let even: Vec<u64> = (0..10).map(|i| i * 232).collect();
+        assert!(!dated(&even).expect("trusted").lower_bound);
     }
 
     #[test]

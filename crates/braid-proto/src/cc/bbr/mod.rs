@@ -79,7 +79,7 @@ mod probe_ceiling;
 mod random_loss;
 
 use self::ack_aggregation::AckAggregation;
-use self::ack_train::AckTrain;
+use self::ack_train::{AckTrain, Estimate};
 use self::probe_ceiling::ProbeCeiling;
 use self::random_loss::RandomLoss;
 use super::{
@@ -320,11 +320,20 @@ impl Bbr {
     /// Deviation: STARTUP starts from the first flight's ACK-train estimate
     /// instead of doubling from IW10. One round paced at the estimate with
     /// cwnd at its BDP; the rate samples of that round then take over, so
-    /// an estimate above the path's rate is corrected within a round.
-    fn jump(&mut self, bw: f64, rtt: Duration) {
+    /// an estimate above the path's rate is corrected within a round. A
+    /// lower bound is grown from at STARTUP's gains at once, as a rate
+    /// sample would be: held at it for a round, the next round's samples
+    /// could only repeat it.
+    fn jump(&mut self, est: Estimate, rtt: Duration) {
         if self.mode != BbrMode::Startup || self.full_bw_reached {
             return;
         }
+        let (pacing_gain, cwnd_gain) = if est.lower_bound {
+            (HIGH_GAIN, STARTUP_CWND_GAIN)
+        } else {
+            (JUMP_PACING_GAIN, JUMP_CWND_GAIN)
+        };
+        let bw = est.bw;
         self.jump_bw = bw;
         // The estimate counts as the plateau's first round: STARTUP goes on
         // only while the rate samples beat it by FULL_BW_THRESH.
@@ -332,12 +341,12 @@ impl Bbr {
             self.full_bw = bw;
             self.full_bw_count = 0;
         }
-        let rate = JUMP_PACING_GAIN * bw;
+        let rate = pacing_gain * bw;
         if self.pacing_rate.is_none_or(|r| rate > r) {
             self.pacing_rate = Some(rate);
         }
         let rtt = self.min_rtt.unwrap_or(rtt).as_secs_f64();
-        let cwnd = (JUMP_CWND_GAIN * bw * rtt) as u64 + QUANTA * self.segment_size;
+        let cwnd = (cwnd_gain * bw * rtt) as u64 + QUANTA * self.segment_size;
         self.cwnd = self.cwnd.max(cwnd.min(self.max_cwnd));
     }
 
@@ -614,8 +623,8 @@ impl Controller for Bbr {
         let rx = acked
             .peer_rx_us
             .map(|us| Instant::from_nanos(us.saturating_mul(1000)));
-        if let Some(bw) = self.train.on_ack(now, acked.sent_at, acked.bytes, rx) {
-            self.jump(bw, now - acked.sent_at);
+        if let Some(est) = self.train.on_ack(now, acked.sent_at, acked.bytes, rx) {
+            self.jump(est, now - acked.sent_at);
         }
         // A packet sent after the RTO got through: the path works again.
         if self.timeout_at.is_some_and(|t| acked.sent_at >= t) {
@@ -627,8 +636,8 @@ impl Controller for Bbr {
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
         match event.cause {
             Cause::Loss => {
-                if let Some(bw) = self.train.on_lost(event.sent_at, event.packets) {
-                    self.jump(bw, now - event.sent_at);
+                if let Some(est) = self.train.on_lost(event.sent_at, event.packets) {
+                    self.jump(est, now - event.sent_at);
                 }
             }
             Cause::Timeout => self.train.abort(),
@@ -998,6 +1007,38 @@ mod tests {
     }
 
     #[test]
+    fn startup_grows_from_a_lower_bound_at_once() {
+        // A trace emulator released eight of IW10 at once, then two a tick
+        // later: the train says only that the link takes at least 2 packets
+        // per 1.1 ms.
+        let mut net = Net::new();
+        for _ in 0..10 {
+            net.bbr.on_sent(Instant::ZERO, SEGMENT_SIZE);
+        }
+        let rx = [0, 34, 41, 47, 52, 56, 62, 69, 1155, 1170];
+        net.now = Instant::ZERO + RTT;
+        net.bbr.on_ack_frame(net.now, Some(5_000_000 + rx[9]));
+        let rtt = RttEstimator::default();
+        for us in rx {
+            let acked = Acked {
+                bytes: SEGMENT_SIZE,
+                sent_at: Instant::ZERO,
+                retransmission: false,
+                peer_rx_us: Some(5_000_000 + us),
+            };
+            net.bbr.on_ack(net.now, &acked, &rtt);
+        }
+        let bw = net.bbr.jump_bw();
+        let expected = (2 * SEGMENT_SIZE) as f64 / 1101e-6;
+        assert!((bw - expected).abs() < 1e-6 * expected, "{bw}");
+        // Paced and windowed as STARTUP grows from a rate sample, not held
+        // at the estimate for a round.
+        assert_eq!(net.bbr.pacing_rate(), Some(HIGH_GAIN * bw));
+        let cwnd = (STARTUP_CWND_GAIN * bw * RTT.as_secs_f64()) as u64 + QUANTA * SEGMENT_SIZE;
+        assert_eq!(net.bbr.window(), cwnd);
+    }
+
+    #[test]
     fn no_jump_after_a_timeout_or_once_the_pipe_is_full() {
         let mut net = Net::new();
         for _ in 0..10 {
@@ -1011,7 +1052,11 @@ mod tests {
 
         let mut net = Net::new();
         net.run(30, BW, RTT, false);
-        net.bbr.jump(10.0 * BW, RTT);
+        let est = Estimate {
+            bw: 10.0 * BW,
+            lower_bound: false,
+        };
+        net.bbr.jump(est, RTT);
         assert_eq!(net.bbr.jump_bw(), 0.0);
         assert_eq!(net.bbr.window(), PROBE_BW_CWND);
     }
