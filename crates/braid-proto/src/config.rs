@@ -52,9 +52,12 @@ pub struct SessionConfig {
     /// Retransmission timeout parameters.
     pub rto: RtoConfig,
     /// Retransmission timeouts that may expire with data outstanding and
-    /// nothing new acknowledged before the session fails; `None` is
-    /// unlimited (catchunks' `-1`). Losses that ACKs reveal on a path that
-    /// still delivers do not count, however many.
+    /// nothing new acknowledged before the session fails, and no sooner
+    /// than that many would take doubling from `min_rto` to `max_rto`
+    /// ([`RtoConfig::backoff_total`]; 15: 522 s by default), as Linux
+    /// counts `tcp_retries2`; `None` is unlimited (catchunks' `-1`).
+    /// Losses that ACKs reveal on a path that still delivers do not count,
+    /// however many.
     pub retry_limit: Option<u32>,
     /// Retransmission timeouts every usable connection may go through, in
     /// a row, while nothing at all arrives from the peer, before the peer is

@@ -22,6 +22,32 @@ pub struct RtoConfig {
     pub backoff: f64,
 }
 
+impl RtoConfig {
+    /// How long `expiries` RTOs in a row take when each doubles (by
+    /// `backoff`) from `min_rto` up to `max_rto`: the time a transfer
+    /// without progress is given before the retry limit ends it, modelled
+    /// as Linux's `tcp_retries2` is (`tcp_model_timeout`: 15 expiries,
+    /// 200 ms to 120 s, ~15 min). braid probes a connection that seems
+    /// down at least every `max_probe_interval`, so counting expiries
+    /// alone would give up within seconds on a flood that TCP outwaits.
+    pub fn backoff_total(&self, expiries: u32) -> Duration {
+        let factor = self.backoff.max(1.0);
+        let max = self.max_rto.as_secs_f64();
+        let mut rto = self.min_rto.as_secs_f64().min(max);
+        let mut total = 0.0;
+        for done in 0..expiries {
+            if rto >= max {
+                // The rest all wait the ceiling.
+                total += max * f64::from(expiries - done);
+                break;
+            }
+            total += rto;
+            rto = (rto * factor).min(max);
+        }
+        Duration::from_secs_f64(total)
+    }
+}
+
 impl Default for RtoConfig {
     fn default() -> Self {
         RtoConfig {
@@ -151,6 +177,25 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// Linux's figure for tcp_retries2 = 15 (200 ms doubling to 120 s):
+    /// 924.6 s; with braid's 60 s ceiling, 522.2 s.
+    #[test]
+    fn backoff_total_models_doubling_timeouts_up_to_the_ceiling() {
+        let linux = RtoConfig {
+            max_rto: Duration::from_secs(120),
+            ..RtoConfig::default()
+        };
+        assert_eq!(linux.backoff_total(16).as_millis(), 924_600);
+        assert_eq!(RtoConfig::default().backoff_total(16).as_millis(), 522_200);
+        assert_eq!(RtoConfig::default().backoff_total(4).as_millis(), 3_000);
+        assert_eq!(RtoConfig::default().backoff_total(0), Duration::ZERO);
+        let flat = RtoConfig {
+            backoff: 1.0,
+            ..RtoConfig::default()
+        };
+        assert_eq!(flat.backoff_total(5).as_millis(), 1_000);
+    }
 
     #[test]
     fn follows_rfc6298_and_clamps() {

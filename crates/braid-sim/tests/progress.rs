@@ -31,6 +31,45 @@ fn a_huge_ncp_window_into_a_tiny_queue_completes_slowly() {
     assert!(f["retransmitted"].as_u64().unwrap() > 15 * 1450, "{f}");
 }
 
+/// The same flood at 1 Mbit/s with 10 % loss each way, and a small flow
+/// on the same queue: the front of ncp's stream waited 15 s for one of its
+/// copies to get through, and the retry limit counted its 15 timeouts
+/// (probes are 1 s apart) in those 15 s and failed a transfer that
+/// completes 25 s later. It now waits as long as 16 doubling timeouts
+/// would take, as TCP does.
+#[test]
+fn a_flood_stalling_for_15_s_is_outwaited() {
+    let s = Scenario::from_str(
+        r#"
+        name = "ncp flood with a small flow"
+        time_limit = "600s"
+        [[path]]
+        rate = "1Mbit"
+        delay = "10ms"
+        loss = 0.1
+        reverse_loss = 0.1
+        queue = 5
+        [[flow]]
+        cc = "ncp"
+        bytes = "5MB"
+        [[flow]]
+        cc = "cubic"
+        bytes = 12421
+        start = "1s"
+        "#,
+        ".",
+    )
+    .unwrap();
+    let r = braid_sim::run(&s, Some(3)).to_json(false);
+    for f in r["flows"].as_array().unwrap() {
+        assert_eq!(f["error"], serde_json::Value::Null, "{f}");
+        assert_eq!(f["verified"], true, "{f}");
+    }
+    // The stall that used to end it.
+    let ncp = &r["flows"][0];
+    assert!(ncp["duration_s"].as_f64().unwrap() > 30.0, "{ncp}");
+}
+
 /// One connection closes for good and the other is down for 6.6 s: the
 /// retry limit counts per connection, so the closed one's timeouts do not
 /// add up with the other's, and the transfer completes when it is back.

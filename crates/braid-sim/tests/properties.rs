@@ -156,23 +156,14 @@ proptest! {
                     && failed(|e| matches!(e, SessionError::PeerSilent { .. }))
                 {
                     prop_assert!(!d.completed || d.verified);
-                } else if ["aimd", "cubic", "bbr"].contains(&f.cc.as_str()) {
-                    // Path 0 always comes back; these controllers pace and back
-                    // off (or, BBR, pace at the measured rate) under loss, so a
-                    // 15-retry streak is implausible: delivery must happen.
+                } else {
+                    // Path 0 always comes back, and the retry limit waits as
+                    // long as TCP's would (minutes), so every controller
+                    // delivers: `ncp` too, whose fixed window floods a tiny
+                    // queue, and `mbecn` on paths that do not mark.
                     prop_assert!(
                         d.completed,
                         "flow {} incomplete: {:?} (delivered {} of {}), virtual {:.1}s",
-                        f.flow, f.error, d.delivered, d.bytes, result.virtual_s
-                    );
-                } else if !d.completed {
-                    // NKP-0024 renormalises a lone connection's window back to the
-                    // whole session window after every halving, and MB-ECN ignores
-                    // loss on paths that do not mark, so over a tiny queue either
-                    // can exhaust a segment's retries; it must say so.
-                    prop_assert!(
-                        failed(|e| matches!(e, SessionError::NoProgress { .. } | SessionError::IdleTimeout(_))),
-                        "flow {} incomplete without a clear error: {:?} (delivered {} of {}), virtual {:.1}s",
                         f.flow, f.error, d.delivered, d.bytes, result.virtual_s
                     );
                 }

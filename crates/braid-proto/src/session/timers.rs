@@ -218,7 +218,8 @@ impl Session {
                     }
                     recovered.push(id);
                     any_rto = true;
-                    *self.rtos_without_progress.entry(id).or_default() += 1;
+                    let n = self.rtos_without_progress.entry(id).or_default();
+                    *n = n.saturating_add(1);
                     let p = self.paths.get_mut(&id).expect("a timer's path exists");
                     let floor = self.cfg.silent_limit.unwrap_or(u32::MAX);
                     self.rtos_in_silence
@@ -327,8 +328,11 @@ impl Session {
         // Losses that ACKs reveal do not count, only timeouts: a path
         // that still delivers, however lossy, makes progress.
         if let Some(limit) = self.cfg.retry_limit {
-            // More than `limit` on every usable connection.
-            let exhausted = every(&self.rtos_without_progress, limit.saturating_add(1));
+            // More than `limit` on every usable connection, and for as long
+            // as that many doubling timeouts would take (TCP's patience).
+            let expiries = limit.saturating_add(1);
+            let exhausted = every(&self.rtos_without_progress, expiries)
+                && now - self.progress_at >= self.cfg.rto.backoff_total(expiries);
             if exhausted && self.send.has_outstanding() {
                 self.fail(SessionError::NoProgress {
                     after: now - self.progress_at,
