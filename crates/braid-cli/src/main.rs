@@ -13,6 +13,7 @@ mod relay_cmd;
 mod send_cmd;
 mod sim_cmd;
 mod summary;
+mod tcp_file;
 mod text;
 mod transfer;
 
@@ -51,6 +52,9 @@ enum Command {
     Link(link_cmd::LinkCmdArgs),
     /// Run the scenario suites with every controller and several seeds; write reports and plots.
     Bench(bench::BenchArgs),
+    /// A file over kernel TCP, timed as `braid send` times itself (`braid bench real` runs it).
+    #[command(hide = true)]
+    TcpSend(tcp_file::TcpSendArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Relay(args) => relay_cmd::run(args),
         Command::Link(args) => link_cmd::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::TcpSend(args) => tcp_file::send(args),
     };
     match result {
         Ok(code) => code,

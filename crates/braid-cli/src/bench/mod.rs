@@ -71,8 +71,9 @@ pub struct BenchArgs {
 
 #[derive(clap::Subcommand)]
 enum BenchMode {
-    /// Rows run for real through `braid link` (root): kernel TCP (iperf3) and
-    /// braid side by side, beside the simulator's figure for the same row.
+    /// Rows run for real through `braid link` (root): kernel TCP (a file timed
+    /// as braid's, and iperf3) and braid side by side, beside the simulator's
+    /// figure for the same row.
     Real(real::RealArgs),
 }
 

@@ -4,9 +4,12 @@
 //! scenario file and controller.
 //!
 //! Data flows from inside the link's namespace to the outside end, the
-//! scenario's forward direction, as in the simulator. Goodput: iperf3's
-//! receiver figure; braid's from the handshake to the last byte read (its
-//! `--json`), the same definition as the simulator's.
+//! scenario's forward direction, as in the simulator. Goodput of braid and
+//! of kernel TCP's file transfers ([`crate::tcp_file`]): the file's bytes
+//! over the time from opening the connection to the receiver's answer that
+//! it read them all, the simulator's definition too. iperf3's receiver
+//! figure is beside them for reference: its clock starts after TCP's
+//! handshake and stops with the path still full.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -36,8 +39,11 @@ const DEFAULT_ROWS: &[&str] = &[
 ];
 
 /// Default for how long a run may take before it counts as failed ("did not
-/// finish"): kernel cubic needs ~2 min for 50 MB at 1 % loss and more at 5 %.
-const RUN_LIMIT_S: u64 = 120;
+/// finish"): a minute is 2-6 times what the rows take at their rates; kernel
+/// cubic needs ~2 min for 50 MB at 1 % loss and more at 5 %, and fails.
+const RUN_LIMIT_S: u64 = 60;
+
+const DEFAULT_KINDS: &str = "tcp-cubic,tcp-bbr,iperf3-cubic,iperf3-bbr,braid";
 
 #[derive(Args)]
 pub struct RealArgs {
@@ -51,7 +57,7 @@ pub struct RealArgs {
     #[arg(long, value_name = "MB")]
     mb: Option<u64>,
     /// What to run through each link.
-    #[arg(long, value_delimiter = ',', default_value = "tcp-cubic,tcp-bbr,braid")]
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_KINDS)]
     kinds: Vec<Kind>,
     /// braid's controller (the simulator's figure uses the same).
     #[arg(long, default_value = "bbr", value_parser = crate::parse_cc)]
@@ -74,8 +80,14 @@ pub struct RealArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
+    /// A file over kernel TCP with cubic, timed as braid's.
     TcpCubic,
+    /// A file over kernel TCP with bbr, timed as braid's.
     TcpBbr,
+    /// iperf3 -n with cubic, its own figure.
+    Iperf3Cubic,
+    /// iperf3 -n with bbr, its own figure.
+    Iperf3Bbr,
     Braid,
 }
 
@@ -84,8 +96,14 @@ impl Kind {
         match self {
             Kind::TcpCubic => "tcp-cubic",
             Kind::TcpBbr => "tcp-bbr",
+            Kind::Iperf3Cubic => "iperf3-cubic",
+            Kind::Iperf3Bbr => "iperf3-bbr",
             Kind::Braid => "braid",
         }
+    }
+
+    fn uses_iperf3(self) -> bool {
+        matches!(self, Kind::Iperf3Cubic | Kind::Iperf3Bbr)
     }
 }
 
@@ -144,8 +162,8 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("braid bench real runs braid link, which needs root (a network namespace and TUN devices); run it with sudo");
     }
-    let needs_tcp = args.kinds.iter().any(|k| *k != Kind::Braid);
-    if needs_tcp && Command::new("iperf3").arg("-v").output().is_err() {
+    let needs_iperf3 = args.kinds.iter().any(|k| k.uses_iperf3());
+    if needs_iperf3 && Command::new("iperf3").arg("-v").output().is_err() {
         bail!("braid bench real needs iperf3 for kernel TCP: run scripts/install-bench-deps.sh (apt-get install iperf3)");
     }
     let braid = std::env::current_exe().context("cannot find the braid binary")?;
@@ -284,8 +302,10 @@ struct RunContext<'a> {
 impl RunContext<'_> {
     fn run(&self, round: u64, kind: Kind) -> RealRun {
         let result = match kind {
-            Kind::TcpCubic => self.tcp("cubic"),
-            Kind::TcpBbr => self.tcp("bbr"),
+            Kind::TcpCubic => self.tcp_file("cubic"),
+            Kind::TcpBbr => self.tcp_file("bbr"),
+            Kind::Iperf3Cubic => self.iperf3("cubic"),
+            Kind::Iperf3Bbr => self.iperf3("bbr"),
             Kind::Braid => self.braid(),
         };
         match result {
@@ -330,7 +350,33 @@ impl RunContext<'_> {
         Ok(out.stdout)
     }
 
-    fn tcp(&self, cc: &str) -> anyhow::Result<(f64, f64)> {
+    /// The row's file over kernel TCP, timed as braid's (see [`crate::tcp_file`]).
+    fn tcp_file(&self, cc: &str) -> anyhow::Result<(f64, f64)> {
+        let listener = std::net::TcpListener::bind("0.0.0.0:0")?;
+        let port = listener.local_addr()?.port();
+        // A little past the link's own limit, so that a sender finishing
+        // just in time is not cut off here.
+        let receiver =
+            crate::tcp_file::receive_one(listener, self.bytes, self.limit + Duration::from_secs(5));
+        let out = self.through_link(&format!(
+            "exec {} tcp-send {} --to \"$BRAID_LINK_HOST:{port}\" --cc {cc}",
+            sh_quote(self.braid),
+            sh_quote(self.input),
+        ));
+        let received = receiver
+            .join()
+            .map_err(|_| anyhow::anyhow!("the TCP receiver panicked"))?;
+        let out = out?;
+        received?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&out).context("braid tcp-send printed no JSON")?;
+        let goodput = v["goodput_mbps"].as_f64().context("no goodput")?;
+        let segments = v["data_segments"].as_f64().unwrap_or(0.0);
+        let retrans = v["retransmitted"].as_f64().unwrap_or(0.0);
+        Ok((goodput, 100.0 * retrans / segments.max(1.0)))
+    }
+
+    fn iperf3(&self, cc: &str) -> anyhow::Result<(f64, f64)> {
         // A server of its own per run: one left busy by a run cut off at
         // the time limit cannot refuse the next.
         let port = free_tcp_port()?;
@@ -489,8 +535,11 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
         "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
          sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
          controller, sealed and timed as `braid send` times itself (handshake to the \
-         receiver's verdict). Data goes the scenario's forward way, from inside the link to \
-         outside.\n\n",
+         receiver's verdict). tcp cubic and tcp bbr send the same file over kernel TCP, timed \
+         the same way (connect to the receiver's answer); iperf3's figures (`-n`, its receiver \
+         figure) are for reference: its clock starts after TCP's handshake and stops when the \
+         sender's last write returns, before the socket buffer and the path have drained. \
+         Data goes the scenario's forward way, from inside the link to outside.\n\n",
         args.rounds, args.cc
     );
     // The command that reproduces this run, defaults left out.
@@ -498,7 +547,11 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     for row in &args.rows {
         s += &format!(" {}", row.display());
     }
-    if args.kinds != [Kind::TcpCubic, Kind::TcpBbr, Kind::Braid] {
+    let default_kinds: Vec<Kind> = DEFAULT_KINDS
+        .split(',')
+        .map(|k| Kind::from_str(k, false).expect("a default kind"))
+        .collect();
+    if args.kinds != default_kinds {
         let kinds: Vec<&str> = args.kinds.iter().map(|k| k.name()).collect();
         s += &format!(" --kinds {}", kinds.join(","));
     }
@@ -513,17 +566,23 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     }
     s += &format!(" --out {}\n```\n\n", args.out.display());
     let has = |k| args.kinds.contains(&k);
-    s += "| # | row | link | simulator | braid | tcp cubic | tcp bbr | braid / best TCP | braid real / sim | retransmitted braid / cubic / bbr |\n";
-    s += "|---|---|---|---|---|---|---|---|---|---|\n";
+    s += "| # | row | link | simulator | braid | tcp cubic | tcp bbr | braid / best TCP \
+          | iperf3 cubic | iperf3 bbr | braid / best iperf3 | braid real / sim \
+          | retransmitted braid / tcp cubic / tcp bbr |\n";
+    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     let fmt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
     let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} %"));
     for (i, r) in rows.iter().enumerate() {
         let braid = r.median(Kind::Braid);
-        let best_tcp = [Kind::TcpCubic, Kind::TcpBbr]
-            .into_iter()
-            .filter(|&k| has(k))
-            .filter_map(|k| r.median(k))
-            .reduce(f64::max);
+        let best = |kinds: [Kind; 2]| {
+            kinds
+                .into_iter()
+                .filter(|&k| has(k))
+                .filter_map(|k| r.median(k))
+                .reduce(f64::max)
+        };
+        let best_tcp = best([Kind::TcpCubic, Kind::TcpBbr]);
+        let best_iperf3 = best([Kind::Iperf3Cubic, Kind::Iperf3Bbr]);
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
             _ => "-".to_owned(),
@@ -553,7 +612,7 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
             }
         };
         s += &format!(
-            "| {} | {name} | {} | {:.1} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
+            "| {} | {name} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
             i + 1,
             r.link,
             r.sim_mbps,
@@ -561,6 +620,9 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
             cell(Kind::TcpCubic),
             cell(Kind::TcpBbr),
             ratio(braid, best_tcp),
+            cell(Kind::Iperf3Cubic),
+            cell(Kind::Iperf3Bbr),
+            ratio(braid, best_iperf3),
             ratio(braid, Some(r.sim_mbps)),
             pct(r.median_retransmits(Kind::Braid)),
             pct(r.median_retransmits(Kind::TcpCubic)),
