@@ -1,9 +1,10 @@
 //! A file over kernel TCP, timed as `braid send` times itself: from before
 //! the connection is opened until the receiver's answer that it read every
 //! byte. `braid bench real` runs it beside braid so that both pay for
-//! their handshake and their tail; iperf3's `-n` figure covers neither (its
-//! clock stops when the sender's last write returns, with the socket
-//! buffer and the path still full, ~3 % of a 50 MB transfer at 50 Mbit/s).
+//! their handshake and their tail; iperf3's `-n` figure covers neither: its
+//! clock starts after TCP's handshake and stops when the sender's last
+//! write returns, with the socket buffer and the path still full (its
+//! receiver had counted 48.3 of 50 MB then, at 50 Mbit/s and RTT 40 ms).
 //!
 //! The sender is a hidden subcommand (`braid tcp-send`), to run inside
 //! `braid link`; the receiver is [`receive_one`], in the bench's process.
