@@ -37,6 +37,13 @@ pub struct TcpSendArgs {
 /// Sends the file, waits for the verdict and prints one JSON object:
 /// bytes, seconds, goodput_mbps, data_segments, retransmitted.
 pub fn send(args: TcpSendArgs) -> anyhow::Result<ExitCode> {
+    let json = transfer(&args)?;
+    println!("{json}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The transfer behind [`send`], its figures as JSON.
+fn transfer(args: &TcpSendArgs) -> anyhow::Result<serde_json::Value> {
     let mut file = std::fs::File::open(&args.file)
         .with_context(|| format!("cannot open {}", args.file.display()))?;
     let started = Instant::now();
@@ -58,15 +65,13 @@ pub fn send(args: TcpSendArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let info = tcp_info(&stream)?;
-    let json = serde_json::json!({
+    Ok(serde_json::json!({
         "bytes": bytes,
         "seconds": seconds,
         "goodput_mbps": bytes as f64 * 8.0 / 1e6 / seconds,
         "data_segments": info.tcpi_data_segs_out,
         "retransmitted": info.tcpi_total_retrans,
-    });
-    println!("{json}");
-    Ok(ExitCode::SUCCESS)
+    }))
 }
 
 /// Accepts one connection and reads it to its end within `limit`, and
@@ -179,18 +184,24 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let to = listener.local_addr().unwrap();
         let rx = receive_one(listener, 3_000_000, Duration::from_secs(10));
-        send(TcpSendArgs {
+        let sent = transfer(&TcpSendArgs {
             file: path.clone(),
             to,
             cc: "cubic".into(),
         })
         .unwrap();
         assert_eq!(rx.join().unwrap().unwrap(), 3_000_000);
+        assert_eq!(sent["bytes"], 3_000_000, "{sent}");
+        let seconds = sent["seconds"].as_f64().unwrap();
+        let goodput = sent["goodput_mbps"].as_f64().unwrap();
+        assert!(seconds > 0.0 && seconds < 10.0, "{sent}");
+        assert!((goodput - 24.0 / seconds).abs() < 1e-6 * goodput, "{sent}");
+        assert!(sent["data_segments"].as_u64().unwrap() > 0, "{sent}");
 
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let to = listener.local_addr().unwrap();
         let rx = receive_one(listener, 3_000_001, Duration::from_secs(10));
-        let e = send(TcpSendArgs {
+        let e = transfer(&TcpSendArgs {
             file: path,
             to,
             cc: "cubic".into(),
