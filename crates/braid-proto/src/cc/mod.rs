@@ -158,6 +158,9 @@ pub struct RateSample {
     /// Queueing delay on the ACKs' path beyond its minimum (smoothed): part
     /// of every RTT that the sender's own pacing cannot drain.
     pub ack_queue_delay: Duration,
+    /// Bytes per second the peer received over this sample on its own clock,
+    /// when that interval spans at least the minimum RTT; 0 otherwise.
+    pub receive_rate: f64,
 }
 
 /// Why the network signalled congestion.

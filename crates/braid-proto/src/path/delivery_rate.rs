@@ -166,7 +166,8 @@ impl DeliveryRate {
             self.app_limited_until = 0;
         }
         let r = ack.start?;
-        let interval = r.send_elapsed.max(ack_elapsed(now, &r, ack.rx_us));
+        let received = receive_elapsed(&r, ack.rx_us);
+        let interval = r.send_elapsed.max(received.unwrap_or(now - r.prior_time));
         let delivered = self.delivered - r.prior_delivered;
         // An interval shorter than the minimum RTT cannot be right (§3.3).
         let valid = !interval.is_zero() && interval >= rtt.min().min(r.rtt);
@@ -186,6 +187,11 @@ impl DeliveryRate {
             newly_lost: lost,
             in_flight,
             ack_queue_delay,
+            // Over at least the minimum RTT, so that a link's bursts average out.
+            receive_rate: match received {
+                Some(d) if !d.is_zero() && d >= rtt.min() => delivered as f64 / d.as_secs_f64(),
+                _ => 0.0,
+            },
         };
         self.update_max(now, &sample, rtt);
         Some(sample)
@@ -240,11 +246,12 @@ impl DeliveryRate {
 /// timestamps, the ACK interval is measured on the receiver's clock
 /// instead: the ACK path's queueing then neither stretches it (a
 /// full-duplex peer's growing queue read as a bandwidth plateau) nor
-/// compresses it.
-fn ack_elapsed(now: Instant, r: &RateState, rx_us: Option<u64>) -> Duration {
+/// compresses it. `None` (then the sender's ACK interval) where one end
+/// is undated.
+fn receive_elapsed(r: &RateState, rx_us: Option<u64>) -> Option<Duration> {
     match (rx_us, r.prior_rx_us) {
-        (Some(rx), Some(prior)) if rx >= prior => Duration::from_micros(rx - prior),
-        _ => now - r.prior_time,
+        (Some(rx), Some(prior)) if rx >= prior => Some(Duration::from_micros(rx - prior)),
+        _ => None,
     }
 }
 
@@ -337,6 +344,35 @@ mod tests {
         let s = flow.ack(at(230), 10, Some(150));
         assert_eq!((s.interval, s.delivered), (100 * MS, 24_000));
         assert!(close(s.delivery_rate, 240_000.0), "{s:?}");
+    }
+
+    #[test]
+    fn the_peer_receive_rate_shows_a_queue_draining_faster_than_it_was_sent() {
+        let mut flow = Flow::new();
+        flow.send(at(0), 2);
+        flow.ack(at(100), 1, Some(50));
+        // Ten more packets sent over 180 ms wait in a queue; the link speeds
+        // up and delivers all eleven within 100 ms of the peer's clock.
+        for ms in (0..200).step_by(20) {
+            flow.send(at(100 + ms), 1);
+        }
+        let s = flow.ack(at(400), 11, Some(150));
+        assert_eq!((s.interval, s.delivered), (280 * MS, 13_200));
+        assert!(close(s.receive_rate, 132_000.0), "{s:?}");
+        assert!(s.delivery_rate < s.receive_rate / 2.0, "{s:?}");
+    }
+
+    #[test]
+    fn no_receive_rate_over_less_than_the_minimum_rtt_or_undated() {
+        let mut flow = Flow::new();
+        flow.send(at(0), 3);
+        flow.ack(at(100), 1, Some(50));
+        flow.send(at(100), 2);
+        // 40 ms on the peer's clock, under the minimum RTT (50 ms): a burst.
+        let s = flow.ack(at(150), 3, Some(90));
+        assert_eq!((flow.rtt.min(), s.receive_rate), (50 * MS, 0.0));
+        assert!(s.delivery_rate > 0.0);
+        assert_eq!(flow.ack(at(300), 1, None).receive_rate, 0.0);
     }
 
     #[test]

@@ -59,6 +59,14 @@
 //!   each direction's ACKs wait behind the other's data: with v1's cwnd the
 //!   RTT grows past 2 × RTprop, the sender becomes cwnd-limited, its rate
 //!   samples fall and BtlBw with them, to a fraction of the link.
+//! - PROBE_BW paces no slower than the peer's receive rate in the latest
+//!   sample ([`RateSample::receive_rate`]: on the receiver's clock, over at
+//!   least the minimum RTT), up to the cwnd gain × BtlBw, in the current
+//!   round and not in the 0.75 phase. BtlBw only learns a rate the sender
+//!   has sent at, so after a link speeds up (a cell's capacity surging after
+//!   a slow spell) v1 grows 1.25× per probe cycle while the queue it built
+//!   drains at the new rate. The floor is not a bandwidth sample, and the
+//!   cap bounds what a peer misreporting its receive times can ask for.
 //! - STARTUP's loss exit and the random-loss estimate judge "a queue" on
 //!   the RTT less the ACK path's queueing: in full duplex the other
 //!   direction's data delays our ACKs, and with random loss that ended
@@ -234,6 +242,9 @@ pub struct Bbr {
     /// Bound on PROBE_BW's in-flight data after a probe that lost.
     ceiling: ProbeCeiling,
     ack_aggregation: AckAggregation,
+    /// The peer's receive rate in the latest sample that measured one
+    /// ([`RateSample::receive_rate`]), and the round it came in.
+    receive_rate: (f64, u64),
     segment_size: u64,
     max_cwnd: u64,
 }
@@ -270,6 +281,7 @@ impl Bbr {
             ssthresh: None,
             train: AckTrain::new(),
             jump_bw: 0.0,
+            receive_rate: (0.0, 0),
             ack_aggregation: AckAggregation::new(),
             random_loss: RandomLoss::default(),
             ceiling: ProbeCeiling::default(),
@@ -548,6 +560,12 @@ impl Bbr {
         let mut rate = self.pacing_gain() * bw;
         if self.mode == BbrMode::ProbeBw {
             rate /= 1.0 - self.random_loss.get();
+            // No slower than the peer is receiving: a queue built while the
+            // link was slow drains at once when it speeds up.
+            let (receive_rate, round) = self.receive_rate;
+            if self.pacing_gain() >= 1.0 && round == self.round_count {
+                rate = rate.max(receive_rate.min(CWND_GAIN * bw));
+            }
         }
         // Until the pipe is full, a lower sample must not slow the startup.
         if self.full_bw_reached || self.pacing_rate.is_none_or(|r| rate > r) {
@@ -658,6 +676,9 @@ impl Controller for Bbr {
     fn on_rate_sample(&mut self, now: Instant, s: &RateSample) {
         let app_limited = s.is_app_limited || s.prior_delivered < self.app_limited_until;
         self.update_bw(s, app_limited);
+        if s.receive_rate > 0.0 {
+            self.receive_rate = (s.receive_rate, self.round_count);
+        }
         self.ack_aggregation.on_ack(
             now,
             self.round_start,
@@ -736,6 +757,8 @@ mod tests {
         /// when the newest acknowledged packet was sent.
         history: VecDeque<u64>,
         lost_per_ack: u64,
+        /// The peer's receive rate each ACK reports (0: none).
+        receive_rate: f64,
     }
 
     impl Net {
@@ -751,6 +774,7 @@ mod tests {
                 delivered: 0,
                 history: VecDeque::new(),
                 lost_per_ack: 0,
+                receive_rate: 0.0,
             }
         }
 
@@ -793,6 +817,7 @@ mod tests {
                 newly_lost: self.lost_per_ack,
                 in_flight,
                 ack_queue_delay: Duration::ZERO,
+                receive_rate: self.receive_rate,
             };
             self.bbr.on_rate_sample(self.now, &sample);
         }
@@ -880,6 +905,38 @@ mod tests {
             let gain = GAIN_CYCLE[net.bbr.cycle_idx];
             assert_eq!(net.bbr.pacing_rate(), Some(gain * BW));
         }
+    }
+
+    #[test]
+    fn probe_bw_paces_no_slower_than_the_peer_receives_up_to_the_cwnd_gain() {
+        let mut net = Net::new();
+        net.run(20, BW, RTT, false);
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+        let mut floored = [false; 3];
+        for receive_rate in [1.5 * BW, 3.0 * BW] {
+            net.receive_rate = receive_rate;
+            for _ in 0..8 * ACKS_PER_RTT {
+                net.ack(BW, RTT, false);
+                let gain = GAIN_CYCLE[net.bbr.cycle_idx];
+                // A queue draining faster than BtlBw sets the pace, at most
+                // what cwnd (2 × BDP) carries per RTT; never in the drain phase.
+                let expected = if gain < 1.0 {
+                    gain * BW
+                } else {
+                    (gain * BW).max(receive_rate.min(CWND_GAIN * BW))
+                };
+                assert_eq!(net.bbr.pacing_rate(), Some(expected));
+                floored[usize::from(receive_rate > 2.0 * BW)] |= expected > gain * BW;
+                floored[2] |= gain < 1.0;
+            }
+        }
+        assert_eq!(floored, [true; 3]);
+        assert_eq!(net.bbr.btl_bw(), BW, "the floor is not a bandwidth sample");
+        // A round without a measured receive rate is paced at the model's.
+        net.receive_rate = 0.0;
+        net.run(2, BW, RTT, false);
+        let gain = GAIN_CYCLE[net.bbr.cycle_idx];
+        assert_eq!(net.bbr.pacing_rate(), Some(gain * BW));
     }
 
     #[test]
