@@ -319,7 +319,13 @@ fn bbr_follows_a_link_that_speeds_up_within_a_second() {
     // BBR's bandwidth filter learns the new rate only as fast as it sends;
     // the queue built while the link was slow drains at the new rate, and
     // pacing at the peer's receive rate sends at it from the first round.
-    let fast = 12e6 / 8.0 * 1380.0 / 1450.0;
+    // The new rate's payload bytes per second, at braid's own overhead.
+    let segment = braid_proto::SessionConfig::default().segment_size;
+    let datagram = usize::from(segment)
+        + braid_proto::wire::datagram_overhead(false)
+        + braid_proto::wire::stream_frame_overhead(1 << 20, usize::from(segment))
+        + braid_sim::IP_UDP_OVERHEAD as usize;
+    let fast = 12e6 / 8.0 * f64::from(segment) / datagram as f64;
     let bbr = delivered_in_the_second_after_a_speedup("bbr");
     assert!(
         bbr as f64 >= 0.5 * fast,
