@@ -29,6 +29,11 @@ impl ReplayWindow {
         ((i / 64) as usize, 1 << (i % 64))
     }
 
+    /// The largest packet number recorded, if any.
+    pub fn largest(&self) -> Option<u64> {
+        self.largest
+    }
+
     /// Whether `pn` was already seen or is older than the window.
     pub fn is_replay(&self, pn: u64) -> bool {
         let Some(largest) = self.largest else {

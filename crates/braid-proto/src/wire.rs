@@ -3,22 +3,31 @@
 //! A datagram is a small public header followed by frames:
 //!
 //! ```text
-//! version (1) | session id (8) | path (1) | packet number (8) | frames ...
+//! version (1) | MB-ECN (1) | session id (8) | path (1) | packet number (4) | frames ...
 //! ```
 //!
 //! Everything after the header is the part an authenticated-encryption layer
-//! will seal (the header becomes its associated data and the packet number its
-//! nonce), so nothing a middlebox needs lives in the frames. Decoding never
-//! panics and never allocates more than the datagram's own size.
+//! will seal (the header becomes its associated data and the full packet
+//! number its nonce), so nothing a middlebox needs lives in the frames.
+//! Only a packet number's low 32 bits travel; the receiver places them next
+//! to the largest it has authenticated on the path ([`expand_packet_number`]),
+//! as QUIC does. Decoding never panics and never allocates more than the
+//! datagram's own size.
 
 use crate::varint;
 use crate::PathId;
 use thiserror::Error;
 
 /// The only protocol version this code speaks.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 /// Bytes of the public header.
-pub const HEADER_LEN: usize = 19;
+pub const HEADER_LEN: usize = 15;
+/// Where the packet number's low bits sit in the header.
+const PN_OFFSET: usize = 11;
+/// Packet number bits on the wire. A path never has anywhere near 2^31
+/// packets between the peer's largest received and what is in flight
+/// (windows are bounded), so the low 32 bits always identify one.
+const PN_BITS: u32 = 32;
 
 /// Bytes a datagram carries besides its frames: the header and, when the
 /// session is sealed, the AEAD tag. A data packet adds its STREAM frame's
@@ -82,8 +91,28 @@ pub struct Header {
     pub session_id: u64,
     /// Which connection of the session this datagram travels on.
     pub path: PathId,
-    /// Never reused within a path.
+    /// Never reused within a path. Only its low 32 bits are encoded: a
+    /// decoded header holds those until [`Header::expand`] places them.
     pub packet_number: u64,
+}
+
+/// The full packet number whose low 32 bits are `truncated`, closest to
+/// the one after `largest` (the largest authenticated on the path; `None`
+/// before the first): RFC 9000 §A.3's rule for a 32-bit window.
+pub fn expand_packet_number(largest: Option<u64>, truncated: u64) -> u64 {
+    let window = 1u64 << PN_BITS;
+    let half = window / 2;
+    let expected = largest.map_or(0, |l| l.saturating_add(1));
+    let candidate = (expected & !(window - 1)) | (truncated & (window - 1));
+    if candidate.saturating_add(half) <= expected {
+        // The low bits wrapped past `expected`'s: the next window up,
+        // unless that leaves the packet number space.
+        candidate.checked_add(window).unwrap_or(candidate)
+    } else if candidate > expected.saturating_add(half) && candidate >= window {
+        candidate - window
+    } else {
+        candidate
+    }
 }
 
 /// A forwarder's MB-ECN marking: ORs `level` (its queue depth >> 4) into
@@ -101,23 +130,34 @@ impl Header {
         buf.push(self.mbecn);
         buf.extend_from_slice(&self.session_id.to_be_bytes());
         buf.push(self.path.0);
-        buf.extend_from_slice(&self.packet_number.to_be_bytes());
+        buf.extend_from_slice(&(self.packet_number as u32).to_be_bytes());
     }
 
-    /// Splits a datagram into its header and frame bytes.
+    /// Splits a datagram into its header and frame bytes. The header's
+    /// packet number is the truncated one until [`Header::expand`].
     pub fn decode(datagram: &[u8]) -> Result<(Header, &[u8]), DecodeError> {
         if datagram.len() < HEADER_LEN {
             return Err(DecodeError::Truncated);
         }
-        let u64_at = |i: usize| u64::from_be_bytes(datagram[i..i + 8].try_into().expect("8 bytes"));
         let header = Header {
             version: datagram[0],
             mbecn: datagram[MBECN_OFFSET],
-            session_id: u64_at(2),
+            session_id: u64::from_be_bytes(datagram[2..10].try_into().expect("8 bytes")),
             path: PathId(datagram[10]),
-            packet_number: u64_at(11),
+            packet_number: u64::from(u32::from_be_bytes(
+                datagram[PN_OFFSET..HEADER_LEN].try_into().expect("4 bytes"),
+            )),
         };
         Ok((header, &datagram[HEADER_LEN..]))
+    }
+
+    /// The decoded header with its full packet number, given the largest
+    /// the path has authenticated ([`expand_packet_number`]).
+    pub fn expand(self, largest: Option<u64>) -> Header {
+        Header {
+            packet_number: expand_packet_number(largest, self.packet_number),
+            ..self
+        }
     }
 }
 
@@ -180,6 +220,7 @@ pub enum Frame<'a> {
     /// See [`AckFrame`].
     Ack(AckFrame),
     /// Stream bytes at `offset`; `fin` marks the end of the stream after them.
+    /// Its data runs to the end of the datagram: encode it last.
     Stream {
         /// Stream offset of the first byte of `data`.
         offset: u64,
@@ -302,17 +343,18 @@ pub fn pad_to(buf: &mut Vec<u8>, size: usize) {
     }
 }
 
-/// A STREAM frame up to its data, which the caller appends (`len` bytes):
-/// the sender copies data from its buffer into the datagram only once.
-pub fn encode_stream_header(buf: &mut Vec<u8>, offset: u64, fin: bool, len: usize) {
+/// A STREAM frame up to its data, which the caller appends: the sender
+/// copies data from its buffer into the datagram only once. The data runs
+/// to the end of the datagram (no length field), so a STREAM frame is
+/// always a datagram's last.
+pub fn encode_stream_header(buf: &mut Vec<u8>, offset: u64, fin: bool) {
     varint::write(buf, if fin { ty::STREAM_FIN } else { ty::STREAM });
     varint::write(buf, offset);
-    varint::write(buf, len as u64);
 }
 
 /// Bytes a STREAM frame header takes, for payload budgeting.
-pub fn stream_frame_overhead(offset: u64, len: usize) -> usize {
-    1 + varint::size(offset) + varint::size(len as u64)
+pub fn stream_frame_overhead(offset: u64) -> usize {
+    1 + varint::size(offset)
 }
 
 impl Frame<'_> {
@@ -322,7 +364,7 @@ impl Frame<'_> {
             Frame::Ping => varint::write(buf, ty::PING),
             Frame::Ack(ack) => encode_ack(ack, buf),
             Frame::Stream { offset, fin, data } => {
-                encode_stream_header(buf, *offset, *fin, data.len());
+                encode_stream_header(buf, *offset, *fin);
                 buf.extend_from_slice(data);
             }
             Frame::Hello(h) | Frame::HelloAck(h) => {
@@ -500,9 +542,8 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
         ty::ACK => Frame::Ack(decode_ack(input)?),
         ty::STREAM | ty::STREAM_FIN => {
             let offset = var(input)?;
-            let len = var(input)?;
-            let len = usize::try_from(len).map_err(|_| DecodeError::Truncated)?;
-            let data = take(input, len)?;
+            let data = std::mem::take(input);
+            let len = data.len();
             if offset
                 .checked_add(len as u64)
                 .is_none_or(|end| end > varint::MAX)
@@ -677,7 +718,7 @@ mod tests {
             path: PathId(0),
             packet_number: 7,
         };
-        let data = [0u8; 1380];
+        let data = [0u8; 1386];
         let mut buf = Vec::new();
         header.encode(&mut buf);
         Frame::Stream {
@@ -686,12 +727,60 @@ mod tests {
             data: &data,
         }
         .encode(&mut buf);
-        let overhead = datagram_overhead(false) + stream_frame_overhead(20_000, data.len());
+        let overhead = datagram_overhead(false) + stream_frame_overhead(20_000);
         assert_eq!(buf.len(), data.len() + overhead);
+        assert_eq!(overhead, 15 + 1 + 4);
         assert_eq!(
             datagram_overhead(true),
             datagram_overhead(false) + crate::crypto::TAG_LEN
         );
+    }
+
+    #[test]
+    fn packet_numbers_expand_next_to_the_largest_received() {
+        let w = 1u64 << 32;
+        // Before the first packet the window is centred on 0.
+        assert_eq!(expand_packet_number(None, 0), 0);
+        assert_eq!(expand_packet_number(None, 5), 5);
+        // Within a window, later and (reordered) earlier numbers.
+        assert_eq!(expand_packet_number(Some(1000), 1001), 1001);
+        assert_eq!(expand_packet_number(Some(1000), 900), 900);
+        // Across a window boundary, both ways.
+        assert_eq!(expand_packet_number(Some(w - 2), 3), w + 3);
+        assert_eq!(expand_packet_number(Some(w + 3), w - 2), w - 2);
+        // Far from the 2^32 boundary the high bits come from the largest.
+        let largest = 7 * w + 0x1234_5678;
+        assert_eq!(
+            expand_packet_number(Some(largest), 0x1234_5679),
+            largest + 1
+        );
+        assert_eq!(
+            expand_packet_number(Some(largest), 0x1234_0000),
+            7 * w + 0x1234_0000
+        );
+        // Half a window ahead is still ahead; further is behind.
+        assert_eq!(expand_packet_number(Some(w - 1), w / 2 - 1), w + w / 2 - 1);
+        // The top of the number space does not overflow.
+        assert_eq!(expand_packet_number(Some(u64::MAX), 0), u64::MAX - (w - 1));
+        // A header round-trips its full number through encode and expand.
+        for (largest, pn) in [
+            (None, 0),
+            (Some(w - 10), w + 5),
+            (Some(3 * w + 9), 3 * w + 2),
+        ] {
+            let mut buf = Vec::new();
+            Header {
+                version: VERSION,
+                mbecn: 0,
+                session_id: 1,
+                path: PathId(0),
+                packet_number: pn,
+            }
+            .encode(&mut buf);
+            let (header, _) = Header::decode(&buf).unwrap();
+            assert_eq!(header.packet_number, pn % w);
+            assert_eq!(header.expand(largest).packet_number, pn);
+        }
     }
 
     fn sample_frames() -> Vec<Frame<'static>> {
@@ -707,16 +796,6 @@ mod tests {
                 rx_timestamp_us: 987_654_321,
                 rx_times: vec![(100, 987_654_321), (99, 987_654_300), (95, 987_660_000)],
             }),
-            Frame::Stream {
-                offset: 1 << 33,
-                fin: false,
-                data: b"hello world",
-            },
-            Frame::Stream {
-                offset: 0,
-                fin: true,
-                data: b"",
-            },
             Frame::Hello(Hello {
                 version: VERSION,
                 paths: 3,
@@ -757,6 +836,22 @@ mod tests {
         ]
     }
 
+    /// STREAM frames, each of which must end its datagram.
+    fn stream_frames() -> Vec<Frame<'static>> {
+        vec![
+            Frame::Stream {
+                offset: 1 << 33,
+                fin: false,
+                data: b"hello world",
+            },
+            Frame::Stream {
+                offset: 0,
+                fin: true,
+                data: b"",
+            },
+        ]
+    }
+
     fn encode_all(frames: &[Frame<'_>]) -> Vec<u8> {
         let mut buf = Vec::new();
         Header {
@@ -764,7 +859,7 @@ mod tests {
             mbecn: 0,
             session_id: 0xdead_beef,
             path: PathId(2),
-            packet_number: 1 << 50,
+            packet_number: (1 << 50) + 77,
         }
         .encode(&mut buf);
         for f in frames {
@@ -775,14 +870,18 @@ mod tests {
 
     #[test]
     fn every_frame_round_trips() {
-        let frames = sample_frames();
-        let buf = encode_all(&frames);
-        let (header, payload) = Header::decode(&buf).unwrap();
-        assert_eq!(header.session_id, 0xdead_beef);
-        assert_eq!(header.path, PathId(2));
-        assert_eq!(header.packet_number, 1 << 50);
-        let decoded: Vec<_> = Frames::new(payload).collect::<Result<_, _>>().unwrap();
-        assert_eq!(decoded, frames);
+        for stream in stream_frames() {
+            let mut frames = sample_frames();
+            frames.push(stream);
+            let buf = encode_all(&frames);
+            let (header, payload) = Header::decode(&buf).unwrap();
+            assert_eq!(header.session_id, 0xdead_beef);
+            assert_eq!(header.path, PathId(2));
+            assert_eq!(header.packet_number, 77);
+            assert_eq!(header.expand(Some(1 << 50)).packet_number, (1 << 50) + 77);
+            let decoded: Vec<_> = Frames::new(payload).collect::<Result<_, _>>().unwrap();
+            assert_eq!(decoded, frames);
+        }
     }
 
     #[test]
@@ -799,6 +898,28 @@ mod tests {
                 }
                 let decoded: Result<Vec<_>, _> = Frames::new(payload).collect();
                 assert!(decoded.is_err(), "{frame:?} cut at {cut} decoded");
+            }
+        }
+        // A STREAM frame's data runs to the end: cut within its data, it is
+        // a shorter frame (the AEAD tag, not the frame, guards the length).
+        for frame in stream_frames() {
+            let Frame::Stream { offset, fin, data } = frame else {
+                unreachable!()
+            };
+            let buf = encode_all(std::slice::from_ref(&frame));
+            let data_at = buf.len() - data.len();
+            for cut in HEADER_LEN + 1..buf.len() {
+                let decoded: Result<Vec<_>, _> = Frames::new(&buf[HEADER_LEN..cut]).collect();
+                if cut < data_at {
+                    assert!(decoded.is_err(), "{frame:?} cut at {cut} decoded");
+                } else {
+                    let short = Frame::Stream {
+                        offset,
+                        fin,
+                        data: &data[..cut - data_at],
+                    };
+                    assert_eq!(decoded, Ok(vec![short]));
+                }
             }
         }
     }

@@ -284,8 +284,8 @@ mod tests {
         // The keys agree: what one seals, the other opens.
         let mut d = vec![0u8; crate::wire::HEADER_LEN];
         d.extend_from_slice(b"x");
-        client_keys.seal(&mut d, 0);
-        assert_eq!(server_keys.open(&mut d).unwrap(), b"x");
+        client_keys.seal(&mut d, 0, 0);
+        assert_eq!(server_keys.open(&mut d, 0).unwrap(), b"x");
         Ok((offer, answer))
     }
 

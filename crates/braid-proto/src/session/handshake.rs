@@ -281,7 +281,10 @@ impl Session {
         datagram: &[u8],
         answer: &[u8],
     ) {
-        let header = Header::decode(datagram).expect("decoded before").0;
+        let header = Header::decode(datagram)
+            .expect("decoded before")
+            .0
+            .expand(self.largest_received(path));
         // The answer's packet is the peer's like any other from now on.
         let arrival = super::receive::Arrival {
             path,

@@ -178,8 +178,10 @@ pub struct Session {
     unauthentic_answers: u32,
     /// Scratch space where datagrams are opened.
     open_buf: Vec<u8>,
-    /// Where the datagram being written starts in the caller's buffer.
+    /// Where the datagram being written starts in the caller's buffer,
+    /// and its full packet number (the nonce; the header has the low bits).
     packet_start: usize,
+    packet_number: u64,
     replay: BTreeMap<PathId, ReplayWindow>,
     validations: BTreeMap<PathId, validation::Validation>,
     /// PATH_RESPONSEs owed: connection and data.
@@ -287,6 +289,7 @@ impl Session {
             unauthentic_answers: 0,
             open_buf: Vec::new(),
             packet_start: 0,
+            packet_number: 0,
             replay: BTreeMap::new(),
             validations: BTreeMap::new(),
             responses: VecDeque::new(),

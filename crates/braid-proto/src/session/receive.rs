@@ -76,6 +76,7 @@ impl Session {
             self.counters.malformed += 1;
             return false;
         };
+        let header = header.expand(self.largest_received(path));
         if header.session_id != self.session_id || header.version != VERSION {
             self.counters.unexpected += 1;
             return false;
@@ -97,7 +98,7 @@ impl Session {
         // may be a handshake message in clear is kept to be read as one.
         let clear = crate::wire::starts_with_clear_frame(&datagram[HEADER_LEN..])
             .then(|| datagram.to_vec());
-        match keys.open(datagram) {
+        match keys.open(datagram, header.packet_number) {
             Some(frames) => {
                 let frames: &[u8] = frames;
                 self.handle_authentic(now, arrival, &header, frames)
@@ -112,8 +113,15 @@ impl Session {
         }
     }
 
-    /// A datagram from the peer (opened, or insecure): replay check, then
-    /// frames. Returns false if it was a replay or is dropped.
+    /// The largest packet number authenticated on `path`, against which
+    /// a header's truncated number expands.
+    pub(super) fn largest_received(&self, path: PathId) -> Option<u64> {
+        self.replay.get(&path).and_then(|r| r.largest())
+    }
+
+    /// A datagram from the peer (opened, or insecure), its header's packet
+    /// number expanded: replay check, then frames. Returns false if it was
+    /// a replay or is dropped.
     pub(super) fn handle_authentic(
         &mut self,
         now: Instant,

@@ -80,6 +80,7 @@ impl Session {
             packet_number: pn,
         }
         .encode(buf);
+        self.packet_number = pn;
         self.last_send = now;
         pn
     }
@@ -87,7 +88,7 @@ impl Session {
     /// Seals the datagram (once the session has keys) and accounts for it.
     fn finish_packet(&mut self, path: PathId, buf: &mut Vec<u8>) -> Transmit {
         if let Some(keys) = &self.keys {
-            keys.seal(buf, self.packet_start);
+            keys.seal(buf, self.packet_start, self.packet_number);
         }
         self.account_packet(path, buf)
     }
@@ -364,13 +365,13 @@ impl Session {
             self.push_ack(now, id, buf, false);
         }
         let frame_start = buf.len();
-        // The frame's header, then its data straight from the send buffer.
-        wire::encode_stream_header(buf, pending.offset, pending.fin, pending.len as usize);
+        // The frame's header, then its data straight from the send buffer,
+        // to the end of the datagram.
+        wire::encode_stream_header(buf, pending.offset, pending.fin);
         self.send.read_segment(pending.offset, pending.len, buf);
         debug_assert_eq!(
             buf.len() - frame_start,
-            wire::stream_frame_overhead(pending.offset, pending.len as usize)
-                + pending.len as usize
+            wire::stream_frame_overhead(pending.offset) + pending.len as usize
         );
         if !self.send.has_outstanding() {
             // Data becomes outstanding: the no-progress count starts.
