@@ -26,9 +26,11 @@ pub struct SendArgs {
     /// Congestion controller (aimd, bbr, cubic, mbecn, ncp).
     #[arg(long, value_parser = crate::parse_cc)]
     cc: Option<braid_proto::cc::Algorithm>,
-    /// Give up if the receiver does not answer within this time.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::parse_timeout)]
-    handshake_timeout: Duration,
+    /// Give up if the receiver does not answer within this time [default:
+    /// 75s, about as long as TCP's connect; a `braid recv` started
+    /// meanwhile is found].
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout)]
+    handshake_timeout: Option<Duration>,
     #[command(flatten)]
     security: crate::keys::SendSecurity,
     #[command(flatten)]
@@ -48,16 +50,21 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     let paths = pair(&remotes, &args.bind)?;
     let (header, input) = open_input(&args.file).await?;
     let mut cfg = SessionConfig {
-        handshake_timeout: args.handshake_timeout,
         security,
         ..SessionConfig::default()
     };
+    if let Some(t) = args.handshake_timeout {
+        cfg.handshake_timeout = t;
+    }
+    let give_up = cfg.handshake_timeout;
     if let Some(cc) = &args.cc {
         cfg.cc = *cc;
     }
+    let waiting = waiting_notice(&args.to, give_up, args.report.quiet);
     let connected = tokio::select! {
         s = braid::connect(&paths, cfg) => Ok(s),
         signal = crate::interrupted() => Err(signal),
+        never = waiting => match never {},
     };
     let mut session = match connected {
         Ok(s) => s
@@ -156,6 +163,27 @@ async fn open_input(file: &PathBuf) -> anyhow::Result<(Header, Input)> {
     };
     Ok((header, Box::new(f)))
 }
+
+/// After [`NOTICE_AFTER`] without an answer, says once on stderr who is
+/// silent and how long the handshake will keep trying: the timeout is as
+/// long as TCP's connect, and a mistyped address should not look like a
+/// hang. Never resolves.
+async fn waiting_notice(to: &[String], give_up: Duration, quiet: bool) -> std::convert::Infallible {
+    if !quiet && give_up > NOTICE_AFTER {
+        tokio::time::sleep(NOTICE_AFTER).await;
+        eprintln!(
+            "braid: no answer from {} after {} s (is `braid recv` running there?); \
+             trying until {} s (--handshake-timeout)",
+            to.join(", "),
+            NOTICE_AFTER.as_secs(),
+            give_up.as_secs_f64(),
+        );
+    }
+    std::future::pending().await
+}
+
+/// See [`waiting_notice`].
+const NOTICE_AFTER: Duration = Duration::from_secs(5);
 
 /// One connection per --to; --bind gives one local address for all, or one each.
 pub fn pair(remotes: &[SocketAddr], binds: &[SocketAddr]) -> anyhow::Result<Vec<PathSpec>> {

@@ -304,6 +304,32 @@ fn unreachable_peer_fails_after_the_handshake_timeout() {
     );
 }
 
+/// A handshake that waits longer than 5 s says once whom it is waiting
+/// for and until when, so that a mistyped address does not look like a hang.
+#[test]
+fn a_long_silent_handshake_says_whom_it_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("f");
+    write_random(&input, 1000);
+    let to = free_port();
+    let o = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        &to,
+        "--handshake-timeout",
+        "6s",
+        "--code",
+        "1-abc-def",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let notice = format!("no answer from {to} after 5 s");
+    assert_eq!(err.matches(&notice).count(), 1, "{err}");
+    assert!(err.contains("trying until 6 s"), "{err}");
+    assert!(err.contains("handshake timed out"), "{err}");
+}
+
 /// Needs root to mount a tiny tmpfs; elsewhere it says so and checks nothing.
 #[test]
 fn disk_full_mid_transfer_leaves_no_file() {

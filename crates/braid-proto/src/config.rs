@@ -106,6 +106,12 @@ pub struct SessionConfig {
 /// served by seconds. This is the limit of a connection known to deliver;
 /// one that had lost much or shown little needs more (`path::loss_tally`).
 pub const SILENT_LIMIT: u32 = 5;
+/// The default handshake timeout: 4.4BSD's connection-establishment timer
+/// (`TCPTV_KEEP_INIT`, 75 s), which also outlasts Linux's last SYN (sent
+/// 63 s after the first, `tcp_syn_retries` = 6). A handshake that TCP
+/// would complete, e.g. behind a flood that fills a small queue for 40 s,
+/// must not fail here; HELLOs go out every `max_probe_interval` meanwhile.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(75);
 /// See [`SILENT_LIMIT`]: a third of the idle timeout.
 pub const MIN_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -123,7 +129,7 @@ impl Default for SessionConfig {
             retry_limit: Some(15),
             silent_limit: Some(SILENT_LIMIT),
             idle_timeout: Duration::from_secs(30),
-            handshake_timeout: Duration::from_secs(10),
+            handshake_timeout: HANDSHAKE_TIMEOUT,
             keep_alive: Some(Duration::from_secs(10)),
             ack_every: 2,
             max_ack_delay: Duration::from_millis(10),

@@ -70,6 +70,41 @@ fn a_flood_stalling_for_15_s_is_outwaited() {
     assert!(ncp["duration_s"].as_f64().unwrap() > 30.0, "{ncp}");
 }
 
+/// The same flood without loss lasts 40 s and keeps the 5-packet queue
+/// full: a second session's HELLOs, one a second, find no room until it
+/// ends. Kernel TCP's SYNs (0, 1, 3 ... 63 s) get in then; the handshake
+/// timeout used to end this one at 10 s.
+#[test]
+fn a_handshake_behind_a_40_s_flood_outwaits_it() {
+    let s = Scenario::from_str(
+        r#"
+        name = "ncp flood, then a small flow's handshake"
+        time_limit = "600s"
+        [[path]]
+        rate = "1Mbit"
+        delay = "10ms"
+        queue = 5
+        [[flow]]
+        cc = "ncp"
+        bytes = "5MB"
+        [[flow]]
+        cc = "cubic"
+        bytes = 12421
+        start = "1s"
+        "#,
+        ".",
+    )
+    .unwrap();
+    let r = braid_sim::run(&s, Some(1)).to_json(false);
+    for f in r["flows"].as_array().unwrap() {
+        assert_eq!(f["error"], serde_json::Value::Null, "{f}");
+        assert_eq!(f["verified"], true, "{f}");
+    }
+    // It did wait out the flood.
+    let small = &r["flows"][1];
+    assert!(small["duration_s"].as_f64().unwrap() > 10.0, "{small}");
+}
+
 /// One connection closes for good and the other is down for 6.6 s: the
 /// retry limit counts per connection, so the closed one's timeouts do not
 /// add up with the other's, and the transfer completes when it is back.
