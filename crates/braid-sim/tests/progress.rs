@@ -39,70 +39,56 @@ fn a_huge_ncp_window_into_a_tiny_queue_completes_slowly() {
 /// would take, as TCP does.
 #[test]
 fn a_flood_stalling_for_15_s_is_outwaited() {
-    let s = Scenario::from_str(
-        r#"
-        name = "ncp flood with a small flow"
-        time_limit = "600s"
-        [[path]]
-        rate = "1Mbit"
-        delay = "10ms"
-        loss = 0.1
-        reverse_loss = 0.1
-        queue = 5
-        [[flow]]
-        cc = "ncp"
-        bytes = "5MB"
-        [[flow]]
-        cc = "cubic"
-        bytes = 12421
-        start = "1s"
-        "#,
-        ".",
-    )
-    .unwrap();
-    let r = braid_sim::run(&s, Some(3)).to_json(false);
-    for f in r["flows"].as_array().unwrap() {
-        assert_eq!(f["error"], serde_json::Value::Null, "{f}");
-        assert_eq!(f["verified"], true, "{f}");
-    }
+    let r = flood_beside_a_small_flow(0.1, 3);
     // The stall that used to end it.
     let ncp = &r["flows"][0];
     assert!(ncp["duration_s"].as_f64().unwrap() > 30.0, "{ncp}");
 }
 
-/// The same flood without loss lasts 40 s and keeps the 5-packet queue
-/// full: a second session's HELLOs, one a second, find no room until it
-/// ends. Kernel TCP's SYNs (0, 1, 3 ... 63 s) get in then; the handshake
-/// timeout used to end this one at 10 s.
+/// The same flood without loss keeps the 5-packet queue full for 40 s: a
+/// second session's HELLOs, one a second, find no room for over 10 s, and
+/// the handshake timeout used to end it there. Kernel TCP's SYNs (0, 1,
+/// 3 ... 63 s) keep trying; so does braid now.
 #[test]
 fn a_handshake_behind_a_40_s_flood_outwaits_it() {
+    let r = flood_beside_a_small_flow(0.0, 1);
+    // It did wait past the old timeout.
+    let small = &r["flows"][1];
+    assert!(small["duration_s"].as_f64().unwrap() > 10.0, "{small}");
+}
+
+/// ncp's 5 MB flood through a 5-packet, 1 Mbit/s queue, with `loss` each
+/// way, and a 12 KB cubic flow starting a second later; both must complete.
+fn flood_beside_a_small_flow(loss: f64, seed: u64) -> serde_json::Value {
     let s = Scenario::from_str(
-        r#"
-        name = "ncp flood, then a small flow's handshake"
-        time_limit = "600s"
-        [[path]]
-        rate = "1Mbit"
-        delay = "10ms"
-        queue = 5
-        [[flow]]
-        cc = "ncp"
-        bytes = "5MB"
-        [[flow]]
-        cc = "cubic"
-        bytes = 12421
-        start = "1s"
-        "#,
+        &format!(
+            r#"
+            name = "ncp flood with a small flow"
+            time_limit = "600s"
+            [[path]]
+            rate = "1Mbit"
+            delay = "10ms"
+            loss = {loss}
+            reverse_loss = {loss}
+            queue = 5
+            [[flow]]
+            cc = "ncp"
+            bytes = "5MB"
+            [[flow]]
+            cc = "cubic"
+            bytes = 12421
+            start = "1s"
+            "#
+        ),
         ".",
     )
     .unwrap();
-    let r = braid_sim::run(&s, Some(1)).to_json(false);
+    let r = braid_sim::run(&s, Some(seed)).to_json(false);
     for f in r["flows"].as_array().unwrap() {
         assert_eq!(f["error"], serde_json::Value::Null, "{f}");
         assert_eq!(f["verified"], true, "{f}");
     }
-    // It did wait out the flood.
-    let small = &r["flows"][1];
-    assert!(small["duration_s"].as_f64().unwrap() > 10.0, "{small}");
+    r
 }
 
 /// One connection closes for good and the other is down for 6.6 s: the
