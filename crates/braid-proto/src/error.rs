@@ -6,20 +6,22 @@ use thiserror::Error;
 /// A session failure. Every variant says what happened in its message.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SessionError {
-    /// No answer to the handshake within the handshake timeout.
+    /// No answer to the handshake within the handshake timeout (the
+    /// duration is how long it waited, as in the two variants below).
     #[error("handshake timed out after {0:?}: no answer from the peer")]
     HandshakeTimeout(Duration),
-    /// No authenticated answer within the handshake timeout; an
-    /// unauthenticated packet claimed to refuse the session (a server that
-    /// cannot authenticate itself to us, or a forgery: not trusted either way).
+    /// No authenticated answer within a few seconds of an unauthenticated
+    /// packet that claimed to refuse the session (a server that cannot
+    /// authenticate itself to us, or a forgery: not trusted either way).
     #[error("handshake timed out after {after:?} without an authenticated answer; an unauthenticated packet said: {said}")]
     UnauthenticatedRefusal {
-        /// The handshake timeout.
+        /// How long the handshake waited.
         after: Duration,
         /// The refusal's reason text, as received.
         said: String,
     },
-    /// Answers arrived but none authenticated within the handshake timeout.
+    /// Answers arrived but none authenticated within a few seconds of the
+    /// first.
     #[error("handshake failed after {0:?}: the server answered, but its answer did not authenticate (a wrong code, or forged answers)")]
     HandshakeUnauthenticated(Duration),
     /// The peer speaks another protocol version.

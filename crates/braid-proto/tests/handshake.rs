@@ -6,9 +6,10 @@ use braid_proto::SessionConfig;
 use common::{Pair, MS};
 use std::time::Duration;
 
-/// The server's answers are lost for 7 s, longer than a half-open server
-/// session lives without hearing from its client: the client's repeated
-/// openings keep it alive, and the session opens on the fourth attempt.
+/// The server's answers are lost for 40 s, longer than a half-open server
+/// session lives without hearing from its client (15 s) and than the idle
+/// timeout (30 s): the client's repeated openings keep it alive, and the
+/// session opens once an answer gets through.
 #[test]
 fn repeated_openings_keep_a_half_open_server_alive() {
     for (client, server) in [
@@ -16,13 +17,13 @@ fn repeated_openings_keep_a_half_open_server_alive() {
         (SessionConfig::insecure(), SessionConfig::insecure()),
     ] {
         let mut pair = Pair::new(client, server, 10 * MS);
-        let lost_until = braid_proto::Instant::ZERO + Duration::from_secs(7);
+        let lost_until = braid_proto::Instant::ZERO + Duration::from_secs(40);
         let now = std::rc::Rc::new(std::cell::Cell::new(braid_proto::Instant::ZERO));
         let clock = now.clone();
         pair.drop = Box::new(move |to_server, _, _| !to_server && clock.get() < lost_until);
         assert_eq!(pair.client.write(b"after the loss"), 14);
         pair.client.finish();
-        let end = braid_proto::Instant::ZERO + Duration::from_secs(30);
+        let end = braid_proto::Instant::ZERO + Duration::from_secs(60);
         while pair.received.len() < 14 && pair.now < end {
             now.set(pair.now);
             if !pair.step() {
@@ -80,4 +81,170 @@ fn a_wrong_code_is_reported_as_an_unauthenticated_answer() {
         ))
     );
     assert!(pair.client.stats().forged_dropped >= 1);
+}
+
+/// The server's answer travels in clear, and Noise does not cover its
+/// header: an attacker who rewrites its packet number (to one the server
+/// never sent, or near 2^32, which would misplace every later number)
+/// changes nothing, and data flows both ways.
+#[test]
+fn a_rewritten_answer_packet_number_is_ignored() {
+    for forged in [0x1000u32, 0x7fff_fff0, 0xffff_fff0] {
+        let mut pair = Pair::new(SessionConfig::default(), SessionConfig::default(), 10 * MS);
+        let mut first = true;
+        pair.tamper = Box::new(move |to_server, _, d| {
+            if !to_server && std::mem::take(&mut first) {
+                d[11..15].copy_from_slice(&forged.to_be_bytes());
+            }
+        });
+        let up: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        assert_eq!(pair.client.write(&up), up.len());
+        pair.client.finish();
+        pair.drive_until(Duration::from_secs(2), |p| p.server.is_some());
+        let down = b"and back".to_vec();
+        let server = pair.server.as_mut().unwrap();
+        assert_eq!(server.write(&down), down.len());
+        server.finish();
+        pair.drive_until(Duration::from_secs(30), |p| {
+            p.client.is_closed() && p.server().is_closed()
+        });
+        assert_eq!(pair.client.error(), None, "{forged:#x}");
+        assert_eq!(pair.server().error(), None, "{forged:#x}");
+        assert_eq!(pair.received, up, "{forged:#x}");
+        assert_eq!(pair.received_by_client, down, "{forged:#x}");
+    }
+}
+
+/// A wrong code, a wrong pinned key: the answers arrive but do not
+/// authenticate, and the client says so about 3 s after the first rather
+/// than at the full handshake timeout (75 s, for answers that cannot get
+/// through).
+#[test]
+fn an_answer_that_does_not_authenticate_fails_in_seconds() {
+    use braid_proto::{Keypair, Security, SessionError};
+    let code = |c: &str| SessionConfig {
+        security: Security::code(c),
+        ..SessionConfig::default()
+    };
+    let wrong_key = SessionConfig {
+        security: Security::pinned(Keypair::generate([8; 32]).public()),
+        ..SessionConfig::default()
+    };
+    for (client, server) in [
+        (code("4-lemon-drop"), code("4-lemon-crop")),
+        (wrong_key, SessionConfig::default()),
+    ] {
+        assert!(client.handshake_timeout > Duration::from_secs(60));
+        let mut pair = Pair::new(client, server, 10 * MS);
+        pair.drive_until(Duration::from_secs(80), |p| p.client.error().is_some());
+        let after = match pair.client.error() {
+            Some(SessionError::HandshakeUnauthenticated(after)) => *after,
+            Some(SessionError::UnauthenticatedRefusal { after, .. }) => *after,
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(pair.now - braid_proto::Instant::ZERO, after);
+        assert!(
+            after > Duration::from_secs(3) && after < Duration::from_secs(4),
+            "{after:?}"
+        );
+    }
+}
+
+/// A forged (here: corrupted) first answer does not end a handshake whose
+/// server answers: the client's next HELLO gets the real answer within
+/// the grace that a bad answer leaves.
+#[test]
+fn one_unauthentic_answer_does_not_end_the_handshake() {
+    let mut pair = Pair::new(SessionConfig::default(), SessionConfig::default(), 10 * MS);
+    let mut first = true;
+    pair.tamper = Box::new(move |to_server, _, d| {
+        if !to_server && std::mem::take(&mut first) {
+            let last = d.len() - 1;
+            d[last] ^= 1;
+        }
+    });
+    assert_eq!(pair.client.write(b"still here"), 10);
+    pair.client.finish();
+    pair.drive_until(Duration::from_secs(10), |p| p.received.len() >= 10);
+    assert_eq!(pair.client.error(), None);
+    assert_eq!(pair.received, b"still here");
+    assert!(pair.client.stats().forged_dropped >= 1);
+}
+
+/// Repeats of the client's opening keep an unconfirmed server session,
+/// but not for ever (anyone on the path could replay them): it ends 90 s
+/// after it was created, the default handshake timeout plus 15 s.
+#[test]
+fn repeated_openings_hold_an_unconfirmed_server_for_90_s_at_most() {
+    let client = SessionConfig {
+        handshake_timeout: Duration::from_secs(300),
+        ..SessionConfig::default()
+    };
+    let mut pair = Pair::new(client, SessionConfig::default(), 10 * MS);
+    // Every answer is lost: the client keeps opening, once a second.
+    pair.drop = Box::new(|to_server, _, _| !to_server);
+    pair.drive_until(Duration::from_secs(200), |p| {
+        p.server.as_ref().is_some_and(|s| s.error().is_some())
+    });
+    let server_failed_at = pair.now - braid_proto::Instant::ZERO;
+    assert_eq!(
+        pair.server().error(),
+        Some(&braid_proto::SessionError::HandshakeTimeout(
+            server_failed_at - 10 * MS
+        ))
+    );
+    assert!(
+        server_failed_at > Duration::from_secs(89) && server_failed_at < Duration::from_secs(91),
+        "{server_failed_at:?}"
+    );
+    assert!(pair.client.error().is_none(), "the client still tries");
+}
+
+/// A loaded server answers openings with RETRYs whose tokens live 10 s,
+/// and a handshake tries for 75 s: the client answers the first four at
+/// once, and keeps every later token for its next scheduled opening
+/// rather than ignoring it (no ping-pong either way).
+#[test]
+fn every_retry_token_is_kept_but_only_four_answered_at_once() {
+    use braid_proto::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
+    use braid_proto::{Ecn, Instant, Keypair, PathId, Security, Session};
+    let token_of = |d: &[u8]| match Frames::new(&d[HEADER_LEN..]).next() {
+        Some(Ok(Frame::ClientHello { token, .. })) => token.to_vec(),
+        f => panic!("{f:?}"),
+    };
+    let cfg = SessionConfig {
+        security: Security::pinned(Keypair::generate([9; 32]).public()),
+        ..SessionConfig::default()
+    };
+    let mut now = Instant::ZERO;
+    let mut client = Session::connect(cfg, 42, now, [1; 32]).unwrap();
+    let mut buf = Vec::new();
+    assert!(client.poll_transmit(now, &mut buf).is_some());
+    assert!(token_of(&buf).is_empty());
+    for i in 1..=6u8 {
+        now += 10 * MS;
+        let mut retry = Vec::new();
+        Header {
+            version: VERSION,
+            mbecn: 0,
+            session_id: 42,
+            path: PathId(0),
+            packet_number: 0,
+        }
+        .encode(&mut retry);
+        Frame::Retry { token: &[i; 40] }.encode(&mut retry);
+        client.handle_datagram(now, PathId(0), Ecn::NotEct, &retry);
+        buf.clear();
+        let answered = client.poll_transmit(now, &mut buf).is_some();
+        assert_eq!(answered, i <= 4, "retry {i}");
+        if answered {
+            assert_eq!(token_of(&buf), [i; 40]);
+        }
+    }
+    // The next scheduled opening carries the latest token.
+    now = client.poll_timeout().unwrap();
+    client.handle_timeout(now);
+    buf.clear();
+    assert!(client.poll_transmit(now, &mut buf).is_some());
+    assert_eq!(token_of(&buf), [6; 40]);
 }

@@ -49,7 +49,11 @@ impl Answer {
     }
 }
 
-/// Times a RETRY is obeyed before further ones are ignored.
+/// RETRYs answered with an opening at once; later ones only replace the
+/// token the next scheduled opening carries. A token lives 10 s and a
+/// handshake may try for 75 s, so every RETRY must count; but a server
+/// (or forger) answering each opening with one must not make a ping-pong
+/// of them.
 const MAX_RETRIES: u32 = 4;
 
 impl Session {
@@ -211,13 +215,7 @@ impl Session {
     /// A datagram that is not sealed with the session's keys: the only ones
     /// that may count are the handshake's (and only as the handshake
     /// allows); a refusal in clear is kept as a hint, never obeyed.
-    pub(super) fn handle_clear_handshake(
-        &mut self,
-        now: Instant,
-        path: PathId,
-        ecn: Ecn,
-        datagram: &[u8],
-    ) {
+    pub(super) fn handle_clear_handshake(&mut self, now: Instant, path: PathId, datagram: &[u8]) {
         let payload = &datagram[HEADER_LEN..];
         let Some(Ok(frame)) = Frames::new(payload).next() else {
             self.counters.forged += 1;
@@ -248,24 +246,28 @@ impl Session {
                     Ok((answer, keys)) => {
                         self.keys = Some(Box::new(keys));
                         self.client_hs = None;
-                        self.on_sealed_answer(now, path, ecn, datagram, &answer);
+                        self.on_sealed_answer(now, path, datagram, &answer);
                     }
                     Err(_) => {
                         self.counters.forged += 1;
                         self.unauthentic_answers += 1;
+                        self.first_unauthentic.get_or_insert(now);
                     }
                 }
             }
-            Frame::Retry { token } if self.client_hs.is_some() && self.retries < MAX_RETRIES => {
-                self.retries += 1;
+            Frame::Retry { token } if self.client_hs.is_some() => {
                 self.retry_token = token.to_vec();
-                if let Some(p) = self.paths.get_mut(&path) {
-                    p.pending.hello = true;
+                if self.retries < MAX_RETRIES {
+                    self.retries += 1;
+                    if let Some(p) = self.paths.get_mut(&path) {
+                        p.pending.hello = true;
+                    }
                 }
             }
             Frame::Close { reason, .. } if self.client_hs.is_some() => {
                 let reason = String::from_utf8_lossy(reason);
                 self.refusal_hint = Some(reason.chars().take(wire::MAX_REASON).collect());
+                self.first_unauthentic.get_or_insert(now);
                 self.counters.forged += 1;
             }
             _ => self.counters.forged += 1,
@@ -273,26 +275,13 @@ impl Session {
     }
 
     /// The server's authenticated answer: its parameters, or its refusal.
-    fn on_sealed_answer(
-        &mut self,
-        now: Instant,
-        path: PathId,
-        ecn: Ecn,
-        datagram: &[u8],
-        answer: &[u8],
-    ) {
-        let header = Header::decode(datagram)
-            .expect("decoded before")
-            .0
-            .expand(self.largest_received(path));
-        // The answer's packet is the peer's like any other from now on.
-        let arrival = super::receive::Arrival {
-            path,
-            ecn,
-            len: datagram.len(),
-            at: now,
-        };
-        self.handle_authentic(now, arrival, &header, &[]);
+    fn on_sealed_answer(&mut self, now: Instant, path: PathId, datagram: &[u8], answer: &[u8]) {
+        // The answer's header travels in clear and Noise does not cover its
+        // packet number: it arrived, but its number must not enter the
+        // replay window or the ACK state (a forged one near 2^32 would
+        // misplace every later number, one never sent would fail the
+        // server's ACK check). The server does not track it either.
+        self.on_answer_arrival(now, path, datagram.len());
         match Frames::new(answer).next() {
             Some(Ok(Frame::HelloAck(h))) => {
                 self.on_hello_ack(h);
@@ -305,6 +294,16 @@ impl Session {
             Some(Ok(Frame::Close { code, reason })) => self.on_close(code, reason),
             _ => self.violation("handshake answer without parameters"),
         }
+    }
+
+    /// What an authentic packet's arrival says besides its number: the
+    /// peer is there and has answered.
+    fn on_answer_arrival(&mut self, now: Instant, path: PathId, len: usize) {
+        self.peer_confirmed = true;
+        self.credit_received(path, len);
+        self.last_recv = now;
+        self.last_recv_path = path;
+        self.rtos_in_silence.clear();
     }
 
     pub(super) fn on_hello_ack(&mut self, h: Hello) {

@@ -66,6 +66,24 @@ pub(crate) mod close_code {
 /// SYN_RECV connection for its SYN-ACK retries, 63 s on Linux).
 const UNCONFIRMED_TIMEOUT: std::time::Duration =
     crate::config::MIN_SILENCE.saturating_add(std::time::Duration::from_secs(5));
+/// However often its opening repeats, an unconfirmed server session ends
+/// this long after it was created: a client tries for the handshake
+/// timeout (75 s by default), and copies of its opening that anyone on
+/// the path could replay must not hold the session, and the endpoint's
+/// half-open slot, for ever.
+const UNCONFIRMED_LIFETIME: std::time::Duration =
+    crate::config::HANDSHAKE_TIMEOUT.saturating_add(UNCONFIRMED_TIMEOUT);
+
+/// How long a handshake still waits for an authentic answer once one
+/// that does not authenticate, or a refusal in clear, has arrived. A wrong
+/// code or key is then reported in seconds rather than after the full
+/// handshake timeout (75 s, meant for answers that cannot get through),
+/// while a forged answer cannot end a handshake whose server answers: its
+/// answer comes a round trip after each HELLO, and HELLOs repeat within
+/// a second or two meanwhile. Forging one takes the session id, which
+/// only an on-path attacker sees, and such an attacker can drop the
+/// answers anyway.
+const UNAUTHENTIC_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +194,9 @@ pub struct Session {
     /// Server answers that did not authenticate (a wrong code or key, or
     /// forgeries): what a handshake timeout then reports.
     unauthentic_answers: u32,
+    /// When the first such answer or refusal arrived: the handshake then
+    /// waits only [`UNAUTHENTIC_GRACE`] longer.
+    first_unauthentic: Option<Instant>,
     /// Scratch space where datagrams are opened.
     open_buf: Vec<u8>,
     /// Where the datagram being written starts in the caller's buffer,
@@ -188,6 +209,9 @@ pub struct Session {
     responses: VecDeque<(PathId, [u8; 8])>,
     /// When the client's opening last arrived (the first or a repeat).
     last_hello: Instant,
+    /// When the session was created: bounds how long repeats of the
+    /// opening can keep an unconfirmed server session.
+    created: Instant,
     /// When new stream data was last acknowledged, or data became
     /// outstanding.
     progress_at: Instant,
@@ -287,6 +311,7 @@ impl Session {
             retries: 0,
             refusal_hint: None,
             unauthentic_answers: 0,
+            first_unauthentic: None,
             open_buf: Vec::new(),
             packet_start: 0,
             packet_number: 0,
@@ -294,6 +319,7 @@ impl Session {
             validations: BTreeMap::new(),
             responses: VecDeque::new(),
             last_hello: now,
+            created: now,
             progress_at: now,
             rtos_without_progress: BTreeMap::new(),
             rtos_in_silence: BTreeMap::new(),

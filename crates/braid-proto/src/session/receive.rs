@@ -91,7 +91,7 @@ impl Session {
             return self.handle_authentic(now, arrival, &header, &datagram[HEADER_LEN..]);
         }
         let Some(keys) = &self.keys else {
-            self.handle_clear_handshake(now, path, ecn, datagram);
+            self.handle_clear_handshake(now, path, datagram);
             return false;
         };
         // A failed open leaves the bytes unspecified; the rare datagram that
@@ -105,7 +105,7 @@ impl Session {
             }
             None => {
                 match clear {
-                    Some(clear) => self.handle_clear_handshake(now, path, ecn, &clear),
+                    Some(clear) => self.handle_clear_handshake(now, path, &clear),
                     None => self.counters.forged += 1,
                 }
                 false

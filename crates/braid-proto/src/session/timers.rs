@@ -7,7 +7,10 @@
 //! deadline and its arm in `handle_timeout` (the match is exhaustive), so
 //! the two cannot list different deadlines.
 
-use super::{Role, Session, SilentRtos, State, MID_STREAM_PROBE, UNCONFIRMED_TIMEOUT};
+use super::{
+    Role, Session, SilentRtos, State, MID_STREAM_PROBE, UNAUTHENTIC_GRACE, UNCONFIRMED_LIFETIME,
+    UNCONFIRMED_TIMEOUT,
+};
 use crate::error::SessionError;
 use crate::stats::PathState;
 use crate::Instant;
@@ -88,7 +91,13 @@ impl Session {
                 ..
             } => {
                 return match timer {
-                    Timer::Handshake => Some(started + self.cfg.handshake_timeout),
+                    Timer::Handshake => {
+                        let full = started + self.cfg.handshake_timeout;
+                        Some(match self.first_unauthentic {
+                            Some(at) => full.min(at + UNAUTHENTIC_GRACE),
+                            None => full,
+                        })
+                    }
                     Timer::Hello => Some(next_hello),
                     // Nothing else runs before the handshake completes.
                     _ => None,
@@ -103,7 +112,13 @@ impl Session {
                 State::Draining { until } => Some(until),
                 _ => None,
             },
-            Timer::Idle => Some(self.last_recv + self.cfg.idle_timeout),
+            // A server still waiting for its client's confirmation keeps to
+            // the unconfirmed deadline: repeats of the opening, which it
+            // answers, are not authentic traffic, but show the client trying.
+            Timer::Idle => self
+                .unconfirmed_deadline()
+                .is_none()
+                .then(|| self.last_recv + self.cfg.idle_timeout),
             Timer::Unconfirmed => self.unconfirmed_deadline(),
             Timer::Validation => self.validation_deadline(),
             // Both probe the first active connection. Without one they wait:
@@ -156,15 +171,16 @@ impl Session {
             };
             match timer {
                 Timer::Handshake => {
+                    let after = match self.state {
+                        State::Handshaking { started, .. } => at - started,
+                        _ => self.cfg.handshake_timeout,
+                    };
                     let err = match self.refusal_hint.take() {
-                        Some(said) => SessionError::UnauthenticatedRefusal {
-                            after: self.cfg.handshake_timeout,
-                            said,
-                        },
+                        Some(said) => SessionError::UnauthenticatedRefusal { after, said },
                         None if self.unauthentic_answers > 0 => {
-                            SessionError::HandshakeUnauthenticated(self.cfg.handshake_timeout)
+                            SessionError::HandshakeUnauthenticated(after)
                         }
-                        None => SessionError::HandshakeTimeout(self.cfg.handshake_timeout),
+                        None => SessionError::HandshakeTimeout(after),
                     };
                     self.fail(err);
                     return;
@@ -180,7 +196,7 @@ impl Session {
                     return;
                 }
                 Timer::Unconfirmed => {
-                    self.fail(SessionError::HandshakeTimeout(UNCONFIRMED_TIMEOUT));
+                    self.fail(SessionError::HandshakeTimeout(at - self.created));
                     return;
                 }
                 Timer::Validation => self.expire_validations(now),
@@ -347,7 +363,9 @@ impl Session {
     /// A server that the client has not confirmed gives up on it then.
     fn unconfirmed_deadline(&self) -> Option<Instant> {
         (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
-            .then(|| self.last_hello + UNCONFIRMED_TIMEOUT)
+            .then(|| {
+                (self.last_hello + UNCONFIRMED_TIMEOUT).min(self.created + UNCONFIRMED_LIFETIME)
+            })
     }
 
     fn keep_alive_deadline(&self) -> Option<Instant> {

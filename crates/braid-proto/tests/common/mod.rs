@@ -9,6 +9,8 @@ pub const MS: Duration = Duration::from_millis(1);
 
 /// Decides, from (to_server, path, datagram), whether the network loses a datagram.
 pub type DropRule = Box<dyn FnMut(bool, PathId, &[u8]) -> bool>;
+/// Rewrites a datagram on its way, as an on-path attacker may.
+pub type TamperRule = Box<dyn FnMut(bool, PathId, &mut [u8])>;
 
 /// Client and server joined by per-path fixed-latency links; `drop` decides
 /// which datagrams the network loses.
@@ -22,6 +24,7 @@ pub struct Pair {
     pub in_flight: BTreeMap<(Instant, u64), (bool, PathId, Vec<u8>)>,
     pub seq: u64,
     pub drop: DropRule,
+    pub tamper: TamperRule,
     pub client_events: Vec<Event>,
     pub server_events: Vec<Event>,
     pub received: Vec<u8>,
@@ -53,6 +56,7 @@ impl Pair {
             in_flight: BTreeMap::new(),
             seq: 0,
             drop: Box::new(|_, _, _| false),
+            tamper: Box::new(|_, _, _| {}),
             client_events: Vec::new(),
             server_events: Vec::new(),
             received: Vec::new(),
@@ -73,10 +77,12 @@ impl Pair {
             let Some(s) = s else { continue };
             while let Some(t) = s.poll_transmit(now, &mut buf) {
                 if !(self.drop)(to_server, t.path, &buf[..t.size]) {
+                    let mut datagram = buf[..t.size].to_vec();
+                    (self.tamper)(to_server, t.path, &mut datagram);
                     self.seq += 1;
                     self.in_flight.insert(
                         (now + self.latency, self.seq),
-                        (to_server, t.path, buf[..t.size].to_vec()),
+                        (to_server, t.path, datagram),
                     );
                 }
             }
