@@ -49,14 +49,23 @@ pub struct AckPathDelay {
 }
 
 impl AckPathDelay {
-    /// One timed ACK: the packet's RTT less the peer's ACK delay, and the
+    /// One timed ACK: the packet's RTT less the peer's ACK delay, the
     /// forward one-way delay plus clock offset (receiver clock − send
-    /// clock, µs).
-    pub fn on_sample(&mut self, now: Instant, rtt_adjusted: Duration, forward_us: i64) {
+    /// clock, µs), and the most the ACK path can have queued: the round
+    /// trip's excess over the minimum RTT, on our clock. The receive time
+    /// is the peer's word; that bound is not.
+    pub fn on_sample(
+        &mut self,
+        now: Instant,
+        rtt_adjusted: Duration,
+        forward_us: i64,
+        most: Duration,
+    ) {
         let rtt_us = crate::time::micros_i64(rtt_adjusted);
         let reverse = rtt_us.saturating_sub(forward_us);
         let base = self.reverse_min.update(now, reverse);
-        let excess = reverse.saturating_sub(base) as f64;
+        let most = crate::time::micros_i64(most);
+        let excess = reverse.saturating_sub(base).clamp(0, most) as f64;
         // RFC 6298's 1/8 gain, as for sRTT: one late ACK is not a queue.
         self.smoothed_us = Some(match self.smoothed_us {
             None => excess,
@@ -64,7 +73,8 @@ impl AckPathDelay {
         });
     }
 
-    /// Queueing the ACKs meet now, beyond the least seen.
+    /// Queueing the ACKs meet now, beyond the least seen; never more
+    /// than a round trip's excess over the minimum RTT.
     pub fn get(&self) -> Duration {
         Duration::from_micros(self.smoothed_us.unwrap_or(0.0).max(0.0) as u64)
     }
@@ -86,36 +96,67 @@ mod tests {
         Duration::from_millis(v)
     }
 
+    const MIN_RTT: Duration = Duration::from_millis(20);
+
     #[test]
     fn offset_cancels_and_only_reverse_queueing_counts() {
         let mut d = AckPathDelay::default();
         let offset = -7_000_000_i64; // receiver clock far behind ours
         let t0 = Instant::ZERO;
         // 10 ms each way, no queue.
-        d.on_sample(t0, ms(20), 10_000 + offset);
+        d.on_sample(t0, ms(20), 10_000 + offset, ms(20).saturating_sub(MIN_RTT));
         assert_eq!(d.get(), Duration::ZERO);
         // 30 ms of forward queueing: our own queue, not the ACK path's.
         for i in 1..50 {
-            d.on_sample(t0 + ms(i), ms(50), 40_000 + offset);
+            d.on_sample(
+                t0 + ms(i),
+                ms(50),
+                40_000 + offset,
+                ms(50).saturating_sub(MIN_RTT),
+            );
         }
         assert!(d.get() < ms(1), "{:?}", d.get());
         // 30 ms of reverse queueing shows up, smoothed.
         for i in 50..100 {
-            d.on_sample(t0 + ms(i), ms(50), 10_000 + offset);
+            d.on_sample(
+                t0 + ms(i),
+                ms(50),
+                10_000 + offset,
+                ms(50).saturating_sub(MIN_RTT),
+            );
         }
         let got = d.get();
         assert!(got > ms(29) && got <= ms(30), "{got:?}");
+    }
+
+    /// A peer's receive times are its word: absurd ones cannot make the
+    /// ACK path's queue exceed what our own clock saw of the round trip.
+    #[test]
+    fn forged_receive_times_are_bounded_by_the_round_trip() {
+        let mut d = AckPathDelay::default();
+        let t0 = Instant::ZERO;
+        d.on_sample(t0, ms(30), (1 << 62) - 1, ms(30).saturating_sub(MIN_RTT));
+        for i in 1..100 {
+            d.on_sample(t0 + ms(i), ms(30), 0, ms(30).saturating_sub(MIN_RTT));
+            d.on_sample(t0 + ms(i), ms(30), i64::MIN, ms(30).saturating_sub(MIN_RTT));
+        }
+        assert!(d.get() <= ms(10), "{:?}", d.get());
     }
 
     #[test]
     fn an_old_minimum_expires() {
         let mut d = AckPathDelay::default();
         let t0 = Instant::ZERO;
-        d.on_sample(t0, ms(20), 10_000);
+        d.on_sample(t0, ms(20), 10_000, ms(20).saturating_sub(MIN_RTT));
         // The reverse path lengthens for good (a route change): after the
         // window the new delay is the base, not a queue.
         for i in 1..200 {
-            d.on_sample(t0 + ms(100 * i), ms(40), 10_000);
+            d.on_sample(
+                t0 + ms(100 * i),
+                ms(40),
+                10_000,
+                ms(40).saturating_sub(MIN_RTT),
+            );
         }
         assert!(d.get() < ms(1), "{:?}", d.get());
     }

@@ -165,7 +165,8 @@ impl Controller for Cubic {
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
         if event.cause == Cause::Ecn {
-            self.dctcp.on_marked(event.packets * self.segment_size);
+            self.dctcp
+                .on_marked(event.packets.saturating_mul(self.segment_size));
         }
         if event.cause == Cause::Timeout {
             // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from the loss window.

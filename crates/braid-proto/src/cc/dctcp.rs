@@ -53,7 +53,7 @@ impl Dctcp {
 
     /// Bytes the peer reported as CE-marked.
     pub fn on_marked(&mut self, bytes: u64) {
-        self.marked += bytes;
+        self.marked = self.marked.saturating_add(bytes);
     }
 
     /// The factor to multiply the window by on a marked round (§4.3:

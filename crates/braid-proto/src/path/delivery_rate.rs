@@ -166,8 +166,16 @@ impl DeliveryRate {
             self.app_limited_until = 0;
         }
         let r = ack.start?;
-        let received = receive_elapsed(&r, ack.rx_us);
-        let interval = r.send_elapsed.max(received.unwrap_or(now - r.prior_time));
+        let acked = now - r.prior_time;
+        // The receiver's clock spaces deliveries free of the ACK path's
+        // queueing, but it is the peer's word: it may fall short of the ACKs'
+        // own interval by no more than the ACK path can have queued (this
+        // round trip's excess over the minimum, on our clock) and an ACK
+        // delay. A peer stamping every packet alike would otherwise make
+        // each sample our own send rate.
+        let excess = r.rtt.saturating_sub(rtt.min()) + ACK_DELAY_SLACK;
+        let received = receive_elapsed(&r, ack.rx_us).filter(|&d| d + excess >= acked);
+        let interval = r.send_elapsed.max(received.unwrap_or(acked));
         let delivered = self.delivered - r.prior_delivered;
         // An interval shorter than the minimum RTT cannot be right (§3.3).
         let valid = !interval.is_zero() && interval >= rtt.min().min(r.rtt);
@@ -248,6 +256,10 @@ impl DeliveryRate {
 /// full-duplex peer's growing queue read as a bandwidth plateau) nor
 /// compresses it. `None` (then the sender's ACK interval) where one end
 /// is undated.
+/// The most an ACK may be held at the peer: RFC 9000's default
+/// `max_ack_delay`, above braid's 10 ms.
+const ACK_DELAY_SLACK: Duration = Duration::from_millis(25);
+
 fn receive_elapsed(r: &RateState, rx_us: Option<u64>) -> Option<Duration> {
     match (rx_us, r.prior_rx_us) {
         (Some(rx), Some(prior)) if rx >= prior => Some(Duration::from_micros(rx - prior)),
@@ -349,17 +361,46 @@ mod tests {
     #[test]
     fn the_peer_receive_rate_shows_a_queue_draining_faster_than_it_was_sent() {
         let mut flow = Flow::new();
-        flow.send(at(0), 2);
-        flow.ack(at(100), 1, Some(50));
-        // Ten more packets sent over 180 ms wait in a queue; the link speeds
-        // up and delivers all eleven within 100 ms of the peer's clock.
+        // The peer's clock runs 1 s ahead; 50 ms each way, bare.
+        flow.send(at(0), 1);
+        flow.ack(at(100), 1, Some(1050));
+        // A (and B behind it) wait 200 ms in a queue behind a slow link.
+        flow.send(at(100), 2);
+        flow.ack(at(400), 1, Some(1350));
+        // Ten more, sent over 180 ms; the link has sped up, and the last
+        // arrives after the bare 50 ms.
         for ms in (0..200).step_by(20) {
-            flow.send(at(100 + ms), 1);
+            flow.send(at(400 + ms), 1);
         }
-        let s = flow.ack(at(400), 11, Some(150));
-        assert_eq!((s.interval, s.delivered), (280 * MS, 13_200));
-        assert!(close(s.receive_rate, 132_000.0), "{s:?}");
-        assert!(s.delivery_rate < s.receive_rate / 2.0, "{s:?}");
+        let s = flow.ack(at(680), 11, Some(1630));
+        // Sent over 480 ms since A, received (and acknowledged) 280 ms
+        // after it: the queue drained faster than it was sent.
+        assert_eq!((s.interval, s.delivered), (480 * MS, 13_200));
+        assert!(close(s.receive_rate, 13_200.0 / 0.28), "{s:?}");
+        assert!(s.delivery_rate < s.receive_rate / 1.5, "{s:?}");
+    }
+
+    /// A peer stamping every packet alike (forged, or a stuck clock) would
+    /// make each sample our own send rate: its receive interval is not
+    /// believed beyond what the ACK path can explain.
+    #[test]
+    fn stuck_receive_times_do_not_make_samples_our_send_rate() {
+        let mut flow = Flow::new();
+        flow.send(at(0), 1);
+        flow.ack(at(100), 1, Some(7));
+        // Sent one per 10 ms; the bottleneck passes one per 20 ms, as the
+        // ACKs show, while every receive time says 7 ms.
+        for i in 0..40 {
+            flow.send(at(100 + 10 * i), 1);
+        }
+        let mut last = None;
+        for i in 0..20 {
+            last = Some(flow.ack(at(200 + 20 * i), 1, Some(7)));
+        }
+        let s = last.unwrap();
+        // 1200 bytes per 20 ms is 60 KB/s; sending was 120 KB/s.
+        assert!(s.delivery_rate < 70_000.0, "{s:?}");
+        assert_eq!(s.receive_rate, 0.0, "{s:?}");
     }
 
     #[test]

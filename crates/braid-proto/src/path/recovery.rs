@@ -158,7 +158,7 @@ impl Path {
         let sample = self.on_newly_acked(now, &acked.newly, rx_us, rx_times, send);
         out.newly_acked = acked.newly.len() as u64;
         out.revived = self.on_progress(now);
-        self.on_peer_ce(now, ack.ce_count, largest.sent_at);
+        self.on_peer_ce(now, ack.ce_count, out.newly_acked, largest.sent_at);
         out.lost = self.detect_losses(now, send);
         let lost = self.stats.lost_bytes - lost_before;
         let (in_flight, queue_delay) = (self.in_flight(), self.ack_path.get());
@@ -191,7 +191,8 @@ impl Path {
         self.rtt.update(now - sent_at, delay);
         let forward = ack.rx_timestamp_us as i64 - micros_since(sent_at, self.epoch) as i64;
         let rtt = (now - sent_at).saturating_sub(delay);
-        self.ack_path.on_sample(now, rtt, forward);
+        let most = (now - sent_at).saturating_sub(self.rtt.min());
+        self.ack_path.on_sample(now, rtt, forward, most);
     }
 
     /// Delivers newly acknowledged packets to the rate estimate, the
@@ -234,10 +235,12 @@ impl Path {
         false
     }
 
-    /// The peer's CE count rose: a congestion signal per new mark.
-    fn on_peer_ce(&mut self, now: Instant, ce_count: u64, sent_at: Instant) {
+    /// The peer's CE count rose: a congestion signal per new mark, and no
+    /// more marks than the ACK newly acknowledged packets (RFC 9000
+    /// §13.4.2.1): the count is the peer's word.
+    fn on_peer_ce(&mut self, now: Instant, ce_count: u64, newly_acked: u64, sent_at: Instant) {
         if ce_count > self.peer_ce {
-            let marks = ce_count - self.peer_ce;
+            let marks = (ce_count - self.peer_ce).min(newly_acked);
             self.peer_ce = ce_count;
             self.stats.ecn_marks += marks;
             self.signal_congestion(now, Cause::Ecn, sent_at, marks);
@@ -384,6 +387,23 @@ mod tests {
         assert_eq!((out.newly_acked, out.lost, out.spurious), (0, 0, 2));
         let stats = f.path.snapshot(&RtoConfig::default());
         assert_eq!(stats.spurious_losses, 2);
+    }
+
+    /// The CE count is the peer's word: a jump counts as no more marks
+    /// than the ACK newly acknowledged (RFC 9000 §13.4.2.1), and cannot
+    /// overflow what the controller makes of them.
+    #[test]
+    fn a_ce_count_jump_counts_at_most_the_newly_acknowledged() {
+        let mut f = Fixture::new();
+        let pns = f.send(at(0), 10);
+        let ack = AckFrame {
+            ranges: vec![(pns[0], pns[5])],
+            ce_count: (1 << 62) - 1,
+            ..AckFrame::default()
+        };
+        f.path.on_ack_frame(at(100), &ack, &mut f.stream);
+        let stats = f.path.snapshot(&RtoConfig::default());
+        assert_eq!(stats.ecn_marks, 6);
     }
 
     #[test]

@@ -157,6 +157,10 @@ const QUANTA: u64 = 3;
 const JUMP_PACING_GAIN: f64 = 1.0;
 /// cwnd for that round as a multiple of estimate × RTT (braid's choice).
 const JUMP_CWND_GAIN: f64 = 1.0;
+/// How far the samples of the round paced at a jump may fall short of its
+/// estimate before it is dropped (braid's; a real path's samples come
+/// within a few percent, see `startup_jumps_to_the_ack_train_estimate`).
+const JUMP_CHECK_SHORTFALL: f64 = 2.0;
 
 /// BBR's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,6 +241,8 @@ pub struct Bbr {
     train: AckTrain,
     /// The rate STARTUP jumped to, bytes/s; 0 without a jump.
     jump_bw: f64,
+    /// The round of the jump, until the rounds after it have checked it.
+    jump_round: Option<u64>,
     /// Loss without a queue, which PROBE_BW's pacing makes up for.
     random_loss: RandomLoss,
     /// Bound on PROBE_BW's in-flight data after a probe that lost.
@@ -281,6 +287,7 @@ impl Bbr {
             ssthresh: None,
             train: AckTrain::new(),
             jump_bw: 0.0,
+            jump_round: None,
             receive_rate: (0.0, 0),
             ack_aggregation: AckAggregation::new(),
             random_loss: RandomLoss::default(),
@@ -331,8 +338,8 @@ impl Bbr {
 
     /// Deviation: STARTUP starts from the first flight's ACK-train estimate
     /// instead of doubling from IW10. One round paced at the estimate with
-    /// cwnd at its BDP; the rate samples of that round then take over, so
-    /// an estimate above the path's rate is corrected within a round. A
+    /// cwnd at its BDP; the rate samples of that round then take over, and
+    /// an estimate they fall far short of is dropped ([`Self::check_jump`]). A
     /// lower bound is grown from at STARTUP's gains at once, as a rate
     /// sample would be: held at it for a round, the next round's samples
     /// could only repeat it.
@@ -347,6 +354,7 @@ impl Bbr {
         };
         let bw = est.bw;
         self.jump_bw = bw;
+        self.jump_round = Some(self.round_count);
         // The estimate counts as the plateau's first round: STARTUP goes on
         // only while the rate samples beat it by FULL_BW_THRESH.
         if bw > self.full_bw {
@@ -358,17 +366,43 @@ impl Bbr {
             self.pacing_rate = Some(rate);
         }
         let rtt = self.min_rtt.unwrap_or(rtt).as_secs_f64();
-        let cwnd = (cwnd_gain * bw * rtt) as u64 + QUANTA * self.segment_size;
+        let cwnd = ((cwnd_gain * bw * rtt) as u64).saturating_add(QUANTA * self.segment_size);
         self.cwnd = self.cwnd.max(cwnd.min(self.max_cwnd));
+    }
+
+    /// The estimate rests on the peer's receive times. Once the round
+    /// paced at it has been measured on our side, an estimate that the
+    /// samples fall far short of (a peer stamping its packets close
+    /// together, or a burst the link will not repeat) stops holding the
+    /// pacing rate and the window up: STARTUP goes on from the samples, as
+    /// if it had not jumped.
+    fn check_jump(&mut self) {
+        let Some(round) = self.jump_round else {
+            return;
+        };
+        if !self.round_start || self.round_count < round + 2 {
+            return;
+        }
+        self.jump_round = None;
+        let bw = self.btl_bw.get();
+        if self.full_bw_reached || bw <= 0.0 || bw * JUMP_CHECK_SHORTFALL >= self.jump_bw {
+            return;
+        }
+        self.full_bw = bw;
+        self.full_bw_count = 0;
+        self.pacing_rate = Some(HIGH_GAIN * bw);
+        self.cwnd = self
+            .cwnd
+            .min(self.inflight(STARTUP_CWND_GAIN))
+            .max(MIN_CWND * self.segment_size);
     }
 
     /// gain × BDP + quanta, bytes (draft-00 BBRInflight).
     fn inflight(&self, gain: f64) -> u64 {
         match self.min_rtt {
             None => INITIAL_CWND * self.segment_size,
-            Some(rtt) => {
-                (gain * self.btl_bw.get() * rtt.as_secs_f64()) as u64 + QUANTA * self.segment_size
-            }
+            Some(rtt) => ((gain * self.btl_bw.get() * rtt.as_secs_f64()) as u64)
+                .saturating_add(QUANTA * self.segment_size),
         }
     }
 
@@ -581,13 +615,16 @@ impl Bbr {
         let aggregation = self
             .ack_aggregation
             .cwnd_bonus(self.btl_bw.get(), self.full_bw_reached);
-        let mut target = self.inflight(self.cwnd_gain()) + ack_path + aggregation;
+        let mut target = self
+            .inflight(self.cwnd_gain())
+            .saturating_add(ack_path)
+            .saturating_add(aggregation);
         // Only the probe is held under the ceiling: cruising at BtlBw keeps
         // about one BDP in flight anyway, and cwnd's headroom there absorbs
         // ACK loss and aggregation.
         if self.mode == BbrMode::ProbeBw && self.pacing_gain() > 1.0 {
             if let Some(ceiling) = self.ceiling.get() {
-                target = target.min(ceiling + ack_path + aggregation);
+                target = target.min(ceiling.saturating_add(ack_path).saturating_add(aggregation));
             }
         }
         if self.full_bw_reached {
@@ -676,6 +713,7 @@ impl Controller for Bbr {
     fn on_rate_sample(&mut self, now: Instant, s: &RateSample) {
         let app_limited = s.is_app_limited || s.prior_delivered < self.app_limited_until;
         self.update_bw(s, app_limited);
+        self.check_jump();
         if s.receive_rate > 0.0 {
             self.receive_rate = (s.receive_rate, self.round_count);
         }
@@ -1093,6 +1131,33 @@ mod tests {
         assert_eq!(net.bbr.pacing_rate(), Some(HIGH_GAIN * bw));
         let cwnd = (STARTUP_CWND_GAIN * bw * RTT.as_secs_f64()) as u64 + QUANTA * SEGMENT_SIZE;
         assert_eq!(net.bbr.window(), cwnd);
+    }
+
+    /// Receive times stamped 100 times too close together (a lying peer)
+    /// hold the pacing rate and window up only until the round paced at
+    /// them has been measured.
+    #[test]
+    fn a_jump_the_samples_fall_far_short_of_is_dropped() {
+        let mut net = Net::new();
+        let est = Estimate {
+            bw: 100.0 * BW,
+            lower_bound: false,
+        };
+        net.bbr.jump(est, RTT);
+        assert_eq!(net.bbr.pacing_rate(), Some(100.0 * BW));
+        net.run(3, BW, RTT, false);
+        assert_eq!(net.bbr.mode(), BbrMode::Startup);
+        let pacing = net.bbr.pacing_rate().unwrap();
+        assert!(pacing <= HIGH_GAIN * BW * 1.01, "{pacing}");
+        let cwnd = (STARTUP_CWND_GAIN * BW * RTT.as_secs_f64()) as u64 + QUANTA * SEGMENT_SIZE;
+        assert!(
+            net.bbr.window() <= cwnd + 3 * SEGMENT_SIZE,
+            "{}",
+            net.bbr.window()
+        );
+        // STARTUP goes on from the samples and ends on their plateau.
+        net.run(10, BW, RTT, false);
+        assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
     }
 
     #[test]
