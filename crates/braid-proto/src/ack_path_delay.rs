@@ -98,32 +98,27 @@ mod tests {
 
     const MIN_RTT: Duration = Duration::from_millis(20);
 
+    /// A sample whose bound is the round trip's excess over `MIN_RTT`.
+    fn sample(d: &mut AckPathDelay, now: Instant, rtt: Duration, forward_us: i64) {
+        d.on_sample(now, rtt, forward_us, rtt.saturating_sub(MIN_RTT));
+    }
+
     #[test]
     fn offset_cancels_and_only_reverse_queueing_counts() {
         let mut d = AckPathDelay::default();
         let offset = -7_000_000_i64; // receiver clock far behind ours
         let t0 = Instant::ZERO;
         // 10 ms each way, no queue.
-        d.on_sample(t0, ms(20), 10_000 + offset, ms(20).saturating_sub(MIN_RTT));
+        sample(&mut d, t0, ms(20), 10_000 + offset);
         assert_eq!(d.get(), Duration::ZERO);
         // 30 ms of forward queueing: our own queue, not the ACK path's.
         for i in 1..50 {
-            d.on_sample(
-                t0 + ms(i),
-                ms(50),
-                40_000 + offset,
-                ms(50).saturating_sub(MIN_RTT),
-            );
+            sample(&mut d, t0 + ms(i), ms(50), 40_000 + offset);
         }
         assert!(d.get() < ms(1), "{:?}", d.get());
         // 30 ms of reverse queueing shows up, smoothed.
         for i in 50..100 {
-            d.on_sample(
-                t0 + ms(i),
-                ms(50),
-                10_000 + offset,
-                ms(50).saturating_sub(MIN_RTT),
-            );
+            sample(&mut d, t0 + ms(i), ms(50), 10_000 + offset);
         }
         let got = d.get();
         assert!(got > ms(29) && got <= ms(30), "{got:?}");
@@ -135,10 +130,10 @@ mod tests {
     fn forged_receive_times_are_bounded_by_the_round_trip() {
         let mut d = AckPathDelay::default();
         let t0 = Instant::ZERO;
-        d.on_sample(t0, ms(30), (1 << 62) - 1, ms(30).saturating_sub(MIN_RTT));
+        sample(&mut d, t0, ms(30), (1 << 62) - 1);
         for i in 1..100 {
-            d.on_sample(t0 + ms(i), ms(30), 0, ms(30).saturating_sub(MIN_RTT));
-            d.on_sample(t0 + ms(i), ms(30), i64::MIN, ms(30).saturating_sub(MIN_RTT));
+            sample(&mut d, t0 + ms(i), ms(30), 0);
+            sample(&mut d, t0 + ms(i), ms(30), i64::MIN);
         }
         assert!(d.get() <= ms(10), "{:?}", d.get());
     }
@@ -147,16 +142,11 @@ mod tests {
     fn an_old_minimum_expires() {
         let mut d = AckPathDelay::default();
         let t0 = Instant::ZERO;
-        d.on_sample(t0, ms(20), 10_000, ms(20).saturating_sub(MIN_RTT));
+        sample(&mut d, t0, ms(20), 10_000);
         // The reverse path lengthens for good (a route change): after the
         // window the new delay is the base, not a queue.
         for i in 1..200 {
-            d.on_sample(
-                t0 + ms(100 * i),
-                ms(40),
-                10_000,
-                ms(40).saturating_sub(MIN_RTT),
-            );
+            sample(&mut d, t0 + ms(100 * i), ms(40), 10_000);
         }
         assert!(d.get() < ms(1), "{:?}", d.get());
     }

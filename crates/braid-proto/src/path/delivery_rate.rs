@@ -248,6 +248,10 @@ impl DeliveryRate {
     }
 }
 
+/// The most an ACK may be held at the peer: RFC 9000's default
+/// `max_ack_delay`, above braid's 10 ms.
+const ACK_DELAY_SLACK: Duration = Duration::from_millis(25);
+
 /// draft-cheng-iccrg-delivery-rate-estimation §3.3 divides by the longer of
 /// the send and ACK intervals, so ACK compression cannot inflate the
 /// estimate. Where both ends of the interval carry the peer's receive
@@ -256,10 +260,6 @@ impl DeliveryRate {
 /// full-duplex peer's growing queue read as a bandwidth plateau) nor
 /// compresses it. `None` (then the sender's ACK interval) where one end
 /// is undated.
-/// The most an ACK may be held at the peer: RFC 9000's default
-/// `max_ack_delay`, above braid's 10 ms.
-const ACK_DELAY_SLACK: Duration = Duration::from_millis(25);
-
 fn receive_elapsed(r: &RateState, rx_us: Option<u64>) -> Option<Duration> {
     match (rx_us, r.prior_rx_us) {
         (Some(rx), Some(prior)) if rx >= prior => Some(Duration::from_micros(rx - prior)),

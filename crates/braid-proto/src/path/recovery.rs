@@ -188,11 +188,12 @@ impl Path {
     /// a one-way delay sample of the ACK path.
     fn on_rtt_sample(&mut self, now: Instant, ack: &AckFrame, sent_at: Instant) {
         let delay = Duration::from_micros(ack.ack_delay_us).min(Duration::from_secs(1));
-        self.rtt.update(now - sent_at, delay);
+        let rtt = now - sent_at;
+        self.rtt.update(rtt, delay);
         let forward = ack.rx_timestamp_us as i64 - micros_since(sent_at, self.epoch) as i64;
-        let rtt = (now - sent_at).saturating_sub(delay);
-        let most = (now - sent_at).saturating_sub(self.rtt.min());
-        self.ack_path.on_sample(now, rtt, forward, most);
+        let most = rtt.saturating_sub(self.rtt.min());
+        self.ack_path
+            .on_sample(now, rtt.saturating_sub(delay), forward, most);
     }
 
     /// Delivers newly acknowledged packets to the rate estimate, the

@@ -301,9 +301,7 @@ impl Session {
     fn on_answer_arrival(&mut self, now: Instant, path: PathId, len: usize) {
         self.peer_confirmed = true;
         self.credit_received(path, len);
-        self.last_recv = now;
-        self.last_recv_path = path;
-        self.rtos_in_silence.clear();
+        self.on_peer_heard(now, path);
     }
 
     pub(super) fn on_hello_ack(&mut self, h: Hello) {

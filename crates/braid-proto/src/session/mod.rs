@@ -161,7 +161,8 @@ pub struct Session {
     /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
     tail_copy_checked: Option<i64>,
     /// Origin of every connection's ACK timestamps: one clock for all of
-    /// them, so the peer's receive times compare across connections.
+    /// them, so the peer's receive times compare across connections. It is
+    /// also when the session was created.
     epoch: Instant,
     last_recv: Instant,
     last_recv_path: PathId,
@@ -209,9 +210,6 @@ pub struct Session {
     responses: VecDeque<(PathId, [u8; 8])>,
     /// When the client's opening last arrived (the first or a repeat).
     last_hello: Instant,
-    /// When the session was created: bounds how long repeats of the
-    /// opening can keep an unconfirmed server session.
-    created: Instant,
     /// When new stream data was last acknowledged, or data became
     /// outstanding.
     progress_at: Instant,
@@ -319,7 +317,6 @@ impl Session {
             validations: BTreeMap::new(),
             responses: VecDeque::new(),
             last_hello: now,
-            created: now,
             progress_at: now,
             rtos_without_progress: BTreeMap::new(),
             rtos_in_silence: BTreeMap::new(),

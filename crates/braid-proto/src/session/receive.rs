@@ -211,9 +211,7 @@ impl Session {
         if ecn == Ecn::Ce {
             p.on_ce_received();
         }
-        self.last_recv = now;
-        self.last_recv_path = path;
-        self.rtos_in_silence.clear();
+        self.on_peer_heard(now, path);
         // A retransmission of the peer's end: our ACK of it was lost, and
         // the peer keeps trying until the next one arrives.
         if let (true, State::Draining { until }) = (ack_eliciting, self.state) {
@@ -228,6 +226,13 @@ impl Session {
         }
         self.check_progress(now);
         true
+    }
+
+    /// An authentic packet arrived on `path`: the peer is not silent.
+    pub(super) fn on_peer_heard(&mut self, now: Instant, path: PathId) {
+        self.last_recv = now;
+        self.last_recv_path = path;
+        self.rtos_in_silence.clear();
     }
 
     fn handle_frame(&mut self, now: Instant, path: PathId, frame: Frame<'_>) {

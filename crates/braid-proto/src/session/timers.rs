@@ -196,7 +196,7 @@ impl Session {
                     return;
                 }
                 Timer::Unconfirmed => {
-                    self.fail(SessionError::HandshakeTimeout(at - self.created));
+                    self.fail(SessionError::HandshakeTimeout(at - self.epoch));
                     return;
                 }
                 Timer::Validation => self.expire_validations(now),
@@ -363,9 +363,7 @@ impl Session {
     /// A server that the client has not confirmed gives up on it then.
     fn unconfirmed_deadline(&self) -> Option<Instant> {
         (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
-            .then(|| {
-                (self.last_hello + UNCONFIRMED_TIMEOUT).min(self.created + UNCONFIRMED_LIFETIME)
-            })
+            .then(|| (self.last_hello + UNCONFIRMED_TIMEOUT).min(self.epoch + UNCONFIRMED_LIFETIME))
     }
 
     fn keep_alive_deadline(&self) -> Option<Instant> {
