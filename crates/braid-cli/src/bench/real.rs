@@ -22,13 +22,17 @@ use serde::Serialize;
 
 use super::{plots, stats};
 
-/// The default rows: the issue's table (long RTT, loss, queue, 12 Mbit/s with
-/// loss), one of them on a link that delivers in 1 ms bursts, and a cellular
-/// trace, relative to --suites-dir.
+/// The default rows: every row of issue 13's table (100 ms with queues of 300
+/// and 1000, long RTTs, loss, queue, 12 Mbit/s with loss), one of them on a
+/// link that delivers in 1 ms bursts, and a cellular trace, relative to
+/// --suites-dir.
 const DEFAULT_ROWS: &[&str] = &[
+    "catchunks-delay/rtt-100ms.toml",
     "catchunks-longrtt/rtt-100ms.toml",
+    "catchunks-longrtt/rtt-150ms.toml",
     "catchunks-longrtt/rtt-200ms.toml",
     "real/rtt-200ms-bursty.toml",
+    "catchunks-longrtt/rtt-300ms.toml",
     "catchunks-longrtt/rtt-400ms.toml",
     "catchunks-loss/loss-1pct.toml",
     "catchunks-loss/loss-5pct.toml",
