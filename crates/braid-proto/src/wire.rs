@@ -19,7 +19,7 @@ use crate::PathId;
 use thiserror::Error;
 
 /// The only protocol version this code speaks.
-pub const VERSION: u8 = 5;
+pub const VERSION: u8 = 6;
 /// Bytes of the public header.
 pub const HEADER_LEN: usize = 15;
 /// Where the packet number's low bits sit in the header.
@@ -219,6 +219,15 @@ pub enum Frame<'a> {
     Ping,
     /// See [`AckFrame`].
     Ack(AckFrame),
+    /// An [`AckFrame`] for connection `path`, carried on another one: a
+    /// copy of a slow connection's ACK on a faster one (see
+    /// `session::ack_copy`).
+    PathAck {
+        /// The connection whose packets `ack` acknowledges.
+        path: PathId,
+        /// The acknowledgement, as it would travel on `path`.
+        ack: AckFrame,
+    },
     /// Stream bytes at `offset`; `fin` marks the end of the stream after them.
     /// Its data runs to the end of the datagram: encode it last.
     Stream {
@@ -304,6 +313,7 @@ mod ty {
     pub const RETRY: u64 = 0x0d;
     pub const PATH_CHALLENGE: u64 = 0x0e;
     pub const PATH_RESPONSE: u64 = 0x0f;
+    pub const PATH_ACK: u64 = 0x10;
 }
 
 /// Whether a payload's first frame is of a type that travels in clear (a
@@ -362,7 +372,15 @@ impl Frame<'_> {
     pub fn encode(&self, buf: &mut Vec<u8>) {
         match self {
             Frame::Ping => varint::write(buf, ty::PING),
-            Frame::Ack(ack) => encode_ack(ack, buf),
+            Frame::Ack(ack) => {
+                varint::write(buf, ty::ACK);
+                encode_ack(ack, buf);
+            }
+            Frame::PathAck { path, ack } => {
+                varint::write(buf, ty::PATH_ACK);
+                buf.push(path.0);
+                encode_ack(ack, buf);
+            }
             Frame::Stream { offset, fin, data } => {
                 encode_stream_header(buf, *offset, *fin);
                 buf.extend_from_slice(data);
@@ -441,8 +459,8 @@ impl Frame<'_> {
     }
 }
 
+/// An ACK frame's body, after its type (and a PATH_ACK's connection).
 fn encode_ack(ack: &AckFrame, buf: &mut Vec<u8>) {
-    varint::write(buf, ty::ACK);
     let ranges = &ack.ranges[..ack.ranges.len().min(MAX_ACK_RANGES)];
     // No ranges is valid: a window update on a path that has received nothing.
     varint::write(buf, ranges.len() as u64);
@@ -540,6 +558,13 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
     Ok(match t {
         ty::PING => Frame::Ping,
         ty::ACK => Frame::Ack(decode_ack(input)?),
+        ty::PATH_ACK => {
+            let path = PathId(u8_(input)?);
+            Frame::PathAck {
+                path,
+                ack: decode_ack(input)?,
+            }
+        }
         ty::STREAM | ty::STREAM_FIN => {
             let offset = var(input)?;
             let data = std::mem::take(input);
@@ -817,6 +842,19 @@ mod tests {
                 reason: b"disk full",
             },
             Frame::PathClose { path: PathId(2) },
+            Frame::PathAck {
+                path: PathId(3),
+                ack: AckFrame {
+                    ranges: vec![(7, 9)],
+                    ack_delay_us: 25_000,
+                    cumulative: 4096,
+                    fin: false,
+                    max_data: 1 << 22,
+                    ce_count: 0,
+                    rx_timestamp_us: 1_000_000,
+                    rx_times: vec![(9, 1_000_000), (8, 999_000)],
+                },
+            },
             Frame::Ece(8191),
             Frame::Blocked(1 << 40),
             Frame::ClientHello {

@@ -154,3 +154,45 @@ fn a_flood_of_one_byte_pieces_ends_the_session() {
         ))
     );
 }
+
+/// A copy of an ACK (PATH_ACK, see `session::ack_copy`) is checked as the
+/// ACK it copies is.
+#[test]
+fn a_copied_ack_of_a_packet_never_sent_is_a_violation() {
+    let (mut pair, largest) = sending_pair();
+    let ahead = largest.get() + 1000;
+    let Frame::Ack(copy) = ack(vec![(ahead, ahead)], 0, false) else {
+        unreachable!()
+    };
+    as_server(
+        &mut pair,
+        &[Frame::PathAck {
+            path: PathId(0),
+            ack: copy,
+        }],
+    );
+    assert_eq!(
+        pair.client.error(),
+        Some(&SessionError::Protocol("ACK of a packet number never sent"))
+    );
+}
+
+/// A copy naming a connection the session does not have acknowledges
+/// nothing and ends nothing.
+#[test]
+fn a_copied_ack_for_an_unknown_connection_is_ignored() {
+    let (mut pair, largest) = sending_pair();
+    let Frame::Ack(copy) = ack(vec![(0, largest.get() + 1000)], 1 << 30, true) else {
+        unreachable!()
+    };
+    as_server(
+        &mut pair,
+        &[Frame::PathAck {
+            path: PathId(7),
+            ack: copy,
+        }],
+    );
+    // Taken as an ACK of path 0, its cumulative point and FIN, never
+    // sent, would be a violation.
+    assert!(pair.client.error().is_none(), "{:?}", pair.client.error());
+}

@@ -82,6 +82,13 @@ pub(crate) struct Path {
     losses: LossTally,
     /// Stream bytes delivered at the previous time-series point.
     sampled_acked: u64,
+    /// Round trip of the handshake or of a path challenge answered at the
+    /// first try: a receiver's only measure of a connection it sends
+    /// nothing acknowledged on.
+    exchange_rtt: Option<Duration>,
+    /// How long after the session's first datagram the client's opening
+    /// first arrived here (a server's), see [`Path::opening_lag`].
+    opening_lag: Option<Duration>,
 }
 
 impl Path {
@@ -116,6 +123,8 @@ impl Path {
             stats: PathStats::default(),
             losses: LossTally::default(),
             sampled_acked: 0,
+            exchange_rtt: None,
+            opening_lag: None,
         }
     }
 
@@ -131,6 +140,35 @@ impl Path {
 
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
+    }
+
+    /// The least round trip measured here: by acknowledged packets, or
+    /// else by the handshake or a path challenge.
+    pub fn least_rtt(&self) -> Option<Duration> {
+        if self.rtt.has_sample() {
+            Some(self.rtt.min())
+        } else {
+            self.exchange_rtt
+        }
+    }
+
+    /// How much later than on the first connection the client's opening
+    /// arrived here. A client sends its opening on every connection at
+    /// once, so this is how much longer this one's way is: the round trip's
+    /// excess, if the ways back differ alike, is twice it.
+    pub fn opening_lag(&self) -> Option<Duration> {
+        self.opening_lag
+    }
+
+    /// The client's opening arrived here `lag` after the session's first
+    /// datagram; only the first arrival counts.
+    pub fn on_opening(&mut self, lag: Duration) {
+        self.opening_lag.get_or_insert(lag);
+    }
+
+    /// The handshake or a path challenge took `rtt` on this connection.
+    pub fn on_exchange_rtt(&mut self, rtt: Duration) {
+        self.exchange_rtt = Some(self.exchange_rtt.map_or(rtt, |r| r.min(rtt)));
     }
 
     /// Unanswered probes after which the peer is silent here, at least

@@ -82,6 +82,7 @@ impl Session {
         let mut s = Session::new(Role::Server, cfg, header.session_id, now, seed);
         let sealed = s.cfg.security.is_sealed();
         s.insert_path(path, now);
+        s.on_opening(now, path);
         s.start_validation(now, path, datagram.len(), false);
         match first {
             _ if header.version != VERSION => {
@@ -233,7 +234,7 @@ impl Session {
                     && !self.is_closed() =>
             {
                 self.credit_received(path, datagram.len());
-                self.last_hello = now;
+                self.on_opening(now, path);
                 self.paths
                     .get_mut(&path)
                     .expect("path exists")

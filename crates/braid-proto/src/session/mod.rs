@@ -13,6 +13,7 @@
 //! After any input or command the driver calls `poll_transmit` until it
 //! returns `None`, drains `poll_event`, and sleeps until `poll_timeout`.
 
+mod ack_copy;
 mod handshake;
 mod receive;
 mod scheduler;
@@ -222,6 +223,12 @@ pub struct Session {
     /// arrived from the peer, and how many make it silent (see
     /// `SessionConfig::silent_limit`).
     rtos_in_silence: BTreeMap<PathId, SilentRtos>,
+    /// Copies of slow connections' ACKs owed on the fastest one.
+    ack_copies: ack_copy::AckCopies,
+    /// When a server's first and latest answers went, per connection.
+    answers_sent: BTreeMap<PathId, (Instant, Instant)>,
+    /// When a server's client confirmed the handshake.
+    confirmed_at: Option<Instant>,
 }
 
 /// A connection's timeouts in the current silence and its limit, fixed at
@@ -320,6 +327,9 @@ impl Session {
             progress_at: now,
             rtos_without_progress: BTreeMap::new(),
             rtos_in_silence: BTreeMap::new(),
+            ack_copies: ack_copy::AckCopies::default(),
+            answers_sent: BTreeMap::new(),
+            confirmed_at: None,
             cfg,
         }
     }

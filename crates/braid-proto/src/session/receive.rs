@@ -6,9 +6,10 @@ use crate::error::SessionError;
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
-use crate::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
+use crate::wire::{AckFrame, Frame, Frames, Header, HEADER_LEN, VERSION};
 use crate::PathId;
 use crate::{Ecn, Instant};
+use std::time::Duration;
 
 /// Where and when an authentic datagram arrived.
 #[derive(Debug, Clone, Copy)]
@@ -137,7 +138,13 @@ impl Session {
         let mut hello = false;
         for frame in Frames::new(payload) {
             match frame {
-                Ok(Frame::Ack(_) | Frame::Ece(_) | Frame::Blocked(_) | Frame::Padding) => {}
+                Ok(
+                    Frame::Ack(_)
+                    | Frame::PathAck { .. }
+                    | Frame::Ece(_)
+                    | Frame::Blocked(_)
+                    | Frame::Padding,
+                ) => {}
                 Ok(Frame::Close { .. }) => handshake = true,
                 Ok(Frame::HelloAck(_)) if !sealed => {
                     handshake = true;
@@ -179,6 +186,13 @@ impl Session {
             self.insert_path(path, now);
             self.start_validation(now, path, len, true);
             self.normalize_windows();
+            // The client's first connections all speak at once, as soon as
+            // our answer arrives: how much later than its confirmation this
+            // one's first packet came says how much longer its way is.
+            if let Some(confirmed) = self.confirmed_at.filter(|_| path.0 < self.cfg.paths) {
+                let p = self.paths.get_mut(&path).expect("just inserted");
+                p.on_opening(at.saturating_duration_since(confirmed));
+            }
         }
         let replay = self.replay.entry(path).or_default();
         if replay.is_replay(header.packet_number) {
@@ -188,6 +202,9 @@ impl Session {
         replay.insert(header.packet_number);
         // Anything but a HELLO proves the client has our answer.
         if !hello {
+            if !self.peer_confirmed {
+                self.on_confirmed(path, at);
+            }
             self.peer_confirmed = true;
             self.answer = None;
         }
@@ -228,6 +245,28 @@ impl Session {
         true
     }
 
+    /// The client's first packet after our answer arrived, on `path`: it
+    /// dates the handshake's round trip there, if our answers on `path`
+    /// went close enough together to tell (see [`exchange_rtt`]).
+    fn on_confirmed(&mut self, path: PathId, at: Instant) {
+        let rtt = self
+            .answers_sent
+            .get(&path)
+            .and_then(|&(first, last)| exchange_rtt(first, last, at));
+        if let (Some(rtt), Some(p)) = (rtt, self.paths.get_mut(&path)) {
+            p.on_exchange_rtt(rtt);
+        }
+        self.confirmed_at = Some(at);
+    }
+
+    /// The client's opening (first or repeated) arrived on `path`.
+    pub(super) fn on_opening(&mut self, now: Instant, path: PathId) {
+        self.last_hello = now;
+        if let Some(p) = self.paths.get_mut(&path) {
+            p.on_opening(now.saturating_duration_since(self.epoch));
+        }
+    }
+
     /// An authentic packet arrived on `path`: the peer is not silent.
     pub(super) fn on_peer_heard(&mut self, now: Instant, path: PathId) {
         self.last_recv = now;
@@ -250,7 +289,7 @@ impl Session {
             }
             Frame::Hello(_) => {
                 if self.role == Role::Server {
-                    self.last_hello = now;
+                    self.on_opening(now, path);
                     if let Some(p) = self.paths.get_mut(&path) {
                         p.pending.hello_ack = true;
                     }
@@ -279,49 +318,64 @@ impl Session {
                     }
                 }
             }
-            Frame::Ack(ack) => {
-                if !self.is_established() {
+            Frame::Ack(ack) => self.on_ack(now, path, &ack),
+            Frame::PathAck { path: acked, ack } => {
+                // A copy for a connection we closed or never had: the
+                // original, if any, is what counts.
+                if self
+                    .paths
+                    .get(&acked)
+                    .is_some_and(|p| p.state() != PathState::Closed)
+                {
+                    self.on_ack(now, acked, &ack);
+                } else {
                     self.counters.unexpected += 1;
-                    return;
                 }
-                let p = self.paths.get_mut(&path).expect("path exists");
-                // Numbers from the peer are checked before anything uses them.
-                match p.validate_ack(&ack) {
-                    Err(AckError::NeverSent) => {
-                        return self.violation("ACK of a packet number never sent")
-                    }
-                    Err(AckError::Skipped) => {
-                        return self.violation("ACK of a skipped packet number (optimistic ACK)")
-                    }
-                    Ok(()) => {}
-                }
-                if !self.send.is_plausible_cumulative(ack.cumulative, ack.fin) {
-                    return self.violation("ACK of stream data or a FIN never sent");
-                }
-                let acked_before = self.send.acked_bytes;
-                let p = self.paths.get_mut(&path).expect("path exists");
-                let outcome = p.on_ack_frame(now, &ack, &mut self.send);
-                if outcome.revived {
-                    self.events.push_back(Event::PathUp(path));
-                }
-                self.send.update_max_data(ack.max_data);
-                self.send.on_cumulative(ack.cumulative, ack.fin);
-                if self.send.acked_bytes > acked_before || !self.send.has_outstanding() {
-                    self.progress_at = now;
-                    self.rtos_without_progress.clear();
-                }
-                self.normalize_windows();
-                self.autotune_send_buffer();
             }
             Frame::Close { code, reason } => self.on_close(code, reason),
             Frame::PathClose { path: closed } => self.on_path_closed(closed),
             Frame::PathChallenge(data) => self.on_path_challenge(path, data),
-            Frame::PathResponse(data) => self.on_path_response(path, data),
+            Frame::PathResponse(data) => self.on_path_response(now, path, data),
             Frame::Padding
             | Frame::ClientHello { .. }
             | Frame::ServerHello { .. }
             | Frame::Retry { .. } => {}
         }
+    }
+
+    /// An ACK of connection `path`'s packets, which arrived on it or, as a
+    /// copy, on another connection.
+    fn on_ack(&mut self, now: Instant, path: PathId, ack: &AckFrame) {
+        if !self.is_established() {
+            self.counters.unexpected += 1;
+            return;
+        }
+        let p = self.paths.get_mut(&path).expect("path exists");
+        // Numbers from the peer are checked before anything uses them.
+        match p.validate_ack(ack) {
+            Err(AckError::NeverSent) => return self.violation("ACK of a packet number never sent"),
+            Err(AckError::Skipped) => {
+                return self.violation("ACK of a skipped packet number (optimistic ACK)")
+            }
+            Ok(()) => {}
+        }
+        if !self.send.is_plausible_cumulative(ack.cumulative, ack.fin) {
+            return self.violation("ACK of stream data or a FIN never sent");
+        }
+        let acked_before = self.send.acked_bytes;
+        let p = self.paths.get_mut(&path).expect("path exists");
+        let outcome = p.on_ack_frame(now, ack, &mut self.send);
+        if outcome.revived {
+            self.events.push_back(Event::PathUp(path));
+        }
+        self.send.update_max_data(ack.max_data);
+        self.send.on_cumulative(ack.cumulative, ack.fin);
+        if self.send.acked_bytes > acked_before || !self.send.has_outstanding() {
+            self.progress_at = now;
+            self.rtos_without_progress.clear();
+        }
+        self.normalize_windows();
+        self.autotune_send_buffer();
     }
 
     pub(super) fn on_close(&mut self, code: u64, reason: &[u8]) {
@@ -348,4 +402,14 @@ impl Session {
             self.fail(SessionError::AllPathsClosed);
         }
     }
+}
+
+/// The round trip of an exchange whose request went out first at `first`
+/// and last at `last` (repeats), answered at `at`: the time since the
+/// first, when the repeats went within an eighth of it (the answer may be
+/// to any of them, so a wider spread leaves the round trip unknown:
+/// Karn's rule).
+pub(super) fn exchange_rtt(first: Instant, last: Instant, at: Instant) -> Option<Duration> {
+    let rtt = at.saturating_duration_since(first);
+    (last.saturating_duration_since(first) <= rtt / 8).then_some(rtt)
 }

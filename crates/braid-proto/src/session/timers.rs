@@ -46,6 +46,9 @@ pub(super) enum Timer {
     Loss(PathId),
     /// A connection's delayed ACK is due (`poll_transmit` sends it).
     Ack(PathId),
+    /// Copies of slow connections' ACKs are due on the fastest one
+    /// (`poll_transmit` sends them).
+    AckCopy,
     /// A segment at the end of the stream waited too long for its ACK
     /// (`poll_transmit` sends a second copy).
     TailCopy,
@@ -76,6 +79,7 @@ impl Session {
                 Timer::Ack(id),
             ]);
         }
+        all.push(Timer::AckCopy);
         all.push(Timer::TailCopy);
         all.push(Timer::Sample);
         all
@@ -141,6 +145,7 @@ impl Session {
                     .then(|| p.ack_deadline())
                     .flatten()
             }
+            Timer::AckCopy => self.ack_copy_due().map(|(_, at)| at),
             Timer::TailCopy => self.tail_copy_deadline(),
             Timer::Sample => self.next_sample,
         }
@@ -258,7 +263,7 @@ impl Session {
                         p.detect_losses(now, &mut self.send);
                     }
                 }
-                Timer::Ack(_) => {}
+                Timer::Ack(_) | Timer::AckCopy => {}
                 Timer::TailCopy => self.on_tail_copy_timeout(now),
                 Timer::Sample => {
                     let Some(interval) = self.cfg.sample_interval else {

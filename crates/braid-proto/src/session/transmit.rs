@@ -134,6 +134,7 @@ impl Session {
         p.on_ack_sent(now, alone);
         self.recv.on_advertised();
         self.window_update = false;
+        self.on_own_ack_sent(now, path);
     }
 
     fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -213,6 +214,8 @@ impl Session {
         let hello_ack = p.pending.hello_ack;
         if hello_ack {
             p.pending.hello_ack = false;
+            let first = self.answers_sent.get(&id).map_or(now, |&(first, _)| first);
+            self.answers_sent.insert(id, (first, now));
             if self.is_sealed() {
                 let answer = self.answer.as_ref()?;
                 buf.extend_from_slice(answer.frame());
@@ -409,8 +412,11 @@ impl Session {
             && p.pacing_wakeup().is_some_and(|t| t <= now + hold)
     }
 
-    /// A standalone ACK on a path that owes one, or a window update.
+    /// A standalone ACK on a path that owes one, with the copies of slower
+    /// connections' ACKs that ride there; copies that waited long enough on
+    /// their own; or a window update.
     fn transmit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let copies = self.ack_copy_due();
         let due = self
             .paths
             .values()
@@ -421,8 +427,15 @@ impl Session {
                     && self.validations_allow(p.id())
             })
             .map(|p| p.id());
+        // Copies alone: the fast connection's own ACK only if it owes one.
+        let mut own_ack = true;
         let id = match due {
             Some(id) => id,
+            None if copies.is_some_and(|(_, at)| now >= at) => {
+                let fast = copies.expect("checked").0;
+                own_ack = self.paths[&fast].is_ack_owed();
+                fast
+            }
             None if self.window_update || self.blocked_pending => {
                 let last = self
                     .paths
@@ -440,7 +453,12 @@ impl Session {
         if std::mem::take(&mut self.blocked_pending) {
             Frame::Blocked(self.send.max_data()).encode(buf);
         }
-        self.push_ack(now, id, buf, true);
+        if own_ack {
+            self.push_ack(now, id, buf, true);
+        }
+        if copies.is_some_and(|(fast, _)| fast == id) {
+            self.push_ack_copies(now, id, buf);
+        }
         Some(self.finish_packet(id, buf))
     }
 }

@@ -31,6 +31,9 @@ pub(crate) struct Validation {
     /// When the challenge is (re)sent.
     due: Instant,
     sent: u32,
+    /// When the first and the latest challenge went, to date the
+    /// connection's round trip ([`super::receive::exchange_rtt`]).
+    sent_at: Option<(Instant, Instant)>,
 }
 
 impl Session {
@@ -68,6 +71,7 @@ impl Session {
                 credit: AMPLIFICATION_FACTOR * len as u64,
                 due: now,
                 sent: 0,
+                sent_at: None,
             },
         );
     }
@@ -83,13 +87,19 @@ impl Session {
         }
     }
 
-    pub(super) fn on_path_response(&mut self, path: PathId, data: [u8; 8]) {
+    pub(super) fn on_path_response(&mut self, now: Instant, path: PathId, data: [u8; 8]) {
         let matches = self
             .validations
             .get(&path)
             .is_some_and(|v| v.challenge == Some(data));
         if matches {
-            self.validations.remove(&path);
+            let v = self.validations.remove(&path).expect("matched");
+            let rtt = v
+                .sent_at
+                .and_then(|(first, last)| super::receive::exchange_rtt(first, last, now));
+            if let (Some(rtt), Some(p)) = (rtt, self.paths.get_mut(&path)) {
+                p.on_exchange_rtt(rtt);
+            }
             self.events.push_back(Event::PathUp(path));
         } else {
             self.counters.unexpected += 1;
@@ -132,6 +142,8 @@ impl Session {
     pub(super) fn on_challenge_sent(&mut self, now: Instant, path: PathId) {
         let rto = self.cfg.rto.initial_rto;
         if let Some(v) = self.validations.get_mut(&path) {
+            let first = v.sent_at.map_or(now, |(first, _)| first);
+            v.sent_at = Some((first, now));
             v.sent += 1;
             v.due = now
                 + rto
