@@ -153,17 +153,30 @@ impl Path {
     }
 
     /// How much later than on the first connection the client's opening
-    /// arrived here. A client sends its opening on every connection at
-    /// once, so this is how much longer this one's way is: the round trip's
-    /// excess, if the ways back differ alike, is twice it.
+    /// (unsealed sessions) or first sealed packet arrived here. A client
+    /// sends each on every connection at once, so this is how much longer
+    /// this one's way is: the round trip's excess, if the ways back differ
+    /// alike, is twice it.
     pub fn opening_lag(&self) -> Option<Duration> {
         self.opening_lag
     }
 
-    /// The client's opening arrived here `lag` after the session's first
-    /// datagram; only the first arrival counts.
+    /// The client's opening or first sealed packet arrived here `lag` after
+    /// its first on the first connection; only the first arrival counts.
     pub fn on_opening(&mut self, lag: Duration) {
         self.opening_lag.get_or_insert(lag);
+    }
+
+    /// The opening's lag is no guide to this connection's round trip.
+    pub fn forget_opening_lag(&mut self) {
+        self.opening_lag = None;
+    }
+
+    /// The connection moved: what the handshake, a challenge or the
+    /// opening measured no longer holds.
+    pub fn forget_exchange_rtt(&mut self) {
+        self.exchange_rtt = None;
+        self.opening_lag = None;
     }
 
     /// The handshake or a path challenge took `rtt` on this connection.

@@ -9,11 +9,11 @@
 //! into an ACK-only datagram on the fastest connection, as multipath QUIC
 //! lets an ACK travel on any path (draft-ietf-quic-multipath's PATH_ACK).
 //! Before its packets or a challenge date a connection, a server judges it
-//! by how much later than on the first the client's opening arrived there
-//! (the client sends it on every connection at once): that first flight
-//! is where copies gain the most. A copy waits a little for the fast connection's own next ACK to
-//! share its datagram (at most a quarter of its RTT and the ACK delay
-//! limit).
+//! by how much later than on the first connection the client's opening (or
+//! first sealed packet, which the client also sends on every connection at
+//! once) arrived there: that first flight is where copies gain the most.
+//! A copy waits a little for the fast connection's own next ACK to share
+//! its datagram (at most a quarter of its RTT and the ACK delay limit).
 //!
 //! Round trips come from acknowledged packets or, at a receiver that sends
 //! nothing acknowledged, from the handshake and path challenges
@@ -32,6 +32,10 @@ use crate::{Instant, PathId};
 /// Bytes of frames an ACK-only datagram may hold with its copies: well
 /// inside a 1280-byte IPv6 minimum MTU with headers and tag.
 const COPY_BUDGET: usize = 1200;
+
+/// ACK ranges a copy carries, so that one copy with its receive times
+/// always fits [`COPY_BUDGET`] on its own; the original has them all.
+const COPY_RANGES: usize = 16;
 
 /// A connection whose round trip is at most this fraction of another's
 /// carries the other's ACK copies. The gain is in the return delays, which
@@ -67,7 +71,7 @@ impl Session {
             .min_by_key(|&(_, rtt)| rtt)?;
         // Until anything dates `slow`, how late the client's opening came
         // there says how much longer its way is.
-        let slow = self.paths.get(&slow)?;
+        let slow = self.paths.get(&slow).filter(|p| p.is_usable())?;
         let slow_rtt = slow
             .least_rtt()
             .or_else(|| Some(fast_rtt + 2 * slow.opening_lag()?));
@@ -114,10 +118,11 @@ impl Session {
             let Some(p) = self.paths.get(&slow) else {
                 continue;
             };
-            if p.state() == PathState::Closed || self.ack_copy_route(slow) != Some(fast) {
+            if self.ack_copy_route(slow) != Some(fast) {
                 continue;
             }
             let mut ack = p.ack_frame(now, cumulative, fin, max_data);
+            ack.ranges.truncate(COPY_RANGES);
             // The first flight's receive times date the bottleneck
             // (`cc::bbr`'s ACK train): the copy that arrives first has them.
             ack.rx_times = p.ack_rx_times();

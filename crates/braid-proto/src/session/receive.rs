@@ -259,7 +259,8 @@ impl Session {
         self.confirmed_at = Some(at);
     }
 
-    /// The client's opening (first or repeated) arrived on `path`.
+    /// The client's opening (first or repeated) arrived on `path`: the
+    /// half-open session lives on, and the connection's lag is noted.
     pub(super) fn on_opening(&mut self, now: Instant, path: PathId) {
         self.last_hello = now;
         if let Some(p) = self.paths.get_mut(&path) {
@@ -412,4 +413,23 @@ impl Session {
 pub(super) fn exchange_rtt(first: Instant, last: Instant, at: Instant) -> Option<Duration> {
     let rtt = at.saturating_duration_since(first);
     (last.saturating_duration_since(first) <= rtt / 8).then_some(rtt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exchange_rtt;
+    use crate::Instant;
+    use std::time::Duration;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn repeats_close_together_still_date_the_round_trip() {
+        let t0 = Instant::ZERO;
+        // One request, or repeats 1 ms apart, answered after 100 ms.
+        assert_eq!(exchange_rtt(t0, t0, t0 + 100 * MS), Some(100 * MS));
+        assert_eq!(exchange_rtt(t0, t0 + MS, t0 + 100 * MS), Some(100 * MS));
+        // A repeat a second later: the answer may be to either (Karn).
+        assert_eq!(exchange_rtt(t0, t0 + 1000 * MS, t0 + 1100 * MS), None);
+    }
 }

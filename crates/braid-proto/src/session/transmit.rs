@@ -432,7 +432,7 @@ impl Session {
         let id = match due {
             Some(id) => id,
             None if copies.is_some_and(|(_, at)| now >= at) => {
-                let fast = copies.expect("checked").0;
+                let (fast, _) = copies?;
                 own_ack = self.paths[&fast].is_ack_owed();
                 fast
             }

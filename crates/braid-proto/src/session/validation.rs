@@ -42,7 +42,9 @@ impl Session {
     /// connection's previous one. The connection is revalidated before it
     /// carries stream data again (servers; clients choose their addresses).
     pub fn handle_address_change(&mut self, now: Instant, path: PathId, len: usize) {
-        if self.paths.contains_key(&path) {
+        if let Some(p) = self.paths.get_mut(&path) {
+            // The old address's round trip says nothing of the new one's.
+            p.forget_exchange_rtt();
             self.start_validation(now, path, len, true);
         }
     }
@@ -97,8 +99,13 @@ impl Session {
             let rtt = v
                 .sent_at
                 .and_then(|(first, last)| super::receive::exchange_rtt(first, last, now));
-            if let (Some(rtt), Some(p)) = (rtt, self.paths.get_mut(&path)) {
-                p.on_exchange_rtt(rtt);
+            if let Some(p) = self.paths.get_mut(&path) {
+                match rtt {
+                    Some(rtt) => p.on_exchange_rtt(rtt),
+                    // Repeated challenges leave the round trip unknown; a
+                    // guess from the opening is no better then.
+                    None => p.forget_opening_lag(),
+                }
             }
             self.events.push_back(Event::PathUp(path));
         } else {
