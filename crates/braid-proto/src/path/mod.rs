@@ -82,12 +82,11 @@ pub(crate) struct Path {
     losses: LossTally,
     /// Stream bytes delivered at the previous time-series point.
     sampled_acked: u64,
-    /// Round trip of the handshake or of a path challenge answered at the
-    /// first try: a receiver's only measure of a connection it sends
-    /// nothing acknowledged on.
+    /// Round trip of the handshake or of a path challenge whose repeats
+    /// went close enough together to tell: a receiver's only measure of a
+    /// connection it sends nothing acknowledged on.
     exchange_rtt: Option<Duration>,
-    /// How long after the session's first datagram the client's opening
-    /// first arrived here (a server's), see [`Path::opening_lag`].
+    /// A server's: see [`Path::opening_lag`].
     opening_lag: Option<Duration>,
 }
 
