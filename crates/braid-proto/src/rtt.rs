@@ -5,7 +5,34 @@
 //! avoids spurious timeouts on long paths, so it is configuration), clamped to
 //! `[min_rto, max_rto]` and multiplied by the backoff factor per expiry.
 
+use crate::Instant;
 use std::time::Duration;
+
+/// A request sent once or repeated (a handshake answer, a path challenge):
+/// when it first and last went, to date its round trip by Karn's rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Exchange {
+    first: Instant,
+    last: Instant,
+}
+
+impl Exchange {
+    /// `previous` went out again at `now` (or for the first time).
+    pub fn sent(previous: Option<Exchange>, now: Instant) -> Exchange {
+        Exchange {
+            first: previous.map_or(now, |e| e.first),
+            last: now,
+        }
+    }
+
+    /// The round trip, answered at `at`: the time since the first, when
+    /// the repeats went within an eighth of it. A wider spread leaves it
+    /// unknown, since the answer may be to any of them (Karn's rule).
+    pub fn rtt(&self, at: Instant) -> Option<Duration> {
+        let rtt = at.saturating_duration_since(self.first);
+        (self.last.saturating_duration_since(self.first) <= rtt / 8).then_some(rtt)
+    }
+}
 
 /// RTO parameters; see [`crate::SessionConfig`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,6 +204,19 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn repeats_close_together_still_date_the_round_trip() {
+        let t0 = Instant::ZERO;
+        let once = Exchange::sent(None, t0);
+        let close = Exchange::sent(Some(once), t0 + MS);
+        let apart = Exchange::sent(Some(once), t0 + 1000 * MS);
+        // One request, or repeats 1 ms apart, answered after 100 ms.
+        assert_eq!(once.rtt(t0 + 100 * MS), Some(100 * MS));
+        assert_eq!(close.rtt(t0 + 100 * MS), Some(100 * MS));
+        // A repeat a second later: the answer may be to either (Karn).
+        assert_eq!(apart.rtt(t0 + 1100 * MS), None);
+    }
 
     /// Linux's figure for tcp_retries2 = 15 (200 ms doubling to 120 s):
     /// 924.6 s; with braid's 60 s ceiling, 522.2 s.

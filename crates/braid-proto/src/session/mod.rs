@@ -226,7 +226,7 @@ pub struct Session {
     /// Copies of slow connections' ACKs owed on the fastest one.
     ack_copies: ack_copy::AckCopies,
     /// When a server's first and latest answers went, per connection.
-    answers_sent: BTreeMap<PathId, (Instant, Instant)>,
+    answers_sent: BTreeMap<PathId, crate::rtt::Exchange>,
     /// When a server's client confirmed the handshake.
     confirmed_at: Option<Instant>,
 }

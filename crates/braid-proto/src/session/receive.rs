@@ -9,7 +9,6 @@ use crate::stats::PathState;
 use crate::wire::{AckFrame, Frame, Frames, Header, HEADER_LEN, VERSION};
 use crate::PathId;
 use crate::{Ecn, Instant};
-use std::time::Duration;
 
 /// Where and when an authentic datagram arrived.
 #[derive(Debug, Clone, Copy)]
@@ -247,12 +246,9 @@ impl Session {
 
     /// The client's first packet after our answer arrived, on `path`: it
     /// dates the handshake's round trip there, if our answers on `path`
-    /// went close enough together to tell (see [`exchange_rtt`]).
+    /// went close enough together to tell.
     fn on_confirmed(&mut self, path: PathId, at: Instant) {
-        let rtt = self
-            .answers_sent
-            .get(&path)
-            .and_then(|&(first, last)| exchange_rtt(first, last, at));
+        let rtt = self.answers_sent.get(&path).and_then(|e| e.rtt(at));
         if let (Some(rtt), Some(p)) = (rtt, self.paths.get_mut(&path)) {
             p.on_exchange_rtt(rtt);
         }
@@ -402,34 +398,5 @@ impl Session {
         if self.paths.values().all(|p| p.state() == PathState::Closed) {
             self.fail(SessionError::AllPathsClosed);
         }
-    }
-}
-
-/// The round trip of an exchange whose request went out first at `first`
-/// and last at `last` (repeats), answered at `at`: the time since the
-/// first, when the repeats went within an eighth of it (the answer may be
-/// to any of them, so a wider spread leaves the round trip unknown:
-/// Karn's rule).
-pub(super) fn exchange_rtt(first: Instant, last: Instant, at: Instant) -> Option<Duration> {
-    let rtt = at.saturating_duration_since(first);
-    (last.saturating_duration_since(first) <= rtt / 8).then_some(rtt)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::exchange_rtt;
-    use crate::Instant;
-    use std::time::Duration;
-
-    const MS: Duration = Duration::from_millis(1);
-
-    #[test]
-    fn repeats_close_together_still_date_the_round_trip() {
-        let t0 = Instant::ZERO;
-        // One request, or repeats 1 ms apart, answered after 100 ms.
-        assert_eq!(exchange_rtt(t0, t0, t0 + 100 * MS), Some(100 * MS));
-        assert_eq!(exchange_rtt(t0, t0 + MS, t0 + 100 * MS), Some(100 * MS));
-        // A repeat a second later: the answer may be to either (Karn).
-        assert_eq!(exchange_rtt(t0, t0 + 1000 * MS, t0 + 1100 * MS), None);
     }
 }

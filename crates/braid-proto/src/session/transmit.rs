@@ -5,6 +5,7 @@
 
 use super::{scheduler, Session, State};
 use crate::path::Path;
+use crate::rtt::Exchange;
 use crate::send_stream::Pending;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
@@ -214,8 +215,8 @@ impl Session {
         let hello_ack = p.pending.hello_ack;
         if hello_ack {
             p.pending.hello_ack = false;
-            let first = self.answers_sent.get(&id).map_or(now, |&(first, _)| first);
-            self.answers_sent.insert(id, (first, now));
+            let previous = self.answers_sent.get(&id).copied();
+            self.answers_sent.insert(id, Exchange::sent(previous, now));
             if self.is_sealed() {
                 let answer = self.answer.as_ref()?;
                 buf.extend_from_slice(answer.frame());

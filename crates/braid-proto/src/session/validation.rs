@@ -8,6 +8,7 @@
 //! itself: the client's first sealed packet proves it received our answer.
 
 use super::{Event, Session};
+use crate::rtt::Exchange;
 use crate::Instant;
 use crate::PathId;
 use std::time::Duration;
@@ -32,8 +33,8 @@ pub(crate) struct Validation {
     due: Instant,
     sent: u32,
     /// When the first and the latest challenge went, to date the
-    /// connection's round trip ([`super::receive::exchange_rtt`]).
-    sent_at: Option<(Instant, Instant)>,
+    /// connection's round trip.
+    sent_at: Option<Exchange>,
 }
 
 impl Session {
@@ -96,9 +97,7 @@ impl Session {
             .is_some_and(|v| v.challenge == Some(data));
         if matches {
             let v = self.validations.remove(&path).expect("matched");
-            let rtt = v
-                .sent_at
-                .and_then(|(first, last)| super::receive::exchange_rtt(first, last, now));
+            let rtt = v.sent_at.and_then(|e| e.rtt(now));
             if let Some(p) = self.paths.get_mut(&path) {
                 match rtt {
                     Some(rtt) => p.on_exchange_rtt(rtt),
@@ -149,8 +148,7 @@ impl Session {
     pub(super) fn on_challenge_sent(&mut self, now: Instant, path: PathId) {
         let rto = self.cfg.rto.initial_rto;
         if let Some(v) = self.validations.get_mut(&path) {
-            let first = v.sent_at.map_or(now, |(first, _)| first);
-            v.sent_at = Some((first, now));
+            v.sent_at = Some(Exchange::sent(v.sent_at, now));
             v.sent += 1;
             v.due = now
                 + rto
