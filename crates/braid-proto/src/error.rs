@@ -24,6 +24,12 @@ pub enum SessionError {
     /// first.
     #[error("handshake failed after {0:?}: the server answered, but its answer did not authenticate (a wrong code, or forged answers)")]
     HandshakeUnauthenticated(Duration),
+    /// With a one-time code: an answer to the handshake did not
+    /// authenticate. The code was wrong, or someone tried to intercept the
+    /// session; either way nothing was sent, and the handshake ends at the
+    /// first such answer so that a code gives one guess per handshake.
+    #[error("the code was wrong, or someone tried to intercept the transfer: the server's answer did not prove it knows the code (nothing was sent)")]
+    CodeRejected,
     /// The peer speaks another protocol version.
     #[error("peer speaks protocol version {peer}, we speak {ours}")]
     VersionMismatch {

@@ -13,6 +13,7 @@ pub mod cc;
 mod config;
 pub mod crypto;
 mod ecn;
+mod endpoint;
 mod error;
 mod pacing;
 mod path;
@@ -30,6 +31,9 @@ pub mod wire;
 pub use config::{ConfigError, SessionConfig};
 pub use crypto::{Keypair, PublicKey, Security};
 pub use ecn::Ecn;
+pub use endpoint::{
+    DatagramEvent, Endpoint, EndpointConfig, EndpointStats, Prefix, CODE_GUESS_LIMIT,
+};
 pub use error::SessionError;
 pub use path::PathId;
 pub use rtt::RtoConfig;

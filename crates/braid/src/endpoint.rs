@@ -8,52 +8,26 @@ use crate::driver::drive;
 use crate::session::{Route, Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::{clock, Error, Result};
-use braid_proto::crypto::RetryKey;
-use braid_proto::wire::{Frame, Frames, Header, VERSION};
-use braid_proto::{Ecn, Instant, PathId, Role, SessionConfig};
+use braid_proto::wire::Header;
+use braid_proto::{
+    DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role, SessionConfig,
+};
 use quinn_udp::RecvMeta;
 use rand::RngCore;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::io::{self, IoSliceMut};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-/// Sessions one endpoint serves at most; HELLOs beyond are ignored.
-const MAX_SESSIONS: usize = 16_384;
 /// Accepted sessions waiting for `Listener::accept`.
 const ACCEPT_BACKLOG: usize = 256;
-/// Ended session ids remembered, so a late duplicate HELLO opens nothing.
-const RECENTLY_CLOSED: usize = 4096;
-/// Half-open server sessions (handshake answered, client not yet confirmed)
-/// at most, in all and per source address: each costs memory that anyone
-/// who can send a datagram could claim. They expire after ~5 s.
-const MAX_HALF_OPEN: usize = 512;
-const MAX_HALF_OPEN_PER_SOURCE: usize = 16;
-/// From this many half-open sessions on, a handshake must first echo a
-/// stateless retry token, proving it receives at its source address.
-const RETRY_THRESHOLD: usize = 64;
-/// A listener with a one-time code stops after this many handshakes that
-/// never completed: each is one online guess at the code.
-pub const CODE_GUESS_LIMIT: u32 = 8;
+pub use braid_proto::CODE_GUESS_LIMIT;
 
-/// What a listening endpoint needs to open server sessions.
+/// What a listening endpoint does with sessions its clients confirmed.
 struct Accepting {
-    cfg: SessionConfig,
     queue: mpsc::Sender<Session>,
-    retry_key: RetryKey,
-    /// Half-open sessions by id, with their source address.
-    half_open: Arc<Mutex<HashMap<u64, IpAddr>>>,
-    failed: Arc<FailedHandshakes>,
-}
-
-/// Handshakes that were answered but never confirmed by the client.
-#[derive(Default)]
-struct FailedHandshakes {
-    count: std::sync::atomic::AtomicU32,
-    changed: tokio::sync::Notify,
 }
 
 /// 32 bytes from the operating system's CSPRNG.
@@ -65,9 +39,11 @@ pub(crate) fn os_seed() -> [u8; 32] {
 
 pub(crate) struct EndpointInner {
     pub io: Arc<UdpIo>,
-    sessions: Mutex<HashMap<u64, Arc<Shared>>>,
-    closed: Mutex<VecDeque<u64>>,
+    /// The session table and admission: the core's sans-IO endpoint.
+    table: Mutex<braid_proto::Endpoint<Arc<Shared>>>,
     accepting: Mutex<Option<Accepting>>,
+    /// Signals a session confirmed or gone (the code's guess tally moved).
+    changed: tokio::sync::Notify,
     recv_task: Mutex<Option<AbortHandle>>,
 }
 
@@ -76,24 +52,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl EndpointInner {
+    /// Ids are 64 random bits: a clash is not worth a code path, and a
+    /// session registered on a socket twice (two connections) is one entry.
     fn register(&self, shared: &Arc<Shared>) {
-        lock(&self.sessions).insert(shared.id, shared.clone());
+        lock(&self.table).insert(shared.id, shared.clone());
     }
 
     pub fn unregister(&self, id: u64) {
-        if lock(&self.sessions).remove(&id).is_some() {
-            let mut closed = lock(&self.closed);
-            if closed.len() == RECENTLY_CLOSED {
-                closed.pop_front();
-            }
-            closed.push_back(id);
-        }
+        lock(&self.table).remove(id);
+        self.changed.notify_waiters();
     }
 
-    /// Hands one datagram to its session, or opens a server session for a
-    /// handshake. A server's route to a connection follows its packets, but
-    /// only those that authenticate; a new address is validated by the core
-    /// before it carries data.
+    /// Hands one datagram to its session, opens a server session for a
+    /// handshake the core admits, or sends the core's stateless answer. A
+    /// server's route to a connection follows its packets, but only those
+    /// that authenticate; a new address is validated by the core before
+    /// it carries data.
     fn dispatch(
         self: &Arc<Self>,
         now: Instant,
@@ -106,131 +80,92 @@ impl EndpointInner {
         let Ok((header, _)) = Header::decode(datagram) else {
             return;
         };
-        let known = lock(&self.sessions).get(&header.session_id).cloned();
-        let Some(shared) = known else {
-            self.accept(now, from, header.path, datagram);
-            return;
+        let route = Route {
+            endpoint: self.clone(),
+            remote: from,
         };
-        {
-            let mut g = shared.lock();
-            let authentic =
-                g.proto
-                    .handle_datagram_received_at(now, received_at, header.path, ecn, datagram);
-            if authentic && g.proto.role() == Role::Server {
-                let same = g
-                    .routes
-                    .get(&header.path)
-                    .map(|r| r.remote == from && Arc::ptr_eq(&r.endpoint, self));
-                if same != Some(true) {
-                    g.routes.insert(
-                        header.path,
-                        Route {
-                            endpoint: self.clone(),
-                            remote: from,
-                        },
-                    );
-                }
-                if same == Some(false) {
-                    g.proto
-                        .handle_address_change(now, header.path, datagram.len());
-                }
-            }
+        let (event, evicted) = {
+            let mut table = lock(&self.table);
+            let event = table.handle(now, from, datagram, |proto| {
+                Shared::new(proto, BTreeMap::from([(header.path, route)]))
+            });
+            let evicted: Vec<_> = std::iter::from_fn(|| table.poll_evicted()).collect();
+            (event, evicted)
+        };
+        for shared in evicted {
+            shared
+                .lock()
+                .proto
+                .abort(0, "server busy: too many handshakes in progress");
+            shared.wake_driver.notify_one();
         }
+        let shared = match event {
+            None => return,
+            Some(DatagramEvent::Respond(answer)) => {
+                let _ = self.io.try_send_to(from, &answer);
+                return;
+            }
+            Some(DatagramEvent::Accepted(shared)) => {
+                self.on_accepted(&shared);
+                shared
+            }
+            Some(DatagramEvent::Known(shared)) => {
+                let mut g = shared.lock();
+                let authentic = g.proto.handle_datagram_received_at(
+                    now,
+                    received_at,
+                    header.path,
+                    ecn,
+                    datagram,
+                );
+                if authentic && g.proto.role() == Role::Server {
+                    let same = g
+                        .routes
+                        .get(&header.path)
+                        .map(|r| r.remote == from && Arc::ptr_eq(&r.endpoint, self));
+                    if same != Some(true) {
+                        g.routes.insert(
+                            header.path,
+                            Route {
+                                endpoint: self.clone(),
+                                remote: from,
+                            },
+                        );
+                    }
+                    if same == Some(false) {
+                        g.proto
+                            .handle_address_change(now, header.path, datagram.len());
+                    }
+                }
+                drop(g);
+                shared
+            }
+        };
         if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
             touched.push(shared);
         }
     }
 
-    fn accept(self: &Arc<Self>, now: Instant, from: SocketAddr, path: PathId, datagram: &[u8]) {
-        let accepting = lock(&self.accepting);
-        let Some(a) = accepting.as_ref() else {
-            return;
-        };
-        let Ok((header, payload)) = Header::decode(datagram) else {
-            return;
-        };
-        if lock(&self.sessions).len() >= MAX_SESSIONS
-            || lock(&self.closed).contains(&header.session_id)
-        {
-            return;
-        }
-        let token = match Frames::new(payload).next() {
-            Some(Ok(Frame::ClientHello { token, .. })) => Some(token),
-            Some(Ok(Frame::Hello(_))) => None,
-            _ => return,
-        };
-        {
-            let half_open = lock(&a.half_open);
-            let from_source = half_open.values().filter(|&&ip| ip == from.ip()).count();
-            if half_open.len() >= MAX_HALF_OPEN || from_source >= MAX_HALF_OPEN_PER_SOURCE {
-                return;
-            }
-            if half_open.len() >= RETRY_THRESHOLD {
-                let now_s = now.as_nanos() / 1_000_000_000;
-                let valid =
-                    token.is_some_and(|t| a.retry_key.verify(t, from, header.session_id, now_s));
-                if !valid {
-                    if token.is_some() {
-                        self.send_retry(from, &header, &a.retry_key, now_s);
-                    }
-                    return;
-                }
-            }
-        }
-        let Ok(mut proto) =
-            braid_proto::Session::accept(a.cfg.clone(), now, path, datagram, os_seed())
-        else {
-            return;
-        };
-        if proto.error().is_some() {
-            // A refusal (version, protection mode, parameters) is said once
-            // and keeps no state; the core limits it to 3x the hello.
-            let mut buf = Vec::new();
-            while let Some(t) = proto.poll_transmit(now, &mut buf) {
-                let _ = self.io.try_send_to(from, &buf[..t.size]);
-            }
-            return;
-        }
-        let routes = BTreeMap::from([(
-            path,
-            Route {
-                endpoint: self.clone(),
-                remote: from,
-            },
-        )]);
-        let shared = Shared::new(proto, routes);
-        self.register(&shared);
+    /// Drives a new half-open session; once its client confirms, the
+    /// session is established and handed to `Listener::accept` (a full
+    /// backlog aborts it when the handle is dropped).
+    fn on_accepted(self: &Arc<Self>, shared: &Arc<Shared>) {
         tokio::spawn(drive(shared.clone()));
-        // Handed out once the client proves it completed the handshake; a
-        // full backlog aborts the session when the handle is dropped.
-        lock(&a.half_open).insert(shared.id, from.ip());
-        let (half_open, queue, failed) = (a.half_open.clone(), a.queue.clone(), a.failed.clone());
+        let (endpoint, shared) = (Arc::downgrade(self), shared.clone());
         tokio::spawn(async move {
             let confirmed = shared.wait_for(|g| g.proto.is_peer_confirmed()).await;
-            lock(&half_open).remove(&shared.id);
+            let Some(endpoint) = endpoint.upgrade() else {
+                return;
+            };
             if confirmed.is_ok() {
-                let _ = queue.try_send(Session::new(shared));
-            } else {
-                failed.count.fetch_add(1, Ordering::Relaxed);
-                failed.changed.notify_waiters();
+                lock(&endpoint.table).confirmed(shared.id);
+                let queue = lock(&endpoint.accepting).as_ref().map(|a| a.queue.clone());
+                if let Some(queue) = queue {
+                    let _ = queue.try_send(Session::new(shared));
+                }
             }
+            endpoint.changed.notify_waiters();
         });
-    }
-
-    /// Answers a handshake with a retry token instead of a session.
-    fn send_retry(&self, to: SocketAddr, hello: &Header, key: &RetryKey, now_s: u64) {
-        let token = key.token(to, hello.session_id, now_s);
-        let mut datagram = Vec::with_capacity(80);
-        Header {
-            version: VERSION,
-            mbecn: 0,
-            session_id: hello.session_id,
-            path: hello.path,
-            packet_number: 0,
-        }
-        .encode(&mut datagram);
-        Frame::Retry { token: &token }.encode(&mut datagram);
-        let _ = self.io.try_send_to(to, &datagram);
     }
 }
 
@@ -312,9 +247,12 @@ impl Endpoint {
             .map_err(|e| Error::io(format!("cannot bind {addr}"), &e))?;
         let inner = Arc::new(EndpointInner {
             io: Arc::new(io),
-            sessions: Mutex::new(HashMap::new()),
-            closed: Mutex::new(VecDeque::new()),
+            table: Mutex::new(braid_proto::Endpoint::new(
+                EndpointConfig::default(),
+                os_seed(),
+            )),
             accepting: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
             recv_task: Mutex::new(None),
         });
         let task = tokio::spawn(recv_loop(inner.io.clone(), Arc::downgrade(&inner)));
@@ -424,50 +362,55 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
 pub struct Listener {
     endpoint: Endpoint,
     queue: tokio::sync::Mutex<mpsc::Receiver<Session>>,
-    failed: Arc<FailedHandshakes>,
-    /// With a one-time code: how many failed handshakes end the listener.
-    guess_limit: Option<u32>,
 }
 
 impl Listener {
     /// Listens at `addr`; accepted sessions use `cfg` (the client's
     /// parameters are capped by it). Needs a tokio runtime.
     pub fn bind(addr: SocketAddr, cfg: SessionConfig) -> Result<Listener> {
-        cfg.validate_for(Role::Server)?;
+        Listener::bind_with(addr, cfg, EndpointConfig::default())
+    }
+
+    /// As [`Listener::bind`], with the endpoint's bounds (half-open
+    /// sessions, memory budget, code guesses) set by `limits`.
+    pub fn bind_with(
+        addr: SocketAddr,
+        cfg: SessionConfig,
+        limits: EndpointConfig,
+    ) -> Result<Listener> {
         let endpoint =
             Endpoint::bind(addr).map_err(|e| rename(e, format!("cannot listen on {addr}")))?;
         let (tx, rx) = mpsc::channel(ACCEPT_BACKLOG);
-        let failed = Arc::<FailedHandshakes>::default();
-        let guess_limit = cfg.security.code.is_some().then_some(CODE_GUESS_LIMIT);
-        *lock(&endpoint.inner.accepting) = Some(Accepting {
-            cfg,
-            queue: tx,
-            retry_key: RetryKey::new(os_seed()),
-            half_open: Arc::default(),
-            failed: failed.clone(),
-        });
+        {
+            let mut table = lock(&endpoint.inner.table);
+            *table = braid_proto::Endpoint::new(limits, os_seed());
+            table.listen(cfg)?;
+        }
+        *lock(&endpoint.inner.accepting) = Some(Accepting { queue: tx });
         Ok(Listener {
             endpoint,
             queue: tokio::sync::Mutex::new(rx),
-            failed,
-            guess_limit,
         })
     }
 
     /// The next session whose client completed the handshake. Handshakes
     /// that fail (a wrong key or code, a forged or lost hello) are not
-    /// sessions; with a one-time code, [`CODE_GUESS_LIMIT`] of them end
-    /// the listener, since each may be an attacker's guess.
+    /// sessions; with a one-time code, once [`CODE_GUESS_LIMIT`] answers
+    /// were never confirmed by their client the code is spent and the
+    /// listener ends, since each may have been an attacker's guess.
     pub async fn accept(&self) -> Result<Session> {
         let mut queue = self.queue.lock().await;
+        let inner = &self.endpoint.inner;
         loop {
-            let changed = self.failed.changed.notified();
+            let changed = inner.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            let failed = self.failed_handshakes();
-            if self.guess_limit.is_some_and(|limit| failed >= limit) {
-                *lock(&self.endpoint.inner.accepting) = None;
-                return Err(Error::CodeGuessLimit(failed));
+            {
+                let mut table = lock(&inner.table);
+                if table.is_code_spent() {
+                    table.stop_listening();
+                    return Err(Error::CodeGuessLimit(table.failed_guesses()));
+                }
             }
             tokio::select! {
                 s = queue.recv() => return s.ok_or(Error::EndpointClosed),
@@ -476,9 +419,15 @@ impl Listener {
         }
     }
 
-    /// Handshakes answered but never completed by the client.
+    /// With a one-time code: answered handshakes whose session ended
+    /// without the client proving it knew the code (wrong guesses).
     pub fn failed_handshakes(&self) -> u32 {
-        self.failed.count.load(Ordering::Relaxed)
+        lock(&self.endpoint.inner.table).failed_guesses()
+    }
+
+    /// What admission did so far (sessions accepted, retries, guesses).
+    pub fn stats(&self) -> EndpointStats {
+        lock(&self.endpoint.inner.table).stats()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -510,6 +459,7 @@ impl std::fmt::Debug for Endpoint {
 impl Drop for Listener {
     fn drop(&mut self) {
         *lock(&self.endpoint.inner.accepting) = None;
+        lock(&self.endpoint.inner.table).stop_listening();
     }
 }
 

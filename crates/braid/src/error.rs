@@ -77,6 +77,7 @@ impl Error {
                 // Refused or unauthenticated answers, protocol violations.
                 SessionError::UnauthenticatedRefusal { .. }
                 | SessionError::HandshakeUnauthenticated(_)
+                | SessionError::CodeRejected
                 | SessionError::VersionMismatch { .. }
                 | SessionError::UnknownController(_)
                 | SessionError::Protocol(_) => io::ErrorKind::InvalidData,

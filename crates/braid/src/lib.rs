@@ -43,8 +43,8 @@ mod session;
 pub mod udp;
 
 pub use braid_proto::{
-    ConfigError, Keypair, PathId, PathSample, PathState, PublicKey, Security, SessionConfig,
-    SessionError, SessionStats,
+    ConfigError, EndpointConfig, EndpointStats, Keypair, PathId, PathSample, PathState, PublicKey,
+    Security, SessionConfig, SessionError, SessionStats,
 };
 pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};

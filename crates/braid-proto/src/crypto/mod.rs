@@ -24,7 +24,7 @@ mod packet;
 mod retry;
 mod rng;
 
-pub(crate) use handshake::{ClientHandshake, HandshakeError, ServerHandshake};
+pub(crate) use handshake::{mode, ClientHandshake, ServerHandshake};
 pub use keys::{KeyError, Keypair, PublicKey};
 pub(crate) use packet::PacketKeys;
 pub use packet::TAG_LEN;

@@ -3,7 +3,7 @@
 
 use super::{close_code, Event, Role, Session, State, CLOSE_REPEATS};
 use crate::config::{ConfigError, SessionConfig};
-use crate::crypto::{HandshakeError, ServerHandshake};
+use crate::crypto::ServerHandshake;
 use crate::error::SessionError;
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
@@ -49,6 +49,10 @@ impl Answer {
     }
 }
 
+/// The whole of a refusal in clear: the handshake's mode (code, key or
+/// insecure), the key, or the client's key was not what this server takes.
+pub(crate) const REFUSED: &str = "refused";
+
 /// RETRYs answered with an opening at once; later ones only replace the
 /// token the next scheduled opening carries. A token lives 10 s and a
 /// handshake may try for 75 s, so every RETRY must count; but a server
@@ -92,14 +96,8 @@ impl Session {
                 );
                 s.refuse(close_code::VERSION, reason);
             }
-            Frame::Hello(_) if sealed => s.refuse(
-                close_code::SECURITY,
-                "this server requires encryption; the client chose insecure".into(),
-            ),
-            Frame::ClientHello { .. } if !sealed => s.refuse(
-                close_code::SECURITY,
-                "this server runs without encryption (insecure)".into(),
-            ),
+            Frame::Hello(_) if sealed => s.refuse(close_code::SECURITY, REFUSED.into()),
+            Frame::ClientHello { .. } if !sealed => s.refuse(close_code::SECURITY, REFUSED.into()),
             Frame::Hello(hello) => {
                 if let Err((code, reason)) = s.negotiate(&hello) {
                     s.refuse(code, reason);
@@ -121,10 +119,10 @@ impl Session {
                 );
                 let (hs, offer) = match read {
                     Ok(r) => r,
-                    // Said in clear, so only a hint to the client; it helps
-                    // a user who pinned the wrong key.
-                    Err(e) => {
-                        s.refuse(close_code::SECURITY, handshake_reason(e).into());
+                    // Said in clear, so it says no more than "no": which key
+                    // or mode was wrong would help whoever is guessing.
+                    Err(_) => {
+                        s.refuse(close_code::SECURITY, REFUSED.into());
                         return Ok(s);
                     }
                 };
@@ -169,6 +167,12 @@ impl Session {
             _ => unreachable!("matched above"),
         }
         Ok(s)
+    }
+
+    /// Whether this server session answered a sealed handshake (with a
+    /// code: gave whoever sent it one guess to check).
+    pub(crate) fn has_answered(&self) -> bool {
+        self.answer.is_some()
     }
 
     /// Applies a client's offer, or says why it cannot be served.
@@ -251,6 +255,15 @@ impl Session {
                         self.keys = Some(Box::new(keys));
                         self.client_hs = None;
                         self.on_sealed_answer(now, path, datagram, &answer);
+                    }
+                    // With a code, every answer we check is a guess an
+                    // attacker who sent it can verify offline: the first
+                    // that fails ends the handshake, so a code gives one
+                    // guess per handshake on this side too.
+                    Err(_) if hs.mode() == crate::crypto::mode::CODE => {
+                        self.counters.forged += 1;
+                        self.client_hs = None;
+                        self.fail(SessionError::CodeRejected);
                     }
                     Err(_) => {
                         self.counters.forged += 1;
@@ -347,18 +360,6 @@ impl Session {
         self.peer_confirmed = true;
         self.state = State::Established;
         self.events.push_back(Event::Connected);
-    }
-}
-
-fn handshake_reason(e: HandshakeError) -> &'static str {
-    match e {
-        HandshakeError::Mode => {
-            "the server does not offer this handshake (a key where it expects a code, or the reverse)"
-        }
-        HandshakeError::Auth => {
-            "the handshake did not authenticate: the client pinned another key than this server's"
-        }
-        HandshakeError::NotAllowed => "the server does not accept this client's key",
     }
 }
 

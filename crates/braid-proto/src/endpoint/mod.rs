@@ -1,0 +1,374 @@
+//! The endpoint: the table of sessions one socket carries and the
+//! admission of new server sessions, sans-IO like the session itself, so
+//! the runtime, the simulator and the fuzzers all run the same code.
+//!
+//! Inputs are [`Endpoint::handle`] (every datagram), [`Endpoint::confirmed`]
+//! and [`Endpoint::remove`] (what the caller saw its sessions do); outputs
+//! are the [`DatagramEvent`] `handle` returns and [`Endpoint::poll_evicted`].
+//! The caller owns the sessions and gives the endpoint a handle `H` for
+//! each (the runtime an `Arc` of its shared state, the simulator an index).
+//!
+//! What the network can make an endpoint do is bounded: a handshake gets
+//! a half-open session only within the limits of [`EndpointConfig`], counted
+//! per address prefix; past them an opening is answered with a state-free
+//! retry token rather than dropped, and one that echoes a token pushes out
+//! one that did not, so a client that proves its address is never locked
+//! out by ones that do not. With a one-time code, every answer is a guess
+//! and is counted when it is sent.
+
+mod admission;
+mod guesses;
+
+pub use admission::Prefix;
+
+use crate::config::ConfigError;
+use crate::crypto::{mode, RetryKey, SessionRng};
+use crate::wire::{Frame, Frames, Header, VERSION};
+use crate::{Instant, Role, Session, SessionConfig};
+use admission::{Admit, HalfOpen, HalfOpenTable, Limits};
+use guesses::CodeGuesses;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+
+/// An endpoint's bounds. The defaults suit a public listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointConfig {
+    /// Sessions at most, of every kind; openings beyond are dropped.
+    pub max_sessions: usize,
+    /// Half-open server sessions (answered, client not yet confirmed) at most.
+    pub max_half_open: usize,
+    /// Half-open sessions at most from one address prefix ([`Prefix`]).
+    pub max_half_open_per_prefix: usize,
+    /// From this many half-open sessions on, an opening must echo a retry
+    /// token (proving it receives at its source address) to be answered.
+    pub retry_threshold: usize,
+    /// With a one-time code: answers whose client never confirms (wrong
+    /// guesses) that end the code.
+    pub code_guess_limit: u32,
+    /// Bytes that the receive windows of all established server sessions
+    /// (the accept backlog included) may reach together: the listener
+    /// takes at most `memory_budget / max_window` of them at a time.
+    pub memory_budget: u64,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            max_sessions: 16_384,
+            max_half_open: 512,
+            max_half_open_per_prefix: 16,
+            retry_threshold: 64,
+            code_guess_limit: CODE_GUESS_LIMIT,
+            memory_budget: 1 << 30,
+        }
+    }
+}
+
+/// What to do with a datagram.
+#[derive(Debug)]
+pub enum DatagramEvent<H> {
+    /// It belongs to this session: hand it over.
+    Known(H),
+    /// It opened this half-open server session (the opening is already
+    /// handled): drive it, and report [`Endpoint::confirmed`] or
+    /// [`Endpoint::remove`].
+    Accepted(H),
+    /// Send this datagram back to where the opening came from; nothing
+    /// was kept (a retry token, or a refusal).
+    Respond(Vec<u8>),
+}
+
+/// What an endpoint did, for operators and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Server sessions opened (half-open at first).
+    pub accepted: u64,
+    /// Openings answered with a retry token instead of a session.
+    pub retries_sent: u64,
+    /// Openings refused (answered with a refusal, no session kept).
+    pub refused: u64,
+    /// Openings dropped in silence (over the session or memory limits,
+    /// a spent code, or not a handshake).
+    pub dropped: u64,
+    /// Half-open sessions pushed out to make room for validated openings.
+    pub evicted: u64,
+    /// One-time-code handshakes answered: guesses anyone got.
+    pub code_answers: u32,
+    /// Of those, answers no client confirmed: wrong guesses, or still in flight.
+    pub code_unconfirmed: u32,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Endpoint<H> {
+    cfg: EndpointConfig,
+    /// Configuration of accepted sessions; `None`: accepts nothing.
+    accepting: Option<SessionConfig>,
+    rng: SessionRng,
+    retry_key: RetryKey,
+    sessions: HashMap<u64, H>,
+    half_open: HalfOpenTable,
+    /// Established server sessions, counted against the memory budget.
+    established: HashSet<u64>,
+    /// Ended session ids, so a late copy of an opening opens nothing.
+    closed: VecDeque<u64>,
+    closed_set: HashSet<u64>,
+    guesses: Option<CodeGuesses>,
+    evicted: VecDeque<H>,
+    stats: EndpointStats,
+}
+
+/// Answers to one-time-code handshakes never confirmed by their client
+/// (each one guess at the code) that end the code, by default.
+pub const CODE_GUESS_LIMIT: u32 = 8;
+
+/// Ended session ids remembered.
+const RECENTLY_CLOSED: usize = 4096;
+
+impl<H: Clone> Endpoint<H> {
+    /// An endpoint that accepts nothing yet; `seed` seeds its CSPRNG (the
+    /// OS's randomness on real networks), from which every accepted
+    /// session's seed and the retry-token key come.
+    pub fn new(cfg: EndpointConfig, seed: [u8; 32]) -> Endpoint<H> {
+        let mut rng = SessionRng::new(seed);
+        let retry_key = RetryKey::new(rng.seed());
+        Endpoint {
+            cfg,
+            accepting: None,
+            rng,
+            retry_key,
+            sessions: HashMap::new(),
+            half_open: HalfOpenTable::default(),
+            established: HashSet::new(),
+            closed: VecDeque::new(),
+            closed_set: HashSet::new(),
+            guesses: None,
+            evicted: VecDeque::new(),
+            stats: EndpointStats::default(),
+        }
+    }
+
+    /// Accepts sessions with `cfg` from now on (the client's parameters
+    /// are capped by it). A code's guess tally starts afresh.
+    pub fn listen(&mut self, cfg: SessionConfig) -> Result<(), ConfigError> {
+        cfg.validate_for(Role::Server)?;
+        self.guesses = cfg
+            .security
+            .code
+            .is_some()
+            .then(|| CodeGuesses::new(self.cfg.code_guess_limit));
+        self.accepting = Some(cfg);
+        Ok(())
+    }
+
+    /// Accepts no more sessions; those open carry on.
+    pub fn stop_listening(&mut self) {
+        self.accepting = None;
+    }
+
+    /// Adds a session this side opened; `false` if its id is taken.
+    pub fn insert(&mut self, session_id: u64, handle: H) -> bool {
+        if self.sessions.contains_key(&session_id) || self.closed_set.contains(&session_id) {
+            return false;
+        }
+        self.sessions.insert(session_id, handle);
+        true
+    }
+
+    /// Sorts one datagram from `from`, which arrived on connection `path`
+    /// of its session: for a known session, an accepted opening (`make`
+    /// wraps the new session into its handle), or a stateless answer.
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+        make: impl FnOnce(Session) -> H,
+    ) -> Option<DatagramEvent<H>> {
+        let (header, payload) = Header::decode(datagram).ok()?;
+        if let Some(h) = self.sessions.get(&header.session_id) {
+            return Some(DatagramEvent::Known(h.clone()));
+        }
+        let cfg = self.accepting.as_ref()?;
+        let token = match Frames::new(payload).next() {
+            Some(Ok(Frame::ClientHello { token, mode, .. })) => Some((token, mode)),
+            Some(Ok(Frame::Hello(_))) => None,
+            _ => return None,
+        };
+        if self.closed_set.contains(&header.session_id)
+            || self.sessions.len() >= self.cfg.max_sessions
+        {
+            self.stats.dropped += 1;
+            return None;
+        }
+        let code = token.is_some_and(|(_, m)| m == mode::CODE) && cfg.security.code.is_some();
+        if code && !self.guesses.is_some_and(|g| g.may_answer()) {
+            self.stats.dropped += 1;
+            return None;
+        }
+        let now_s = now.as_nanos() / 1_000_000_000;
+        let validated = token.is_some_and(|(t, _)| {
+            !t.is_empty() && self.retry_key.verify(t, from, header.session_id, now_s)
+        });
+        let prefix = Prefix::of(from.ip());
+        // A code handshake spends a guess, so it must come from an address
+        // that receives: junk from forged sources cannot use the code up.
+        let limits = Limits {
+            total: self.cfg.max_half_open,
+            per_prefix: self.cfg.max_half_open_per_prefix,
+            retry_from: self.cfg.retry_threshold,
+        };
+        let evict = match self.half_open.admit(prefix, validated, code, &limits) {
+            // An insecure opening has no token to echo.
+            Admit::Retry if token.is_none() => {
+                self.stats.dropped += 1;
+                return None;
+            }
+            Admit::Retry => {
+                self.stats.retries_sent += 1;
+                return Some(DatagramEvent::Respond(self.retry(from, &header, now_s)));
+            }
+            Admit::Drop => {
+                self.stats.dropped += 1;
+                return None;
+            }
+            Admit::Open(evict) => evict,
+        };
+        if self.established.len() as u64 >= self.memory_slots(cfg) {
+            self.stats.dropped += 1;
+            return None;
+        }
+        let seed = self.rng.seed();
+        let mut session = Session::accept(cfg.clone(), now, header.path, datagram, seed).ok()?;
+        let answered = code && session.has_answered();
+        if answered {
+            let g = self.guesses.as_mut().expect("code listener");
+            g.on_answered();
+            self.stats.code_answers = g.answered();
+        }
+        if session.error().is_some() {
+            // A refusal is said once and keeps no state; the core limits
+            // it to 3x the opening. A refused code answer still was a guess.
+            self.stats.refused += 1;
+            let mut buf = Vec::new();
+            session.poll_transmit(now, &mut buf)?;
+            return Some(DatagramEvent::Respond(buf));
+        }
+        if let Some(id) = evict {
+            self.evict(id);
+        }
+        let id = header.session_id;
+        let handle = make(session);
+        self.sessions.insert(id, handle.clone());
+        self.half_open.insert(
+            id,
+            HalfOpen {
+                prefix,
+                since: now,
+                validated,
+                code: answered,
+            },
+        );
+        self.stats.accepted += 1;
+        Some(DatagramEvent::Accepted(handle))
+    }
+
+    /// How many established server sessions the memory budget holds.
+    fn memory_slots(&self, cfg: &SessionConfig) -> u64 {
+        (self.cfg.memory_budget / cfg.max_window.max(1)).max(1)
+    }
+
+    fn retry(&self, to: SocketAddr, opening: &Header, now_s: u64) -> Vec<u8> {
+        let token = self.retry_key.token(to, opening.session_id, now_s);
+        let mut datagram = Vec::with_capacity(80);
+        Header {
+            version: VERSION,
+            mbecn: 0,
+            session_id: opening.session_id,
+            path: opening.path,
+            packet_number: 0,
+        }
+        .encode(&mut datagram);
+        Frame::Retry { token: &token }.encode(&mut datagram);
+        datagram
+    }
+
+    fn evict(&mut self, id: u64) {
+        self.stats.evicted += 1;
+        if let Some(h) = self.sessions.get(&id).cloned() {
+            self.evicted.push_back(h);
+        }
+        self.remove(id);
+    }
+
+    /// A half-open session's client confirmed the handshake: it is
+    /// established (and, with a code, proved it knew the code).
+    pub fn confirmed(&mut self, session_id: u64) {
+        if let Some(h) = self.half_open.remove(session_id) {
+            if h.code {
+                if let Some(g) = self.guesses.as_mut() {
+                    g.on_confirmed();
+                }
+            }
+            self.established.insert(session_id);
+        }
+    }
+
+    /// A session ended (or its handle was dropped): its id is forgotten,
+    /// but remembered as closed for a while.
+    pub fn remove(&mut self, session_id: u64) {
+        if self.sessions.remove(&session_id).is_none() {
+            return;
+        }
+        self.half_open.remove(session_id);
+        self.established.remove(&session_id);
+        if self.closed.len() == RECENTLY_CLOSED {
+            if let Some(old) = self.closed.pop_front() {
+                self.closed_set.remove(&old);
+            }
+        }
+        self.closed.push_back(session_id);
+        self.closed_set.insert(session_id);
+    }
+
+    /// A half-open session pushed out to make room: the caller ends it.
+    pub fn poll_evicted(&mut self) -> Option<H> {
+        self.evicted.pop_front()
+    }
+
+    /// With a one-time code: wrong guesses so far, counting only answers
+    /// whose session has ended unconfirmed.
+    pub fn failed_guesses(&self) -> u32 {
+        self.guesses
+            .map_or(0, |g| g.unconfirmed() - self.half_open.code_answers())
+    }
+
+    /// Whether the code is spent: its wrong guesses reached the limit.
+    pub fn is_code_spent(&self) -> bool {
+        self.guesses
+            .is_some_and(|g| self.failed_guesses() >= g.limit())
+    }
+
+    /// Sessions the endpoint knows.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Whether it knows none.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Half-open server sessions.
+    pub fn half_open(&self) -> usize {
+        self.half_open.len()
+    }
+
+    /// What the endpoint did so far.
+    pub fn stats(&self) -> EndpointStats {
+        EndpointStats {
+            code_unconfirmed: self.guesses.map_or(0, |g| g.unconfirmed()),
+            ..self.stats
+        }
+    }
+}
