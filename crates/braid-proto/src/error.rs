@@ -13,7 +13,7 @@ pub enum SessionError {
     /// No authenticated answer within a few seconds of an unauthenticated
     /// packet that claimed to refuse the session (a server that cannot
     /// authenticate itself to us, or a forgery: not trusted either way).
-    #[error("handshake timed out after {after:?} without an authenticated answer; an unauthenticated packet said: {said}")]
+    #[error("handshake refused: no authenticated answer within {after:?}, and an unauthenticated packet said \"{said}\" (a server refuses when the client pinned another key than its own, when it does not allow the client's key, or when the two sides use different modes: code, key or insecure)")]
     UnauthenticatedRefusal {
         /// How long the handshake waited.
         after: Duration,

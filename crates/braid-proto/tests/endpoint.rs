@@ -1,0 +1,292 @@
+//! Admission against an attacker, in virtual time: the sans-IO endpoint
+//! the runtime runs, fed the openings a guesser or a flood would send.
+
+use braid_proto::{
+    DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security, Session,
+    SessionConfig, CODE_GUESS_LIMIT,
+};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The endpoint and the server sessions it accepted, by id.
+struct Server {
+    ep: Endpoint<u64>,
+    sessions: HashMap<u64, Session>,
+    now: Instant,
+}
+
+/// What one opening got.
+#[derive(Debug, PartialEq, Eq)]
+enum Got {
+    Session(u64),
+    Answer(Vec<u8>),
+    Nothing,
+}
+
+impl Server {
+    fn new(cfg: SessionConfig, limits: EndpointConfig) -> Server {
+        let mut ep = Endpoint::new(limits, [7; 32]);
+        ep.listen(cfg).unwrap();
+        Server {
+            ep,
+            sessions: HashMap::new(),
+            now: Instant::ZERO + Duration::from_secs(100),
+        }
+    }
+
+    fn handle(&mut self, from: SocketAddr, datagram: &[u8]) -> Got {
+        let sessions = &mut self.sessions;
+        let id = braid_proto::wire::Header::decode(datagram).map_or(0, |(h, _)| h.session_id);
+        match self.ep.handle(self.now, from, datagram, |s| {
+            sessions.insert(id, s);
+            id
+        }) {
+            Some(DatagramEvent::Accepted(id)) => Got::Session(id),
+            Some(DatagramEvent::Known(id)) => {
+                let s = self.sessions.get_mut(&id).unwrap();
+                s.handle_datagram(self.now, PathId(0), Ecn::NotEct, datagram);
+                Got::Session(id)
+            }
+            Some(DatagramEvent::Respond(d)) => Got::Answer(d),
+            None => Got::Nothing,
+        }
+    }
+
+    /// Ends a session, as its driver does when it closes or fails.
+    fn end(&mut self, id: u64) {
+        self.sessions.remove(&id);
+        self.ep.remove(id);
+    }
+}
+
+fn code(c: &str) -> SessionConfig {
+    SessionConfig {
+        security: Security::code(c),
+        ..SessionConfig::default()
+    }
+}
+
+fn addr(net: u8, host: u8) -> SocketAddr {
+    SocketAddr::from(([10, 1, net, host], 4000))
+}
+
+/// A client's handshake with the endpoint, as a real client does it
+/// (echoing a retry token when asked), until the endpoint gives it a
+/// session or nothing; then, if `confirm`, until the server saw it
+/// confirm. Returns the server session's id.
+fn open(server: &mut Server, client: &mut Session, from: SocketAddr, confirm: bool) -> Option<u64> {
+    let mut buf = Vec::new();
+    for _ in 0..4 {
+        client.handle_timeout(server.now);
+        let t = client.poll_transmit(server.now, &mut buf)?;
+        match server.handle(from, &buf[..t.size]) {
+            Got::Answer(d) => {
+                client.handle_datagram(server.now, PathId(0), Ecn::NotEct, &d);
+            }
+            Got::Nothing => return None,
+            Got::Session(id) => {
+                if !confirm {
+                    return Some(id);
+                }
+                for _ in 0..8 {
+                    let s = server.sessions.get_mut(&id)?;
+                    while let Some(t) = s.poll_transmit(server.now, &mut buf) {
+                        client.handle_datagram(server.now, PathId(0), Ecn::NotEct, &buf[..t.size]);
+                    }
+                    while let Some(t) = client.poll_transmit(server.now, &mut buf) {
+                        server.handle(from, &buf[..t.size]);
+                    }
+                    if server.sessions[&id].is_peer_confirmed() {
+                        server.ep.confirmed(id);
+                        return Some(id);
+                    }
+                }
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// Where an opening's SPAKE2 message starts.
+fn pake_offset(datagram: &[u8]) -> usize {
+    use braid_proto::wire::{Frame, Frames, HEADER_LEN};
+    match Frames::new(&datagram[HEADER_LEN..]).next() {
+        Some(Ok(Frame::ClientHello { pake, .. })) => {
+            pake.as_ptr() as usize - datagram.as_ptr() as usize
+        }
+        f => panic!("not an opening: {f:?}"),
+    }
+}
+
+fn client(cfg: SessionConfig, id: u64) -> Session {
+    Session::connect(
+        cfg,
+        id,
+        Instant::ZERO + Duration::from_secs(100),
+        [id as u8; 32],
+    )
+    .unwrap()
+}
+
+/// 100 guessers open code handshakes at once, each from an address of its
+/// own that receives (so each echoes its retry token): the endpoint
+/// answers exactly as many as the guess limit, counting each when it
+/// answers, and none more, the right code included, until those end.
+#[test]
+fn parallel_code_handshakes_get_one_answer_per_allowed_guess() {
+    let mut server = Server::new(code("5-quiet-harbor"), EndpointConfig::default());
+    let mut answered = Vec::new();
+    for i in 0..100u64 {
+        let mut guesser = client(code(&format!("{i}-wrong-guess")), 1000 + i);
+        if let Some(id) = open(&mut server, &mut guesser, addr(i as u8, 1), false) {
+            answered.push(id);
+        }
+    }
+    assert_eq!(answered.len() as u32, CODE_GUESS_LIMIT);
+    assert_eq!(server.ep.stats().code_answers, CODE_GUESS_LIMIT);
+    let mut right = client(code("5-quiet-harbor"), 7);
+    assert_eq!(open(&mut server, &mut right, addr(200, 1), true), None);
+    // The guesses' sessions end unconfirmed: the code is spent.
+    assert!(
+        !server.ep.is_code_spent(),
+        "answers in flight may still confirm"
+    );
+    for id in answered {
+        server.end(id);
+    }
+    assert!(server.ep.is_code_spent());
+    assert_eq!(server.ep.failed_guesses(), CODE_GUESS_LIMIT);
+}
+
+/// Wrong codes one after the other, then the right one: within the limit
+/// the right one gets in; at the limit nothing does.
+#[test]
+fn sequential_wrong_codes_use_up_the_code() {
+    for wrong in [CODE_GUESS_LIMIT - 1, CODE_GUESS_LIMIT] {
+        let mut server = Server::new(code("5-quiet-harbor"), EndpointConfig::default());
+        for i in 0..u64::from(wrong) {
+            let mut guesser = client(code("5-quiet-harbour"), 100 + i);
+            let id = open(&mut server, &mut guesser, addr(1, i as u8), true);
+            assert_eq!(id, None, "a wrong code confirmed");
+            server.end(100 + i);
+        }
+        let mut right = client(code("5-quiet-harbor"), 7);
+        let got = open(&mut server, &mut right, addr(2, 1), true);
+        assert_eq!(
+            got.is_some(),
+            wrong < CODE_GUESS_LIMIT,
+            "{wrong} wrong guesses"
+        );
+        assert_eq!(server.ep.is_code_spent(), wrong == CODE_GUESS_LIMIT);
+    }
+}
+
+/// Openings that are not guesses cost no guess: ones from forged sources
+/// (they never echo the token), and ones whose PAKE message is junk (the
+/// server cannot answer them). A thousand of them leave the code intact.
+#[test]
+fn junk_openings_do_not_spend_the_code() {
+    let mut server = Server::new(code("5-quiet-harbor"), EndpointConfig::default());
+    for i in 0..1000u64 {
+        let mut c = client(code("5-quiet-harbor"), 10_000 + i);
+        let mut buf = Vec::new();
+        let t = c.poll_transmit(server.now, &mut buf).unwrap();
+        // Never echoes the token: it cannot receive at the forged source.
+        let got = server.handle(addr((i % 200) as u8, 9), &buf[..t.size]);
+        assert!(matches!(got, Got::Answer(_)), "{got:?}");
+    }
+    for i in 0..200u64 {
+        let mut c = client(code("5-quiet-harbor"), 20_000 + i);
+        let from = addr(i as u8, 10);
+        let mut buf = Vec::new();
+        let t = c.poll_transmit(server.now, &mut buf).unwrap();
+        let got = server.handle(from, &buf[..t.size]);
+        let Got::Answer(retry) = got else {
+            panic!("no retry: {got:?} at {i}")
+        };
+        c.handle_datagram(server.now, PathId(0), Ecn::NotEct, &retry);
+        let t = c.poll_transmit(server.now, &mut buf).unwrap();
+        let mut junk = buf[..t.size].to_vec();
+        // Spoil the SPAKE2 message's first byte (which side sent it), so
+        // the server cannot answer it.
+        let at = pake_offset(&junk);
+        junk[at] ^= 0xff;
+        server.handle(from, &junk);
+    }
+    assert_eq!(server.ep.stats().code_answers, 0);
+    assert!(!server.ep.is_code_spent());
+    let mut right = client(code("5-quiet-harbor"), 7);
+    assert!(open(&mut server, &mut right, addr(250, 1), true).is_some());
+}
+
+/// 600 handshakes that never confirm, from 38 addresses of one block and
+/// from 20 others, all echoing their tokens (the attacker receives at its
+/// addresses): the table stays bounded, and a real client that arrives
+/// in the middle gets a session at its first token.
+#[test]
+fn a_half_open_flood_does_not_lock_out_a_real_client() {
+    let server_key = Keypair::generate([3; 32]);
+    let server_cfg = SessionConfig {
+        security: Security::server(server_key.clone()),
+        ..SessionConfig::default()
+    };
+    let client_cfg = SessionConfig {
+        security: Security::pinned(server_key.public()),
+        ..SessionConfig::default()
+    };
+    let limits = EndpointConfig::default();
+    let mut server = Server::new(server_cfg, limits.clone());
+    let mut flood = 0;
+    for i in 0..600u64 {
+        let from = if i % 3 == 0 {
+            addr(100 + (i % 20) as u8, 1)
+        } else {
+            addr(7, (i % 38) as u8)
+        };
+        let mut attacker = client(client_cfg.clone(), 50_000 + i);
+        flood += u32::from(open(&mut server, &mut attacker, from, false).is_some());
+        assert!(server.ep.half_open() <= limits.max_half_open);
+        server.now += Duration::from_millis(5);
+        if i == 550 {
+            let mut real = client(client_cfg.clone(), 9);
+            let id = open(&mut server, &mut real, addr(7, 200), true);
+            assert_eq!(id, Some(9), "the real client was locked out");
+        }
+    }
+    assert_eq!(
+        flood, 600,
+        "each flood opening got a session, pushing out older ones"
+    );
+    assert!(server.ep.stats().evicted > 0);
+}
+
+/// Established sessions are bounded by the memory budget over each one's
+/// largest window; a session that ends frees its share.
+#[test]
+fn the_memory_budget_bounds_established_sessions() {
+    let server_key = Keypair::generate([3; 32]);
+    let server_cfg = SessionConfig {
+        security: Security::server(server_key.clone()),
+        ..SessionConfig::default()
+    };
+    let client_cfg = SessionConfig {
+        security: Security::pinned(server_key.public()),
+        ..SessionConfig::default()
+    };
+    let limits = EndpointConfig {
+        memory_budget: 2 * server_cfg.max_window,
+        ..EndpointConfig::default()
+    };
+    let mut server = Server::new(server_cfg, limits);
+    let mut c1 = client(client_cfg.clone(), 1);
+    let mut c2 = client(client_cfg.clone(), 2);
+    let mut c3 = client(client_cfg.clone(), 3);
+    assert!(open(&mut server, &mut c1, addr(1, 1), true).is_some());
+    assert!(open(&mut server, &mut c2, addr(2, 1), true).is_some());
+    assert_eq!(open(&mut server, &mut c3, addr(3, 1), true), None);
+    server.end(1);
+    let mut c4 = client(client_cfg, 4);
+    assert!(open(&mut server, &mut c4, addr(3, 1), true).is_some());
+}
