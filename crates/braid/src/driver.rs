@@ -77,7 +77,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 datagrams += 1;
                 if in_last {
                     let b = batches.last_mut().expect("checked");
-                    if b.accepts(t.path, t.ecn, t.size, start) {
+                    if !t.to_candidate && b.accepts(t.path, t.ecn, t.size, start) {
                         b.count += 1;
                         b.sealed = t.size < b.segment;
                         continue;
@@ -89,7 +89,11 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 }
                 // The connection's latest batch, even with others' after it:
                 // connections take turns, and each keeps its own batch long.
-                if let Some(b) = batches.iter_mut().rev().find(|b| b.path == t.path) {
+                if let Some(b) = batches
+                    .iter_mut()
+                    .rev()
+                    .find(|b| b.path == t.path && !t.to_candidate)
+                {
                     if b.accepts(t.path, t.ecn, t.size, b.data.len()) {
                         b.data.extend_from_slice(&scratch);
                         b.count += 1;
@@ -98,7 +102,15 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                     }
                 }
                 // A connection the server has not heard on yet has no address: drop.
-                let Some(route) = g.routes.get(&t.path) else {
+                let route = if t.to_candidate {
+                    g.candidate
+                        .as_ref()
+                        .filter(|(p, _)| *p == t.path)
+                        .map(|(_, r)| r)
+                } else {
+                    g.routes.get(&t.path)
+                };
+                let Some(route) = route else {
                     continue;
                 };
                 let mut data = spare.pop().unwrap_or_default();
@@ -114,7 +126,8 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                     segment: t.size,
                     count: 1,
                     max_segments: route.endpoint.io.max_gso_segments().max(1),
-                    sealed: false,
+                    // A probe of another address travels alone.
+                    sealed: t.to_candidate,
                 });
             }
             g.process_events();

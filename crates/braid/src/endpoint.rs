@@ -8,7 +8,7 @@ use crate::driver::drive;
 use crate::session::{Route, Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::{clock, Error, Result};
-use braid_proto::wire::Header;
+use braid_proto::wire::{Frame, Frames, Header};
 use braid_proto::{
     DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role, SessionConfig,
 };
@@ -111,6 +111,14 @@ impl EndpointInner {
             }
             Some(DatagramEvent::Known(shared)) => {
                 let mut g = shared.lock();
+                let before = Arrival {
+                    largest: g.proto.largest_received(header.path),
+                    confirmed: g.proto.is_peer_confirmed(),
+                    // Read before opening, which works in place.
+                    opening: is_opening(datagram),
+                    authentic: false,
+                    len: datagram.len(),
+                };
                 let authentic = g.proto.handle_datagram_received_at(
                     now,
                     received_at,
@@ -118,24 +126,16 @@ impl EndpointInner {
                     ecn,
                     datagram,
                 );
-                if authentic && g.proto.role() == Role::Server {
-                    let same = g
-                        .routes
-                        .get(&header.path)
-                        .map(|r| r.remote == from && Arc::ptr_eq(&r.endpoint, self));
-                    if same != Some(true) {
-                        g.routes.insert(
-                            header.path,
-                            Route {
-                                endpoint: self.clone(),
-                                remote: from,
-                            },
-                        );
-                    }
-                    if same == Some(false) {
-                        g.proto
-                            .handle_address_change(now, header.path, datagram.len());
-                    }
+                if g.proto.role() == Role::Server {
+                    let route = Route {
+                        endpoint: self.clone(),
+                        remote: from,
+                    };
+                    let arrival = Arrival {
+                        authentic,
+                        ..before
+                    };
+                    follow(&mut g, now, header.path, route, arrival);
                 }
                 drop(g);
                 shared
@@ -167,6 +167,77 @@ impl EndpointInner {
             endpoint.changed.notify_waiters();
         });
     }
+}
+
+/// Where a server's connection `path` sends, after a datagram from
+/// `route` (RFC 9000 §9.3). Before the client confirms, the answer goes
+/// where the latest opening or authentic packet came from: a copy of the
+/// opening raced from a third party's address cannot keep the answer from
+/// the client, whose own repeats win it back. Once confirmed, a connection
+/// moves only to the address of its highest-numbered authentic packet,
+/// and only after that address answers a challenge; the stream keeps to
+/// the old address meanwhile.
+fn follow(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Route, a: Arrival) {
+    let highest = a.authentic && g.proto.largest_received(path) > a.largest;
+    let same = g.routes.get(&path).map(|r| r.same(&route));
+    // An answer counts only from the candidate's own address.
+    let answered = g.proto.take_candidate_answer(path);
+    if same == Some(true) {
+        if highest && g.candidate.as_ref().is_some_and(|(p, _)| *p == path) {
+            g.proto.cancel_candidate(path);
+            g.candidate = None;
+        }
+        return;
+    }
+    if !a.confirmed || same.is_none() {
+        // A clear datagram moves only a half-open session's answer, and
+        // only when it is a repeated opening (which the core answers).
+        if a.authentic || a.opening {
+            g.routes.insert(path, route);
+            if a.authentic && same.is_some() {
+                g.proto.handle_address_change(now, path, a.len);
+            }
+        }
+        return;
+    }
+    if answered {
+        if g.candidate
+            .as_ref()
+            .is_some_and(|(p, c)| *p == path && c.same(&route))
+        {
+            g.routes.insert(path, route);
+            g.candidate = None;
+            g.proto.handle_address_moved(path);
+        }
+        return;
+    }
+    if highest {
+        g.proto.probe_candidate(now, path, a.len);
+        g.candidate = Some((path, route));
+    }
+}
+
+/// What `follow` needs to know of a datagram a server session handled.
+#[derive(Clone, Copy)]
+struct Arrival {
+    /// The connection's largest authentic packet number before it.
+    largest: Option<u64>,
+    /// Whether the client had confirmed the handshake before it.
+    confirmed: bool,
+    /// Whether it is a client's opening, in clear.
+    opening: bool,
+    authentic: bool,
+    len: usize,
+}
+
+/// Whether a datagram is a client's opening (in clear).
+fn is_opening(datagram: &[u8]) -> bool {
+    Header::decode(datagram).is_ok_and(|(_, payload)| {
+        matches!(
+            Frames::new(payload).next(),
+            Some(Ok(Frame::ClientHello { .. } | Frame::Hello(_)))
+        )
+    })
 }
 
 impl Drop for EndpointInner {

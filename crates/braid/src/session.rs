@@ -26,10 +26,19 @@ pub(crate) struct Route {
     pub remote: SocketAddr,
 }
 
+impl Route {
+    /// Whether both send from the same socket to the same address.
+    pub fn same(&self, other: &Route) -> bool {
+        self.remote == other.remote && Arc::ptr_eq(&self.endpoint, &other.endpoint)
+    }
+}
+
 /// Everything behind the session's lock.
 pub(crate) struct Inner {
     pub proto: braid_proto::Session,
     pub routes: BTreeMap<PathId, Route>,
+    /// An address a connection may move to, while the core probes it.
+    pub candidate: Option<(PathId, Route)>,
     reader: Option<Waker>,
     writer: Option<Waker>,
     closer: Option<Waker>,
@@ -94,6 +103,7 @@ impl Shared {
             inner: Mutex::new(Inner {
                 proto,
                 routes,
+                candidate: None,
                 reader: None,
                 writer: None,
                 closer: None,

@@ -207,6 +207,8 @@ pub struct Session {
     packet_number: u64,
     replay: BTreeMap<PathId, ReplayWindow>,
     validations: BTreeMap<PathId, validation::Validation>,
+    /// An address a confirmed connection may move to, being probed.
+    candidate: Option<validation::Candidate>,
     /// PATH_RESPONSEs owed: connection and data.
     responses: VecDeque<(PathId, [u8; 8])>,
     /// When the client's opening last arrived (the first or a repeat).
@@ -322,6 +324,7 @@ impl Session {
             packet_number: 0,
             replay: BTreeMap::new(),
             validations: BTreeMap::new(),
+            candidate: None,
             responses: VecDeque::new(),
             last_hello: now,
             progress_at: now,

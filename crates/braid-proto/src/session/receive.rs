@@ -115,7 +115,7 @@ impl Session {
 
     /// The largest packet number authenticated on `path`, against which
     /// a header's truncated number expands.
-    pub(super) fn largest_received(&self, path: PathId) -> Option<u64> {
+    pub fn largest_received(&self, path: PathId) -> Option<u64> {
         self.replay.get(&path).and_then(|r| r.largest())
     }
 

@@ -30,6 +30,9 @@ pub struct Transmit {
     pub size: usize,
     /// ECN codepoint to set.
     pub ecn: Ecn,
+    /// Send it to the address being probed on `path` (see
+    /// [`Session::probe_candidate`]) rather than the connection's own.
+    pub to_candidate: bool,
 }
 
 impl Session {
@@ -109,6 +112,7 @@ impl Session {
             path,
             size,
             ecn: Ecn::Ect0,
+            to_candidate: false,
         }
     }
 
@@ -291,6 +295,26 @@ impl Session {
             }
         }
         // Alone in its datagram, so that a small credit suffices.
+        if let Some((id, data)) = self.due_candidate_challenge(now) {
+            self.start_packet(now, id, buf);
+            Frame::PathChallenge(data).encode(buf);
+            if let Some(keys) = &self.keys {
+                keys.seal(buf, self.packet_start, self.packet_number);
+            }
+            // Not the connection's address: its credit is the candidate's.
+            let size = buf.len() - self.packet_start;
+            self.on_candidate_challenge_sent(now, size);
+            self.paths
+                .get_mut(&id)
+                .expect("path exists")
+                .on_datagram_sent(size);
+            return Some(Transmit {
+                path: id,
+                size,
+                ecn: Ecn::Ect0,
+                to_candidate: true,
+            });
+        }
         let (id, data) = self.due_challenge(now)?;
         self.start_packet(now, id, buf);
         Frame::PathChallenge(data).encode(buf);

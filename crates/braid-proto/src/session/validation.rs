@@ -6,6 +6,15 @@
 //! neither steer the stream to a third party nor turn us into an amplifier.
 //! The connection a session opened on is validated by the handshake
 //! itself: the client's first sealed packet proves it received our answer.
+//!
+//! Once a session is confirmed, a connection moves to a new address only
+//! as RFC 9000 §9.3 has it: the caller names the address of the
+//! highest-numbered authentic packet a *candidate*, the candidate alone
+//! receives a challenge while the stream keeps to the old address, and
+//! the move happens when the candidate itself answers. A forwarder that
+//! races copies of genuine packets from its own address then diverts
+//! nothing unless it also carries our packets to the peer and back, and
+//! stalls nothing, since the old address carries the stream meanwhile.
 
 use super::{Event, Session};
 use crate::rtt::Exchange;
@@ -37,7 +46,100 @@ pub(crate) struct Validation {
     sent_at: Option<Exchange>,
 }
 
+/// An address a connection may move to, being probed.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    path: PathId,
+    challenge: [u8; 8],
+    /// Bytes we may still send to the candidate (3x what came from it).
+    credit: u64,
+    due: Instant,
+    sent: u32,
+    answered: bool,
+}
+
 impl Session {
+    /// Tells a confirmed session that the authenticated datagram of `len`
+    /// bytes it just handled on `path`, the highest-numbered there so far,
+    /// came from an address other than the connection's: that address
+    /// becomes the candidate, and is sent a challenge in a datagram whose
+    /// [`Transmit::to_candidate`](super::Transmit::to_candidate) is set.
+    /// The caller moves the connection there once
+    /// [`Session::take_candidate_answer`] says the candidate answered.
+    /// One candidate at a time: a new one replaces the last.
+    pub fn probe_candidate(&mut self, now: Instant, path: PathId, len: usize) {
+        let credit = AMPLIFICATION_FACTOR * len as u64;
+        match &mut self.candidate {
+            Some(c) if c.path == path && !c.answered => c.credit += credit,
+            _ => {
+                let mut challenge = [0u8; 8];
+                self.rng.fill(&mut challenge);
+                self.candidate = Some(Candidate {
+                    path,
+                    challenge,
+                    credit,
+                    due: now,
+                    sent: 0,
+                    answered: false,
+                });
+            }
+        }
+    }
+
+    /// Forgets the candidate of `path`: the peer's highest-numbered packet
+    /// came from the connection's own address again.
+    pub fn cancel_candidate(&mut self, path: PathId) {
+        if self.candidate.as_ref().is_some_and(|c| c.path == path) {
+            self.candidate = None;
+        }
+    }
+
+    /// Whether `path`'s candidate echoed its challenge in the datagram just
+    /// handled (once: the candidate is then forgotten). The caller checks
+    /// that the datagram came from the candidate's address, and if it
+    /// moves the connection, tells [`Session::handle_address_moved`].
+    pub fn take_candidate_answer(&mut self, path: PathId) -> bool {
+        let answered = self
+            .candidate
+            .as_ref()
+            .is_some_and(|c| c.path == path && c.answered);
+        if answered {
+            self.candidate = None;
+        }
+        answered
+    }
+
+    /// The connection moved to its validated candidate: the old address's
+    /// round trip says nothing of the new one's.
+    pub fn handle_address_moved(&mut self, path: PathId) {
+        if let Some(p) = self.paths.get_mut(&path) {
+            p.forget_exchange_rtt();
+        }
+    }
+
+    /// The candidate's challenge, if one is due and its credit allows.
+    pub(super) fn due_candidate_challenge(&self, now: Instant) -> Option<(PathId, [u8; 8])> {
+        let c = self.candidate.as_ref()?;
+        (!c.answered
+            && now >= c.due
+            && c.sent < MAX_CHALLENGES
+            && c.credit >= CHALLENGE_DATAGRAM as u64
+            && self.paths.get(&c.path).is_some_and(|p| p.is_usable()))
+        .then_some((c.path, c.challenge))
+    }
+
+    pub(super) fn on_candidate_challenge_sent(&mut self, now: Instant, size: usize) {
+        let rto = self.cfg.rto.initial_rto;
+        if let Some(c) = &mut self.candidate {
+            c.credit = c.credit.saturating_sub(size as u64);
+            c.sent += 1;
+            c.due = now
+                + rto
+                    .mul_f64(2f64.powi(c.sent.min(10) as i32))
+                    .min(Duration::from_secs(8));
+        }
+    }
+
     /// Tells the session that the authenticated datagram of `len` bytes it
     /// just handled on connection `path` came from another address than the
     /// connection's previous one. The connection is revalidated before it
@@ -91,6 +193,14 @@ impl Session {
     }
 
     pub(super) fn on_path_response(&mut self, now: Instant, path: PathId, data: [u8; 8]) {
+        if let Some(c) = self
+            .candidate
+            .as_mut()
+            .filter(|c| c.path == path && c.challenge == data)
+        {
+            c.answered = true;
+            return;
+        }
         let matches = self
             .validations
             .get(&path)
@@ -160,6 +270,13 @@ impl Session {
     /// When the next challenge is due (one without credit waits for the
     /// peer's next datagram instead).
     pub(super) fn validation_deadline(&self) -> Option<Instant> {
+        let candidate = self
+            .candidate
+            .as_ref()
+            .filter(|c| {
+                !c.answered && (c.credit >= CHALLENGE_DATAGRAM as u64 || c.sent >= MAX_CHALLENGES)
+            })
+            .map(|c| c.due);
         self.validations
             .values()
             .filter(|v| {
@@ -167,11 +284,21 @@ impl Session {
                     && (v.credit >= CHALLENGE_DATAGRAM as u64 || v.sent >= MAX_CHALLENGES)
             })
             .map(|v| v.due)
+            .chain(candidate)
             .min()
     }
 
     /// Gives up connections whose challenges all went unanswered.
     pub(super) fn expire_validations(&mut self, now: Instant) {
+        // A candidate that never answers is forgotten; the connection
+        // stays where it was.
+        if self
+            .candidate
+            .as_ref()
+            .is_some_and(|c| !c.answered && c.sent >= MAX_CHALLENGES && now >= c.due)
+        {
+            self.candidate = None;
+        }
         let dead: Vec<PathId> = self
             .validations
             .iter()
