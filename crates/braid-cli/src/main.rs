@@ -192,7 +192,8 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// How a transfer reports: live progress on a terminal, then a summary or JSON.
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// Print the result as the JSON of `braid sim --json` instead of the summary.
+    /// Print the result as the JSON of `braid sim --json` (plus the flow's
+    /// forged_dropped: datagrams that did not authenticate) instead of the summary.
     #[arg(long)]
     json: bool,
     /// No progress bar.
@@ -251,10 +252,7 @@ async fn linger(session: &braid::Session) {
 /// Prints a transfer's result: JSON on stdout, or the summary on stderr.
 fn print_result(ended: &summary::Ended<'_>, json: bool) -> anyhow::Result<()> {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string(&ended.run_result().to_json(false))?
-        );
+        println!("{}", serde_json::to_string(&ended.to_json())?);
     } else {
         eprint!("{}", ended.summary());
     }

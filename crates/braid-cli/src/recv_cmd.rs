@@ -64,7 +64,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
     eprintln!("listening on {local}");
     eprintln!(
         "on the sender: braid send FILE --to {host} {}",
-        identity.sender_option
+        identity.sender_option.as_str()
     );
     let args = Arc::new(args);
     let output = Arc::new(output);

@@ -56,6 +56,17 @@ impl Ended<'_> {
         d
     }
 
+    /// The JSON of a real transfer: [`Ended::run_result`]'s, with the
+    /// flow's `forged_dropped` (datagrams that did not authenticate), which
+    /// the simulator does not report.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = self.run_result().to_json(false);
+        if let Some(flow) = v["flows"][0].as_object_mut() {
+            flow.insert("forged_dropped".into(), self.stats.forged_dropped.into());
+        }
+        v
+    }
+
     /// The shape of `braid sim --json`.
     pub fn run_result(&self) -> RunResult {
         let d = self.delivery();
@@ -99,9 +110,49 @@ impl Ended<'_> {
                 self.stats.duplicate_packets
             );
         }
+        if self.stats.forged_dropped > 0 {
+            let n = self.stats.forged_dropped;
+            let _ = writeln!(
+                out,
+                "  dropped {n} datagram{} that did not authenticate (forged, corrupted, or a wrong key or code)",
+                if n == 1 { "" } else { "s" }
+            );
+        }
         if let Some(e) = &self.error {
             let _ = writeln!(out, "  error: {e}");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(forged: u64) -> Ended<'static> {
+        let mut stats = SessionStats::default();
+        stats.forged_dropped = forged;
+        Ended {
+            role: "braid recv",
+            cc: "ncp".into(),
+            stats,
+            segment_size: 1200,
+            bytes: 10,
+            delivered: 10,
+            verified: true,
+            duration_s: 1.0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn datagrams_that_did_not_authenticate_are_shown() {
+        assert_eq!(ended(0).to_json()["flows"][0]["forged_dropped"], 0);
+        assert!(!ended(0).summary().contains("authenticate"));
+        assert_eq!(ended(12).to_json()["flows"][0]["forged_dropped"], 12);
+        assert!(ended(12)
+            .summary()
+            .contains("dropped 12 datagrams that did not authenticate"));
+        assert!(ended(1).summary().contains("dropped 1 datagram that"));
     }
 }

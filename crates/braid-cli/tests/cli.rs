@@ -126,6 +126,7 @@ fn send_and_recv_verify_a_file_over_two_connections() {
     assert_eq!(flow["delivered"], 3_000_000);
     assert_eq!(flow["paths"].as_array().unwrap().len(), 2);
     assert_eq!(json["wall_s"], flow["duration_s"]);
+    assert_eq!(flow["forged_dropped"], 0, "always present");
     assert!(wait(recv.child, Duration::from_secs(20)).success());
     let got = std::fs::read(out.join("data.bin")).unwrap();
     assert!(got == data, "received file differs");
@@ -225,6 +226,47 @@ fn bad_command_lines_are_one_line_and_exit_2() {
             "--peer",
         ),
         (vec!["sim", "--cc", "fastest"], "fastest"),
+        (
+            vec!["send", "x", "--to", "127.0.0.1:1", "--code", "464 river"],
+            "the code has 2 parts, not 3; a code is a number and two words",
+        ),
+        (
+            vec![
+                "recv",
+                "--listen",
+                "127.0.0.1:0",
+                "--code",
+                "river-464-attic",
+            ],
+            "does not start with a number",
+        ),
+        (
+            vec![
+                "recv",
+                "--listen",
+                "127.0.0.1:0",
+                "--allow",
+                &"ab".repeat(32),
+            ],
+            "--key",
+        ),
+        (
+            vec![
+                "send",
+                "x",
+                "--to",
+                "127.0.0.1:1",
+                "--code",
+                "1-abc-def",
+                "--key",
+                "k",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec!["send", "x", "--to", "127.0.0.1:1", "--peer", "/no/such.pub"],
+            "neither a public key (64 hex digits) nor a file",
+        ),
     ] {
         let o = run(&args);
         let err = stderr(&o);
@@ -689,4 +731,244 @@ fn a_killed_peer_is_declared_gone_within_seconds() {
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("went silent"), "{said}");
     assert!(took < Duration::from_secs(15), "noticed after {took:?}");
+}
+
+/// Runs `braid keygen -o DIR/NAME`; returns the key file's path.
+fn keygen(dir: &Path, name: &str) -> std::path::PathBuf {
+    let key = dir.join(name);
+    let o = run(&["keygen", "-o", key.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    key
+}
+
+fn pub_of(key: &Path) -> String {
+    format!("{}.pub", key.display())
+}
+
+#[test]
+fn a_key_file_others_may_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = keygen(dir.path(), "r.key");
+    let public = std::fs::read_to_string(pub_of(&key)).unwrap();
+    let input = dir.path().join("f");
+    write_random(&input, 1000);
+    for mode in [0o644, 0o640, 0o604, 0o620] {
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+        let fix = format!("chmod 600 {}", key.display());
+        let recv = run(&[
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--key",
+            key.to_str().unwrap(),
+        ]);
+        assert_eq!(recv.status.code(), Some(1), "{mode:o}");
+        let err = stderr(&recv);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(&fix) && err.contains("other users"), "{err}");
+        let send = run(&[
+            "send",
+            input.to_str().unwrap(),
+            "--to",
+            "127.0.0.1:9",
+            "--peer",
+            public.trim(),
+            "--key",
+            key.to_str().unwrap(),
+        ]);
+        assert_eq!(send.status.code(), Some(1), "{mode:o}");
+        assert!(stderr(&send).contains(&fix), "{}", stderr(&send));
+    }
+    // Private again, it is used.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let recv = start_recv(&["--key", key.to_str().unwrap()]);
+    assert_eq!(recv.auth, ["--peer", public.trim()]);
+    let mut child = recv.child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_code_typed_with_spaces_and_capitals_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_random(&input, 100_000);
+    let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
+    assert_eq!(recv.auth[0], "--code");
+    // 417-amber-walrus, read out and typed as " 417 Amber  WALRUS ".
+    let typed = format!(" {} ", recv.auth[1].replace('-', "  ").to_uppercase());
+    let sent = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        &recv.addr,
+        "--code",
+        &typed,
+        "--quiet",
+    ]);
+    assert!(sent.status.success(), "{typed:?}: {}", stderr(&sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
+}
+
+#[test]
+fn peer_takes_the_public_key_file_but_not_the_secret_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = keygen(dir.path(), "r.key");
+    let input = dir.path().join("data.bin");
+    let data = write_random(&input, 100_000);
+    let secret = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        "127.0.0.1:9",
+        "--peer",
+        key.to_str().unwrap(),
+    ]);
+    assert_eq!(secret.status.code(), Some(2));
+    assert!(
+        stderr(&secret).contains("secret key file"),
+        "{}",
+        stderr(&secret)
+    );
+    let recv = start_recv(&[
+        "--key",
+        key.to_str().unwrap(),
+        "--output",
+        dir.path().join("got").to_str().unwrap(),
+    ]);
+    let sent = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        &recv.addr,
+        "--peer",
+        &pub_of(&key),
+        "--quiet",
+    ]);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
+}
+
+#[test]
+fn recv_allow_admits_only_the_listed_senders() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = keygen(dir.path(), "r.key");
+    let alice = keygen(dir.path(), "alice.key");
+    let mallory = keygen(dir.path(), "mallory.key");
+    let alice_pub = std::fs::read_to_string(pub_of(&alice)).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_random(&input, 200_000);
+    let recv = start_recv(&[
+        "--key",
+        key.to_str().unwrap(),
+        "--allow",
+        &pub_of(&mallory),
+        "--allow",
+        alice_pub.trim(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let send = |own: Option<&Path>| {
+        let mut args = vec![
+            "send",
+            input.to_str().unwrap(),
+            "--to",
+            &recv.addr,
+            "--peer",
+            &recv.auth[1],
+            "--quiet",
+        ];
+        if let Some(k) = own {
+            args.extend(["--key", k.to_str().unwrap()]);
+        }
+        let start = Instant::now();
+        let o = run(&args);
+        (o, start.elapsed())
+    };
+    // Another key, or none (a fresh one): refused at once, nothing written.
+    let eve = keygen(dir.path(), "eve.key");
+    for own in [Some(eve.as_path()), None] {
+        let (o, took) = send(own);
+        assert_eq!(o.status.code(), Some(1), "{own:?}");
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        assert!(
+            stderr(&o).contains("does not accept this client's key"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    }
+    let (o, _) = send(Some(&alice));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(out.join("data.bin")).unwrap() == data);
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+}
+
+/// A UDP forwarder between one sender and `to` that corrupts (flips the
+/// last byte of) `corrupt` of the sender's datagrams after its first ten.
+fn corrupting_proxy(
+    to: &str,
+    corrupt: usize,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let addr = sock.local_addr().unwrap().to_string();
+    let to: std::net::SocketAddr = to.parse().unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 65536];
+        let (mut client, mut from_client, mut corrupted) = (None, 0, 0);
+        while !stopped.load(Ordering::Relaxed) {
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
+            if from == to {
+                if let Some(c) = client {
+                    let _ = sock.send_to(&buf[..n], c);
+                }
+                continue;
+            }
+            client = Some(from);
+            from_client += 1;
+            if from_client > 10 && from_client % 7 == 0 && corrupted < corrupt {
+                buf[n - 1] ^= 0x5a;
+                corrupted += 1;
+            }
+            let _ = sock.send_to(&buf[..n], to);
+        }
+    });
+    (addr, stop)
+}
+
+#[test]
+fn datagrams_that_did_not_authenticate_are_counted_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_random(&input, 1_000_000);
+    let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
+    let (proxy, stop) = corrupting_proxy(&recv.addr, 5);
+    let mut args = vec!["send", input.to_str().unwrap(), "--to", &proxy, "--json"];
+    args.extend(recv.auth.iter().map(String::as_str));
+    let sent = run(&args);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let json: serde_json::Value = serde_json::from_slice(&sent.stdout).unwrap();
+    assert_eq!(json["flows"][0]["forged_dropped"], 0);
+    assert!(!stderr(&sent).contains("did not authenticate"));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
+    let summary: String = recv.rest.iter().collect();
+    assert!(
+        summary.contains("dropped 5 datagrams that did not authenticate"),
+        "{summary}"
+    );
 }

@@ -12,6 +12,7 @@ use snow::types::{Cipher, Dh, Hash, Random};
 use snow::{Builder, HandshakeState};
 use spake2::{Ed25519Group, Identity, Password, Spake2};
 use thiserror::Error;
+use zeroize::Zeroizing;
 
 /// Handshake patterns, as the CLIENT_HELLO's mode byte names them.
 pub(crate) mod mode {
@@ -77,7 +78,7 @@ fn prologue(session_id: u64, mode: u8) -> [u8; 15] {
 }
 
 fn pake_start(code: &str, client: bool, seed: [u8; 32]) -> (Spake2<Ed25519Group>, Vec<u8>) {
-    let password = Password::new(code.trim().as_bytes());
+    let password = Password::new(Zeroizing::new(super::normalize_code(code)).as_bytes());
     let (a, b) = (Identity::new(PAKE_CLIENT), Identity::new(PAKE_SERVER));
     let rng = SessionRng::new(seed);
     if client {
@@ -100,7 +101,7 @@ pub(crate) struct ClientHandshake {
     mode: u8,
     /// Code mode: the code and the seed of our SPAKE2 scalar, so the state
     /// can be rebuilt for each answer (a forged answer must not use it up).
-    pake: Option<(String, [u8; 32])>,
+    pake: Option<(Zeroizing<String>, [u8; 32])>,
     pake_msg: Vec<u8>,
     noise_msg: Vec<u8>,
 }
@@ -135,10 +136,11 @@ impl ClientHandshake {
                 .expect("valid IK parameters");
             (mode::PINNED, noise, None, Vec::new())
         } else {
-            let code = sec
-                .code
-                .clone()
-                .expect("validated: a client has a peer key or a code");
+            let code = Zeroizing::new(
+                sec.code
+                    .clone()
+                    .expect("validated: a client has a peer key or a code"),
+            );
             let seed = rng.seed();
             let (_, msg) = pake_start(&code, true, seed);
             let noise = builder(NN_PSK2, rng)
@@ -303,6 +305,13 @@ mod tests {
             &Security::code("7-tidy-otter"),
         )
         .unwrap();
+        // A code set directly, as typed, is normalised here too.
+        let typed = Security {
+            code: Some(" 7 Tidy__OTTER".into()),
+            ..Security::default()
+        };
+        run(&typed, &Security::code("7-tidy-otter")).unwrap();
+        run(&Security::code("7-tidy-otter"), &typed).unwrap();
     }
 
     #[test]

@@ -43,24 +43,34 @@ impl FromStr for PublicKey {
 }
 
 fn parse_hex(s: &str) -> Result<[u8; KEY_LEN], KeyError> {
+    let mut out = [0u8; KEY_LEN];
+    parse_hex_into(s, &mut out)?;
+    Ok(out)
+}
+
+/// Parses 64 hex digits into `out` (which may be a secret's wiped buffer).
+fn parse_hex_into(s: &str, out: &mut [u8; KEY_LEN]) -> Result<(), KeyError> {
     let s = s.trim();
     if s.len() != 2 * KEY_LEN || !s.is_ascii() {
         return Err(KeyError::Format);
     }
-    let mut out = [0u8; KEY_LEN];
     for (i, byte) in out.iter_mut().enumerate() {
         *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| KeyError::Format)?;
     }
-    Ok(out)
+    Ok(())
 }
 
-/// A static key pair. The secret half is wiped from memory on drop and
+/// A static key pair. The secret half lives in a [`Zeroizing`] buffer, so
+/// it is wiped from memory when the pair (or a clone) is dropped, and it is
 /// never printed by `Debug`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Keypair {
     secret: Zeroizing<[u8; KEY_LEN]>,
     public: PublicKey,
 }
+
+/// Its only secret, `secret`, is a `Zeroizing` buffer.
+impl zeroize::ZeroizeOnDrop for Keypair {}
 
 impl fmt::Debug for Keypair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -76,30 +86,43 @@ impl Keypair {
         let mut rng = SessionRng::new(seed);
         let mut secret = Zeroizing::new([0u8; KEY_LEN]);
         rng.fill(&mut secret[..]);
-        Keypair::from_secret(*secret)
+        Keypair::with_secret(secret)
     }
 
-    /// The pair whose secret half is `secret`.
+    /// The pair whose secret half is `secret`. The caller's array is a
+    /// copy this pair cannot wipe; prefer [`Keypair::from_secret_hex`] or
+    /// wipe it after.
     pub fn from_secret(secret: [u8; KEY_LEN]) -> Keypair {
+        Keypair::with_secret(Zeroizing::new(secret))
+    }
+
+    /// The pair around a secret already in a wiped buffer (no copy made).
+    fn with_secret(secret: Zeroizing<[u8; KEY_LEN]>) -> Keypair {
         let mut dh = DefaultResolver
             .resolve_dh(&DHChoice::Curve25519)
             .expect("the default resolver has X25519");
-        dh.set(&secret);
+        dh.set(&secret[..]);
         let public = PublicKey(dh.pubkey().try_into().expect("32-byte public key"));
-        Keypair {
-            secret: Zeroizing::new(secret),
-            public,
-        }
+        Keypair { secret, public }
     }
 
-    /// Reads the secret half from 64 hex digits (a key file's content).
+    /// Reads the secret half from 64 hex digits (a key file's content),
+    /// straight into the wiped buffer.
     pub fn from_secret_hex(s: &str) -> Result<Keypair, KeyError> {
-        Ok(Keypair::from_secret(*Zeroizing::new(parse_hex(s)?)))
+        let mut secret = Zeroizing::new([0u8; KEY_LEN]);
+        parse_hex_into(s, &mut secret)?;
+        Ok(Keypair::with_secret(secret))
     }
 
-    /// The secret half as 64 hex digits, for a key file.
+    /// The secret half as 64 hex digits, for a key file; written into one
+    /// allocation that is wiped on drop, with room for a final newline.
     pub fn secret_hex(&self) -> Zeroizing<String> {
-        Zeroizing::new(self.secret.iter().map(|b| format!("{b:02x}")).collect())
+        use std::fmt::Write as _;
+        let mut hex = Zeroizing::new(String::with_capacity(2 * KEY_LEN + 1));
+        for b in self.secret.iter() {
+            let _ = write!(hex, "{b:02x}");
+        }
+        hex
     }
 
     /// The public half, which peers pin (a server's) or allow (a client's).
@@ -127,5 +150,20 @@ mod tests {
         assert!(!format!("{k:?}").contains(k.secret_hex().as_str()));
         assert_eq!("abc".parse::<PublicKey>(), Err(KeyError::Format));
         assert_eq!("zz".repeat(32).parse::<PublicKey>(), Err(KeyError::Format));
+        assert_eq!(
+            Keypair::from_secret_hex(&"zz".repeat(32)),
+            Err(KeyError::Format)
+        );
+    }
+
+    #[test]
+    fn a_secret_is_wiped_on_drop() {
+        fn wiped_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+        wiped_on_drop::<Keypair>();
+        let k = Keypair::generate([9; 32]);
+        let hex = k.secret_hex();
+        assert_eq!(hex.len(), 2 * KEY_LEN);
+        assert!(hex.capacity() > hex.len(), "room for a newline, no copy");
+        assert_eq!(Keypair::from_secret(*k.secret()), k);
     }
 }

@@ -79,10 +79,10 @@ impl Security {
         }
     }
 
-    /// Either side of a one-time code.
-    pub fn code(code: impl Into<String>) -> Security {
+    /// Either side of a one-time code, normalised ([`normalize_code`]).
+    pub fn code(code: impl AsRef<str>) -> Security {
         Security {
-            code: Some(code.into()),
+            code: Some(normalize_code(code.as_ref())),
             ..Security::default()
         }
     }
@@ -105,7 +105,11 @@ impl Security {
                 Ok(())
             };
         }
-        if self.code.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        if self
+            .code
+            .as_deref()
+            .is_some_and(|c| normalize_code(c).is_empty())
+        {
             return Err("the code is empty");
         }
         if client {
@@ -119,5 +123,61 @@ impl Security {
         } else {
             Ok(())
         }
+    }
+}
+
+/// A one-time code as the handshake uses it: lowercase, each run of
+/// spaces, dashes or underscores made one `-`, none at either end. So
+/// `464 River Attic`, ` 464-river_attic ` and `464-river-attic` are the
+/// same code, and a typing difference never costs a guess.
+pub fn normalize_code(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut gap = false;
+    for c in code.chars() {
+        if c.is_whitespace() || c == '-' || c == '_' {
+            gap = true;
+            continue;
+        }
+        if gap && !out.is_empty() {
+            out.push('-');
+        }
+        gap = false;
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_normalise_to_one_spelling() {
+        for typed in [
+            "464-river-attic",
+            "464 river attic",
+            "464-River-Attic",
+            " 464-river-attic ",
+            "464  --river__ATTIC\t",
+            "-464_river attic-",
+        ] {
+            assert_eq!(normalize_code(typed), "464-river-attic", "{typed:?}");
+        }
+        assert_eq!(normalize_code(""), "");
+        assert_eq!(normalize_code(" - _ "), "");
+        assert_eq!(normalize_code("x"), "x");
+        assert_eq!(normalize_code("ÄBC-ß"), "äbc-ß");
+    }
+
+    #[test]
+    fn code_security_holds_the_normal_form() {
+        assert_eq!(
+            Security::code(" 7 Purple  Sausage"),
+            Security::code("7-purple-sausage")
+        );
+        assert_eq!(
+            Security::code("- -").validate(true),
+            Err("the code is empty")
+        );
     }
 }
