@@ -223,6 +223,7 @@ impl EndpointInner {
         let mut datagram = Vec::with_capacity(80);
         Header {
             version: VERSION,
+            key_phase: false,
             mbecn: 0,
             session_id: hello.session_id,
             path: hello.path,
