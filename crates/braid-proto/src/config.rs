@@ -94,6 +94,16 @@ pub struct SessionConfig {
     /// How the peer is authenticated and datagrams protected. The default
     /// chooses nothing, and sessions refuse to start with it.
     pub security: Security,
+    /// Sealed sessions: packets one key seals in our direction, all
+    /// connections together, before we start a new key phase
+    /// ([`SessionConfig::KEY_UPDATE_PACKETS_RANGE`]; 2^22 by default, half
+    /// of AES-GCM's 2^23 limit per key, RFC 9001 §6.6).
+    pub key_update_packets: u64,
+    /// Sealed sessions: or this long after the current phase began
+    /// ([`SessionConfig::KEY_UPDATE_INTERVAL_RANGE`]; 120 s by default,
+    /// WireGuard's rekey time). A new phase waits for the peer to show it
+    /// has the current one, and for the previous phase's key to be gone.
+    pub key_update_interval: Duration,
 }
 
 /// RTOs in a row without a word from the peer, and at least
@@ -138,6 +148,8 @@ impl Default for SessionConfig {
             max_probe_interval: Duration::from_secs(1),
             initial_windows: Vec::new(),
             security: Security::default(),
+            key_update_packets: 1 << 22,
+            key_update_interval: Duration::from_secs(120),
         }
     }
 }
@@ -163,6 +175,14 @@ impl SessionConfig {
     /// The [`SessionConfig::segment_size`]s a session accepts, bytes; a
     /// handshake never negotiates below the start.
     pub const SEGMENT_SIZE_RANGE: RangeInclusive<u16> = 64..=16384;
+    /// The [`SessionConfig::key_update_packets`] a session accepts: at most
+    /// half the packets AES-GCM may seal under one key, leaving the other
+    /// half for the peer to take the new phase.
+    pub const KEY_UPDATE_PACKETS_RANGE: RangeInclusive<u64> =
+        1..=crate::crypto::AES_GCM_PACKET_LIMIT / 2;
+    /// The [`SessionConfig::key_update_interval`]s a session accepts.
+    pub const KEY_UPDATE_INTERVAL_RANGE: RangeInclusive<Duration> =
+        Duration::from_millis(1)..=Duration::from_secs(24 * 3600);
 
     /// The defaults with unprotected datagrams (simulations, benchmarks,
     /// tests): anyone on the path can read, forge or end the session.
@@ -267,6 +287,20 @@ impl SessionConfig {
             "0",
             "> 0",
         )?;
+        let packets = Self::KEY_UPDATE_PACKETS_RANGE;
+        check(
+            packets.contains(&self.key_update_packets),
+            "key_update_packets",
+            self.key_update_packets,
+            format!("{}..={}", packets.start(), packets.end()),
+        )?;
+        let interval = Self::KEY_UPDATE_INTERVAL_RANGE;
+        check(
+            interval.contains(&self.key_update_interval),
+            "key_update_interval",
+            format!("{:?}", self.key_update_interval),
+            format!("{:?}..={:?}", interval.start(), interval.end()),
+        )?;
         if let Some(w) = self.initial_windows.iter().find(|w| **w == 0) {
             return Err(ConfigError::OutOfRange {
                 field: "initial_windows",
@@ -313,5 +347,30 @@ mod tests {
         let e = with(range.start() - 1).validate().unwrap_err();
         assert!(e.to_string().contains("(allowed 64..=16384)"), "{e}");
         with(range.end() + 1).validate().unwrap_err();
+    }
+
+    #[test]
+    fn key_update_limits_stay_within_aes_gcms() {
+        let d = SessionConfig::default();
+        assert!(d.key_update_packets <= crate::crypto::AES_GCM_PACKET_LIMIT / 2);
+        let packets = |key_update_packets| SessionConfig {
+            key_update_packets,
+            ..SessionConfig::default()
+        };
+        packets(1).validate().unwrap();
+        packets(1 << 22).validate().unwrap();
+        for bad in [0, (1 << 22) + 1] {
+            let e = packets(bad).validate().unwrap_err();
+            assert!(e.to_string().contains("key_update_packets"), "{e}");
+        }
+        let interval = |key_update_interval| SessionConfig {
+            key_update_interval,
+            ..SessionConfig::default()
+        };
+        interval(Duration::from_millis(1)).validate().unwrap();
+        for bad in [Duration::ZERO, Duration::from_secs(24 * 3600 + 1)] {
+            let e = interval(bad).validate().unwrap_err();
+            assert!(e.to_string().contains("key_update_interval"), "{e}");
+        }
     }
 }

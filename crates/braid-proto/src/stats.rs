@@ -114,6 +114,9 @@ pub struct SessionStats {
     pub forged_dropped: u64,
     /// Stream bytes received more than once.
     pub duplicate_bytes: u64,
+    /// Key phases stepped since the handshake, started by either side
+    /// (sealed sessions; both sides count the same steps).
+    pub key_updates: u64,
 }
 
 /// One point of a connection's time series.

@@ -3,8 +3,12 @@
 //! A datagram is a small public header followed by frames:
 //!
 //! ```text
-//! version (1) | MB-ECN (1) | session id (8) | path (1) | packet number (4) | frames ...
+//! key phase + version (1) | MB-ECN (1) | session id (8) | path (1) | packet number (4) | frames ...
 //! ```
+//!
+//! The first byte's high bit is the key phase of a sealed datagram (which
+//! of two consecutive AEAD keys sealed it, as QUIC's short header's K bit);
+//! the low seven bits are the version.
 //!
 //! Everything after the header is the part an authenticated-encryption layer
 //! will seal (the header becomes its associated data and the full packet
@@ -18,8 +22,17 @@ use crate::varint;
 use crate::PathId;
 use thiserror::Error;
 
-/// The only protocol version this code speaks.
-pub const VERSION: u8 = 6;
+/// The only protocol version this code speaks (seven bits: the first
+/// byte's high bit is [`KEY_PHASE_BIT`]).
+pub const VERSION: u8 = 7;
+/// The first header byte's key-phase bit. It is covered by the AEAD (the
+/// header is its associated data), so it cannot be flipped unnoticed;
+/// clear handshake datagrams and insecure sessions send it as 0.
+pub const KEY_PHASE_BIT: u8 = 0x80;
+const _: () = assert!(
+    VERSION < KEY_PHASE_BIT,
+    "the version must leave the key-phase bit free"
+);
 /// Bytes of the public header.
 pub const HEADER_LEN: usize = 15;
 /// Where the packet number's low bits sit in the header.
@@ -82,8 +95,11 @@ pub enum DecodeError {
 /// The public header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// Protocol version of the sender.
+    /// Protocol version of the sender (below [`KEY_PHASE_BIT`]).
     pub version: u8,
+    /// Which key phase sealed the datagram: the low bit of the sender's
+    /// phase count ([`KEY_PHASE_BIT`] on the wire).
+    pub key_phase: bool,
     /// MB-ECN congestion level (seed 004): the sender writes 0 and every
     /// forwarder ORs in its queue depth / 16 (see [`mark_mbecn`]).
     pub mbecn: u8,
@@ -126,7 +142,8 @@ pub fn mark_mbecn(datagram: &mut [u8], level: u8) {
 impl Header {
     /// Appends the header.
     pub fn encode(&self, buf: &mut Vec<u8>) {
-        buf.push(self.version);
+        let phase = if self.key_phase { KEY_PHASE_BIT } else { 0 };
+        buf.push((self.version & !KEY_PHASE_BIT) | phase);
         buf.push(self.mbecn);
         buf.extend_from_slice(&self.session_id.to_be_bytes());
         buf.push(self.path.0);
@@ -140,7 +157,8 @@ impl Header {
             return Err(DecodeError::Truncated);
         }
         let header = Header {
-            version: datagram[0],
+            version: datagram[0] & !KEY_PHASE_BIT,
+            key_phase: datagram[0] & KEY_PHASE_BIT != 0,
             mbecn: datagram[MBECN_OFFSET],
             session_id: u64::from_be_bytes(datagram[2..10].try_into().expect("8 bytes")),
             path: PathId(datagram[10]),
@@ -738,6 +756,7 @@ mod tests {
     fn overhead_is_what_a_data_datagram_carries_besides_its_payload() {
         let header = Header {
             version: VERSION,
+            key_phase: false,
             mbecn: 0,
             session_id: 1,
             path: PathId(0),
@@ -759,6 +778,26 @@ mod tests {
             datagram_overhead(true),
             datagram_overhead(false) + crate::crypto::TAG_LEN
         );
+    }
+
+    #[test]
+    fn the_key_phase_is_the_first_bytes_high_bit() {
+        for key_phase in [false, true] {
+            let header = Header {
+                version: VERSION,
+                key_phase,
+                mbecn: 3,
+                session_id: 0x0102_0304_0506_0708,
+                path: PathId(4),
+                packet_number: 99,
+            };
+            let mut buf = Vec::new();
+            header.encode(&mut buf);
+            assert_eq!(buf.len(), HEADER_LEN);
+            assert_eq!(buf[0], VERSION | if key_phase { 0x80 } else { 0 });
+            let (decoded, rest) = Header::decode(&buf).unwrap();
+            assert_eq!((decoded, rest.len()), (header, 0));
+        }
     }
 
     #[test]
@@ -796,6 +835,7 @@ mod tests {
             let mut buf = Vec::new();
             Header {
                 version: VERSION,
+                key_phase: false,
                 mbecn: 0,
                 session_id: 1,
                 path: PathId(0),
@@ -894,6 +934,7 @@ mod tests {
         let mut buf = Vec::new();
         Header {
             version: VERSION,
+            key_phase: false,
             mbecn: 0,
             session_id: 0xdead_beef,
             path: PathId(2),

@@ -262,6 +262,7 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
         let mut retry = Vec::new();
         Header {
             version: VERSION,
+            key_phase: false,
             mbecn: 0,
             session_id: 42,
             path: PathId(0),

@@ -43,6 +43,7 @@ fn datagram(packet_number: u64, frames: &[Frame<'_>]) -> Vec<u8> {
     let mut d = Vec::new();
     Header {
         version: VERSION,
+        key_phase: false,
         mbecn: 0,
         session_id: 42,
         path: PathId(0),

@@ -280,6 +280,7 @@ fn garbage_is_dropped_and_counted() {
     let mut forged = Vec::new();
     braid_proto::wire::Header {
         version: braid_proto::wire::VERSION,
+        key_phase: false,
         mbecn: 0,
         session_id: 42,
         path: PathId(0),

@@ -282,12 +282,14 @@ mod tests {
         let (pake, noise) = c.message();
         let (s, offer) = ServerHandshake::read(server, 9, c.mode(), pake, noise, &mut rng)?;
         let (pake, noise, server_keys) = s.answer(b"answer");
-        let (answer, client_keys) = c.read_answer(&pake, &noise)?;
+        let (answer, mut client_keys) = c.read_answer(&pake, &noise)?;
         // The keys agree: what one seals, the other opens.
         let mut d = vec![0u8; crate::wire::HEADER_LEN];
+        d[0] = crate::wire::VERSION;
         d.extend_from_slice(b"x");
         client_keys.seal(&mut d, 0, 0);
-        assert_eq!(server_keys.open(&mut d, 0).unwrap(), b"x");
+        let now = crate::Instant::ZERO;
+        assert_eq!(server_keys.open(now, &mut d, 0).unwrap().0, b"x");
         Ok((offer, answer))
     }
 

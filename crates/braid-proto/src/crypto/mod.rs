@@ -14,9 +14,14 @@
 //! Both finish in one round trip and split into two directional keys that
 //! seal datagrams with AES-256-GCM (`ring`): the public header is the
 //! associated data and the nonce is (path, packet number), which a path
-//! never reuses. Nothing here is hand-made cryptography; the primitives come
-//! from those crates. Randomness is an input (a seeded CSPRNG per session),
-//! so the simulator stays reproducible.
+//! never reuses. The keys of each direction are a ratchet: a sender starts
+//! a new key phase every `key_update_packets` packets or
+//! `key_update_interval` (a header bit says which phase sealed a datagram,
+//! and the peer follows), so no key seals near AES-GCM's limit and an old
+//! key, once zeroised, opens nothing more. Nothing here is hand-made
+//! cryptography; the primitives come from those crates. Randomness is an
+//! input (a seeded CSPRNG per session), so the simulator stays
+//! reproducible.
 
 mod handshake;
 mod keys;
@@ -26,8 +31,8 @@ mod rng;
 
 pub(crate) use handshake::{mode, ClientHandshake, ServerHandshake};
 pub use keys::{KeyError, Keypair, PublicKey};
-pub(crate) use packet::PacketKeys;
-pub use packet::TAG_LEN;
+pub(crate) use packet::{PacketKeys, UpdatePolicy};
+pub use packet::{AES_GCM_PACKET_LIMIT, TAG_LEN};
 pub use retry::RetryKey;
 pub(crate) use rng::SessionRng;
 

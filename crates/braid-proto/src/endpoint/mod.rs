@@ -283,6 +283,7 @@ impl<H: Clone> Endpoint<H> {
         let mut datagram = Vec::with_capacity(80);
         Header {
             version: VERSION,
+            key_phase: false,
             mbecn: 0,
             session_id: opening.session_id,
             path: opening.path,

@@ -611,6 +611,23 @@ impl Session {
         }
     }
 
+    /// How long the previous key phase's opening key is kept once the peer
+    /// has shown the new phase: three of the largest retransmission
+    /// timeouts (RFC 9001 §6.5's three PTOs), time for the old phase's
+    /// reordered or retransmitted datagrams to arrive.
+    fn key_grace(&self) -> std::time::Duration {
+        self.largest_rto() * 3
+    }
+
+    /// The largest connection's retransmission timeout, without backoff.
+    fn largest_rto(&self) -> std::time::Duration {
+        self.paths
+            .values()
+            .map(|p| p.rtt().rto(&self.cfg.rto, 0))
+            .max()
+            .unwrap_or(self.cfg.rto.initial_rto)
+    }
+
     /// How long a session that has finished both ways stays after the last
     /// ack-eliciting packet it received, to acknowledge the peer's
     /// retransmissions of its end (TCP's TIME_WAIT, RFC 9293 §3.6.1): our
@@ -620,12 +637,6 @@ impl Session {
     /// left a peer whose few retransmissions were all lost failing a
     /// transfer that had in fact completed.
     fn drain_linger(&self) -> std::time::Duration {
-        let rto = self
-            .paths
-            .values()
-            .map(|p| p.rtt().rto(&self.cfg.rto, 0))
-            .max()
-            .unwrap_or(self.cfg.rto.initial_rto);
-        (rto * 3).max(crate::config::MIN_SILENCE)
+        (self.largest_rto() * 3).max(crate::config::MIN_SILENCE)
     }
 }

@@ -90,7 +90,7 @@ impl Session {
         if !self.cfg.security.is_sealed() {
             return self.handle_authentic(now, arrival, &header, &datagram[HEADER_LEN..]);
         }
-        let Some(keys) = &self.keys else {
+        let Some(keys) = self.keys.as_deref() else {
             self.handle_clear_handshake(now, path, datagram);
             return false;
         };
@@ -98,9 +98,12 @@ impl Session {
         // may be a handshake message in clear is kept to be read as one.
         let clear = crate::wire::starts_with_clear_frame(&datagram[HEADER_LEN..])
             .then(|| datagram.to_vec());
-        match keys.open(datagram, header.packet_number) {
-            Some(frames) => {
-                let frames: &[u8] = frames;
+        match keys.open(now, datagram, header.packet_number) {
+            Some((frames, opened)) => {
+                // Authentic: only now may it move the key phase.
+                let grace = self.key_grace();
+                let keys = self.keys.as_deref_mut().expect("opened with them");
+                keys.on_opened(now, opened, grace);
                 self.handle_authentic(now, arrival, &header, frames)
             }
             None => {

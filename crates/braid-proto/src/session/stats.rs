@@ -30,6 +30,7 @@ impl Session {
             duplicate_packets: self.counters.duplicate_packets,
             forged_dropped: self.counters.forged,
             duplicate_bytes: self.recv.duplicate_bytes,
+            key_updates: self.keys.as_ref().map_or(0, |k| k.updates()),
             ..SessionStats::default()
         };
         for (_, p) in &s.paths {

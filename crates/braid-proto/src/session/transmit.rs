@@ -3,7 +3,8 @@
 //! Data goes on the connection the [`scheduler`](super::scheduler) picks,
 //! with an ACK riding along when one is owed there.
 
-use super::{scheduler, Session, State};
+use super::{close_code, scheduler, Session, State};
+use crate::crypto::UpdatePolicy;
 use crate::path::Path;
 use crate::rtt::Exchange;
 use crate::send_stream::Pending;
@@ -55,6 +56,7 @@ impl Session {
     }
 
     fn next_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.prepare_keys(now);
         if let Some(t) = self.transmit_close(now, buf) {
             return Some(t);
         }
@@ -73,11 +75,36 @@ impl Session {
         self.transmit_ack(now, buf)
     }
 
+    /// Sealed sessions: starts a new key phase if one is due (see
+    /// `PacketKeys::prepare_seal`), before any header of this datagram is
+    /// written; and ends the session if the key has sealed all AES-GCM
+    /// allows and no new phase could start (a peer that never takes one).
+    fn prepare_keys(&mut self, now: Instant) {
+        let policy = UpdatePolicy {
+            packets: self.cfg.key_update_packets,
+            interval: self.cfg.key_update_interval,
+        };
+        let Some(keys) = self.keys.as_deref_mut() else {
+            return;
+        };
+        keys.prepare_seal(now, policy);
+        if keys.is_exhausted() && self.close.is_none() && self.error.is_none() {
+            self.abort(
+                close_code::SECURITY,
+                "AEAD usage limit reached: the peer never took a new key phase",
+            );
+        }
+    }
+
     fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
         let pn = p.take_packet_number(&mut self.rng);
+        // Clear handshake datagrams carry the bit too, unread: the
+        // handshake authenticates them, not the packet keys.
+        let key_phase = self.keys.as_ref().is_some_and(|k| k.phase_bit());
         Header {
             version: VERSION,
+            key_phase,
             mbecn: 0,
             session_id: self.session_id,
             path,
@@ -91,10 +118,15 @@ impl Session {
 
     /// Seals the datagram (once the session has keys) and accounts for it.
     fn finish_packet(&mut self, path: PathId, buf: &mut Vec<u8>) -> Transmit {
-        if let Some(keys) = &self.keys {
+        self.seal_packet(buf);
+        self.account_packet(path, buf)
+    }
+
+    /// Seals the datagram being written, once the session has keys.
+    fn seal_packet(&mut self, buf: &mut Vec<u8>) {
+        if let Some(keys) = self.keys.as_deref_mut() {
             keys.seal(buf, self.packet_start, self.packet_number);
         }
-        self.account_packet(path, buf)
     }
 
     /// A handshake datagram: it travels in clear, its content authenticated
@@ -298,9 +330,7 @@ impl Session {
         if let Some((id, data)) = self.due_candidate_challenge(now) {
             self.start_packet(now, id, buf);
             Frame::PathChallenge(data).encode(buf);
-            if let Some(keys) = &self.keys {
-                keys.seal(buf, self.packet_start, self.packet_number);
-            }
+            self.seal_packet(buf);
             // Not the connection's address: its credit is the candidate's.
             let size = buf.len() - self.packet_start;
             self.on_candidate_challenge_sent(now, size);

@@ -11,6 +11,9 @@ pub const MS: Duration = Duration::from_millis(1);
 pub type DropRule = Box<dyn FnMut(bool, PathId, &[u8]) -> bool>;
 /// Rewrites a datagram on its way, as an on-path attacker may.
 pub type TamperRule = Box<dyn FnMut(bool, PathId, &mut [u8])>;
+/// Extra delay of a datagram beyond the link's latency, from (to_server,
+/// path, datagram): datagrams delayed differently arrive reordered.
+pub type JitterRule = Box<dyn FnMut(bool, PathId, &[u8]) -> Duration>;
 
 /// Client and server joined by per-path fixed-latency links; `drop` decides
 /// which datagrams the network loses.
@@ -25,6 +28,7 @@ pub struct Pair {
     pub seq: u64,
     pub drop: DropRule,
     pub tamper: TamperRule,
+    pub jitter: JitterRule,
     pub client_events: Vec<Event>,
     pub server_events: Vec<Event>,
     pub received: Vec<u8>,
@@ -57,6 +61,7 @@ impl Pair {
             seq: 0,
             drop: Box::new(|_, _, _| false),
             tamper: Box::new(|_, _, _| {}),
+            jitter: Box::new(|_, _, _| Duration::ZERO),
             client_events: Vec::new(),
             server_events: Vec::new(),
             received: Vec::new(),
@@ -79,9 +84,10 @@ impl Pair {
                 if !(self.drop)(to_server, t.path, &buf[..t.size]) {
                     let mut datagram = buf[..t.size].to_vec();
                     (self.tamper)(to_server, t.path, &mut datagram);
+                    let extra = (self.jitter)(to_server, t.path, &datagram);
                     self.seq += 1;
                     self.in_flight.insert(
-                        (now + self.latency, self.seq),
+                        (now + self.latency + extra, self.seq),
                         (to_server, t.path, datagram),
                     );
                 }
