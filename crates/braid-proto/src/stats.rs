@@ -114,6 +114,9 @@ pub struct SessionStats {
     pub forged_dropped: u64,
     /// Stream bytes received more than once.
     pub duplicate_bytes: u64,
+    /// Memory holding received stream data now, bytes: read-ready and
+    /// out-of-order, spare capacity included.
+    pub recv_buffered: u64,
 }
 
 /// One point of a connection's time series.

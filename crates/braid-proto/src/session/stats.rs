@@ -30,6 +30,7 @@ impl Session {
             duplicate_packets: self.counters.duplicate_packets,
             forged_dropped: self.counters.forged,
             duplicate_bytes: self.recv.duplicate_bytes,
+            recv_buffered: self.recv.buffered(),
             ..SessionStats::default()
         };
         for (_, p) in &s.paths {
