@@ -1,14 +1,21 @@
 //! The receiving half of the session's byte stream: reassembly in order,
 //! bounded by the receive window (flow control).
 //!
-//! Memory is bounded whatever the peer sends: bytes live in one buffer that
-//! spans from the application's read point to the highest byte received,
-//! which flow control keeps within the window, and out-of-order pieces are
-//! only (start, end) ranges over it, merged as they touch. A peer that
+//! Memory follows the bytes the peer actually sent, not the offsets it
+//! names: in-order bytes wait for the application in one buffer, and each
+//! out-of-order piece is stored on its own, merged with the pieces it
+//! touches, so one byte near the window's end costs one byte. A peer that
 //! scatters more separate pieces than an honest sender could (one per
 //! [`MIN_PIECE`] bytes of window) is breaking the protocol.
+//!
+//! The window grows (autotuning) only as the peer's data is delivered and
+//! read: it doubles once half of it was read since it last grew, at most
+//! once per round trip. What a peer can make us hold is thus one window
+//! plus data it really sent and we consumed, whatever it reports.
 
+use crate::Instant;
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
 
 /// Out-of-order ranges allowed: one per this many bytes of window, plus
 /// [`MIN_RANGES`]. An honest sender's pieces are packets (over a thousand
@@ -16,10 +23,11 @@ use std::collections::{BTreeMap, VecDeque};
 const MIN_PIECE: u64 = 256;
 const MIN_RANGES: usize = 1024;
 
-/// Why incoming stream data was refused.
+/// Why incoming stream data, or a report about the window, was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RecvError {
-    /// Bytes beyond the window we advertised.
+    /// Bytes beyond the window we advertised, or a report of being
+    /// blocked beyond it.
     FlowControl,
     /// A FIN that contradicts an earlier one or data past it.
     FinalSize,
@@ -29,16 +37,15 @@ pub(crate) enum RecvError {
 
 #[derive(Debug)]
 pub(crate) struct RecvStream {
-    /// Bytes from `read_offset` up to the highest received: in order up to
-    /// `cumulative`, then out-of-order pieces with holes (zeros) between.
+    /// The bytes the application has not read: `read_offset..cumulative`.
     buf: VecDeque<u8>,
     /// Offset of the first byte of `buf` (what the application has read).
     read_offset: u64,
     /// Bytes received contiguously from offset 0.
     cumulative: u64,
-    /// Out-of-order pieces above `cumulative`: start -> end (exclusive),
-    /// neither overlapping nor touching.
-    pending: BTreeMap<u64, u64>,
+    /// Out-of-order pieces above `cumulative`, by offset: neither
+    /// overlapping nor touching (touching pieces merge).
+    pending: BTreeMap<u64, VecDeque<u8>>,
     final_size: Option<u64>,
     window: u64,
     /// Autotuning may grow `window` up to this.
@@ -47,6 +54,9 @@ pub(crate) struct RecvStream {
     blocked_floor: u64,
     /// `max_data` last told to the peer.
     advertised: u64,
+    /// When the window last grew, and `read_offset` then.
+    grown_at: Option<Instant>,
+    grown_read: u64,
     /// Bytes that arrived more than once.
     pub duplicate_bytes: u64,
 }
@@ -63,6 +73,8 @@ impl RecvStream {
             max_window: window,
             blocked_floor: 0,
             advertised: window,
+            grown_at: None,
+            grown_read: 0,
             duplicate_bytes: 0,
         }
     }
@@ -82,22 +94,21 @@ impl RecvStream {
         self.window
     }
 
-    /// Receive-window autotuning: the peer reports it is blocked by our
-    /// window. If the application keeps up (under half the window unread),
-    /// the window is what limits the transfer, so it doubles (up to the
-    /// cap). The sender is blocked about once per round trip while this
-    /// holds, so the window doubles per RTT until it exceeds what the
-    /// sender's congestion window needs. Returns whether it grew.
-    pub fn on_peer_blocked(&mut self, limit: u64) -> bool {
-        let unread = self.cumulative.saturating_sub(self.read_offset);
-        // A report about a limit from before the last growth is stale.
-        let stale = limit < self.blocked_floor;
-        if stale || unread >= self.window / 2 || self.window >= self.max_window {
-            return false;
+    /// The peer reports it is blocked by our limit `limit`: the window is
+    /// what holds the transfer back, so it may grow (see [`Self::grow`]).
+    /// A limit we never advertised is a lie; one from before the last
+    /// growth is stale and ignored. Returns whether the window grew.
+    pub fn on_peer_blocked(
+        &mut self,
+        limit: u64,
+        now: Instant,
+        rtt: Duration,
+    ) -> Result<bool, RecvError> {
+        // max_data never shrinks, and covers what ACK copies told.
+        if limit > self.advertised.max(self.max_data()) {
+            return Err(RecvError::FlowControl);
         }
-        self.window = (self.window * 2).min(self.max_window);
-        self.blocked_floor = self.max_data();
-        true
+        Ok(limit >= self.blocked_floor && self.grow(now, rtt))
     }
 
     /// Stream data ending at `end` was accepted. While a hole holds the
@@ -109,9 +120,30 @@ impl RecvStream {
     /// read counts as the peer being blocked, without waiting for its
     /// BLOCKED frame, which goes out at most once per round trip and is
     /// lost as easily as the data whose loss made the hole. The rules of
-    /// [`Self::on_peer_blocked`] apply. Returns whether the window grew.
-    pub fn on_data(&mut self, end: u64) -> bool {
-        end >= self.read_offset + self.window / 2 && self.on_peer_blocked(self.max_data())
+    /// [`Self::grow`] apply. Returns whether the window grew.
+    pub fn on_data(&mut self, end: u64, now: Instant, rtt: Duration) -> bool {
+        end >= self.read_offset + self.window / 2 && self.grow(now, rtt)
+    }
+
+    /// Doubles the window (up to the cap) when the peer is limited by it:
+    /// if the application keeps up (under half the window unread) and has
+    /// read at least half the window since the last growth, at most once
+    /// per `rtt`. A sender that is blocked about once per round trip while
+    /// this holds sees the window double per RTT until it exceeds what its
+    /// congestion window needs; reports alone, however many, grow nothing.
+    fn grow(&mut self, now: Instant, rtt: Duration) -> bool {
+        let unread = self.cumulative - self.read_offset;
+        let consumed = self.read_offset - self.grown_read;
+        let due = self.grown_at.is_none_or(|t| now >= t + rtt);
+        let half = self.window / 2;
+        if unread >= half || consumed < half || !due || self.window >= self.max_window {
+            return false;
+        }
+        self.window = (self.window * 2).min(self.max_window);
+        self.blocked_floor = self.max_data();
+        self.grown_at = Some(now);
+        self.grown_read = self.read_offset;
+        true
     }
 
     /// Flow-control limit to advertise: what the application has read plus the window.
@@ -129,9 +161,12 @@ impl RecvStream {
         self.advertised = self.max_data();
     }
 
-    /// Frees the buffer's spare capacity; unread bytes stay.
+    /// Frees the buffers' spare capacity; unread bytes stay.
     pub fn shrink_to_fit(&mut self) {
         self.buf.shrink_to_fit();
+        for piece in self.pending.values_mut() {
+            piece.shrink_to_fit();
+        }
     }
 
     pub fn cumulative(&self) -> u64 {
@@ -152,7 +187,9 @@ impl RecvStream {
     fn highest(&self) -> u64 {
         self.pending
             .last_key_value()
-            .map_or(self.cumulative, |(_, &end)| end)
+            .map_or(self.cumulative, |(&start, piece)| {
+                start + piece.len() as u64
+            })
     }
 
     /// Accepts a STREAM frame.
@@ -181,80 +218,102 @@ impl RecvStream {
             // A bare FIN beyond a gap: its offset is recorded in final_size.
             return Ok(());
         }
-        let new = self.add_range(offset, end)?;
-        self.duplicate_bytes += data.len() as u64 - new;
-        // Within the window, so the buffer stays within it too.
-        let from = (offset - self.read_offset) as usize;
-        if from == self.buf.len() {
+        let touches_piece = self
+            .pending
+            .first_key_value()
+            .is_some_and(|(&start, _)| start <= end);
+        if offset == self.cumulative && !touches_piece {
             self.buf.extend(data);
-        } else {
-            let to = from + data.len();
-            if self.buf.len() < to {
-                self.buf.resize(to, 0);
-            }
-            // Bytes already present are equal in an honest stream; writing
-            // them again is simpler than skipping them.
-            let (a, b) = self.buf.as_mut_slices();
-            let a_len = a.len();
-            if from < a_len {
-                let n = (a_len - from).min(data.len());
-                a[from..from + n].copy_from_slice(&data[..n]);
-                b[..data.len() - n].copy_from_slice(&data[n..]);
-            } else {
-                b[from - a_len..][..data.len()].copy_from_slice(data);
-            }
+            self.cumulative = end;
+            return Ok(());
         }
+        let new = self.store(offset, data)?;
+        self.duplicate_bytes += data.len() as u64 - new;
         self.advance();
         Ok(())
     }
 
-    /// Records [start, end) as received above `cumulative`, merged with the
-    /// pieces it overlaps or touches; returns how many bytes were new.
-    fn add_range(&mut self, mut start: u64, mut end: u64) -> Result<u64, RecvError> {
-        let len = end - start;
-        let mut present = 0;
-        // The piece that starts at or before `start` may reach into it.
-        if let Some((&s, &e)) = self.pending.range(..=start).next_back() {
-            if e >= start {
-                present += e.min(end) - start;
-                self.pending.remove(&s);
-                start = s;
-                end = end.max(e);
-            }
-        }
-        while let Some((&s, &e)) = self.pending.range(start..=end).next() {
-            present += e.min(end) - s;
-            self.pending.remove(&s);
-            end = end.max(e);
-        }
+    /// Stores `data` at `start` (at or above `cumulative`) in one piece
+    /// with every piece it overlaps or touches; returns how many bytes were
+    /// new. Bytes already held are kept (an honest stream's copies are
+    /// equal). The largest piece absorbs the others, so however pieces
+    /// arrive a byte is copied into a piece at least twice as large each
+    /// time: a few times at most, never once per piece.
+    fn store(&mut self, start: u64, data: &[u8]) -> Result<u64, RecvError> {
+        let end = start + data.len() as u64;
+        // The piece that starts below `start` may reach it.
+        let below = self
+            .pending
+            .range(..start)
+            .next_back()
+            .filter(|(&s, piece)| s + piece.len() as u64 >= start)
+            .map(|(&s, _)| s);
+        let count = usize::from(below.is_some()) + self.pending.range(start..=end).count();
         let limit = (self.window / MIN_PIECE) as usize + MIN_RANGES;
-        if self.pending.len() >= limit {
+        if self.pending.len() - count >= limit {
             return Err(RecvError::Fragmented);
         }
-        self.pending.insert(start, end);
-        Ok(len - present)
+        let mut parts = Vec::with_capacity(count);
+        if let Some(s) = below {
+            parts.push((s, self.pending.remove(&s).expect("found")));
+        }
+        while let Some(entry) = self.pending.range(start..=end).next() {
+            let s = *entry.0;
+            parts.push((s, self.pending.remove(&s).expect("found")));
+        }
+        let Some(big) = (0..parts.len()).max_by_key(|&i| parts[i].1.len()) else {
+            self.pending.insert(start, VecDeque::from(data.to_vec()));
+            return Ok(data.len() as u64);
+        };
+        // The new bytes fill every gap between the parts: their union is
+        // one range.
+        let held: u64 = parts.iter().map(|(_, p)| p.len() as u64).sum();
+        let union_start = parts[0].0.min(start);
+        let (last, last_piece) = &parts[parts.len() - 1];
+        let union_end = end.max(last + last_piece.len() as u64);
+        let big_start = parts[big].0;
+        let mut base = std::mem::take(&mut parts[big].1);
+        let big_end = big_start + base.len() as u64;
+        // What comes before the largest piece is appended, then rotated to
+        // the front (in time proportional to it).
+        append_union(&mut base, &parts, start, data, union_start, big_start);
+        base.rotate_right((big_start - union_start) as usize);
+        append_union(&mut base, &parts, start, data, big_end, union_end);
+        self.pending.insert(union_start, base);
+        Ok(union_end - union_start - held)
     }
 
-    /// Moves `cumulative` over the pieces that now continue it.
+    /// Moves the pieces that now continue the in-order bytes to `buf`.
     fn advance(&mut self) {
         while let Some(entry) = self.pending.first_entry() {
             if *entry.key() > self.cumulative {
                 break;
             }
-            self.cumulative = self.cumulative.max(entry.remove());
+            debug_assert_eq!(*entry.key(), self.cumulative);
+            let piece = entry.remove();
+            self.cumulative += piece.len() as u64;
+            if self.buf.is_empty() && self.buf.capacity() < piece.len() {
+                // Nothing waits: the piece becomes the buffer, uncopied.
+                self.buf = piece;
+            } else {
+                let (a, b) = piece.as_slices();
+                self.buf.extend(a);
+                self.buf.extend(b);
+            }
         }
     }
 
     /// Bytes waiting to be read.
     pub fn readable(&self) -> usize {
-        (self.cumulative - self.read_offset) as usize
+        self.buf.len()
     }
 
-    /// Bytes held for the application: read-ready and out of order, with
-    /// the holes between them (for tests of the memory bound).
-    #[cfg(test)]
-    fn buffered(&self) -> usize {
-        self.buf.len()
+    /// Bytes of memory that hold stream data, in order or not (capacity,
+    /// not just contents). Each out-of-order piece also costs a few dozen
+    /// bytes of bookkeeping, and their number is capped (`Fragmented`).
+    pub fn buffered(&self) -> u64 {
+        let pieces: usize = self.pending.values().map(VecDeque::capacity).sum();
+        (self.buf.capacity() + pieces) as u64
     }
 
     /// Moves up to `out.len()` in-order bytes to `out`.
@@ -272,9 +331,8 @@ impl RecvStream {
     pub fn read_with(&mut self, mut f: impl FnMut(&[u8])) -> usize {
         let n = self.readable();
         let (a, b) = self.buf.as_slices();
-        let from_a = n.min(a.len());
-        f(&a[..from_a]);
-        f(&b[..n - from_a]);
+        f(a);
+        f(b);
         self.consume(n);
         n
     }
@@ -285,14 +343,64 @@ impl RecvStream {
     }
 }
 
+/// Appends to `out` the bytes `from..to` of the union of `parts` (pieces
+/// by offset, in order) and `data` (at `start`), which covers them: from a
+/// piece where one holds them, else from `data`.
+fn append_union(
+    out: &mut VecDeque<u8>,
+    parts: &[(u64, VecDeque<u8>)],
+    start: u64,
+    data: &[u8],
+    mut from: u64,
+    to: u64,
+) {
+    let new = |from: u64, to: u64| &data[(from - start) as usize..(to - start) as usize];
+    for (s, piece) in parts {
+        let e = s + piece.len() as u64;
+        if piece.is_empty() || e <= from {
+            continue;
+        }
+        if *s >= to {
+            break;
+        }
+        if from < *s {
+            out.extend(new(from, *s));
+            from = *s;
+        }
+        let (lo, hi) = ((from - s) as usize, (e.min(to) - s) as usize);
+        let (a, b) = piece.as_slices();
+        if lo < a.len() {
+            out.extend(&a[lo..hi.min(a.len())]);
+        }
+        if hi > a.len() {
+            out.extend(&b[lo.saturating_sub(a.len())..hi - a.len()]);
+        }
+        from = e.min(to);
+    }
+    if from < to {
+        out.extend(new(from, to));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn at(ms: u64) -> Instant {
+        Instant::ZERO + MS * ms as u32
+    }
 
     fn read_all(r: &mut RecvStream) -> Vec<u8> {
         let mut v = Vec::new();
         r.read_with(|c| v.extend_from_slice(c));
         v
+    }
+
+    /// Stream bytes held, without spare capacity.
+    fn held(r: &RecvStream) -> u64 {
+        (r.buf.len() + r.pending.values().map(VecDeque::len).sum::<usize>()) as u64
     }
 
     #[test]
@@ -343,6 +451,7 @@ mod tests {
         assert_eq!(r.duplicate_bytes, 5);
         r.insert(12, b"mn", false).unwrap();
         assert_eq!(r.duplicate_bytes, 7);
+        assert_eq!(held(&r), 14);
         r.insert(0, b"abcdefgh", true).unwrap_err();
         r.insert(0, b"abcdefgh", false).unwrap();
         assert_eq!(read_all(&mut r), b"abcdefghijklmnopqrstuv");
@@ -351,7 +460,7 @@ mod tests {
 
     /// Pieces of random sizes, overlapping, in random order within the
     /// window, read in random amounts: the stream comes out exact, through
-    /// every wrap of the ring buffer.
+    /// every wrap of the ring buffer, and no byte is held twice.
     #[test]
     fn random_pieces_reassemble_exactly() {
         use rand::{Rng, SeedableRng};
@@ -370,6 +479,8 @@ mod tests {
                 let fin = end == content.len() as u64;
                 let piece = &content[start as usize..end as usize];
                 r.insert(start, piece, fin).unwrap();
+                let spans: u64 = r.pending.values().map(|p| p.len() as u64).sum();
+                assert_eq!(held(&r), r.readable() as u64 + spans);
             }
             // Fill the hole at the in-order point, so it always advances.
             let end = (base + 300).min(limit);
@@ -379,15 +490,16 @@ mod tests {
             let want = rng.gen_range(0..buf.len());
             let n = r.read(&mut buf[..want]);
             out.extend_from_slice(&buf[..n]);
-            assert!(r.buffered() as u64 <= window);
+            assert!(held(&r) <= window);
+            assert!(r.buffered() <= 4 * window, "{}", r.buffered());
         }
         assert!(out == content);
         assert!(r.is_finished());
     }
 
-    /// A peer scattering one-byte pieces over the window: the buffer never
-    /// exceeds the window, the ranges stay bounded, and past an honest
-    /// sender's worst case it is a protocol violation.
+    /// A peer scattering one-byte pieces over the window: memory follows
+    /// the bytes sent, the ranges stay bounded, and past an honest sender's
+    /// worst case it is a protocol violation.
     #[test]
     fn a_flood_of_tiny_pieces_is_bounded() {
         let window = 1 << 20;
@@ -401,43 +513,152 @@ mod tests {
                     break;
                 }
             }
-            assert!(r.buffered() as u64 <= window);
+            assert!(
+                r.buffered() <= i + 1,
+                "{} bytes for {}",
+                r.buffered(),
+                i + 1
+            );
         }
         let (at, e) = refused.expect("the flood is refused");
         assert_eq!(e, RecvError::Fragmented);
         assert_eq!(at as usize, (window / MIN_PIECE) as usize + MIN_RANGES);
         // The same bytes again, or overlapping them, add nothing.
-        let before = r.pending.len();
+        let before = (r.pending.len(), r.buffered());
         for i in 0..1000 {
             r.insert(1 + 2 * i, b"x", false).unwrap();
         }
-        assert_eq!(r.pending.len(), before);
+        assert_eq!((r.pending.len(), r.buffered()), before);
+    }
+
+    /// One byte at the far end of a 64 MiB window costs a byte, not the
+    /// window.
+    #[test]
+    fn one_byte_at_the_window_end_holds_one_byte() {
+        let window = 64 << 20;
+        let mut r = RecvStream::new(window);
+        r.insert(window - 1, b"x", false).unwrap();
+        assert!(r.buffered() <= 16, "{} bytes held", r.buffered());
+        assert_eq!(r.readable(), 0);
+    }
+
+    /// Packet-sized pieces scattered over the window hold their bytes;
+    /// pieces that arrive back to front merge into one as they touch.
+    #[test]
+    fn scattered_pieces_hold_what_arrived() {
+        let window = 1 << 20;
+        let mut r = RecvStream::new(window);
+        for i in 1..=500u64 {
+            r.insert(i * 2000, &[i as u8; 1000], false).unwrap();
+        }
+        assert_eq!(r.pending.len(), 500);
+        assert!(r.buffered() <= 500 * 1000, "{} bytes held", r.buffered());
+        // Fill the holes back to front: each piece touches the one above.
+        for i in (0..500u64).rev() {
+            r.insert(i * 2000 + 1000, &[0xee; 1000], false).unwrap();
+            assert_eq!(r.pending.len(), (i as usize).max(1));
+            assert!(r.buffered() <= 2 * held(&r) + 2000);
+        }
+        r.insert(0, &[0xee; 1000], false).unwrap();
+        assert!(r.pending.is_empty());
+        let all = read_all(&mut r);
+        assert_eq!(all.len(), 1_001_000);
+        for i in 1..=500usize {
+            assert!(all[i * 2000..i * 2000 + 1000].iter().all(|&b| b == i as u8));
+            assert!(all[i * 2000 - 1000..i * 2000].iter().all(|&b| b == 0xee));
+        }
+        assert_eq!(r.duplicate_bytes, 0);
+    }
+
+    /// However many BLOCKED reports arrive, at our limit or beyond it, the
+    /// window grows only with data the application read, once per RTT.
+    #[test]
+    fn blocked_reports_alone_do_not_grow_the_window() {
+        let rtt = 50 * MS;
+        let mut r = RecvStream::new(100);
+        r.set_max_window(1 << 30);
+        for i in 0..10_000 {
+            let limit = r.max_data();
+            assert_eq!(r.on_peer_blocked(limit, at(i), rtt), Ok(false));
+            assert_eq!(
+                r.on_peer_blocked(limit + 1, at(i), rtt),
+                Err(RecvError::FlowControl)
+            );
+            assert_eq!(
+                r.on_peer_blocked(u64::MAX, at(i), rtt),
+                Err(RecvError::FlowControl)
+            );
+        }
+        assert_eq!(r.window(), 100);
+        // Half the window delivered and read: one growth, however many reports.
+        r.insert(0, &[0; 50], false).unwrap();
+        assert_eq!(read_all(&mut r).len(), 50);
+        assert_eq!(r.on_peer_blocked(150, at(0), rtt), Ok(true));
+        for _ in 0..10_000 {
+            assert_eq!(r.on_peer_blocked(r.max_data(), at(0), rtt), Ok(false));
+        }
+        assert_eq!((r.window(), r.max_data()), (200, 250));
+        // Another half window read, but within the round trip: no growth yet.
+        r.insert(50, &[0; 100], false).unwrap();
+        assert_eq!(read_all(&mut r).len(), 100);
+        assert_eq!(r.on_peer_blocked(350, at(49), rtt), Ok(false));
+        assert_eq!(r.on_peer_blocked(350, at(50), rtt), Ok(true));
+        assert_eq!(r.window(), 400);
+        // A report about the limit before that growth is stale.
+        r.insert(150, &[0; 200], false).unwrap();
+        assert_eq!(read_all(&mut r).len(), 200);
+        assert_eq!(r.on_peer_blocked(349, at(200), rtt), Ok(false));
+        assert_eq!(r.window(), 400);
     }
 
     #[test]
     fn data_held_behind_a_hole_grows_the_window() {
+        let rtt = 50 * MS;
         let mut r = RecvStream::new(100);
         r.set_max_window(1000);
-        r.insert(0, &[0; 10], false).unwrap();
-        assert!(!r.on_data(10), "in order and read: nothing held back");
-        assert_eq!(read_all(&mut r).len(), 10);
-        // Bytes 10..20 are lost; what follows waits behind the hole.
-        r.insert(20, &[0; 39], false).unwrap();
-        assert!(!r.on_data(59), "under half the window above the read point");
-        r.insert(59, &[0; 1], false).unwrap();
-        assert!(r.on_data(60));
-        assert_eq!((r.window(), r.max_data()), (200, 210));
-        assert!(!r.on_data(60), "once per half window");
-        r.insert(60, &[0; 49], false).unwrap();
-        assert!(!r.on_data(109), "half of the new window is 100");
-        r.insert(109, &[0; 1], false).unwrap();
-        assert!(r.on_data(110));
+        r.insert(0, &[0; 50], false).unwrap();
+        assert!(!r.on_data(50, at(0), rtt), "in order, unread");
+        assert_eq!(read_all(&mut r).len(), 50);
+        // Bytes 50..60 are lost; what follows waits behind the hole.
+        r.insert(60, &[0; 39], false).unwrap();
+        assert!(
+            !r.on_data(99, at(1), rtt),
+            "under half the window above the read point"
+        );
+        r.insert(99, &[0; 1], false).unwrap();
+        assert!(r.on_data(100, at(1), rtt));
+        assert_eq!((r.window(), r.max_data()), (200, 250));
+        assert!(!r.on_data(100, at(1), rtt), "once per half window read");
+        // The hole is repaired and everything read: 100 bytes since the
+        // growth, half the new window.
+        r.insert(50, &[0; 10], false).unwrap();
+        assert_eq!(read_all(&mut r).len(), 50);
+        r.insert(100, &[0; 50], false).unwrap();
+        assert_eq!(read_all(&mut r).len(), 50);
+        r.insert(160, &[0; 89], false).unwrap();
+        assert!(
+            !r.on_data(249, at(40), rtt),
+            "half of the new window is 100"
+        );
+        r.insert(249, &[0; 1], false).unwrap();
+        assert!(
+            !r.on_data(250, at(40), rtt),
+            "within a round trip of the growth"
+        );
+        assert!(r.on_data(250, at(51), rtt));
         assert_eq!(r.window(), 400);
         // An application that does not read keeps the window as it is.
         let mut slow = RecvStream::new(100);
         slow.set_max_window(1000);
         slow.insert(0, &[0; 60], false).unwrap();
-        assert!(!slow.on_data(60));
+        assert!(!slow.on_data(60, at(0), rtt));
         assert_eq!(slow.window(), 100);
+        // Nor does data a peer scatters beyond a hole without delivering
+        // (and us reading) half a window in order first.
+        let mut held_back = RecvStream::new(100);
+        held_back.set_max_window(1000);
+        held_back.insert(1, &[0; 99], false).unwrap();
+        assert!(!held_back.on_data(100, at(0), rtt));
+        assert_eq!(held_back.window(), 100);
     }
 }

@@ -117,6 +117,9 @@ pub struct SessionStats {
     /// Key phases stepped since the handshake, started by either side
     /// (sealed sessions; both sides count the same steps).
     pub key_updates: u64,
+    /// Memory holding received stream data now, bytes: read-ready and
+    /// out-of-order, spare capacity included.
+    pub recv_buffered: u64,
 }
 
 /// One point of a connection's time series.

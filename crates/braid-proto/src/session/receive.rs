@@ -278,8 +278,10 @@ impl Session {
         match frame {
             Frame::Ping => {}
             Frame::Blocked(limit) => {
-                if self.recv.on_peer_blocked(limit) {
-                    self.window_update = true;
+                let rtt = self.recv_growth_interval();
+                match self.recv.on_peer_blocked(limit, now, rtt) {
+                    Ok(grew) => self.window_update |= grew,
+                    Err(_) => self.violation("BLOCKED at a limit never advertised"),
                 }
             }
             Frame::Ece(level) => {
@@ -303,7 +305,8 @@ impl Session {
                 }
                 match self.recv.insert(offset, data, fin) {
                     Ok(()) => {
-                        if self.recv.on_data(offset + data.len() as u64) {
+                        let rtt = self.recv_growth_interval();
+                        if self.recv.on_data(offset + data.len() as u64, now, rtt) {
                             self.window_update = true;
                         }
                     }

@@ -31,6 +31,7 @@ impl Session {
             forged_dropped: self.counters.forged,
             duplicate_bytes: self.recv.duplicate_bytes,
             key_updates: self.keys.as_ref().map_or(0, |k| k.updates()),
+            recv_buffered: self.recv.buffered(),
             ..SessionStats::default()
         };
         for (_, p) in &s.paths {

@@ -1,9 +1,10 @@
 //! The session's windows: the send buffer grown to what the connections'
-//! windows can carry, and NKP-0024's normalisation of windows to the
-//! session window.
+//! windows can carry, the pace of receive-window growth, and NKP-0024's
+//! normalisation of windows to the session window.
 
 use super::Session;
 use crate::path::Path;
+use std::time::Duration;
 
 impl Session {
     /// Send-buffer autotuning: the buffer (and the segments it may keep in
@@ -23,6 +24,19 @@ impl Session {
             self.send
                 .set_limits(u32::from(self.cfg.segment_size), target, packets);
         }
+    }
+
+    /// How often the receive window may grow: once per round trip, the
+    /// least any usable connection has shown (a receiver may have no
+    /// smoothed RTT of its own, and no sender's feedback is faster), or the
+    /// initial RTO before any is known.
+    pub(super) fn recv_growth_interval(&self) -> Duration {
+        self.paths
+            .values()
+            .filter(|p| p.is_usable())
+            .filter_map(|p| p.least_rtt())
+            .min()
+            .unwrap_or(self.cfg.rto.initial_rto)
     }
 
     /// NKP-0024: after each ACK and timeout, rescale the windows of
