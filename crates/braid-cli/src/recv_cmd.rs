@@ -49,6 +49,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let identity = args.security.resolve()?;
+    let code_mode = identity.security.code.is_some();
     let addr = crate::resolve(&args.listen).await?;
     let cfg = SessionConfig {
         security: identity.security,
@@ -66,6 +67,17 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
         "on the sender: braid send FILE --to {host} {}",
         identity.sender_option.as_str()
     );
+    if code_mode {
+        let reuse = if args.keep {
+            "the code stays valid for every transfer; "
+        } else {
+            ""
+        };
+        eprintln!(
+            "({reuse}after {} wrong guesses at it, this receiver stops)",
+            braid::CODE_GUESS_LIMIT
+        );
+    }
     let args = Arc::new(args);
     let output = Arc::new(output);
     // With --keep, the transfers under way; on a signal each one tells its

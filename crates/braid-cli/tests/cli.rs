@@ -897,7 +897,7 @@ fn recv_allow_admits_only_the_listed_senders() {
         assert_eq!(o.status.code(), Some(1), "{own:?}");
         assert!(took < Duration::from_secs(10), "{took:?}");
         assert!(
-            stderr(&o).contains("does not accept this client's key"),
+            stderr(&o).contains("does not allow the client's key"),
             "{}",
             stderr(&o)
         );

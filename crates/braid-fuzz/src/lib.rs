@@ -6,11 +6,13 @@
 //! (a timer it cannot serve), or, for the session pair, an honest
 //! transfer that an attacker without the keys managed to disturb.
 
+mod endpoint;
 mod pair;
 
 use braid_proto::wire::{Frames, Header};
 use braid_proto::{Ecn, Instant, Keypair, PathId, Security, Session, SessionConfig};
 
+pub use endpoint::endpoint;
 pub use pair::session_pair;
 
 /// The wire decoder: a header and every frame after it.

@@ -79,6 +79,17 @@ fn handshake() {
     }
 }
 
+/// Admission scripts: random bytes, so every operation and address mix
+/// comes up, against small limits.
+#[test]
+fn endpoint_admission() {
+    let mut rng = ChaCha8Rng::seed_from_u64(34);
+    for _ in 0..300 {
+        let input = random_input(&mut rng, 200);
+        braid_fuzz::endpoint(&input);
+    }
+}
+
 #[test]
 fn session_pair_under_attack() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);

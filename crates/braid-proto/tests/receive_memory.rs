@@ -34,6 +34,7 @@ fn as_client(pair: &mut Pair, n: u64, frames: &[Frame<'_>]) {
     let mut d = Vec::new();
     Header {
         version: VERSION,
+        key_phase: false,
         mbecn: 0,
         session_id: 42,
         path: PathId(0),

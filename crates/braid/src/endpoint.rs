@@ -171,12 +171,11 @@ impl EndpointInner {
 
 /// Where a server's connection `path` sends, after a datagram from
 /// `route` (RFC 9000 §9.3). Before the client confirms, the answer goes
-/// where the latest opening or authentic packet came from: a copy of the
-/// opening raced from a third party's address cannot keep the answer from
-/// the client, whose own repeats win it back. Once confirmed, a connection
-/// moves only to the address of its highest-numbered authentic packet,
-/// and only after that address answers a challenge; the stream keeps to
-/// the old address meanwhile.
+/// where the latest opening came from: a copy of the opening raced from a
+/// third party's address cannot keep the answer from the client, whose
+/// own repeats win it back. An authentic packet moves the connection only
+/// if it is the highest-numbered so far and its address then answers a
+/// challenge; the stream keeps to the old address meanwhile.
 fn follow(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Route, a: Arrival) {
     let highest = a.authentic && g.proto.largest_received(path) > a.largest;
     let same = g.routes.get(&path).map(|r| r.same(&route));
@@ -189,14 +188,18 @@ fn follow(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Rout
         }
         return;
     }
-    if !a.confirmed || same.is_none() {
+    if same.is_none() {
+        // A connection heard of for the first time; the core validates it.
+        if a.authentic {
+            g.routes.insert(path, route);
+        }
+        return;
+    }
+    if !a.confirmed && !a.authentic {
         // A clear datagram moves only a half-open session's answer, and
         // only when it is a repeated opening (which the core answers).
-        if a.authentic || a.opening {
+        if a.opening {
             g.routes.insert(path, route);
-            if a.authentic && same.is_some() {
-                g.proto.handle_address_change(now, path, a.len);
-            }
         }
         return;
     }

@@ -433,3 +433,72 @@ async fn a_wrong_code_is_not_a_session_and_guesses_are_limited() {
         assert!(g.await.unwrap().is_err(), "a guess opened a session");
     }
 }
+
+/// A forwarder on the path between client and server, and an attacker who
+/// sees what it carries and sends a copy of each client datagram from its
+/// own socket ahead of the genuine one, but forwards nothing back: its
+/// copies are authentic and arrive first.
+async fn racing_forwarder(server: SocketAddr) -> (SocketAddr, SocketAddr, Arc<UdpSocket>) {
+    let outside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
+    let inside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
+    let racer = Arc::new(UdpSocket::bind(addr("127.0.0.66:0")).await.unwrap());
+    let client = Arc::new(Mutex::new(None));
+    let (o, i, r, c) = (
+        outside.clone(),
+        inside.clone(),
+        racer.clone(),
+        client.clone(),
+    );
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = o.recv_from(&mut buf).await {
+            *c.lock().unwrap() = Some(from);
+            let _ = r.send_to(&buf[..n], server).await;
+            let _ = i.send_to(&buf[..n], server).await;
+        }
+    });
+    let (o, i) = (outside.clone(), inside.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = i.recv(&mut buf).await {
+            let to = *client.lock().unwrap();
+            if let Some(to) = to {
+                let _ = o.send_to(&buf[..n], to).await;
+            }
+        }
+    });
+    (
+        outside.local_addr().unwrap(),
+        inside.local_addr().unwrap(),
+        racer,
+    )
+}
+
+/// RFC 9000 §9.3: the server keeps sending to the genuine address, since
+/// the racer's address never answers a challenge; the transfer neither
+/// stalls nor is diverted, and the racer gets only a few challenges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarder_racing_genuine_datagrams_neither_diverts_nor_stalls() {
+    let listener = Listener::bind(addr("127.0.0.1:0"), server_cfg()).unwrap();
+    let (entry, inside, racer) = racing_forwarder(listener.local_addr()).await;
+    let (racer_got, racer_task) = count_received(racer);
+    let server = hashing_server(listener);
+    let data = content(8 << 20);
+    let started = std::time::Instant::now();
+    let (_client, hash) = tokio::time::timeout(
+        Duration::from_secs(30),
+        honest_client(entry, &data, Duration::ZERO),
+    )
+    .await
+    .expect("the transfer is not stalled");
+    let took = started.elapsed();
+    let (s, got) = server.await.unwrap();
+    racer_task.abort();
+    let racer_got = *racer_got.lock().unwrap();
+    assert!(got == data);
+    assert_eq!(hash, blake3::hash(&data).as_bytes());
+    assert_eq!(s.paths()[0].2, Some(inside), "the route was diverted");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(racer_got < 4096, "the racer got {racer_got} bytes");
+    eprintln!("8 MiB in {took:?} with a racing forwarder; it got {racer_got} bytes");
+}
