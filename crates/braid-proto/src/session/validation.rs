@@ -1,14 +1,12 @@
 //! Address validation (RFC 9000 §8). A connection the server learns of
-//! mid-session, or one whose packets start coming from another address,
-//! carries no stream data until the peer echoes an unpredictable
-//! challenge on it, and until then the server sends on it at most three
+//! mid-session carries no stream data until the peer echoes an
+//! unpredictable challenge on it, and until then the server sends on it at most three
 //! times the bytes it received there, so a forged or replayed packet can
 //! neither steer the stream to a third party nor turn us into an amplifier.
 //! The connection a session opened on is validated by the handshake
 //! itself: the client's first sealed packet proves it received our answer.
 //!
-//! Once a session is confirmed, a connection moves to a new address only
-//! as RFC 9000 §9.3 has it: the caller names the address of the
+//! A connection moves to a new address only as RFC 9000 §9.3 has it: the caller names the address of the
 //! highest-numbered authentic packet a *candidate*, the candidate alone
 //! receives a challenge while the stream keeps to the old address, and
 //! the move happens when the candidate itself answers. A forwarder that
@@ -59,7 +57,7 @@ pub(crate) struct Candidate {
 }
 
 impl Session {
-    /// Tells a confirmed session that the authenticated datagram of `len`
+    /// Tells a server session that the authenticated datagram of `len`
     /// bytes it just handled on `path`, the highest-numbered there so far,
     /// came from an address other than the connection's: that address
     /// becomes the candidate, and is sent a challenge in a datagram whose
@@ -137,18 +135,6 @@ impl Session {
                 + rto
                     .mul_f64(2f64.powi(c.sent.min(10) as i32))
                     .min(Duration::from_secs(8));
-        }
-    }
-
-    /// Tells the session that the authenticated datagram of `len` bytes it
-    /// just handled on connection `path` came from another address than the
-    /// connection's previous one. The connection is revalidated before it
-    /// carries stream data again (servers; clients choose their addresses).
-    pub fn handle_address_change(&mut self, now: Instant, path: PathId, len: usize) {
-        if let Some(p) = self.paths.get_mut(&path) {
-            // The old address's round trip says nothing of the new one's.
-            p.forget_exchange_rtt();
-            self.start_validation(now, path, len, true);
         }
     }
 
