@@ -120,6 +120,19 @@ fn pake_offset(datagram: &[u8]) -> usize {
     }
 }
 
+/// A server's and a client's configuration for a pinned key.
+fn pinned_key() -> (SessionConfig, SessionConfig) {
+    let server_key = Keypair::generate([3; 32]);
+    let cfg = |security| SessionConfig {
+        security,
+        ..SessionConfig::default()
+    };
+    (
+        cfg(Security::server(server_key.clone())),
+        cfg(Security::pinned(server_key.public())),
+    )
+}
+
 fn client(cfg: SessionConfig, id: u64) -> Session {
     Session::connect(
         cfg,
@@ -227,15 +240,7 @@ fn junk_openings_do_not_spend_the_code() {
 /// in the middle gets a session at its first token.
 #[test]
 fn a_half_open_flood_does_not_lock_out_a_real_client() {
-    let server_key = Keypair::generate([3; 32]);
-    let server_cfg = SessionConfig {
-        security: Security::server(server_key.clone()),
-        ..SessionConfig::default()
-    };
-    let client_cfg = SessionConfig {
-        security: Security::pinned(server_key.public()),
-        ..SessionConfig::default()
-    };
+    let (server_cfg, client_cfg) = pinned_key();
     let limits = EndpointConfig::default();
     let mut server = Server::new(server_cfg, limits.clone());
     let mut flood = 0;
@@ -266,15 +271,7 @@ fn a_half_open_flood_does_not_lock_out_a_real_client() {
 /// largest window; a session that ends frees its share.
 #[test]
 fn the_memory_budget_bounds_established_sessions() {
-    let server_key = Keypair::generate([3; 32]);
-    let server_cfg = SessionConfig {
-        security: Security::server(server_key.clone()),
-        ..SessionConfig::default()
-    };
-    let client_cfg = SessionConfig {
-        security: Security::pinned(server_key.public()),
-        ..SessionConfig::default()
-    };
+    let (server_cfg, client_cfg) = pinned_key();
     let limits = EndpointConfig {
         memory_budget: 2 * server_cfg.max_window,
         ..EndpointConfig::default()
