@@ -87,4 +87,8 @@ pub enum SessionError {
     /// Every connection was closed.
     #[error("all connections of the session are closed")]
     AllPathsClosed,
+    /// During the handshake, the peer's host answered every connection's
+    /// opening with "port unreachable": nothing listens there.
+    #[error("nothing is listening there: the host answered \"port unreachable\"")]
+    NothingListening,
 }

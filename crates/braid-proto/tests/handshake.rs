@@ -285,3 +285,64 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
     assert!(client.poll_transmit(now, &mut buf).is_some());
     assert_eq!(token_of(&buf), [6; 40]);
 }
+
+/// "Port unreachable" is believed only about a datagram the session sent
+/// on a connection that never heard from the peer: a quote with another
+/// session id, a packet number never sent or a connection that answered
+/// changes nothing, and a believed one fails the handshake at once.
+#[test]
+fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
+    use braid_proto::wire::{Header, HEADER_LEN};
+    use braid_proto::{Instant, PathId, Session, SessionError};
+    let cfg = SessionConfig {
+        paths: 2,
+        ..SessionConfig::insecure()
+    };
+    let mut client = Session::connect(cfg, 7, Instant::ZERO, [3; 32]).unwrap();
+    let mut buf = Vec::new();
+    let mut sent = Vec::new();
+    while let Some(t) = client.poll_transmit(Instant::ZERO, &mut buf) {
+        sent.push((t.path, buf[..HEADER_LEN].to_vec()));
+        buf.clear();
+    }
+    let quote = |path: PathId| sent.iter().find(|(p, _)| *p == path).unwrap().1.clone();
+    let with = |mut q: Vec<u8>, edit: &dyn Fn(&mut Header)| {
+        let (mut h, _) = Header::decode(&q).unwrap();
+        edit(&mut h);
+        q.clear();
+        h.encode(&mut q);
+        q
+    };
+    let forged = [
+        with(quote(PathId(0)), &|h| h.session_id ^= 1),
+        with(quote(PathId(0)), &|h| h.packet_number += 1000),
+        with(quote(PathId(0)), &|h| h.path = PathId(9)),
+        quote(PathId(0))[..HEADER_LEN - 1].to_vec(),
+    ];
+    for q in &forged {
+        assert!(!client.handle_unreachable(q));
+    }
+    assert!(client.error().is_none());
+    // One connection refused: the other may still answer.
+    assert!(client.handle_unreachable(&quote(PathId(0))));
+    assert!(client.error().is_none());
+    assert!(client.is_handshaking());
+    assert!(client.handle_unreachable(&quote(PathId(1))));
+    assert_eq!(client.error(), Some(&SessionError::NothingListening));
+
+    // A connection the peer answered on is not closed by any report.
+    let mut pair = Pair::new(SessionConfig::default(), SessionConfig::default(), 10 * MS);
+    pair.drive_until(Duration::from_secs(5), |p| p.client.is_established());
+    let mut q = Vec::new();
+    Header {
+        version: braid_proto::wire::VERSION,
+        key_phase: false,
+        mbecn: 0,
+        session_id: pair.client.session_id(),
+        path: PathId(0),
+        packet_number: 0,
+    }
+    .encode(&mut q);
+    assert!(!pair.client.handle_unreachable(&q));
+    assert!(pair.client.error().is_none());
+}

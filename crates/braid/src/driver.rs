@@ -141,11 +141,10 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
 
         for b in batches.drain(..) {
             let segment = (b.count > 1).then_some(b.segment);
-            if b.io()
-                .send(b.remote, b.ecn, &b.data, segment)
-                .await
-                .is_err()
-            {
+            let sent = b.io().send(b.remote, b.ecn, &b.data, segment).await;
+            // A refusal reported on the socket is an earlier datagram's
+            // ICMP error (read from the error queue), not congestion.
+            if sent.is_err_and(|e| e.kind() != std::io::ErrorKind::ConnectionRefused) {
                 shared.lock().proto.handle_send_error(clock::now(), b.path);
             }
             if spare.len() < SPARE_BUFFERS {

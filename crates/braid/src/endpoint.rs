@@ -7,6 +7,7 @@
 use crate::driver::drive;
 use crate::session::{Route, Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
+use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
 use braid_proto::wire::{Frame, Frames, Header};
 use braid_proto::{
@@ -44,7 +45,8 @@ pub(crate) struct EndpointInner {
     accepting: Mutex<Option<Accepting>>,
     /// Signals a session confirmed or gone (the code's guess tally moved).
     changed: tokio::sync::Notify,
-    recv_task: Mutex<Option<AbortHandle>>,
+    /// The socket's receive and error tasks.
+    tasks: Mutex<Vec<AbortHandle>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -143,6 +145,24 @@ impl EndpointInner {
         };
         if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
             touched.push(shared);
+        }
+    }
+
+    /// A "port unreachable" for a datagram of ours: the session it names
+    /// decides whether to believe it, if the address is where that
+    /// connection sends.
+    fn on_unreachable(&self, u: &Unreachable) {
+        let Ok((header, _)) = Header::decode(&u.quoted) else {
+            return;
+        };
+        let Some(shared) = lock(&self.table).get(header.session_id).cloned() else {
+            return;
+        };
+        let mut g = shared.lock();
+        let ours = g.routes.get(&header.path).is_some_and(|r| r.remote == u.to);
+        if ours && g.proto.handle_unreachable(&u.quoted) {
+            drop(g);
+            shared.wake_driver.notify_one();
         }
     }
 
@@ -245,7 +265,7 @@ fn is_opening(datagram: &[u8]) -> bool {
 
 impl Drop for EndpointInner {
     fn drop(&mut self) {
-        if let Some(task) = lock(&self.recv_task).take() {
+        for task in lock(&self.tasks).drain(..) {
             task.abort();
         }
     }
@@ -297,6 +317,16 @@ async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
     }
 }
 
+async fn error_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
+    loop {
+        let unreachable = io.unreachable().await;
+        let Some(ep) = endpoint.upgrade() else {
+            return;
+        };
+        ep.on_unreachable(&unreachable);
+    }
+}
+
 fn is_transient(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -327,10 +357,11 @@ impl Endpoint {
             )),
             accepting: Mutex::new(None),
             changed: tokio::sync::Notify::new(),
-            recv_task: Mutex::new(None),
+            tasks: Mutex::new(Vec::new()),
         });
-        let task = tokio::spawn(recv_loop(inner.io.clone(), Arc::downgrade(&inner)));
-        *lock(&inner.recv_task) = Some(task.abort_handle());
+        let recv = tokio::spawn(recv_loop(inner.io.clone(), Arc::downgrade(&inner)));
+        let errors = tokio::spawn(error_loop(inner.io.clone(), Arc::downgrade(&inner)));
+        *lock(&inner.tasks) = vec![recv.abort_handle(), errors.abort_handle()];
         Ok(Endpoint { inner })
     }
 

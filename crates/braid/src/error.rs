@@ -72,6 +72,7 @@ impl Error {
                 SessionError::NoProgress { .. }
                 | SessionError::PeerSilent { .. }
                 | SessionError::AllPathsClosed => io::ErrorKind::NotConnected,
+                SessionError::NothingListening => io::ErrorKind::ConnectionRefused,
                 SessionError::PeerAborted { .. } => io::ErrorKind::ConnectionReset,
                 SessionError::LocallyAborted { .. } => io::ErrorKind::ConnectionAborted,
                 // Refused or unauthenticated answers, protocol violations.

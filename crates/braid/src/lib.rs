@@ -41,6 +41,7 @@ mod error;
 pub mod relay;
 mod session;
 pub mod udp;
+mod udp_errors;
 
 pub use braid_proto::{
     ConfigError, EndpointConfig, EndpointStats, Keypair, PathId, PathSample, PathState, PublicKey,

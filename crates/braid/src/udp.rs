@@ -9,6 +9,8 @@ use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use tokio::io::Interest;
 
+use crate::udp_errors::{self, Unreachable};
+
 /// Socket buffer asked for by default: enough for a 1 Gbit/s burst of a few
 /// milliseconds, so a briefly descheduled reader does not drop datagrams.
 pub const DEFAULT_SOCKET_BUFFER: usize = 8 << 20;
@@ -42,6 +44,7 @@ impl UdpIo {
         let std: std::net::UdpSocket = sock.into();
         let state = UdpSocketState::new((&std).into())?;
         forgo_destination_address(&std);
+        udp_errors::enable(&std);
         size_buffers(&std, buffer);
         let local = std.local_addr()?;
         let io = tokio::net::UdpSocket::from_std(std)?;
@@ -121,6 +124,25 @@ impl UdpIo {
     }
 }
 
+impl UdpIo {
+    /// The next "port unreachable" answer to a datagram of ours; never,
+    /// where the system does not report them.
+    pub async fn unreachable(&self) -> Unreachable {
+        loop {
+            let read = self
+                .io
+                .async_io(Interest::ERROR, || udp_errors::read_error(&self.io))
+                .await;
+            match read {
+                Ok(Some(u)) => return u,
+                Ok(None) => {}
+                // Not expected of an error queue; do not spin on it.
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            }
+        }
+    }
+}
+
 /// The codepoint quinn-udp writes for `ecn`.
 pub fn to_codepoint(ecn: Ecn) -> Option<EcnCodepoint> {
     EcnCodepoint::from_bits(ecn.to_bits())
@@ -171,7 +193,7 @@ fn size_buffers(sock: &std::net::UdpSocket, bytes: usize) {
 /// Best-effort `setsockopt` of an integer option (socket2 has no setter
 /// for these).
 #[cfg(target_os = "linux")]
-fn set_int_option(
+pub(crate) fn set_int_option(
     sock: &std::net::UdpSocket,
     level: libc::c_int,
     opt: libc::c_int,

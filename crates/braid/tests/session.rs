@@ -110,18 +110,17 @@ async fn abort_surfaces_as_an_error_on_the_other_side() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn handshake_to_nobody_fails_within_the_timeout() {
-    // A port that was just free: nobody listens there.
-    let nobody = std::net::UdpSocket::bind(localhost())
-        .unwrap()
-        .local_addr()
-        .unwrap();
+async fn handshake_to_a_silent_host_fails_within_the_timeout() {
+    // A socket that never reads: no answer, and no ICMP error either.
+    let silent = std::net::UdpSocket::bind(localhost()).unwrap();
     let cfg = SessionConfig {
         handshake_timeout: Duration::from_millis(800),
         ..client_cfg()
     };
     let started = Instant::now();
-    let err = connect(&[PathSpec::to(nobody)], cfg).await.unwrap_err();
+    let err = connect(&[PathSpec::to(silent.local_addr().unwrap())], cfg)
+        .await
+        .unwrap_err();
     let took = started.elapsed();
     assert!(
         matches!(err, Error::Session(SessionError::HandshakeTimeout(_))),
@@ -129,6 +128,57 @@ async fn handshake_to_nobody_fails_within_the_timeout() {
     );
     assert!(took >= Duration::from_millis(700), "{took:?}");
     assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+/// A port that was just free: nobody listens there, and the host says so.
+fn closed_port() -> SocketAddr {
+    std::net::UdpSocket::bind(localhost())
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_to_a_closed_port_fails_at_once() {
+    let started = Instant::now();
+    // The default handshake timeout is far longer than the bound below.
+    let err = connect(&[PathSpec::to(closed_port())], client_cfg())
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        matches!(err, Error::Session(SessionError::NothingListening)),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_port_beside_a_live_one_is_dropped_not_waited_for() {
+    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
+    let (live, dead) = (listener.local_addr(), closed_port());
+    let data = pattern(4 << 20);
+    let expected = data.clone();
+    let server = tokio::spawn(async move {
+        let mut s = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        s.shutdown().await.unwrap();
+        got
+    });
+    let started = Instant::now();
+    let mut s = connect(&[PathSpec::to(dead), PathSpec::to(live)], client_cfg())
+        .await
+        .unwrap();
+    s.write_all(&data).await.unwrap();
+    s.shutdown().await.unwrap();
+    let took = started.elapsed();
+    let paths = s.paths();
+    let dead_state = paths.iter().find(|(_, _, a)| *a == Some(dead)).unwrap().1;
+    assert_eq!(dead_state, braid::PathState::Closed, "{paths:?}");
+    // Nothing waited for the dead connection's retransmission timeouts.
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(server.await.unwrap(), expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

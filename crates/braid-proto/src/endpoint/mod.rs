@@ -302,6 +302,11 @@ impl<H: Clone> Endpoint<H> {
         self.remove(id);
     }
 
+    /// The handle of session `session_id`, if the table holds it.
+    pub fn get(&self, session_id: u64) -> Option<&H> {
+        self.sessions.get(&session_id)
+    }
+
     /// A half-open session's client confirmed the handshake: it is
     /// established (and, with a code, proved it knew the code).
     pub fn confirmed(&mut self, session_id: u64) {

@@ -88,6 +88,8 @@ pub(crate) struct Path {
     exchange_rtt: Option<Duration>,
     /// A server's: see [`Path::opening_lag`].
     opening_lag: Option<Duration>,
+    /// Whether anything authentic from the peer arrived on this path.
+    heard: bool,
 }
 
 impl Path {
@@ -124,6 +126,7 @@ impl Path {
             sampled_acked: 0,
             exchange_rtt: None,
             opening_lag: None,
+            heard: false,
         }
     }
 
@@ -251,6 +254,22 @@ impl Path {
     /// numbers are left out.
     pub fn take_packet_number(&mut self, rng: &mut impl Rng) -> u64 {
         self.numbers.take(rng)
+    }
+
+    /// Something authentic from the peer arrived on this path.
+    pub fn on_heard(&mut self) {
+        self.heard = true;
+    }
+
+    /// Whether anything authentic from the peer ever arrived on this path.
+    pub fn was_heard(&self) -> bool {
+        self.heard
+    }
+
+    /// Whether a packet numbered with low bits `truncated` left on this path.
+    pub fn has_sent(&self, truncated: u64) -> bool {
+        let next = self.numbers.next();
+        next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated) < next
     }
 
     /// Counts a datagram of `size` bytes sent.

@@ -21,6 +21,7 @@ mod stats;
 mod tail_copy;
 mod timers;
 mod transmit;
+mod unreachable;
 mod validation;
 mod windows;
 

@@ -272,6 +272,9 @@ impl Session {
         self.last_recv = now;
         self.last_recv_path = path;
         self.rtos_in_silence.clear();
+        if let Some(p) = self.paths.get_mut(&path) {
+            p.on_heard();
+        }
     }
 
     fn handle_frame(&mut self, now: Instant, path: PathId, frame: Frame<'_>) {
