@@ -24,7 +24,7 @@ use thiserror::Error;
 
 /// The only protocol version this code speaks (seven bits: the first
 /// byte's high bit is [`KEY_PHASE_BIT`]).
-pub const VERSION: u8 = 7;
+pub const VERSION: u8 = 8;
 /// The first header byte's key-phase bit. It is covered by the AEAD (the
 /// header is its associated data), so it cannot be flipped unnoticed;
 /// clear handshake datagrams and insecure sessions send it as 0.

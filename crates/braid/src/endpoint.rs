@@ -437,7 +437,12 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
             })
         })?;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
-    let proto = braid_proto::Session::connect(cfg, rand::random(), clock::now(), os_seed())?;
+    // Dated by the wall clock, so a listener can tell a replayed opening.
+    let date = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let proto =
+        braid_proto::Session::connect_dated(cfg, rand::random(), clock::now(), os_seed(), date)?;
     let routes = paths
         .iter()
         .enumerate()

@@ -201,9 +201,16 @@ impl ClientHandshake {
 pub(crate) struct ServerHandshake {
     noise: HandshakeState,
     pake_msg: Vec<u8>,
+    /// The client's static key (key mode), authenticated by its message.
+    client: Option<PublicKey>,
 }
 
 impl ServerHandshake {
+    /// The client's static key, in key mode.
+    pub fn client(&self) -> Option<PublicKey> {
+        self.client
+    }
+
     /// Reads a client's first message; returns the handshake and the
     /// client's payload. Nothing is kept if it fails.
     pub fn read(
@@ -240,19 +247,21 @@ impl ServerHandshake {
             .read_message(noise_msg, &mut payload)
             .map_err(|_| HandshakeError::Auth)?;
         payload.truncate(n);
-        if mode == mode::PINNED && !sec.allowed_clients.is_empty() {
-            let client = noise
-                .get_remote_static()
-                .and_then(|k| <[u8; 32]>::try_from(k).ok())
-                .map(PublicKey);
-            if !client.is_some_and(|k| sec.allowed_clients.contains(&k)) {
-                return Err(HandshakeError::NotAllowed);
-            }
+        let client = noise
+            .get_remote_static()
+            .and_then(|k| <[u8; 32]>::try_from(k).ok())
+            .map(PublicKey);
+        if mode == mode::PINNED
+            && !sec.allowed_clients.is_empty()
+            && !client.is_some_and(|k| sec.allowed_clients.contains(&k))
+        {
+            return Err(HandshakeError::NotAllowed);
         }
         Ok((
             ServerHandshake {
                 noise,
                 pake_msg: our_pake,
+                client,
             },
             payload,
         ))

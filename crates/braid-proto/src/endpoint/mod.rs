@@ -14,10 +14,12 @@
 //! retry token rather than dropped, and one that echoes a token pushes out
 //! one that did not, so a client that proves its address is never locked
 //! out by ones that do not. With a one-time code, every answer is a guess
-//! and is counted when it is sent.
+//! and is counted when it is sent. A key-mode opening is dated by its
+//! client, and one whose date was seen is a replay and opens nothing.
 
 mod admission;
 mod guesses;
+mod openings;
 
 pub use admission::Prefix;
 
@@ -27,6 +29,7 @@ use crate::wire::{Frame, Frames, Header, VERSION};
 use crate::{Instant, Role, Session, SessionConfig};
 use admission::{Admit, HalfOpen, HalfOpenTable, Limits};
 use guesses::CodeGuesses;
+use openings::OpeningDates;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 
@@ -92,6 +95,8 @@ pub struct EndpointStats {
     pub dropped: u64,
     /// Half-open sessions pushed out to make room for validated openings.
     pub evicted: u64,
+    /// Key-mode openings dropped as replays (a date seen before).
+    pub replayed: u64,
     /// One-time-code handshakes answered: guesses anyone got.
     pub code_answers: u32,
     /// Of those, answers no client confirmed: wrong guesses, or still in flight.
@@ -114,6 +119,7 @@ pub struct Endpoint<H> {
     closed: VecDeque<u64>,
     closed_set: HashSet<u64>,
     guesses: Option<CodeGuesses>,
+    openings: OpeningDates,
     evicted: VecDeque<H>,
     stats: EndpointStats,
 }
@@ -143,6 +149,7 @@ impl<H: Clone> Endpoint<H> {
             closed: VecDeque::new(),
             closed_set: HashSet::new(),
             guesses: None,
+            openings: OpeningDates::default(),
             evicted: VecDeque::new(),
             stats: EndpointStats::default(),
         }
@@ -240,6 +247,14 @@ impl<H: Clone> Endpoint<H> {
         }
         let seed = self.rng.seed();
         let mut session = Session::accept(cfg.clone(), now, header.path, datagram, seed).ok()?;
+        if let Some((key, date)) = session.opening_date() {
+            if !self.openings.check(key, date) {
+                // Not even a refusal: a replay learns nothing.
+                self.stats.replayed += 1;
+                self.stats.dropped += 1;
+                return None;
+            }
+        }
         let answered = code && session.has_answered();
         if answered {
             let g = self.guesses.as_mut().expect("code listener");

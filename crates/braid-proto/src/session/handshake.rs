@@ -8,8 +8,8 @@ use crate::error::SessionError;
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
-use crate::PathId;
 use crate::{cc, Ecn, Instant};
+use crate::{PathId, PublicKey};
 use thiserror::Error;
 
 /// Why a datagram could not open a server session. None of these leave
@@ -41,6 +41,8 @@ pub(super) struct Answer {
     client_message: Vec<u8>,
     /// The encoded SERVER_HELLO frame.
     frame: Vec<u8>,
+    /// Key mode: the client's key and the date of its opening.
+    opening: Option<(PublicKey, u64)>,
 }
 
 impl Answer {
@@ -48,6 +50,9 @@ impl Answer {
         &self.frame
     }
 }
+
+/// Bytes of the date that starts a sealed offer.
+const DATE_LEN: usize = 8;
 
 /// The whole of a refusal in clear: the handshake's mode (code, key or
 /// insecure), the key, or the client's key was not what this server takes.
@@ -126,10 +131,14 @@ impl Session {
                         return Ok(s);
                     }
                 };
-                let hello = match Frames::new(&offer).next() {
+                let Some((date, params)) = offer.split_first_chunk::<DATE_LEN>() else {
+                    return Err(AcceptError::Handshake("no date in the handshake"));
+                };
+                let hello = match Frames::new(params).next() {
                     Some(Ok(Frame::Hello(h))) => h,
                     _ => return Err(AcceptError::Handshake("no parameters in the handshake")),
                 };
+                let opening = hs.client().map(|k| (k, u64::from_be_bytes(*date)));
                 let mut answer = Vec::new();
                 let refusal = s.negotiate(&hello).err();
                 match &refusal {
@@ -151,6 +160,7 @@ impl Session {
                 s.answer = Some(Answer {
                     client_message: noise.to_vec(),
                     frame,
+                    opening,
                 });
                 if let Some((code, reason)) = refusal {
                     // The refusal travels inside the answer, authenticated.
@@ -167,6 +177,12 @@ impl Session {
             _ => unreachable!("matched above"),
         }
         Ok(s)
+    }
+
+    /// Key mode, a server's: the client's key and the date its opening
+    /// carried, for the endpoint to refuse replayed openings.
+    pub(crate) fn opening_date(&self) -> Option<(PublicKey, u64)> {
+        self.answer.as_ref().and_then(|a| a.opening)
     }
 
     /// Whether this server session answered a sealed handshake (with a

@@ -245,17 +245,37 @@ struct SilentRtos {
 impl Session {
     /// Opens a client session over `cfg.paths` connections (ids `0..paths`);
     /// `seed` seeds the session's CSPRNG (the OS's randomness on real
-    /// networks, the scenario's seed in the simulator).
+    /// networks, the scenario's seed in the simulator). The opening is
+    /// dated by `now` since [`Instant::ZERO`]: right for a simulation;
+    /// real clients use [`Session::connect_dated`] with the wall clock.
     pub fn connect(
         cfg: SessionConfig,
         session_id: u64,
         now: Instant,
         seed: [u8; 32],
     ) -> Result<Session, ConfigError> {
+        let date = now.saturating_duration_since(Instant::ZERO);
+        Session::connect_dated(cfg, session_id, now, seed, date)
+    }
+
+    /// As [`Session::connect`], the opening dated `unix_time` (the wall
+    /// clock's time since the Unix epoch). A key-mode server refuses an
+    /// opening whose date it has seen, or one older than the dates it
+    /// remembers for the client's key: a replayed opening opens nothing,
+    /// and a client's clock must not run backwards across its restarts.
+    pub fn connect_dated(
+        cfg: SessionConfig,
+        session_id: u64,
+        now: Instant,
+        seed: [u8; 32],
+        unix_time: std::time::Duration,
+    ) -> Result<Session, ConfigError> {
         cfg.validate_for(Role::Client)?;
         let mut s = Session::new(Role::Client, cfg, session_id, now, seed);
         if s.cfg.security.is_sealed() {
-            let mut offer = Vec::new();
+            // The date first, then the parameters, all inside Noise.
+            let date = u64::try_from(unix_time.as_nanos()).unwrap_or(u64::MAX);
+            let mut offer = date.to_be_bytes().to_vec();
             crate::wire::Frame::Hello(s.hello()).encode(&mut offer);
             let hs = ClientHandshake::new(&s.cfg.security, session_id, &offer, &mut s.rng);
             s.client_hs = Some(Box::new(hs));

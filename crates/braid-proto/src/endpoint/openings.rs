@@ -1,0 +1,140 @@
+//! Replayed key-mode openings. A client's first handshake message carries
+//! the date it was written (inside Noise, so nobody can change it), as
+//! WireGuard's initiation carries TAI64N. A copy of a genuine opening
+//! therefore repeats a date the listener has seen, or one older than the
+//! dates it remembers for that key, and opens nothing: not even an answer
+//! tells whoever replays it that the listener accepts that client.
+//!
+//! Per key the listener keeps the newest [`DATES_PER_KEY`] dates, not
+//! just the newest one, so that several sessions a client opens at once
+//! may arrive in any order; anything older than those is refused. At
+//! most [`MAX_KEYS`] keys are remembered (the least recently seen goes),
+//! far more than the session ids an endpoint remembers as closed: to make
+//! it forget a key, an attacker must complete that many handshakes with
+//! keys of its own.
+
+use crate::PublicKey;
+use std::collections::HashMap;
+
+/// Opening dates remembered per client key.
+pub const DATES_PER_KEY: usize = 8;
+/// Client keys remembered: about 9 MB at most.
+pub const MAX_KEYS: usize = 65_536;
+
+#[derive(Debug, Default)]
+struct KeyDates {
+    recent: [u64; DATES_PER_KEY],
+    len: usize,
+    /// Dates at or below this were forgotten: refused.
+    floor: Option<u64>,
+    /// When the key was last seen, in openings checked.
+    seen: u64,
+}
+
+impl KeyDates {
+    /// Records `date`; false if it was seen or is older than all kept.
+    fn insert(&mut self, date: u64) -> bool {
+        let kept = &mut self.recent[..self.len];
+        if self.floor.is_some_and(|f| date <= f) || kept.contains(&date) {
+            return false;
+        }
+        if self.len < DATES_PER_KEY {
+            self.recent[self.len] = date;
+            self.len += 1;
+            return true;
+        }
+        let (oldest, &min) = kept
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, d)| **d)
+            .expect("full");
+        if date < min {
+            // It would be the one forgotten.
+            return false;
+        }
+        self.floor = Some(min);
+        self.recent[oldest] = date;
+        true
+    }
+}
+
+/// The opening dates of each client key the listener remembers.
+#[derive(Debug, Default)]
+pub(crate) struct OpeningDates {
+    keys: HashMap<PublicKey, KeyDates>,
+    checked: u64,
+}
+
+impl OpeningDates {
+    /// Records `key`'s opening dated `date` (nanoseconds since the Unix
+    /// epoch, by the client's clock); false if it is a replay.
+    pub fn check(&mut self, key: PublicKey, date: u64) -> bool {
+        self.checked += 1;
+        if !self.keys.contains_key(&key) && self.keys.len() >= MAX_KEYS {
+            let oldest = self
+                .keys
+                .iter()
+                .min_by_key(|(_, k)| k.seen)
+                .map(|(k, _)| *k);
+            if let Some(oldest) = oldest {
+                self.keys.remove(&oldest);
+            }
+        }
+        let k = self.keys.entry(key).or_default();
+        k.seen = self.checked;
+        k.insert(date)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u8) -> PublicKey {
+        PublicKey([n; 32])
+    }
+
+    #[test]
+    fn a_repeated_date_is_refused_and_order_within_the_window_is_free() {
+        let mut t = OpeningDates::default();
+        assert!(t.check(key(1), 100));
+        assert!(!t.check(key(1), 100));
+        // An earlier opening of a parallel session arriving second.
+        assert!(t.check(key(1), 90));
+        // Another key has its own dates.
+        assert!(t.check(key(2), 100));
+    }
+
+    #[test]
+    fn dates_older_than_the_remembered_ones_are_refused() {
+        let mut t = OpeningDates::default();
+        for date in 1..=DATES_PER_KEY as u64 {
+            assert!(t.check(key(1), date * 10));
+        }
+        // One more pushes out 10: 10 and anything below is refused now.
+        assert!(t.check(key(1), 1000));
+        assert!(!t.check(key(1), 10));
+        assert!(!t.check(key(1), 5));
+        // Older than all it remembers: it would be forgotten at once.
+        assert!(!t.check(key(1), 15));
+        // Newer than the oldest kept (20): kept, and 20 is forgotten.
+        assert!(t.check(key(1), 25));
+        assert!(!t.check(key(1), 20));
+        assert!(!t.check(key(1), 22));
+    }
+
+    #[test]
+    fn keys_beyond_the_limit_push_out_the_least_recently_seen() {
+        let mut t = OpeningDates::default();
+        for n in 0..MAX_KEYS as u32 {
+            let mut k = [0u8; 32];
+            k[..4].copy_from_slice(&n.to_be_bytes());
+            assert!(t.check(PublicKey(k), 1));
+        }
+        assert_eq!(t.keys.len(), MAX_KEYS);
+        assert!(t.check(key(0xff), 1));
+        assert_eq!(t.keys.len(), MAX_KEYS);
+        // Key 0 was the least recently seen: forgotten, its time passes again.
+        assert!(t.check(PublicKey([0; 32]), 1));
+    }
+}
