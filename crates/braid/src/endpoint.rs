@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::io::{self, IoSliceMut};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -189,20 +190,40 @@ impl EndpointInner {
     }
 }
 
+/// How long an address a connection moved away from stays validated: a
+/// few round trips of any real path.
+const FORMER_RECENT: Duration = Duration::from_secs(3);
+
 /// Where a server's connection `path` sends, after a datagram from
 /// `route` (RFC 9000 §9.3). Before the client confirms, the answer goes
 /// where the latest opening came from: a copy of the opening raced from a
 /// third party's address cannot keep the answer from the client, whose
 /// own repeats win it back. An authentic packet moves the connection only
 /// if it is the highest-numbered so far and its address then answers a
-/// challenge; the stream keeps to the old address meanwhile.
+/// challenge; the stream keeps to the old address meanwhile. After a move
+/// the old address is challenged too, and stays validated for a while:
+/// if the move was an attacker's copies, the peer's own next packets from
+/// there move the connection back at once.
 fn follow(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Route, a: Arrival) {
     let highest = a.authentic && g.proto.largest_received(path) > a.largest;
     let same = g.routes.get(&path).map(|r| r.same(&route));
     // An answer counts only from the candidate's own address.
     let answered = g.proto.take_candidate_answer(path);
+    let is_candidate = |g: &crate::session::Inner, r: &Route| {
+        g.candidate
+            .as_ref()
+            .is_some_and(|(p, c)| *p == path && c.same(r))
+    };
+    let is_former = |g: &crate::session::Inner, r: &Route| {
+        g.former
+            .as_ref()
+            .is_some_and(|f| f.path == path && f.route.same(r) && now < f.until)
+    };
     if same == Some(true) {
-        if highest && g.candidate.as_ref().is_some_and(|(p, _)| *p == path) {
+        // The peer is back where the connection sends: a pending move is
+        // moot, but the old address's check after a move goes on.
+        let probing_former = g.candidate.as_ref().is_some_and(|(_, c)| is_former(g, c));
+        if highest && g.candidate.as_ref().is_some_and(|(p, _)| *p == path) && !probing_former {
             g.proto.cancel_candidate(path);
             g.candidate = None;
         }
@@ -224,20 +245,43 @@ fn follow(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Rout
         return;
     }
     if answered {
-        if g.candidate
-            .as_ref()
-            .is_some_and(|(p, c)| *p == path && c.same(&route))
-        {
-            g.routes.insert(path, route);
+        if is_candidate(g, &route) {
             g.candidate = None;
-            g.proto.handle_address_moved(path);
+            if is_former(g, &route) {
+                // The old address still answers: it stays validated, and
+                // only the peer's own packets from there move us back.
+                return;
+            }
+            move_route(g, now, path, route, a.len);
         }
         return;
     }
     if highest {
+        if is_former(g, &route) {
+            // Seen recently, and validated: no need to ask again (§9.3).
+            move_route(g, now, path, route, a.len);
+            return;
+        }
         g.proto.probe_candidate(now, path, a.len);
         g.candidate = Some((path, route));
     }
+}
+
+/// Moves connection `path` to `route`, and challenges the address it
+/// leaves (RFC 9000 §9.3.3), which stays validated for [`FORMER_RECENT`].
+fn move_route(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Route, len: usize) {
+    let Some(old) = g.routes.insert(path, route) else {
+        return;
+    };
+    g.proto.cancel_candidate(path);
+    g.proto.handle_address_moved(path);
+    g.proto.probe_candidate(now, path, len);
+    g.candidate = Some((path, old.clone()));
+    g.former = Some(crate::session::Former {
+        path,
+        route: old,
+        until: now + FORMER_RECENT,
+    });
 }
 
 /// What `follow` needs to know of a datagram a server session handled.

@@ -33,12 +33,23 @@ impl Route {
     }
 }
 
+/// A connection's previous address after a move (RFC 9000 §9.3.3).
+pub(crate) struct Former {
+    pub path: PathId,
+    pub route: Route,
+    /// Until when it counts as recently validated.
+    pub until: braid_proto::Instant,
+}
+
 /// Everything behind the session's lock.
 pub(crate) struct Inner {
     pub proto: braid_proto::Session,
     pub routes: BTreeMap<PathId, Route>,
     /// An address a connection may move to, while the core probes it.
     pub candidate: Option<(PathId, Route)>,
+    /// The address a connection last moved away from, still validated
+    /// for a while: the peer's packets from there move it back at once.
+    pub former: Option<Former>,
     reader: Option<Waker>,
     writer: Option<Waker>,
     closer: Option<Waker>,
@@ -104,6 +115,7 @@ impl Shared {
                 proto,
                 routes,
                 candidate: None,
+                former: None,
                 reader: None,
                 writer: None,
                 closer: None,

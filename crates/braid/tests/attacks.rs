@@ -502,3 +502,101 @@ async fn a_forwarder_racing_genuine_datagrams_neither_diverts_nor_stalls() {
     assert!(racer_got < 4096, "the racer got {racer_got} bytes");
     eprintln!("8 MiB in {took:?} with a racing forwarder; it got {racer_got} bytes");
 }
+
+/// As [`racing_forwarder`], but the racer also carries the server's
+/// datagrams to the client until `stop`, so its address answers
+/// challenges and the connection moves to it; then it falls silent.
+/// Returns the entry, the genuine forwarder's address at the server, and
+/// how many of the server's datagrams the racer carried.
+async fn racing_relay(
+    server: SocketAddr,
+    stop: std::time::Instant,
+) -> (SocketAddr, SocketAddr, Arc<Mutex<u64>>) {
+    let outside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
+    let inside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
+    let racer = Arc::new(UdpSocket::bind(addr("127.0.0.67:0")).await.unwrap());
+    let client = Arc::new(Mutex::new(None));
+    let relayed = Arc::new(Mutex::new(0u64));
+    let (o, i, r, c) = (
+        outside.clone(),
+        inside.clone(),
+        racer.clone(),
+        client.clone(),
+    );
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = o.recv_from(&mut buf).await {
+            *c.lock().unwrap() = Some(from);
+            if std::time::Instant::now() < stop {
+                let _ = r.send_to(&buf[..n], server).await;
+            }
+            let _ = i.send_to(&buf[..n], server).await;
+        }
+    });
+    for (from, live_until) in [(inside.clone(), None), (racer, Some(stop))] {
+        let (o, c, relayed) = (outside.clone(), client.clone(), relayed.clone());
+        let racing = live_until.is_some();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            while let Ok(n) = from.recv(&mut buf).await {
+                if live_until.is_some_and(|t| std::time::Instant::now() >= t) {
+                    continue;
+                }
+                if racing {
+                    *relayed.lock().unwrap() += 1;
+                }
+                let to = *c.lock().unwrap();
+                if let Some(to) = to {
+                    let _ = o.send_to(&buf[..n], to).await;
+                }
+            }
+        });
+    }
+    (
+        outside.local_addr().unwrap(),
+        inside.local_addr().unwrap(),
+        relayed,
+    )
+}
+
+/// RFC 9000 §9.3.3: a racer that carries traffic both ways wins the
+/// connection (it is on the path now), and when it falls silent the
+/// connection goes back to the genuine address, which the server
+/// challenged when it moved away and still holds validated: the
+/// transfer goes on instead of stalling on a dead address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_racer_that_relays_then_falls_silent_does_not_stall_the_transfer() {
+    let listener = Listener::bind(addr("127.0.0.1:0"), server_cfg()).unwrap();
+    let stop = std::time::Instant::now() + Duration::from_millis(800);
+    let (entry, inside, relayed) = racing_relay(listener.local_addr(), stop).await;
+    let server = hashing_server(listener);
+    let data = content(4 << 20);
+    let (_client, hash) = tokio::time::timeout(
+        Duration::from_secs(30),
+        // 64 pieces 25 ms apart: the transfer outlasts the racer.
+        honest_client(entry, &data, Duration::from_millis(25)),
+    )
+    .await
+    .expect("the transfer is not stalled");
+    let took = stop.elapsed();
+    let (s, got) = server.await.unwrap();
+    let relayed = *relayed.lock().unwrap();
+    assert!(got == data);
+    assert_eq!(hash, blake3::hash(&data).as_bytes());
+    // The server only acknowledges; more than its challenges (at most 6)
+    // went through the racer only if the connection moved there.
+    assert!(
+        relayed > 16,
+        "the racer never won the connection: {relayed} datagrams"
+    );
+    assert_eq!(
+        s.paths()[0].2,
+        Some(inside),
+        "the connection stayed on the racer"
+    );
+    assert!(
+        took < Duration::from_secs(6),
+        "{took:?} after the racer fell silent"
+    );
+    eprintln!("racer relayed {relayed} datagrams; done {took:?} after it fell silent");
+}
