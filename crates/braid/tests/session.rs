@@ -60,19 +60,21 @@ async fn two_connections_on_one_socket_share_the_stream() {
         let mut got = Vec::new();
         s.read_to_end(&mut got).await.unwrap();
         s.shutdown().await.unwrap();
-        (got, s.paths().len())
+        (got, s.paths().len(), s.stats().forged_dropped)
     });
     let mut s = connect(&[PathSpec::to(to), PathSpec::to(to)], client_cfg())
         .await
         .unwrap();
     s.write_all(&data).await.unwrap();
     s.shutdown().await.unwrap();
-    let (got, server_paths) = server.await.unwrap();
+    let (got, server_paths, server_forged) = server.await.unwrap();
     assert!(got == expected);
     assert_eq!(server_paths, 2);
     let stats = s.stats();
     assert_eq!(stats.paths.len(), 2);
     assert!(stats.paths.iter().all(|(_, p)| p.data_packets_sent > 0));
+    // The second connection's copy of the handshake is no forgery.
+    assert_eq!((stats.forged_dropped, server_forged), (0, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

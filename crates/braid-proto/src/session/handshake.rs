@@ -303,6 +303,12 @@ impl Session {
                 self.first_unauthentic.get_or_insert(now);
                 self.counters.forged += 1;
             }
+            // A late copy of a handshake message (a second connection's
+            // answer, a repeated opening after the answer was dropped):
+            // the handshake succeeded, so it says nothing either way.
+            Frame::ServerHello { .. } | Frame::ClientHello { .. } if self.keys.is_some() => {
+                self.counters.unexpected += 1;
+            }
             _ => self.counters.forged += 1,
         }
     }
