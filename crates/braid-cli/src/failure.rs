@@ -210,20 +210,22 @@ const CLOSE_SECURITY: u64 = 4;
 pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
     let peer = &ctx.peer;
     let said = crate::text::escape(&e.to_string());
+    // The ICMP "port unreachable" of the handshake (RFC 8085 §5.2), which
+    // the runtime reports as a refused connection, whichever variant
+    // carries it. A socket error of ours with that kind is still ours.
+    let refused_connection = e.kind() == std::io::ErrorKind::ConnectionRefused;
+    if refused_connection && !matches!(e, braid::Error::Io { .. }) {
+        return Failure::new(
+            Kind::NothingListening,
+            format!("nothing is listening on {peer} (is `braid recv` running there?)"),
+        );
+    }
     let session = match e {
         braid::Error::Session(s) | braid::Error::AllPathsDown(s) => s,
         braid::Error::Io { .. } | braid::Error::Config(_) => {
             return Failure::new(Kind::Local, said);
         }
         braid::Error::CodeGuessLimit(_) => return Failure::new(Kind::CodeSpent, said),
-        // The ICMP "port unreachable" of the handshake (RFC 8085 §5.2):
-        // the runtime reports it as a refused connection.
-        _ if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            return Failure::new(
-                Kind::NothingListening,
-                format!("nothing is listening on {peer} (is `braid recv` running there?)"),
-            );
-        }
         _ => return Failure::new(Kind::ConnectionLost, said),
     };
     let wrong_code = || {

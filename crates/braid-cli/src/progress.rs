@@ -1,4 +1,5 @@
-//! A progress bar on a terminal (bytes, rate, ETA, each connection's share),
+//! A progress bar on a terminal (bytes, rate, ETA, each connection's share;
+//! decimal units as in the summary),
 //! and nothing at all when stderr is not a terminal. The sender's bar
 //! counts bytes the receiver acknowledged, not bytes handed to the
 //! transport (which run a window ahead), so its rate and ETA are the
@@ -121,7 +122,10 @@ impl Progress {
                         .and_then(|r| r.2)
                         .map_or_else(|| format!("path {id}"), |a| a.to_string())
                 };
-                bar.set_message(shares(&last, &now, label));
+                // One connection has all of it: nothing to say.
+                if now.len() > 1 {
+                    bar.set_message(shares(&last, &now, label));
+                }
                 last = now;
             }
         }))
@@ -143,9 +147,9 @@ const ACKED_REFRESH: Duration = Duration::from_millis(100);
 
 fn style(with_total: bool) -> ProgressStyle {
     let template = if with_total {
-        "{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}  {msg}"
+        "{prefix:>8} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} ETA {eta}  {msg}"
     } else {
-        "{prefix:>8} {bytes} {binary_bytes_per_sec}  {msg}"
+        "{prefix:>8} {decimal_bytes} {decimal_bytes_per_sec}  {msg}"
     };
     ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())

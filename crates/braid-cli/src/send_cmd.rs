@@ -107,16 +107,19 @@ async fn attempt(
     report.started = SystemTime::now();
     let started = Instant::now();
     let connected = tokio::select! {
-        s = braid::connect(&paths, cfg) => s.inspect_err(|_| report.duration = started.elapsed())?,
-        (what, status) = crate::interrupted() => {
-            return Err(Failure::err(Kind::Interrupted(status), what));
-        }
+        s = braid::connect(&paths, cfg) => s.map_err(anyhow::Error::from),
+        (what, status) = crate::interrupted() => Err(Failure::err(Kind::Interrupted(status), what)),
         never = waiting => match never {},
     };
-    let mut session = connected;
+    // A failed handshake's duration is how long it tried.
+    let mut session = connected.inspect_err(|_| report.duration = started.elapsed())?;
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
-    let local = |id: PathId| paths.get(usize::from(id.0)).and_then(|p| p.local);
+    // Known only from --bind with a port; the runtime does not say.
+    let local = |id: PathId| {
+        let spec = paths.get(usize::from(id.0))?;
+        spec.local.filter(|a| a.port() != 0)
+    };
     let progress = Progress::new(args.report.live(), header.size, "send");
     let watch = progress.watch(session.monitor(), Side::Sender);
     let monitor = session.monitor();

@@ -164,6 +164,22 @@ fn bad_command_lines_are_one_line_and_exit_2() {
             "reno9",
         ),
         (vec!["recv", "--listen", "abc"], "\"abc\" is not an address"),
+        (
+            vec!["recv", "--listen", "127.0.0.1:0", "-o", "-", "--json"],
+            "cannot be combined with --output -",
+        ),
+        (
+            vec![
+                "send",
+                "-",
+                "--to",
+                "127.0.0.1:1",
+                "--insecure",
+                "--name",
+                "a/b",
+            ],
+            "without directories",
+        ),
         (vec!["send", "x", "--to", "127.0.0.1:1"], "--peer"),
         (
             vec![
