@@ -2,12 +2,15 @@
 
 mod bench;
 mod demo_cmd;
+mod failure;
 mod file_io;
+mod human;
 mod keys;
 mod link_args;
 mod link_cmd;
 mod netns;
 mod progress;
+mod record;
 mod recv_cmd;
 mod relay_cmd;
 mod send_cmd;
@@ -39,8 +42,10 @@ enum Command {
     /// See braid work: a transfer over two emulated paths on loopback, live.
     Demo(demo_cmd::DemoArgs),
     /// Send a file (or stdin) to `braid recv` over one or more connections.
+    #[command(after_help = failure::EXIT_HELP)]
     Send(send_cmd::SendArgs),
     /// Receive a file from `braid send`, verify it (BLAKE3) and keep it.
+    #[command(after_help = failure::EXIT_HELP)]
     Recv(recv_cmd::RecvArgs),
     /// Write a key pair for `braid recv --key` (secret mode 0600, public in FILE.pub).
     Keygen(keys::KeygenArgs),
@@ -167,8 +172,11 @@ async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
         .await
         .ok()
         .and_then(|mut it| it.next())
-        .with_context(|| {
-            format!("cannot resolve {addr:?}; expected HOST:PORT, e.g. 127.0.0.1:7000")
+        .ok_or_else(|| {
+            failure::Failure::err(
+                failure::Kind::CannotResolve,
+                format!("cannot resolve {addr:?}; expected HOST:PORT, e.g. 127.0.0.1:7000"),
+            )
         })
 }
 
@@ -192,11 +200,12 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// How a transfer reports: live progress on a terminal, then a summary or JSON.
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// Print the result as the JSON of `braid sim --json` (plus the flow's
-    /// forged_dropped: datagrams that did not authenticate) instead of the summary.
+    /// Print a transfer record (one line of JSON per transfer, schema
+    /// braid.transfer/1, see docs/transfer-json.md) on stdout instead of the
+    /// summary; errors and hints still go to stderr.
     #[arg(long)]
     json: bool,
-    /// No progress bar.
+    /// No progress bar (errors and hints are still shown).
     #[arg(long, short)]
     quiet: bool,
 }
@@ -247,14 +256,4 @@ async fn wind_down(
 /// process exits (there is no kernel to do it after us, unlike TCP).
 async fn linger(session: &braid::Session) {
     let _ = tokio::time::timeout(Duration::from_millis(250), session.ended()).await;
-}
-
-/// Prints a transfer's result: JSON on stdout, or the summary on stderr.
-fn print_result(ended: &summary::Ended<'_>, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(&ended.to_json())?);
-    } else {
-        eprint!("{}", ended.summary());
-    }
-    Ok(())
 }

@@ -1,5 +1,9 @@
-//! A progress bar on a terminal (bytes, rate, ETA, each connection's share),
-//! and nothing at all when stderr is not a terminal.
+//! A progress bar on a terminal (bytes, rate, ETA, each connection's share;
+//! decimal units as in the summary),
+//! and nothing at all when stderr is not a terminal. The sender's bar
+//! counts bytes the receiver acknowledged, not bytes handed to the
+//! transport (which run a window ahead), so its rate and ETA are the
+//! transfer's.
 
 use braid::Monitor;
 use braid_proto::PathId;
@@ -76,6 +80,21 @@ impl Progress {
         }
     }
 
+    /// Moves the bar to the content bytes the peer acknowledged (the
+    /// session's acknowledged bytes less the `skip` that precede the
+    /// content, at most `cap`) until the returned guard is dropped.
+    pub fn follow_acked(&self, monitor: Monitor, skip: u64, cap: u64) -> Option<Following> {
+        let bar = self.bar.clone()?;
+        let task = tokio::spawn(async move {
+            loop {
+                let acked = monitor.stats().bytes_acked.saturating_sub(skip).min(cap);
+                bar.set_position(acked);
+                tokio::time::sleep(ACKED_REFRESH).await;
+            }
+        });
+        Some(Following(task))
+    }
+
     /// Shows each connection's share of the traffic until the task is aborted.
     pub fn watch(&self, monitor: Monitor, side: Side) -> Option<tokio::task::JoinHandle<()>> {
         let bar = self.bar.clone()?;
@@ -95,26 +114,55 @@ impl Progress {
                         (id, v)
                     })
                     .collect();
-                bar.set_message(shares(&last, &now));
+                let routes = monitor.paths();
+                let label = |id: PathId| {
+                    routes
+                        .iter()
+                        .find(|r| r.0 == id)
+                        .and_then(|r| r.2)
+                        .map_or_else(|| format!("path {id}"), |a| a.to_string())
+                };
+                // One connection has all of it: nothing to say.
+                if now.len() > 1 {
+                    bar.set_message(shares(&last, &now, label));
+                }
                 last = now;
             }
         }))
     }
 }
 
+/// Stops [`Progress::follow_acked`] when dropped.
+pub struct Following(tokio::task::JoinHandle<()>);
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How often the sender's bar reads the acknowledged bytes (the bar draws
+/// at 8 Hz).
+const ACKED_REFRESH: Duration = Duration::from_millis(100);
+
 fn style(with_total: bool) -> ProgressStyle {
     let template = if with_total {
-        "{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}  {msg}"
+        "{prefix:>8} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} ETA {eta}  {msg}"
     } else {
-        "{prefix:>8} {bytes} {binary_bytes_per_sec}  {msg}"
+        "{prefix:>8} {decimal_bytes} {decimal_bytes_per_sec}  {msg}"
     };
     ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ")
 }
 
-/// "path 0 71% · path 1 29%" from two readings of per-connection counters.
-fn shares(before: &[(PathId, u64)], now: &[(PathId, u64)]) -> String {
+/// "10.0.0.1:7000 71% · 10.0.0.2:7000 29%" from two readings of
+/// per-connection counters.
+fn shares(
+    before: &[(PathId, u64)],
+    now: &[(PathId, u64)],
+    label: impl Fn(PathId) -> String,
+) -> String {
     let delta: Vec<(PathId, u64)> = now
         .iter()
         .map(|&(id, v)| {
@@ -127,7 +175,7 @@ fn shares(before: &[(PathId, u64)], now: &[(PathId, u64)]) -> String {
         .iter()
         .map(|&(id, d)| {
             let pct = (d * 100).checked_div(total).unwrap_or(0);
-            format!("path {id} {pct:>3}%")
+            format!("{} {pct:>3}%", label(id))
         })
         .collect::<Vec<_>>()
         .join(" · ")
@@ -139,11 +187,13 @@ mod tests {
 
     #[test]
     fn shares_are_of_the_last_interval() {
+        let label = |id: PathId| format!("path {id}");
         let s = shares(
             &[(PathId(0), 100), (PathId(1), 100)],
             &[(PathId(0), 400), (PathId(1), 200)],
+            label,
         );
         assert_eq!(s, "path 0  75% · path 1  25%");
-        assert_eq!(shares(&[], &[(PathId(0), 0)]), "path 0   0%");
+        assert_eq!(shares(&[], &[(PathId(0), 0)], label), "path 0   0%");
     }
 }

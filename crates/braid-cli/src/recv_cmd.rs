@@ -1,22 +1,25 @@
 //! `braid recv`: accept a transfer from `braid send`, verify it, and keep it.
 
+use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::progress::{Progress, Side};
-use crate::summary::Ended;
+use crate::summary::{Report, Role, Written};
 use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
-use anyhow::{anyhow, bail};
+use crate::UsageError;
 use braid::{Listener, Session, SessionConfig};
 use clap::Args;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Args)]
 pub struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7000 (port 0: any free port).
     #[arg(long, value_name = "ADDR")]
     listen: String,
-    /// Where to write: a file, an existing directory (the sender's file
-    /// name inside it), or - for stdout. Default: the current directory.
+    /// Where to write: a file, a directory (the sender's file name inside
+    /// it; a missing one is created if the name ends with /), or - for
+    /// stdout. Default: the current directory.
     #[arg(long, short, value_name = "FILE|DIR|-", default_value = ".")]
     output: String,
     /// Keep accepting transfers (concurrently) instead of exiting after one.
@@ -32,24 +35,114 @@ pub struct RecvArgs {
 }
 
 /// How long a stopped `--keep` receiver waits for its transfers to end.
-const SIGNAL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+const SIGNAL_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the listener's counters are read for failed tries.
+const TRIES_POLL: Duration = Duration::from_millis(200);
 
 pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
     crate::block_on(recv(args))?
 }
 
+/// What every transfer of this receiver shares.
+struct Setup {
+    output: Output,
+    mode: Mode,
+    local: SocketAddr,
+}
+
 async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
-    let output = Output::parse(&args.output)?;
-    if matches!(output, Output::Stdout) && args.report.json {
-        bail!("--json prints to stdout; it cannot be combined with --output -");
-    }
-    if let Output::File(path) = &output {
-        if path.exists() && !args.overwrite {
-            bail!("{} exists; pass --overwrite to replace it", path.display());
+    let (listener, setup) = match listen(&args).await {
+        Ok(l) => l,
+        Err(e) if e.is::<UsageError>() => return Err(e),
+        Err(e) => {
+            let ctx = context(Mode::Code);
+            return Ok(failed(
+                Report::new(Role::Recv),
+                failure::classify(&e, &ctx),
+                &args,
+            ));
+        }
+    };
+    let args = Arc::new(args);
+    let setup = Arc::new(setup);
+    let tries = failed_tries(&listener, setup.mode);
+    tokio::pin!(tries);
+    // With --keep, the transfers under way; on a signal each one tells its
+    // sender and removes its partial file, and we wait for them to.
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            s = listener.accept() => Ok(s),
+            signal = crate::interrupted() => Err(signal),
+            Some(_) = running.join_next(), if !running.is_empty() => continue,
+            never = &mut tries => match never {},
+        };
+        let session = match accepted {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                let ctx = context(setup.mode);
+                let f = failure::from_runtime(&e, &ctx);
+                return Ok(failed(Report::new(Role::Recv), f, &args));
+            }
+            Err((what, status)) => {
+                let _ = tokio::time::timeout(SIGNAL_GRACE, async {
+                    while running.join_next().await.is_some() {}
+                })
+                .await;
+                let f = Failure::new(Kind::Interrupted(status), what);
+                if args.keep {
+                    // Stopping is how --keep ends: no transfer to record.
+                    eprintln!("braid: {}", f.message);
+                    return Ok(ExitCode::from(status));
+                }
+                return Ok(failed(Report::new(Role::Recv), f, &args));
+            }
+        };
+        if args.keep {
+            let (args, setup) = (args.clone(), setup.clone());
+            running.spawn(async move {
+                receive_one(session, &setup, &args, false).await;
+            });
+        } else {
+            return Ok(receive_one(session, &setup, &args, true).await);
         }
     }
-    let identity = args.security.resolve()?;
-    let code_mode = identity.security.code.is_some();
+}
+
+fn context(mode: Mode) -> Context {
+    Context {
+        peer_role: "the sender",
+        peer: "the sender".into(),
+        mode,
+    }
+}
+
+/// Prints a failure that ended the command before or between transfers.
+fn failed(mut report: Report, f: Failure, args: &RecvArgs) -> ExitCode {
+    report.failure = Some(f);
+    report.print(args.report.json)
+}
+
+/// Checks the output, binds, and tells the user what to run on the sender.
+async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
+    if args.output == "-" && args.report.json {
+        return Err(UsageError::new(
+            "--json prints to stdout; it cannot be combined with --output -",
+        )
+        .into());
+    }
+    let output = Output::parse(&args.output).map_err(failure::local)?;
+    if let Output::File(path) = &output {
+        if path.exists() && !args.overwrite {
+            return Err(Failure::err(
+                Kind::Local,
+                format!("{} exists; pass --overwrite to replace it", path.display()),
+            ));
+        }
+    }
+    let identity = args.security.resolve().map_err(failure::local)?;
+    let mode = Mode::of(&identity.security);
     let addr = crate::resolve(&args.listen).await?;
     let cfg = SessionConfig {
         security: identity.security,
@@ -67,7 +160,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
         "on the sender: braid send FILE --to {host} {}",
         identity.sender_option.as_str()
     );
-    if code_mode {
+    if mode == Mode::Code {
         let reuse = if args.keep {
             "the code stays valid for every transfer; "
         } else {
@@ -78,99 +171,104 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
             braid::CODE_GUESS_LIMIT
         );
     }
-    let args = Arc::new(args);
-    let output = Arc::new(output);
-    // With --keep, the transfers under way; on a signal each one tells its
-    // sender and removes its partial file, and we wait for them to.
-    let mut running = tokio::task::JoinSet::new();
+    Ok((
+        listener,
+        Setup {
+            output,
+            mode,
+            local,
+        },
+    ))
+}
+
+/// Says on stderr, one line per try, each handshake that failed here (the
+/// sender is told why on its side). Never resolves.
+async fn failed_tries(listener: &Listener, mode: Mode) -> std::convert::Infallible {
+    let mut refused = 0;
+    let mut guesses = 0;
     loop {
-        let accepted = tokio::select! {
-            s = listener.accept() => Ok(s),
-            signal = crate::interrupted() => Err(signal),
-            Some(_) = running.join_next(), if !running.is_empty() => continue,
-        };
-        let session = match accepted {
-            Ok(s) => s?,
-            Err((what, status)) => {
-                let _ = tokio::time::timeout(SIGNAL_GRACE, async {
-                    while running.join_next().await.is_some() {}
-                })
-                .await;
-                eprintln!("braid: {what}");
-                return Ok(ExitCode::from(status));
-            }
-        };
-        if args.keep {
-            let (args, output) = (args.clone(), output.clone());
-            running.spawn(async move {
-                let _ = receive_one(session, &output, &args, false).await;
-            });
-        } else {
-            return receive_one(session, &output, &args, true).await;
+        tokio::time::sleep(TRIES_POLL).await;
+        let now = listener.stats().refused;
+        for _ in refused..now {
+            eprintln!("braid: {}", refusal_line(mode));
         }
+        refused = refused.max(now);
+        let now = listener.failed_handshakes();
+        for n in guesses + 1..=now {
+            eprintln!(
+                "braid: a sender's code was wrong (or someone guessed): {n} of {} wrong \
+                 guesses before this code is spent",
+                braid::CODE_GUESS_LIMIT
+            );
+        }
+        guesses = guesses.max(now);
+    }
+}
+
+fn refusal_line(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Key => {
+            "refused a sender: it pinned another key with --peer, its key is not in \
+             --allow, or it used a code or --insecure"
+        }
+        Mode::Code => "refused a sender: it used --peer or --insecure, not a code",
+        Mode::Insecure => "refused a sender: it used a code or a key, not --insecure",
     }
 }
 
 /// Receives one transfer and prints its result.
-pub async fn receive_one(
-    mut session: Session,
-    output: &Output,
-    args: &RecvArgs,
-    bar: bool,
-) -> anyhow::Result<ExitCode> {
+async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: bool) -> ExitCode {
+    let mut report = Report::new(Role::Recv);
+    report.mode = Some(setup.mode);
+    report.started = SystemTime::now();
     let progress = Progress::new(bar && args.report.live(), None, "recv");
     let watch = progress.watch(session.monitor(), Side::Receiver);
     let started = Instant::now();
+    let mut header = None;
+    let receiving = transfer::receive_telling(
+        &mut session,
+        &setup.output,
+        args.overwrite,
+        &progress,
+        &mut header,
+    );
     let outcome = tokio::select! {
-        r = transfer::receive(&mut session, output, args.overwrite, &progress) => Ok(r),
-        signal = crate::interrupted() => Err(signal),
-    };
-    // Interrupted, the transfer's partial file is already gone with it.
-    let (result, status) = match outcome {
-        Ok(r) => (r, None),
-        Err((what, status)) => {
+        r = receiving => r,
+        (what, status) = crate::interrupted() => {
+            // The partial file is already gone with the transfer.
             session.abort(CLOSE_INTERRUPTED, &format!("receiver {what}"));
-            (Err(anyhow!("{what}")), Some(status))
+            Err(Failure::err(Kind::Interrupted(status), what))
         }
     };
-    crate::wind_down(watch, &progress, &session, result.is_err()).await;
-    let config = session.config();
-    let stats = session.stats();
-    let (delivered, verified, elapsed, error) = match &result {
-        Ok(o) => (o.bytes, true, o.elapsed, None),
-        Err(e) => (
-            stats.bytes_received,
-            false,
-            started.elapsed(),
-            Some(crate::text::escape(&format!("{e:#}"))),
-        ),
-    };
-    let ended = Ended {
-        role: "braid recv",
-        cc: config.cc.name().to_owned(),
-        stats,
-        segment_size: config.segment_size,
-        bytes: delivered,
-        delivered,
-        verified,
-        duration_s: elapsed.as_secs_f64(),
-        error,
-    };
-    crate::print_result(&ended, args.report.json)?;
-    match result {
+    crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
+    report.observe(&session, |_| Some(setup.local));
+    let received = transfer::content_received(&session, header.as_ref());
+    if let Some(h) = header {
+        report.file = Some(h.name);
+        report.size = h.size;
+    }
+    let mut ctx = context(setup.mode);
+    if let Some(peer) = report.peer {
+        ctx.peer = peer.to_string();
+    }
+    match outcome {
         Ok(o) => {
-            if !args.report.json {
-                let place = o.path.map_or("stdout".to_owned(), |p| {
-                    crate::text::escape(&p.display().to_string())
-                });
-                eprintln!("verified: BLAKE3 {} -> {place}", o.hash.to_hex());
-            }
+            report.bytes = o.bytes;
+            report.hash = Some(o.hash);
+            report.duration = o.elapsed;
+            report.written = Some(match o.path {
+                Some(p) => Written::File(p),
+                None => Written::Stdout,
+            });
+            let status = report.print(args.report.json);
             transfer::verdict_acknowledged(&mut session).await;
-            Ok(ExitCode::SUCCESS)
+            status
         }
         Err(e) => {
-            eprintln!("braid: {}", crate::text::escape(&format!("{e:#}")));
-            Ok(status.map_or(ExitCode::FAILURE, ExitCode::from))
+            report.bytes = received;
+            report.duration = started.elapsed();
+            report.failure = Some(failure::classify(&e, &ctx));
+            report.print(args.report.json)
         }
     }
 }

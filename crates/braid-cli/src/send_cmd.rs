@@ -1,22 +1,28 @@
 //! `braid send`: one file (or stdin) to a `braid recv`, over one or more connections.
 
+use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::progress::{Progress, Side};
-use crate::summary::Ended;
+use crate::summary::{Report, Role};
 use crate::transfer::{self, Header, CLOSE_INTERRUPTED};
 use crate::UsageError;
-use anyhow::{anyhow, bail, Context as _};
-use braid::{PathSpec, SessionConfig, SessionError};
+use anyhow::{bail, Context as _};
+use braid::{PathSpec, Session, SessionConfig};
+use braid_proto::PathId;
 use clap::Args;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Args)]
 pub struct SendArgs {
     /// File to send, or - for stdin.
     file: PathBuf,
+    /// The name the receiver keeps it under [default: the file's name; for
+    /// stdin, stdin-DATE-TIME in UTC].
+    #[arg(long, value_name = "NAME", value_parser = parse_name)]
+    name: Option<String>,
     /// Receiver address; repeat for several connections (e.g. via several relays).
     #[arg(long = "to", value_name = "ADDR", required = true)]
     to: Vec<String>,
@@ -42,13 +48,50 @@ pub fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
-    let security = args.security.resolve()?;
+    let mut report = Report::new(Role::Send);
+    let mut ctx = Context {
+        peer_role: "the receiver",
+        peer: args.to.join(", "),
+        mode: Mode::Code,
+    };
+    let result = attempt(&args, &mut report, &mut ctx).await;
+    let session = match result {
+        Ok(session) => Some(session),
+        Err(e) if e.is::<UsageError>() => return Err(e),
+        Err(e) => {
+            report.failure = Some(failure::classify(&e, &ctx));
+            None
+        }
+    };
+    let status = report.print(args.report.json);
+    if let Some(session) = session {
+        // CLOSE_DONE goes out before we exit.
+        crate::linger(&session).await;
+    }
+    Ok(status)
+}
+
+/// Connects and sends, filling `report` as it learns; returns the session
+/// of a verified transfer, to linger on after printing.
+async fn attempt(
+    args: &SendArgs,
+    report: &mut Report,
+    ctx: &mut Context,
+) -> anyhow::Result<Session> {
+    let security = args.security.resolve().map_err(failure::local)?;
+    ctx.mode = Mode::of(&security);
+    report.mode = Some(ctx.mode);
     let mut remotes = Vec::new();
     for to in &args.to {
         remotes.push(crate::resolve(to).await?);
     }
+    report.peer = remotes.first().copied();
     let paths = pair(&remotes, &args.bind)?;
-    let (header, input) = open_input(&args.file).await?;
+    let (header, input) = open_input(&args.file, args.name.as_deref())
+        .await
+        .map_err(failure::local)?;
+    report.file = Some(header.name.clone());
+    report.size = header.size;
     let mut cfg = SessionConfig {
         security,
         ..SessionConfig::default()
@@ -60,90 +103,62 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     if let Some(cc) = &args.cc {
         cfg.cc = *cc;
     }
-    let waiting = waiting_notice(&args.to, give_up, args.report.quiet);
+    let waiting = waiting_notice(&args.to, give_up);
+    report.started = SystemTime::now();
+    let started = Instant::now();
     let connected = tokio::select! {
-        s = braid::connect(&paths, cfg) => Ok(s),
-        signal = crate::interrupted() => Err(signal),
+        s = braid::connect(&paths, cfg) => s.map_err(anyhow::Error::from),
+        (what, status) = crate::interrupted() => Err(Failure::err(Kind::Interrupted(status), what)),
         never = waiting => match never {},
     };
-    let mut session = match connected {
-        Ok(s) => s
-            .map_err(|e| match e {
-                // Nobody answered: say who should have.
-                braid::Error::Session(SessionError::HandshakeTimeout(_)) => {
-                    anyhow!("{e} (is `braid recv` running there?)")
-                }
-                e => e.into(),
-            })
-            .with_context(|| format!("cannot reach {}", args.to.join(", ")))?,
-        Err((what, status)) => {
-            eprintln!("braid: {what}");
-            return Ok(ExitCode::from(status));
-        }
+    // A failed handshake's duration is how long it tried.
+    let mut session = connected.inspect_err(|_| report.duration = started.elapsed())?;
+    // From here on as `transfer::send` times itself: from the handshake's end.
+    let started = Instant::now();
+    // Known only from --bind with a port; the runtime does not say.
+    let local = |id: PathId| {
+        let spec = paths.get(usize::from(id.0))?;
+        spec.local.filter(|a| a.port() != 0)
     };
     let progress = Progress::new(args.report.live(), header.size, "send");
     let watch = progress.watch(session.monitor(), Side::Sender);
-    let started = Instant::now();
     let monitor = session.monitor();
     let outcome = tokio::select! {
-        r = transfer::send(&mut session, &header, input, &progress) => Ok(r),
+        r = transfer::send(&mut session, &header, input, &progress) => r,
         // Noticed even while waiting for input, as from a stalled pipe.
-        e = monitor.failed() => Ok(Err(e.into())),
-        signal = crate::interrupted() => Err(signal),
-    };
-    let (result, status) = match outcome {
-        Ok(r) => (r, None),
-        Err((what, status)) => {
+        e = monitor.failed() => Err(e.into()),
+        (what, status) = crate::interrupted() => {
             // The receiver learns why at once, and deletes its partial file.
             session.abort(CLOSE_INTERRUPTED, &format!("sender {what}"));
-            (Err(anyhow!("{what}")), Some(status))
+            Err(Failure::err(Kind::Interrupted(status), what))
         }
     };
-    crate::wind_down(watch, &progress, &session, result.is_err()).await;
-    let config = session.config();
-    let (delivered, verified, elapsed, error) = match &result {
-        Ok(o) => (o.bytes, true, o.elapsed, None),
-        Err(e) => (
-            transfer::content_acknowledged(&session, &header),
-            false,
-            started.elapsed(),
-            Some(crate::text::escape(&format!("{e:#}"))),
-        ),
-    };
-    let ended = Ended {
-        role: "braid send",
-        cc: config.cc.name().to_owned(),
-        stats: session.stats(),
-        segment_size: config.segment_size,
-        bytes: header.size.unwrap_or(delivered),
-        delivered,
-        verified,
-        duration_s: elapsed.as_secs_f64(),
-        error,
-    };
-    crate::print_result(&ended, args.report.json)?;
-    match result {
+    crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
+    report.observe(&session, local);
+    match outcome {
         Ok(o) => {
-            if !args.report.json {
-                eprintln!("verified: BLAKE3 {}", o.hash.to_hex());
-            }
-            // CLOSE_DONE goes out before we exit.
-            crate::linger(&session).await;
-            Ok(ExitCode::SUCCESS)
+            report.bytes = o.bytes;
+            report.hash = Some(o.hash);
+            report.duration = o.elapsed;
+            Ok(session)
         }
         Err(e) => {
-            eprintln!("braid: {}", crate::text::escape(&format!("{e:#}")));
-            Ok(status.map_or(ExitCode::FAILURE, ExitCode::from))
+            report.bytes = transfer::content_acknowledged(&session, &header);
+            report.duration = started.elapsed();
+            Err(e)
         }
     }
 }
 
 type Input = Box<dyn Read + Send>;
 
-async fn open_input(file: &PathBuf) -> anyhow::Result<(Header, Input)> {
+/// The input and what to call it: `name`, else the file's own name, or a
+/// dated name for stdin (so that a second stdin transfer into the same
+/// directory does not collide with the first).
+async fn open_input(file: &PathBuf, name: Option<&str>) -> anyhow::Result<(Header, Input)> {
     if file.as_os_str() == "-" {
         let header = Header {
-            name: "stdin".into(),
+            name: name.map_or_else(stdin_name, str::to_owned),
             size: None,
         };
         return Ok((header, Box::new(std::io::stdin())));
@@ -153,23 +168,61 @@ async fn open_input(file: &PathBuf) -> anyhow::Result<(Header, Input)> {
     if meta.is_dir() {
         bail!("{} is a directory; send a file", file.display());
     }
-    let name = file
+    let own = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "file".into());
     let header = Header {
-        name,
+        name: name.map_or(own, str::to_owned),
         size: Some(meta.len()),
     };
     Ok((header, Box::new(f)))
 }
 
+/// "stdin-20250314-153000" (UTC, to the second).
+fn stdin_name() -> String {
+    let secs = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let t = secs % 86_400;
+    format!(
+        "stdin-{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        t / 3600,
+        t / 60 % 60,
+        t % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
+/// `civil_from_days`, http://howardhinnant.github.io/date_algorithms.html).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A name for the receiver to keep: one plain file name.
+fn parse_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s == "." || s == ".." || s.contains(['/', '\\']) {
+        return Err("a file name without directories, e.g. backup.tar".into());
+    }
+    Ok(s.to_owned())
+}
+
 /// After [`NOTICE_AFTER`] without an answer, says once on stderr who is
 /// silent and how long the handshake will keep trying: the timeout is as
 /// long as TCP's connect, and a mistyped address should not look like a
-/// hang. Never resolves.
-async fn waiting_notice(to: &[String], give_up: Duration, quiet: bool) -> std::convert::Infallible {
-    if !quiet && give_up > NOTICE_AFTER {
+/// hang. Shown with --quiet too: it hides the bar, not reasons. Never
+/// resolves.
+async fn waiting_notice(to: &[String], give_up: Duration) -> std::convert::Infallible {
+    if give_up > NOTICE_AFTER {
         tokio::time::sleep(NOTICE_AFTER).await;
         eprintln!(
             "braid: no answer from {} after {} s (is `braid recv` running there?); \

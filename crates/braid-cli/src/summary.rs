@@ -1,17 +1,329 @@
-//! The end of a real transfer in the simulator's two shapes: the
-//! catchunks-style summary and the JSON of `braid sim --json` (one flow,
-//! `virtual_s` and `wall_s` both the transfer's duration).
+//! The end of one transfer as one side saw it ([`Report`]), told to a
+//! person: the error first and once, then only the figures that side
+//! measured, each connection by its address, in human units.
 
-use braid_proto::SessionStats;
-use braid_sim::{write_delivery, Delivery, FlowError, FlowResult, RunResult};
+use crate::failure::{Failure, Kind, Mode};
+use crate::human;
+use braid_proto::{PathId, PathState, PathStats, SessionStats};
 use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
 
-/// What one side knows at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Send,
+    Recv,
+}
+
+/// One connection of the session at its end.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    pub id: PathId,
+    /// Our socket's address, when known.
+    pub local: Option<SocketAddr>,
+    /// The peer's address (`None`: never heard from).
+    pub remote: Option<SocketAddr>,
+    pub stats: PathStats,
+}
+
+impl Connection {
+    /// The sender's figures show a connection that never brought anything
+    /// back: a dead `--to` beside a live one.
+    pub fn answered(&self) -> bool {
+        self.stats.packets_received > 0
+    }
+
+    /// "127.0.0.1:7000", or "path 1" where the address is unknown.
+    pub fn label(&self) -> String {
+        self.remote
+            .map_or_else(|| format!("path {}", self.id), |a| a.to_string())
+    }
+}
+
+/// Where a receiver put the content.
+#[derive(Debug, Clone)]
+pub enum Written {
+    File(PathBuf),
+    Stdout,
+}
+
+/// Everything one side knows at the end of a transfer.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub role: Role,
+    pub mode: Option<Mode>,
+    pub cc: Option<String>,
+    /// The file's name as sent.
+    pub file: Option<String>,
+    pub written: Option<Written>,
+    /// The size the sender announced (`None` for stdin).
+    pub size: Option<u64>,
+    /// Content bytes verified; on failure, acknowledged (sender) or
+    /// received (receiver) so far.
+    pub bytes: u64,
+    pub hash: Option<blake3::Hash>,
+    pub peer: Option<SocketAddr>,
+    /// `None` until a session exists.
+    pub session: Option<SessionStats>,
+    pub connections: Vec<Connection>,
+    pub started: SystemTime,
+    pub duration: Duration,
+    pub failure: Option<Failure>,
+}
+
+impl Report {
+    pub fn new(role: Role) -> Report {
+        Report {
+            role,
+            mode: None,
+            cc: None,
+            file: None,
+            written: None,
+            size: None,
+            bytes: 0,
+            hash: None,
+            peer: None,
+            session: None,
+            connections: Vec::new(),
+            started: SystemTime::now(),
+            duration: Duration::ZERO,
+            failure: None,
+        }
+    }
+
+    /// Takes the session's figures and addresses; `local` gives our
+    /// address of each connection where the caller knows it.
+    pub fn observe(
+        &mut self,
+        session: &braid::Session,
+        local: impl Fn(PathId) -> Option<SocketAddr>,
+    ) {
+        let stats = session.stats();
+        let routes = session.paths();
+        self.connections = stats
+            .paths
+            .iter()
+            .map(|&(id, s)| Connection {
+                id,
+                local: local(id),
+                remote: routes.iter().find(|r| r.0 == id).and_then(|r| r.2),
+                stats: s,
+            })
+            .collect();
+        self.peer = self.peer.or_else(|| {
+            let live = self.connections.iter().find(|c| c.answered());
+            live.or(self.connections.first()).and_then(|c| c.remote)
+        });
+        self.cc = Some(session.config().cc.name().to_owned());
+        self.session = Some(stats);
+    }
+
+    pub fn verified(&self) -> bool {
+        self.failure.is_none() && self.hash.is_some()
+    }
+
+    pub fn goodput_bps(&self) -> f64 {
+        human::bits_per_s(self.bytes, self.duration)
+    }
+
+    /// Each connection's share of the transfer: of the stream bytes
+    /// acknowledged (sender) or of the packets received (receiver).
+    pub fn shares(&self) -> Vec<f64> {
+        let part = |c: &Connection| match self.role {
+            Role::Send => c.stats.stream_bytes_acked,
+            Role::Recv => c.stats.packets_received,
+        };
+        let total: u64 = self.connections.iter().map(part).sum();
+        self.connections
+            .iter()
+            .map(|c| {
+                if total > 0 {
+                    part(c) as f64 / total as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
+
+    /// The exit status: 0 verified, else the failure's.
+    pub fn exit_code(&self) -> ExitCode {
+        match &self.failure {
+            None => ExitCode::SUCCESS,
+            Some(f) => ExitCode::from(f.kind.exit_status()),
+        }
+    }
+
+    /// Prints the outcome: on failure the error first, on stderr; then
+    /// the record on stdout (`json`) or the summary on stderr.
+    pub fn print(&self, json: bool) -> ExitCode {
+        if let Some(f) = &self.failure {
+            eprintln!("braid: {}", f.message);
+        }
+        if json {
+            println!("{}", crate::record::to_json(self));
+        } else {
+            eprint!("{}", self.summary());
+        }
+        self.exit_code()
+    }
+
+    /// The human summary: nothing when a failure left nothing to show.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        if self.connections.is_empty() {
+            return out;
+        }
+        self.headline(&mut out);
+        let shares = self.shares();
+        for (c, share) in self.connections.iter().zip(shares) {
+            let _ = writeln!(out, "  {}: {}", c.label(), self.connection_line(c, share));
+        }
+        if let Some(s) = &self.session {
+            self.totals(&mut out, s);
+        }
+        if self.failure.is_none() {
+            let place = match &self.written {
+                Some(Written::File(p)) => {
+                    format!(" -> {}", crate::text::escape(&p.display().to_string()))
+                }
+                Some(Written::Stdout) => " -> stdout".to_owned(),
+                None => String::new(),
+            };
+            match self.hash {
+                Some(h) => {
+                    let _ = writeln!(out, "verified: BLAKE3 {}{place}", h.to_hex());
+                }
+                None => {
+                    let _ = writeln!(out, "verified (BLAKE3){place}");
+                }
+            }
+        }
+        out
+    }
+
+    fn headline(&self, out: &mut String) {
+        let verb = match self.role {
+            Role::Send => "sent",
+            Role::Recv => "received",
+        };
+        let file = self
+            .file
+            .as_deref()
+            .map(|f| format!(" {}", crate::text::escape(f)))
+            .unwrap_or_default();
+        let amount = match (self.failure.is_some(), self.size) {
+            (true, Some(size)) => {
+                format!("{} of {}", human::size(self.bytes), human::size(size))
+            }
+            _ => human::size(self.bytes),
+        };
+        let n = self.connections.len();
+        let cc = self
+            .cc
+            .as_deref()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{verb}{file}: {amount} in {}{}, {} over {n} connection{}{cc}",
+            human::duration(self.duration),
+            if self.failure.is_some() {
+                " before the failure"
+            } else {
+                ""
+            },
+            human::rate(self.goodput_bps()),
+            if n == 1 { "" } else { "s" },
+        );
+    }
+
+    /// The figures this side measured on one connection.
+    fn connection_line(&self, c: &Connection, share: f64) -> String {
+        let s = &c.stats;
+        if self.role == Role::Send && !c.answered() {
+            return "no answer, not used".into();
+        }
+        let mut line = format!(
+            "{} ({:.0} %)",
+            human::rate(self.goodput_bps() * share),
+            share * 100.0
+        );
+        match self.role {
+            Role::Send => {
+                if s.rtt_samples > 0 {
+                    let _ = write!(
+                        line,
+                        ", RTT {}/{}/{} ms",
+                        human::ms(s.rtt_min),
+                        human::ms(s.rtt_avg),
+                        human::ms(s.rtt_max)
+                    );
+                }
+                let _ = write!(
+                    line,
+                    ", {} packets, {} retransmitted",
+                    s.data_packets_sent, s.retransmitted
+                );
+                if s.timeouts > 0 {
+                    let _ = write!(line, ", {} timeouts", s.timeouts);
+                }
+            }
+            Role::Recv => {
+                let _ = write!(line, ", {} packets", s.packets_received);
+            }
+        }
+        if s.state == PathState::Closed {
+            line.push_str(", closed");
+        }
+        line
+    }
+
+    fn totals(&self, out: &mut String, s: &SessionStats) {
+        if self.role == Role::Send {
+            if s.retransmitted > 0 || s.timeouts > 0 {
+                let pct = if s.segments_sent > 0 {
+                    s.retransmitted as f64 * 100.0 / s.segments_sent as f64
+                } else {
+                    0.0
+                };
+                let _ = writeln!(
+                    out,
+                    "  retransmitted {} of {} segments ({} %), {} needlessly; {} timeouts",
+                    s.retransmitted,
+                    s.segments_sent,
+                    human::sig3(pct),
+                    s.spurious_retransmits,
+                    s.timeouts
+                );
+            }
+            if s.ecn_marks > 0 {
+                let _ = writeln!(out, "  {} congestion marks (ECN)", s.ecn_marks);
+            }
+        } else if s.duplicate_packets > 0 {
+            let _ = writeln!(out, "  {} packets arrived twice", s.duplicate_packets);
+        }
+        if s.forged_dropped > 0 {
+            let n = s.forged_dropped;
+            let _ = writeln!(
+                out,
+                "  dropped {n} datagram{} that did not authenticate (forged, corrupted, or a wrong key or code)",
+                if n == 1 { "" } else { "s" }
+            );
+        }
+    }
+}
+
+/// The demo's view of one side's end; shown as a [`Report`].
 pub struct Ended<'a> {
     /// "braid send" or "braid recv".
     pub role: &'a str,
     pub cc: String,
     pub stats: SessionStats,
+    /// Unused by the summary; kept so the demo's construction stands.
+    #[allow(dead_code)]
     pub segment_size: u16,
     /// Content bytes announced (or transferred, when unknown).
     pub bytes: u64,
@@ -23,105 +335,38 @@ pub struct Ended<'a> {
 }
 
 impl Ended<'_> {
-    fn delivery(&self) -> Delivery {
-        let mut d = Delivery::from_stats(
-            &self.stats,
-            self.segment_size,
-            self.bytes,
-            self.delivered,
-            self.verified,
-            self.verified && self.error.is_none(),
-            self.duration_s,
-        );
-        if self.role == "braid recv" {
-            // The receiver's own sending is only its verdict; show what it
-            // received per connection instead.
-            let total: u64 = self
-                .stats
-                .paths
-                .iter()
-                .map(|(_, p)| p.packets_received)
-                .sum();
-            for (p, (_, s)) in d.paths.iter_mut().zip(&self.stats.paths) {
-                let share = if total > 0 {
-                    s.packets_received as f64 / total as f64
-                } else {
-                    0.0
-                };
-                p.goodput_mbps = d.goodput_mbps * share;
-                p.packets_sent = s.packets_received;
-            }
-            d.segments = total;
-        }
-        d
-    }
-
-    /// The JSON of a real transfer: [`Ended::run_result`]'s, with the
-    /// flow's `forged_dropped` (datagrams that did not authenticate), which
-    /// the simulator does not report.
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut v = self.run_result().to_json(false);
-        if let Some(flow) = v["flows"][0].as_object_mut() {
-            flow.insert("forged_dropped".into(), self.stats.forged_dropped.into());
-        }
-        v
-    }
-
-    /// The shape of `braid sim --json`.
-    pub fn run_result(&self) -> RunResult {
-        let d = self.delivery();
-        RunResult {
-            scenario: self.role.to_owned(),
-            seed: 0,
-            virtual_s: self.duration_s,
-            wall_s: self.duration_s,
-            jain_fairness: 1.0,
-            datagrams: self
-                .stats
-                .paths
-                .iter()
-                .map(|(_, p)| p.packets_sent + p.packets_received)
-                .sum(),
-            flows: vec![FlowResult {
-                flow: 0,
-                cc: self.cc.clone(),
-                forward: d,
-                error: self.error.clone().map(FlowError::Transfer),
-                reverse: None,
-                series: Vec::new(),
-            }],
-        }
-    }
-
-    /// The human summary.
     pub fn summary(&self) -> String {
-        let mut out = String::new();
-        let d = self.delivery();
-        let label = if self.role == "braid recv" {
-            format!("received ({}, {} connections)", self.cc, d.paths.len())
+        let mut r = Report::new(if self.role == "braid recv" {
+            Role::Recv
         } else {
-            format!("sent ({}, {} connections)", self.cc, d.paths.len())
+            Role::Send
+        });
+        r.cc = Some(self.cc.clone());
+        r.size = Some(self.bytes);
+        r.bytes = self.delivered;
+        r.duration = Duration::from_secs_f64(self.duration_s.max(0.0));
+        r.connections = self
+            .stats
+            .paths
+            .iter()
+            .map(|&(id, stats)| Connection {
+                id,
+                local: None,
+                remote: None,
+                stats,
+            })
+            .collect();
+        r.session = Some(self.stats.clone());
+        r.failure = match (&self.error, self.verified) {
+            (Some(e), _) => Some(Failure::new(Kind::Failed, e.clone())),
+            (None, false) => Some(Failure::new(Kind::Corrupted, "not verified")),
+            (None, true) => None,
         };
-        write_delivery(&mut out, &label, &d);
-        if self.role == "braid recv" {
-            let _ = writeln!(
-                out,
-                "  (per path: share of the packets received; duplicates {} packets)",
-                self.stats.duplicate_packets
-            );
+        let mut out = String::new();
+        if let Some(f) = &r.failure {
+            let _ = writeln!(out, "error: {}", f.message);
         }
-        if self.stats.forged_dropped > 0 {
-            let n = self.stats.forged_dropped;
-            let _ = writeln!(
-                out,
-                "  dropped {n} datagram{} that did not authenticate (forged, corrupted, or a wrong key or code)",
-                if n == 1 { "" } else { "s" }
-            );
-        }
-        if let Some(e) = &self.error {
-            let _ = writeln!(out, "  error: {e}");
-        }
-        out
+        out + &r.summary()
     }
 }
 
@@ -129,30 +374,96 @@ impl Ended<'_> {
 mod tests {
     use super::*;
 
-    fn ended(forged: u64) -> Ended<'static> {
-        let mut stats = SessionStats::default();
-        stats.forged_dropped = forged;
-        Ended {
-            role: "braid recv",
-            cc: "ncp".into(),
-            stats,
-            segment_size: 1200,
-            bytes: 10,
-            delivered: 10,
-            verified: true,
-            duration_s: 1.0,
-            error: None,
-        }
+    fn path(sent: u64, received: u64, acked: u64) -> PathStats {
+        let mut p = PathStats::default();
+        p.data_packets_sent = sent;
+        p.packets_received = received;
+        p.stream_bytes_acked = acked;
+        p
+    }
+
+    fn report(role: Role) -> Report {
+        let mut r = Report::new(role);
+        r.file = Some("data.bin".into());
+        r.size = Some(30_000_000);
+        r.bytes = 30_000_000;
+        r.duration = Duration::from_nanos(3_000_745_159);
+        r.cc = Some("bbr".into());
+        r.hash = Some(blake3::hash(b"x"));
+        r.connections = vec![
+            Connection {
+                id: PathId(0),
+                local: None,
+                remote: Some("127.0.0.1:7000".parse().unwrap()),
+                stats: path(20_000, 20_000, 30_000_100),
+            },
+            Connection {
+                id: PathId(1),
+                local: None,
+                remote: Some("127.0.0.1:7999".parse().unwrap()),
+                stats: path(12, 0, 0),
+            },
+        ];
+        r.session = Some(SessionStats::default());
+        r
+    }
+
+    #[test]
+    fn a_dead_connection_is_named_by_its_address() {
+        let s = report(Role::Send).summary();
+        assert!(
+            s.starts_with(
+                "sent data.bin: 30.0 MB in 3.00 s, 80.0 Mbit/s over 2 connections (bbr)\n"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("  127.0.0.1:7000: 80.0 Mbit/s (100 %)"), "{s}");
+        assert!(s.contains("  127.0.0.1:7999: no answer, not used\n"), "{s}");
+        assert!(s.contains("verified: BLAKE3 "), "{s}");
+    }
+
+    #[test]
+    fn the_receiver_shows_no_sender_figures() {
+        let mut r = report(Role::Recv);
+        r.connections.truncate(1);
+        r.written = Some(Written::File("out/data.bin".into()));
+        let s = r.summary();
+        assert!(
+            s.contains("over 1 connection\n") || s.contains("over 1 connection ("),
+            "{s}"
+        );
+        assert!(
+            !s.contains("RTT") && !s.contains("window") && !s.contains("retransmit"),
+            "{s}"
+        );
+        assert!(s.contains("-> out/data.bin"), "{s}");
+    }
+
+    #[test]
+    fn a_failure_says_how_far_it_got_and_nothing_when_no_session() {
+        let mut r = report(Role::Send);
+        r.bytes = 1_000_000;
+        r.failure = Some(Failure::new(Kind::ConnectionLost, "lost"));
+        let s = r.summary();
+        assert!(
+            s.starts_with("sent data.bin: 1.00 MB of 30.0 MB in 3.00 s before the failure"),
+            "{s}"
+        );
+        assert!(!s.contains("verified"), "{s}");
+        let mut none = Report::new(Role::Send);
+        none.failure = Some(Failure::new(Kind::NoAnswer, "no answer"));
+        assert_eq!(none.summary(), "");
     }
 
     #[test]
     fn datagrams_that_did_not_authenticate_are_shown() {
-        assert_eq!(ended(0).to_json()["flows"][0]["forged_dropped"], 0);
-        assert!(!ended(0).summary().contains("authenticate"));
-        assert_eq!(ended(12).to_json()["flows"][0]["forged_dropped"], 12);
-        assert!(ended(12)
+        let mut r = report(Role::Recv);
+        assert!(!r.summary().contains("authenticate"));
+        r.session.as_mut().unwrap().forged_dropped = 12;
+        assert!(r
             .summary()
             .contains("dropped 12 datagrams that did not authenticate"));
-        assert!(ended(1).summary().contains("dropped 1 datagram that"));
+        r.session.as_mut().unwrap().forged_dropped = 1;
+        assert!(r.summary().contains("dropped 1 datagram that"));
     }
 }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use crate::failure::{Failure, Kind};
 use crate::file_io::{HashingReader, HashingWriter, Sink};
 use crate::progress::Progress;
 
@@ -58,21 +59,33 @@ impl Header {
 
     async fn read(r: &mut (impl AsyncRead + Unpin)) -> anyhow::Result<Header> {
         let mut magic = [0u8; 8];
-        r.read_exact(&mut magic)
-            .await
-            .context("reading the transfer header")?;
+        r.read_exact(&mut magic).await.map_err(header_cut)?;
         if &magic != MAGIC {
-            bail!("the peer is not sending a braid file transfer");
+            return Err(protocol("the peer is not sending a braid file transfer"));
         }
-        let len = r.read_u16().await?;
+        let len = r.read_u16().await.map_err(header_cut)?;
         let mut name = vec![0u8; usize::from(len)];
-        r.read_exact(&mut name).await?;
-        let name = String::from_utf8(name).context("file name is not UTF-8")?;
-        let size = r.read_u64().await?;
+        r.read_exact(&mut name).await.map_err(header_cut)?;
+        let name = String::from_utf8(name).map_err(|_| protocol("the file name is not UTF-8"))?;
+        let size = r.read_u64().await.map_err(header_cut)?;
         Ok(Header {
             name,
             size: (size != UNKNOWN_SIZE).then_some(size),
         })
+    }
+}
+
+fn protocol(message: &str) -> anyhow::Error {
+    Failure::err(Kind::Protocol, message)
+}
+
+/// A header cut short by the end of the stream is the sender's doing; any
+/// other error (the session's) says why itself.
+fn header_cut(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        protocol("the sender ended the stream inside the transfer header")
+    } else {
+        anyhow::Error::from(e).context("reading the transfer header")
     }
 }
 
@@ -97,6 +110,9 @@ pub async fn send(
     progress: &Progress,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
+    let skip = header.encode().len() as u64;
+    let _following =
+        progress.follow_acked(session.monitor(), skip, header.size.unwrap_or(u64::MAX));
     let mut reader = HashingReader::spawn(content);
     // The header leaves with the first chunk: alone it would be the whole
     // first flight, and BBR measures the path from that flight's ACKs.
@@ -111,17 +127,19 @@ pub async fn send(
             None => session.write_all(piece.bytes()).await?,
         }
         sent += piece.bytes().len() as u64;
-        progress.set_position(sent);
         reader.recycle(piece);
     }
     if let Some(first) = pending_header {
         session.write_all(&first).await?;
     }
     if header.size.is_some_and(|s| s != sent) {
-        bail!(
-            "the input changed size while sending ({} bytes announced, {sent} read)",
-            header.size.unwrap_or(0)
-        );
+        return Err(Failure::err(
+            Kind::Local,
+            format!(
+                "the input changed size while sending ({} bytes announced, {sent} read)",
+                header.size.unwrap_or(0)
+            ),
+        ));
     }
     let hash = reader.hash().await.context("reading the input")?;
     session.write_all(hash.as_bytes()).await?;
@@ -136,10 +154,13 @@ pub async fn send(
     if let Err(e) = read {
         let total = sent + header.encode().len() as u64 + hash.as_bytes().len() as u64;
         if session.stats().bytes_acked >= total {
-            bail!(
-                "the receiver acknowledged every byte, but its verdict never arrived \
-                 (it may have kept the file): {e}"
-            );
+            return Err(Failure::err(
+                Kind::ConnectionLost,
+                format!(
+                    "the receiver acknowledged every byte, but its verdict never arrived \
+                     (it may have kept the file): {e}"
+                ),
+            ));
         }
         return Err(e).context("waiting for the receiver's verdict");
     }
@@ -153,11 +174,14 @@ pub async fn send(
                 path: None,
             })
         }
-        Some(("OK", hex)) => bail!(
-            "the receiver computed another hash ({}): content corrupted",
-            crate::text::escape(hex)
-        ),
-        _ => bail!("the receiver closed without a verdict"),
+        Some(("OK", hex)) => Err(Failure::err(
+            Kind::Corrupted,
+            format!(
+                "the receiver computed another hash ({}): content corrupted",
+                crate::text::escape(hex)
+            ),
+        )),
+        _ => Err(protocol("the receiver closed without a verdict")),
     }
 }
 
@@ -169,6 +193,18 @@ pub fn content_acknowledged(session: &Session, header: &Header) -> u64 {
         .bytes_acked
         .saturating_sub(header.encode().len() as u64)
         .min(header.size.unwrap_or(u64::MAX))
+}
+
+/// Content bytes of a transfer the receiver has received in order (the
+/// header first; `None`: not read yet, so no content either).
+pub fn content_received(session: &Session, header: Option<&Header>) -> u64 {
+    header.map_or(0, |h| {
+        session
+            .stats()
+            .bytes_received
+            .saturating_sub(h.encode().len() as u64)
+            .min(h.size.unwrap_or(u64::MAX))
+    })
 }
 
 /// Where received content goes.
@@ -184,14 +220,18 @@ pub enum Output {
 }
 
 impl Output {
-    /// `-`, an existing directory, or a file name; checks it can be written.
+    /// `-`, a directory, or a file name; checks it can be written. A
+    /// directory named with a trailing `/` is created if missing (the user
+    /// clearly meant one); a file's directory must exist.
     pub fn parse(arg: &str) -> anyhow::Result<Output> {
         if arg == "-" {
             return Ok(Output::Stdout);
         }
         let path = PathBuf::from(arg);
         if arg.ends_with('/') && !path.is_dir() {
-            bail!("output directory {arg} does not exist");
+            std::fs::create_dir_all(&path)
+                .with_context(|| format!("cannot create the output directory {arg}"))?;
+            eprintln!("created the output directory {arg}");
         }
         let (out, dir) = if path.is_dir() {
             (Output::Dir(path.clone()), path)
@@ -208,6 +248,12 @@ impl Output {
 }
 
 fn check_writable(dir: &Path) -> anyhow::Result<()> {
+    if !dir.exists() {
+        bail!(
+            "directory {} does not exist (end --output with / to have a directory created)",
+            dir.display()
+        );
+    }
     if !dir.is_dir() {
         bail!("{} is not a directory", dir.display());
     }
@@ -221,10 +267,10 @@ fn check_writable(dir: &Path) -> anyhow::Result<()> {
 fn safe_name(name: &str) -> anyhow::Result<&str> {
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
     if base.is_empty() || base == "." || base == ".." {
-        bail!(
+        return Err(protocol(&format!(
             "the sender's file name \"{}\" is not usable",
             crate::text::escape(name)
-        );
+        )));
     }
     Ok(base)
 }
@@ -237,8 +283,20 @@ pub async fn receive(
     overwrite: bool,
     progress: &Progress,
 ) -> anyhow::Result<Outcome> {
+    receive_telling(session, output, overwrite, progress, &mut None).await
+}
+
+/// [`receive`], keeping the header in `header` as soon as it is read, so
+/// that a failure can still say which file it was.
+pub async fn receive_telling(
+    session: &mut Session,
+    output: &Output,
+    overwrite: bool,
+    progress: &Progress,
+    header: &mut Option<Header>,
+) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let result = receive_inner(session, output, overwrite, progress, started).await;
+    let result = receive_inner(session, output, overwrite, progress, started, header).await;
     match &result {
         Ok(o) => {
             // The file is verified and kept: that is the outcome, reported
@@ -274,8 +332,10 @@ async fn receive_inner(
     overwrite: bool,
     progress: &Progress,
     started: Instant,
+    seen: &mut Option<Header>,
 ) -> anyhow::Result<Outcome> {
     let header = Header::read(session).await?;
+    *seen = Some(header.clone());
     if let Some(size) = header.size {
         progress.set_length(size);
     }
@@ -301,10 +361,14 @@ async fn receive_inner(
         }
         Some(target) => {
             if !overwrite && target.exists() {
-                bail!(
-                    "{} exists on the receiver (start it with --overwrite to replace files)",
-                    target.display()
-                );
+                return Err(Failure::err(
+                    Kind::Local,
+                    format!(
+                        "{} exists on the receiver (start it with --overwrite to replace \
+                         files, or send it with another --name)",
+                        crate::text::escape(&target.display().to_string())
+                    ),
+                ));
             }
             let dir = match target.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -411,17 +475,22 @@ async fn copy_verified(
         }
     }
     let (written, hash) = writer.finish().await?;
+    let corrupted = |m: String| Failure::err(Kind::Corrupted, m);
     if tail_len < HASH_LEN {
-        bail!("the stream ended before the content's hash: transfer incomplete");
+        return Err(corrupted(
+            "the stream ended before the content's hash: transfer incomplete".into(),
+        ));
     }
     if header.size.is_some_and(|s| s != written) {
-        bail!(
+        return Err(corrupted(format!(
             "received {written} bytes, the sender announced {}",
             header.size.unwrap_or(0)
-        );
+        )));
     }
     if hash.as_bytes()[..] != tail[..] {
-        bail!("BLAKE3 mismatch: the content was corrupted");
+        return Err(corrupted(
+            "BLAKE3 mismatch: the content was corrupted".into(),
+        ));
     }
     Ok((written, hash))
 }

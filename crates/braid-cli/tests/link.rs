@@ -96,13 +96,14 @@ fn a_transfer_through_the_link_has_its_delay_and_rate() {
     assert_eq!(std::fs::read(&output).unwrap(), data);
 
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let flow = &json["flows"][0];
-    assert_eq!(flow["verified"], true);
+    assert_eq!(json["outcome"], "verified");
     // 16 Mbit of payload at 20 Mbit/s on the wire takes at least 0.8 s.
-    let goodput = flow["goodput_mbps"].as_f64().unwrap();
+    let goodput = json["goodput_mbps"].as_f64().unwrap();
     assert!(goodput < 20.0 && goodput > 10.0, "goodput {goodput}");
     assert!(started.elapsed() > Duration::from_millis(800));
-    let srtt = flow["paths"][0]["srtt_ms"].as_f64().unwrap();
+    let srtt = json["connections"][0]["rtt_ms"]["smoothed"]
+        .as_f64()
+        .unwrap();
     assert!(srtt >= 20.0, "srtt {srtt} ms below the link's 20 ms");
 
     // The log: every packet in, and out 10 ms later or more.

@@ -1,0 +1,452 @@
+//! What scripts and people read from `braid send` and `braid recv`: the
+//! transfer record of --json (docs/transfer-json.md), exit statuses, the
+//! words of failures, and forgiving input. Loopback only.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::UdpSocket;
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+fn braid() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_braid"))
+}
+
+fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    braid().args(args).output().expect("braid runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write_data(path: &Path, len: usize) -> Vec<u8> {
+    let data: Vec<u8> = (0..len as u64)
+        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+        .collect();
+    std::fs::write(path, &data).unwrap();
+    data
+}
+
+/// A running `braid recv` with its stdout and stderr read line by line.
+struct Recv {
+    child: Child,
+    addr: String,
+    /// What the sender must add: `--code C`, `--peer K` or `--insecure`.
+    auth: Vec<String>,
+    out: Receiver<String>,
+    err: Receiver<String>,
+}
+
+fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn start_recv(extra: &[&str]) -> Recv {
+    let mut child = braid()
+        .args(["recv", "--listen", "127.0.0.1:0", "--quiet"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out: ChildStdout = child.stdout.take().unwrap();
+    let err = lines(child.stderr.take().unwrap());
+    let mut addr = None;
+    let auth = loop {
+        let line = err
+            .recv_timeout(Duration::from_secs(10))
+            .expect("recv prints its address");
+        if let Some(a) = line.strip_prefix("listening on ") {
+            addr = Some(a.to_owned());
+        } else if let Some((_, option)) = line.split_once(" --to ") {
+            let (_, auth) = option.split_once(' ').unwrap();
+            break auth.split(' ').map(str::to_owned).collect();
+        }
+    };
+    Recv {
+        child,
+        addr: addr.unwrap(),
+        auth,
+        out: lines(out),
+        err,
+    }
+}
+
+impl Recv {
+    fn send_args<'a>(&'a self, file: &'a str) -> Vec<&'a str> {
+        let mut a = vec!["send", file, "--to", &self.addr];
+        a.extend(self.auth.iter().map(String::as_str));
+        a
+    }
+
+    /// The next line on stdout, within `limit`.
+    fn record(&self, limit: Duration) -> Value {
+        let line = self.out.recv_timeout(limit).expect("a JSON line from recv");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    /// Waits until stderr has a line containing `needle`.
+    fn said(&self, needle: &str, limit: Duration) -> String {
+        let start = Instant::now();
+        let mut seen = String::new();
+        while let Some(left) = limit.checked_sub(start.elapsed()) {
+            match self.err.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => seen += &(line + "\n"),
+                Err(_) => break,
+            }
+        }
+        panic!("recv never said {needle:?}; it said:\n{seen}");
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait(mut child: Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn both_sides_print_a_record_and_their_hashes_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_data(&input, 2_000_000);
+    let recv = start_recv(&["--output", out.to_str().unwrap(), "--json"]);
+    let mut args = recv.send_args(input.to_str().unwrap());
+    args.push("--json");
+    let sent = run(&args);
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    assert!(
+        sent.stderr.is_empty(),
+        "nothing but the record: {}",
+        stderr(&sent)
+    );
+    let s: Value = serde_json::from_slice(&sent.stdout).unwrap();
+    let r = recv.record(Duration::from_secs(20));
+    for (v, role) in [(&s, "send"), (&r, "recv")] {
+        assert_eq!(v["schema"], "braid.transfer/1", "{v}");
+        assert_eq!(v["role"], role);
+        assert_eq!(v["outcome"], "verified");
+        assert!(v["error"].is_null());
+        assert_eq!(v["file"], "data.bin");
+        assert_eq!(v["size"], 2_000_000);
+        assert_eq!(v["bytes"], 2_000_000);
+        assert_eq!(v["mode"], "code");
+        assert_eq!(v["blake3"].as_str().unwrap().len(), 64);
+        assert!(v["duration_s"].as_f64().unwrap() > 0.0);
+        assert!(v["goodput_mbps"].as_f64().unwrap() > 0.0);
+        assert!(v["started_unix_s"].as_f64().unwrap() > 1.6e9);
+        assert_eq!(v["forged_dropped"], 0);
+        let conns = v["connections"].as_array().unwrap();
+        assert_eq!(conns.len(), 1);
+        assert_eq!(conns[0]["answered"], true);
+        assert_eq!(conns[0]["share"], 1.0);
+    }
+    assert_eq!(s["blake3"], r["blake3"], "both sides hashed the same bytes");
+    assert_eq!(s["peer"], recv.addr.as_str());
+    assert_eq!(r["peer"], r["connections"][0]["remote"]);
+    assert_eq!(s["connections"][0]["remote"], recv.addr.as_str());
+    assert_eq!(r["connections"][0]["local"], recv.addr.as_str());
+    let written = out.join("data.bin");
+    assert_eq!(r["written_to"], written.to_str().unwrap());
+    assert!(s["written_to"].is_null());
+    // Only the sender measures round trips and retransmissions.
+    assert!(s["connections"][0]["rtt_ms"]["min"].as_f64().unwrap() > 0.0);
+    assert!(s["retransmitted"].is_u64());
+    assert!(r["connections"][0]["rtt_ms"].is_null());
+    assert!(r["retransmitted"].is_null());
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(&written).unwrap() == data);
+}
+
+#[test]
+fn recv_keep_prints_one_line_per_transfer_saying_where_it_went() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let recv = start_recv(&["--output", out.to_str().unwrap(), "--keep", "--json"]);
+    for name in ["a.bin", "b.bin"] {
+        let input = dir.path().join(name);
+        write_data(&input, 50_000);
+        let mut args = recv.send_args(input.to_str().unwrap());
+        args.push("--quiet");
+        let sent = run(&args);
+        assert!(sent.status.success(), "{}", stderr(&sent));
+        let r = recv.record(Duration::from_secs(20));
+        assert_eq!(r["outcome"], "verified", "{r}");
+        assert_eq!(r["file"], name);
+        assert_eq!(r["written_to"], out.join(name).to_str().unwrap());
+    }
+    // A failed transfer is a line too: the file exists now.
+    let again = dir.path().join("a.bin");
+    let sent = run(&recv.send_args(again.to_str().unwrap()));
+    assert_eq!(sent.status.code(), Some(1), "{}", stderr(&sent));
+    let r = recv.record(Duration::from_secs(20));
+    assert_eq!(r["outcome"], "failed", "{r}");
+    assert_eq!(r["error"]["code"], "local");
+    assert_eq!(r["error"]["exit_status"], 5);
+    assert!(r["written_to"].is_null());
+    recv.stop();
+}
+
+/// A socket that swallows everything: a peer that never answers, whose
+/// host does not say "port unreachable" either.
+fn black_hole() -> (UdpSocket, String) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = s.local_addr().unwrap().to_string();
+    (s, addr)
+}
+
+#[test]
+fn failures_have_a_code_an_exit_status_and_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("f");
+    write_data(&input, 1000);
+    let file = input.to_str().unwrap();
+    let (_hole, silent) = black_hole();
+    let closed = {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().to_string()
+    };
+    let recv = start_recv(&["--keep"]);
+    let case = |to: &str, auth: &str, extra: &[&str]| {
+        let mut args = vec![
+            "send",
+            file,
+            "--to",
+            to,
+            "--handshake-timeout",
+            "1s",
+            "--json",
+        ];
+        args.extend(["--code", auth]);
+        args.extend(extra);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    // The command, the error codes allowed, the exit status, some words.
+    let cases = [
+        (
+            case(&silent, "1-abc-def", &[]),
+            vec!["no_answer"],
+            3,
+            "no answer from ".to_owned(),
+        ),
+        // Without ICMP it is no answer; with it, nothing listening.
+        (
+            case(&closed, "1-abc-def", &[]),
+            vec!["no_answer", "nothing_listening"],
+            3,
+            closed.clone(),
+        ),
+        (
+            case(&recv.addr, "999-wrong-guess", &[]),
+            vec!["wrong_code"],
+            4,
+            "wrong code (or someone tried to intercept)".to_owned(),
+        ),
+        (
+            case("127.0.0.1:1", "1-abc-def", &["--bind", "192.0.2.1:0"]),
+            vec!["local"],
+            5,
+            "cannot bind 192.0.2.1:0".to_owned(),
+        ),
+    ];
+    for (args, codes, status, words) in cases {
+        let start = Instant::now();
+        let o = run(&args);
+        assert!(start.elapsed() < Duration::from_secs(10), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(status), "{args:?}: {err}");
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["outcome"], "failed");
+        let code = v["error"]["code"].as_str().unwrap();
+        assert!(codes.contains(&code), "{args:?}: {code}");
+        assert_eq!(v["error"]["exit_status"], status);
+        assert_eq!(v["file"], "f");
+        // The error first and once, and never "cannot reach" for a peer
+        // that answered or a socket of ours.
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!("braid: {}", v["error"]["message"].as_str().unwrap())
+        );
+        assert!(err.contains(&words), "{args:?}: {err}");
+        assert!(!err.contains("cannot reach"), "{err}");
+    }
+    recv.stop();
+}
+
+#[test]
+fn the_receiver_says_each_refused_try() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("r.key");
+    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
+        .status
+        .success());
+    let input = dir.path().join("f");
+    write_data(&input, 1000);
+    let recv = start_recv(&["--key", key.to_str().unwrap(), "--keep"]);
+    let sent = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        &recv.addr,
+        "--code",
+        "1-abc-def",
+        "--quiet",
+    ]);
+    assert_eq!(sent.status.code(), Some(4), "{}", stderr(&sent));
+    assert!(stderr(&sent).contains("refused by"), "{}", stderr(&sent));
+    let line = recv.said("refused a sender", Duration::from_secs(10));
+    assert!(line.contains("another key"), "{line}");
+    recv.stop();
+}
+
+#[test]
+fn stdin_is_named_by_name_or_by_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let recv = start_recv(&["--output", out.to_str().unwrap(), "--keep", "--insecure"]);
+    for name in [Some("notes.txt"), None] {
+        let mut args = recv.send_args("-");
+        args.push("--quiet");
+        if let Some(n) = name {
+            args.extend(["--name", n]);
+        }
+        let mut send = braid()
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        send.stdin
+            .take()
+            .unwrap()
+            .write_all(b"through braid\n")
+            .unwrap();
+        assert!(wait(send, Duration::from_secs(20)).success());
+    }
+    let start = Instant::now();
+    while std::fs::read_dir(&out).unwrap().count() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(10), "files missing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    recv.stop();
+    assert_eq!(
+        std::fs::read(out.join("notes.txt")).unwrap(),
+        b"through braid\n"
+    );
+    let dated: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "notes.txt")
+        .collect();
+    assert_eq!(dated.len(), 1);
+    // stdin-YYYYMMDD-HHMMSS
+    let d = &dated[0];
+    assert!(
+        d.len() == 21 && d.starts_with("stdin-") && d[6..14].bytes().all(|b| b.is_ascii_digit()),
+        "{d}"
+    );
+    // A name with a directory in it is a usage error.
+    let o = run(&[
+        "send",
+        "-",
+        "--to",
+        "127.0.0.1:9",
+        "--insecure",
+        "--name",
+        "../x",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn a_missing_output_directory_is_created_when_named_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    let data = write_data(&input, 10_000);
+    let target = dir.path().join("downloads/today");
+    let arg = format!("{}/", target.display());
+    let recv = start_recv(&["--output", &arg, "--insecure"]);
+    assert!(target.is_dir(), "created before listening");
+    let sent = run(&recv.send_args(input.to_str().unwrap()));
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(target.join("data.bin")).unwrap() == data);
+    // A file in a missing directory: said clearly, nothing created.
+    let file = dir.path().join("nowhere/x.bin");
+    let o = run(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--insecure",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(5));
+    assert!(
+        stderr(&o).contains("does not exist (end --output with /"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("nowhere").exists());
+}
+
+#[test]
+fn a_dead_path_beside_a_live_one_is_shown_by_its_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    write_data(&input, 200_000);
+    let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
+    let (_hole, dead) = black_hole();
+    let mut args = recv.send_args(input.to_str().unwrap());
+    args.extend(["--to", &dead, "--quiet"]);
+    let sent = run(&args);
+    let err = stderr(&sent);
+    assert!(sent.status.success(), "{err}");
+    assert!(err.contains("over 2 connections"), "{err}");
+    assert!(
+        err.contains(&format!("  {dead}: no answer, not used\n")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("  {}: ", recv.addr)), "{err}");
+    assert!(
+        !err.contains("path 0") && !err.contains("milliseconds"),
+        "{err}"
+    );
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    // The receiver: one connection, no figures it did not measure.
+    // All it printed, now that it has exited.
+    let said: String = recv.err.iter().collect::<Vec<_>>().join("\n");
+    assert!(said.contains("over 1 connection"), "{said}");
+    assert!(!said.contains("RTT") && !said.contains("window"), "{said}");
+}
