@@ -158,8 +158,14 @@ fn a_tiny_suite_makes_a_well_formed_report() {
     let sim: Value = serde_json::from_slice(&sim.stdout).unwrap();
     assert_eq!(without_wall(sim), without_wall(pick["result"].clone()));
 
-    // report.md: a section and two tables per suite, marks, the footer.
+    // report.md: the verdict and summary first, whose counts are the rows'.
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let summary = check_summary(&md);
+    assert_eq!(
+        summary.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        ["tiny", "tiny-loss"]
+    );
+    // report.md: a section and two tables per suite, marks, the footer.
     for s in [
         "## tiny\n",
         "## tiny-loss\n",
@@ -185,9 +191,10 @@ fn a_tiny_suite_makes_a_well_formed_report() {
         head_cells
     );
 
-    // report.html: self-contained, plots inline.
+    // report.html: self-contained, plots inline, the summary first.
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
+    check_html_summary(&html);
     assert!(html.trim_end().ends_with("</html>"));
     assert!(html.contains("<svg"));
     assert!(
@@ -224,6 +231,231 @@ fn a_tiny_suite_makes_a_well_formed_report() {
             "report.md lacks {name}"
         );
     }
+}
+
+/// A suite's summary row: name, passed, with a verdict, near misses, misses.
+type SummaryRow = (String, usize, usize, usize, usize);
+
+/// The cells of a markdown table line.
+fn cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    inner
+        .replace("\\|", "\u{1}")
+        .split('|')
+        .map(|c| c.trim().replace('\u{1}', "|"))
+        .collect()
+}
+
+/// report.md opens with the verdict and the summary table, before the
+/// legend and every suite; each suite's counts are those of its section's
+/// target column, and the total row and the verdict add them up.
+fn check_summary(md: &str) -> Vec<SummaryRow> {
+    let mut lines = md.lines().filter(|l| !l.trim().is_empty());
+    assert!(lines.next().unwrap().starts_with("# "), "{md}");
+    let verdict = lines.next().unwrap();
+    assert!(
+        verdict.starts_with("**Verdict: "),
+        "no verdict first:\n{md}"
+    );
+    let head = lines.next().unwrap();
+    assert!(
+        head.starts_with("| suite | rows passed | near misses | misses |"),
+        "the summary table is not first: {head}"
+    );
+    let summary_at = md.find(head).unwrap();
+    let legend_at = md.find("\n## Legend\n").expect("a legend");
+    assert!(summary_at < legend_at);
+    assert_eq!(
+        md.find("\n## ").unwrap(),
+        legend_at,
+        "a section comes before the legend"
+    );
+    let body: Vec<&str> = md[summary_at..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let count = |s: &str| -> (usize, usize) {
+        let (a, b) = s.split_once(" / ").unwrap();
+        let b = b.split(' ').next().unwrap();
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    let mut rows: Vec<SummaryRow> = Vec::new();
+    let mut total = (0, 0, 0, 0);
+    for line in &body {
+        let c = cells(line);
+        let (met, judged) = count(&c[1]);
+        let (near, miss): (usize, usize) = (c[2].parse().unwrap(), c[3].parse().unwrap());
+        assert_eq!(met + near + miss, judged, "{line}");
+        if c[0] == "all suites" {
+            assert_eq!((met, judged, near, miss), total, "total row: {line}");
+            assert!(
+                verdict.starts_with(&format!(
+                    "**Verdict: {met} of {judged} rows with targets pass; {near} near miss"
+                )),
+                "{verdict}"
+            );
+            assert!(verdict.contains(&format!(", {miss} miss")), "{verdict}");
+            return rows;
+        }
+        // "[name](#anchor)", and the anchor is the section's heading.
+        let name = c[0]
+            .strip_prefix('[')
+            .and_then(|r| r.split_once("](#"))
+            .map(|(n, a)| {
+                assert_eq!(a.trim_end_matches(')'), n, "anchor of {n}");
+                n.to_owned()
+            })
+            .unwrap_or_else(|| panic!("no link in {line}"));
+        let heading = format!("\n## {name}\n");
+        let at = md
+            .find(&heading)
+            .unwrap_or_else(|| panic!("no {heading:?}"));
+        assert!(at > legend_at);
+        // The section's first table: its target column, row by row.
+        let section = &md[at + heading.len()..];
+        let table: Vec<&str> = section
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let (mut m, mut n, mut x, mut j) = (0, 0, 0, 0);
+        for r in &table {
+            let c = cells(r);
+            let target = c.last().unwrap();
+            if target.starts_with('✓') {
+                m += 1;
+                j += 1;
+            } else if target.starts_with("≈ near miss, ") {
+                assert!(c[0].ends_with(" ≈"), "{r}");
+                n += 1;
+                j += 1;
+            } else if target.starts_with("✗ MISS") {
+                assert!(c[0].starts_with("**") && c[0].ends_with("** ✗"), "{r}");
+                x += 1;
+                j += 1;
+            }
+        }
+        assert_eq!((met, judged, near, miss), (m, j, n, x), "{name}: {line}");
+        total = (total.0 + m, total.1 + j, total.2 + n, total.3 + x);
+        rows.push((name, met, judged, near, miss));
+    }
+    panic!("no total row in the summary:\n{md}");
+}
+
+/// report.html opens the same way: the verdict, then the summary table
+/// linking to each suite's section, then the legend.
+fn check_html_summary(html: &str) {
+    let h1 = html.find("</h1>").unwrap();
+    let verdict = html
+        .find("<p class=\"verdict\">Verdict: ")
+        .expect("a verdict");
+    let table = html.find("<table").unwrap();
+    let legend = html.find("<h2>Legend</h2>").expect("a legend");
+    let first_section = html.find("<section").unwrap();
+    assert!(h1 < verdict && verdict < table && table < legend, "order");
+    assert!(html[h1..table].find("<h2").is_none());
+    assert!(html[table..].find("<th>rows passed</th>").unwrap() < 200);
+    assert!(table < first_section);
+    let summary = &html[table..html[table..].find("</table>").unwrap() + table];
+    for link in summary.split("<a href=\"#").skip(1) {
+        let id = link.split('"').next().unwrap();
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "no section {id}"
+        );
+    }
+}
+
+/// A row's best goodput is measured first, then three rows ask for it
+/// from just below (a pass), just above (a near miss) and well above (a
+/// miss); the report says which is which, in the rows and the summary.
+#[test]
+fn a_near_miss_is_shown_as_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scen = tmp.path().join("scenarios");
+    let link = "[[path]]\nrate = \"20Mbit\"\ndelay = \"5ms\"\n[[flow]]\nbytes = \"1MB\"\n";
+    let probe = tmp.path().join("probe.toml");
+    write(
+        &probe,
+        &format!("name = \"probe\"\ntime_limit = \"30s\"\n{link}"),
+    );
+    let sim = Command::new(BRAID)
+        .arg("sim")
+        .arg(&probe)
+        .args(["--cc", "bbr", "--seed", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(sim.status.success());
+    let sim: Value = serde_json::from_slice(&sim.stdout).unwrap();
+    let g = sim["flows"][0]["goodput_mbps"].as_f64().unwrap();
+    assert!(g > 1.0, "{g}");
+    for (name, target) in [
+        ("a-pass", g * 0.99),
+        ("b-near", g / 0.99),
+        ("c-miss", g / 0.9),
+    ] {
+        write(
+            &scen.join(format!("near/{name}.toml")),
+            &format!(
+                "name = \"near/{name}\"\ntime_limit = \"30s\"\n[published]\ntarget_mbps = {target}\n{link}"
+            ),
+        );
+    }
+    let out = tmp.path().join("out");
+    let st = Command::new(BRAID)
+        .args([
+            "bench", "--seeds", "1", "--cc", "bbr", "--jobs", "2", "--no-png",
+        ])
+        .arg("--suites-dir")
+        .arg(&scen)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert_eq!(
+        check_summary(&md),
+        [("near".to_owned(), 1, 3, 1, 1)],
+        "{md}"
+    );
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with("| ") && l.contains(name) && l.contains("(≥"))
+            .unwrap_or_else(|| panic!("no row {name}"))
+            .to_owned()
+    };
+    let pass = row("a-pass");
+    assert!(cells(&pass).last().unwrap().starts_with("✓: ✓"), "{pass}");
+    // g / (g / 0.99) = 99%, shown rounded down to a tenth.
+    let near = row("b-near");
+    let target = cells(&near).last().unwrap().clone();
+    assert!(
+        target.starts_with("≈ near miss, 99.0% of target")
+            || target.starts_with("≈ near miss, 98.9% of target"),
+        "{near}"
+    );
+    assert!(!near.contains("MISS") && !near.contains('✗'), "{near}");
+    assert!(cells(&near)[0].ends_with(" ≈"), "{near}");
+    let miss = row("c-miss");
+    let target = cells(&miss).last().unwrap().clone();
+    assert!(target.starts_with("✗ MISS: ✗"), "{miss}");
+    assert!(
+        target.contains("90.0% of target") || target.contains("89.9% of target"),
+        "{miss}"
+    );
+    // The legend says where a near miss begins.
+    assert!(md.contains("at least 98% of the required figure"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    check_html_summary(&html);
+    assert_eq!(html.matches("<tr class=\"near\">").count(), 1);
+    assert_eq!(html.matches("<tr class=\"miss\">").count(), 1);
 }
 
 #[test]

@@ -26,7 +26,7 @@ use std::time::Instant;
 /// Controllers a row runs with unless it fixes one (`report_cc`).
 const DEFAULT_CCS: &str = "aimd,cubic,bbr,mbecn,ncp";
 
-/// Issue 3's order; other suites follow alphabetically.
+/// The seed tables' order; other suites follow alphabetically.
 const SUITE_ORDER: &[&str] = &[
     "nkp0024",
     "catchunks-delay",
@@ -211,7 +211,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let plots_dir = args.out.join("plots");
     let figures = plots::suite_plots(&bench, &plots_dir, !args.no_png)?;
     bench.wall_s = started.elapsed().as_secs_f64();
-    let doc = report::build(&bench, &figures);
+    // Kernel TCP on real links, if `braid bench real` wrote its results here.
+    let kernel = real::kernel_ratios(&args.out.join("real.json"));
+    let doc = report::build(&bench, &figures, &kernel);
     let md = report_md::render(&doc);
     std::fs::write(args.out.join("report.md"), md).context("cannot write report.md")?;
     let html = report_html::render(&doc, &args.out);

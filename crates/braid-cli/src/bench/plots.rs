@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use braid_sim::RunResult;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
 
@@ -79,12 +80,54 @@ fn nth_color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
+/// Legend geometry: the sample line, the gap before the label, the space
+/// between entries and around the box.
+const LEGEND_SAMPLE: i32 = 18;
+const LEGEND_GAP: i32 = 6;
+const LEGEND_ROW: i32 = 20;
+const LEGEND_PAD: i32 = 8;
+const LEGEND_FONT: u32 = 13;
+
+/// The width of the legend column to the right of the plot: the longest
+/// label in the bundled font (measured; 8 px a character if it cannot be),
+/// the sample line and the padding.
+fn legend_width(c: &Chart) -> u32 {
+    if c.series.is_empty() {
+        return 0;
+    }
+    register_font();
+    let style: TextStyle<'_> = (FAMILY, LEGEND_FONT).into();
+    let label = c
+        .series
+        .iter()
+        .map(|s| {
+            style
+                .font
+                .box_size(&s.name)
+                .map_or(8 * s.name.chars().count() as u32, |(w, _)| w)
+        })
+        .max()
+        .unwrap_or(0);
+    // A tenth more: an SVG viewer may set the text in a wider font.
+    label * 11 / 10 + (LEGEND_SAMPLE + LEGEND_GAP + 3 * LEGEND_PAD) as u32
+}
+
+/// The canvas: the plot keeps SIZE, the legend column is added to its right.
+fn canvas(c: &Chart) -> (u32, u32) {
+    (SIZE.0 + legend_width(c), SIZE.1)
+}
+
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, c: &Chart) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("plotting failed: {e:?}");
     root.fill(&WHITE).map_err(err)?;
+    let root = root.titled(&c.title, (FAMILY, 18)).map_err(err)?;
+    // The legend lives in its own column right of the plot, so it never
+    // covers a curve.
+    let (w, _) = root.dim_in_pixel();
+    let (plot, legend) = root.split_horizontally(w.saturating_sub(legend_width(c)));
     let all = c.series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for &(x, y) in all {
@@ -107,11 +150,8 @@ where
         },
         x1 + pad,
     );
-    // Headroom for the legend in the upper right corner.
-    let headroom = 1.1 + 0.05 * c.series.len() as f64;
-    let y1 = if y1 > 0.0 { y1 * headroom } else { 1.0 };
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&c.title, (FAMILY, 18))
+    let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
+    let mut chart = ChartBuilder::on(&plot)
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -143,32 +183,64 @@ where
     for s in &c.series {
         let color = s.color;
         let style = color.stroke_width(2);
-        let anno = match s.mark {
-            Mark::Line | Mark::LinePoints => chart
+        if matches!(s.mark, Mark::Line | Mark::LinePoints) {
+            chart
                 .draw_series(LineSeries::new(s.points.iter().copied(), style))
-                .map_err(err)?,
-            Mark::Points => chart
-                .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-                .map_err(err)?,
-        };
-        anno.label(&s.name).legend(move |(x, y)| {
-            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-        });
-        if s.mark == Mark::LinePoints {
+                .map_err(err)?;
+        }
+        if matches!(s.mark, Mark::Points | Mark::LinePoints) {
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                 .map_err(err)?;
         }
     }
-    chart
-        .configure_series_labels()
-        .label_font((FAMILY, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(err)?;
+    draw_legend(&legend, c).map_err(err)?;
     root.present().map_err(err)?;
+    Ok(())
+}
+
+/// The series' names, each beside a sample of its line or mark, boxed, at
+/// the top of `area` (level with the plot's top).
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    c: &Chart,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    if c.series.is_empty() {
+        return Ok(());
+    }
+    let (w, _) = area.dim_in_pixel();
+    let top = 12;
+    let (left, right) = (LEGEND_PAD, w as i32 - LEGEND_PAD);
+    let bottom = top + LEGEND_PAD * 2 + LEGEND_ROW * c.series.len() as i32 - LEGEND_ROW / 2;
+    area.draw(&Rectangle::new(
+        [(left, top), (right, bottom)],
+        BLACK.stroke_width(1),
+    ))?;
+    let font = TextStyle::from((FAMILY, LEGEND_FONT))
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, s) in c.series.iter().enumerate() {
+        let y = top + LEGEND_PAD + LEGEND_ROW / 4 + LEGEND_ROW * i as i32;
+        let x = left + LEGEND_PAD;
+        if s.mark != Mark::Points {
+            area.draw(&PathElement::new(
+                vec![(x, y), (x + LEGEND_SAMPLE, y)],
+                s.color.stroke_width(3),
+            ))?;
+        }
+        if s.mark != Mark::Line {
+            area.draw(&Circle::new(
+                (x + LEGEND_SAMPLE / 2, y),
+                3,
+                s.color.filled(),
+            ))?;
+        }
+        area.draw(&Text::new(
+            s.name.clone(),
+            (x + LEGEND_SAMPLE + LEGEND_GAP, y),
+            font.clone(),
+        ))?;
+    }
     Ok(())
 }
 
@@ -177,10 +249,11 @@ fn save(c: &Chart, dir: &Path, name: &str, png: bool, suite: &str) -> anyhow::Re
     register_font();
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let svg = dir.join(format!("{name}.svg"));
-    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), c)?;
+    let size = canvas(c);
+    draw(SVGBackend::new(&svg, size).into_drawing_area(), c)?;
     let png_path = dir.join(format!("{name}.png"));
     if png {
-        draw(BitMapBackend::new(&png_path, SIZE).into_drawing_area(), c)?;
+        draw(BitMapBackend::new(&png_path, size).into_drawing_area(), c)?;
     }
     let rel = |p: &Path| {
         let d = dir

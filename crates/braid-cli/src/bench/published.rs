@@ -12,7 +12,7 @@ use toml::{Table, Value};
 pub fn default_segment_size() -> u64 {
     u64::from(braid_proto::SessionConfig::default().segment_size)
 }
-/// TCP's payload/wire ratio with 1500-byte packets and timestamps (issue 3).
+/// TCP's payload/wire ratio with 1500-byte packets and timestamps.
 pub const TCP_RATIO: f64 = 1448.0 / 1500.0;
 
 /// One scenario file of a suite.
@@ -90,7 +90,7 @@ impl Row {
         unit_to_mbps(self.published.unit.as_deref()).map(|f| v * f)
     }
 
-    /// The best of issue 3's Linux TCP figures and its name.
+    /// The best of the published Linux TCP figures and its name.
     pub fn linux_best(&self) -> Option<(f64, &'static str)> {
         let cubic = self.published.linux_cubic;
         let bbr = self.published.linux_bbr;

@@ -18,14 +18,14 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use braid_sim::Scenario;
 use clap::{Args, ValueEnum};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{plots, stats};
 
-/// The default rows: every row of issue 13's table (100 ms with queues of 300
-/// and 1000, long RTTs, loss, queue, 12 Mbit/s with loss), one of them on a
-/// link that delivers in 1 ms bursts, and a cellular trace, relative to
-/// --suites-dir.
+/// The default rows: the catchunks rows that matter on real links (100 ms
+/// with queues of 300 and 1000, long RTTs, loss, queue, 12 Mbit/s with
+/// loss), one of them on a link that delivers in 1 ms bursts, and a cellular
+/// trace, relative to --suites-dir.
 const DEFAULT_ROWS: &[&str] = &[
     "catchunks-delay/rtt-100ms.toml",
     "catchunks-longrtt/rtt-100ms.toml",
@@ -51,8 +51,8 @@ const DEFAULT_KINDS: &str = "tcp-cubic,tcp-bbr,iperf3-cubic,iperf3-bbr,braid";
 
 #[derive(Args)]
 pub struct RealArgs {
-    /// Scenario files with one path and one flow (default: the catchunks rows
-    /// of issue 13's table and a cellular trace).
+    /// Scenario files with one path and one flow (default: 11 catchunks rows
+    /// (delay, long RTT, loss, queue), one bursty link and a cellular trace).
     rows: Vec<PathBuf>,
     /// Rounds; each runs every kind once per row, in rotated order.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
@@ -81,7 +81,7 @@ pub struct RealArgs {
     no_png: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// A file over kernel TCP with cubic, timed as braid's.
@@ -112,7 +112,7 @@ impl Kind {
 }
 
 /// One transfer through the link.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct RealRun {
     round: u64,
     kind: Kind,
@@ -122,7 +122,7 @@ struct RealRun {
     error: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct RealRow {
     file: String,
     link: String,
@@ -151,6 +151,48 @@ impl RealRow {
             .collect();
         stats::median(&mut v)
     }
+}
+
+/// A row of real.json, for the simulator report's summary: braid's median
+/// over the better of kernel TCP cubic's and bbr's (file transfers).
+pub struct KernelRatio {
+    /// The scenario file's directory: the suite it belongs to.
+    pub suite: String,
+    pub ratio: f64,
+}
+
+/// What real.json at `path` says, row by row; empty when there is no
+/// real.json or it cannot be read (the summary then says none).
+pub fn kernel_ratios(path: &Path) -> Vec<KernelRatio> {
+    #[derive(Deserialize)]
+    struct RealJson {
+        rows: Vec<RealRow>,
+    }
+    let Some(doc) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<RealJson>(&t).ok())
+    else {
+        return Vec::new();
+    };
+    doc.rows
+        .iter()
+        .filter_map(|r| {
+            let braid = r.median(Kind::Braid)?;
+            let tcp = [Kind::TcpCubic, Kind::TcpBbr]
+                .into_iter()
+                .filter_map(|k| r.median(k))
+                .reduce(f64::max)?;
+            let suite = Path::new(&r.file)
+                .parent()?
+                .file_name()?
+                .to_string_lossy()
+                .into_owned();
+            (tcp > 0.0).then(|| KernelRatio {
+                suite,
+                ratio: braid / tcp,
+            })
+        })
+        .collect()
 }
 
 pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {

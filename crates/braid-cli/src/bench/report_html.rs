@@ -2,6 +2,7 @@
 //! SVG inline, no network fetches).
 
 use super::report::{Doc, Table};
+use super::targets::Mark;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -35,15 +36,23 @@ fn table(out: &mut String, t: &Table) {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
-    for (row, verdict) in t.rows.iter().zip(&t.verdicts) {
+    for (i, (row, verdict)) in t.rows.iter().zip(&t.verdicts).enumerate() {
         let class = match verdict {
-            Some(false) => " class=\"miss\"",
-            Some(true) => " class=\"met\"",
+            Some(Mark::Miss) => " class=\"miss\"",
+            Some(Mark::NearMiss(_)) => " class=\"near\"",
+            Some(Mark::Met) => " class=\"met\"",
             None => "",
         };
         let _ = write!(out, "<tr{class}>");
-        for c in row {
-            let _ = write!(out, "<td>{}</td>", esc(c));
+        for (j, c) in row.iter().enumerate() {
+            match t.links.get(i) {
+                Some(Some(anchor)) if j == 0 => {
+                    let _ = write!(out, "<td><a href=\"#{}\">{}</a></td>", esc(anchor), esc(c));
+                }
+                _ => {
+                    let _ = write!(out, "<td>{}</td>", esc(c));
+                }
+            }
         }
         out.push_str("</tr>\n");
     }
@@ -63,6 +72,8 @@ caption{text-align:left;font-weight:bold;padding:.3em 0}\
 th,td{border:1px solid #bbb;padding:2px 6px;vertical-align:top}\
 th{background:#eee}tr.miss td:first-child{background:#fdd;font-weight:bold}\
 tr.met td:first-child{background:#dfd}\
+tr.near td:first-child{background:#ffe9b3}\
+p.verdict{font-size:1.15em;font-weight:bold}\
 figure{display:inline-block;margin:.5em;vertical-align:top}\
 figcaption{font-size:13px}footer{margin-top:2em;color:#555}";
 
@@ -70,23 +81,28 @@ pub fn render(doc: &Doc, out_dir: &Path) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<ul>",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p class=\"verdict\">{}</p>",
         esc(&doc.title),
-        esc(&doc.title)
+        esc(&doc.title),
+        esc(&doc.verdict)
     );
+    table(&mut out, &doc.summary);
+    out.push_str("<ul>\n");
+    for n in &doc.summary_notes {
+        let _ = writeln!(out, "<li>{}</li>", inline(n));
+    }
+    out.push_str("</ul>\n<section id=\"legend\">\n<h2>Legend</h2>\n<ul>\n");
     for line in &doc.intro {
         let _ = writeln!(out, "<li>{}</li>", inline(line));
     }
-    out.push_str("</ul>\n<nav><p>Suites: ");
-    let links: Vec<String> = doc
-        .sections
-        .iter()
-        .map(|s| format!("<a href=\"#{0}\">{0}</a>", esc(&s.title)))
-        .collect();
-    out.push_str(&links.join(" · "));
-    out.push_str("</p></nav>\n");
+    out.push_str("</ul>\n</section>\n");
     for sec in &doc.sections {
-        let _ = writeln!(out, "<section id=\"{0}\">\n<h2>{0}</h2>", esc(&sec.title));
+        let _ = writeln!(
+            out,
+            "<section id=\"{}\">\n<h2>{}</h2>",
+            esc(&sec.anchor),
+            esc(&sec.title)
+        );
         for p in &sec.paragraphs {
             let _ = writeln!(out, "<p>{}</p>", inline(p));
         }

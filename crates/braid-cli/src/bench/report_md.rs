@@ -1,6 +1,8 @@
-//! report.md: the document as GitHub-flavoured markdown.
+//! report.md: the document as GitHub-flavoured markdown, verdict first:
+//! the summary table, then the legend, then a section per suite.
 
 use super::report::{Doc, Table};
+use super::targets::Mark;
 use std::fmt::Write as _;
 
 fn esc(s: &str) -> String {
@@ -18,11 +20,16 @@ fn table(out: &mut String, t: &Table) {
             .join(" | ")
     );
     let _ = writeln!(out, "|{}", "---|".repeat(t.head.len()));
-    for (row, verdict) in t.rows.iter().zip(&t.verdicts) {
+    for (i, (row, verdict)) in t.rows.iter().zip(&t.verdicts).enumerate() {
         let mut cells: Vec<String> = row.iter().map(|c| esc(c)).collect();
-        if *verdict == Some(false) {
-            if let Some(first) = cells.first_mut() {
-                *first = format!("**{first}** ✗");
+        if let Some(first) = cells.first_mut() {
+            if let Some(Some(anchor)) = t.links.get(i) {
+                *first = format!("[{first}](#{anchor})");
+            }
+            match verdict {
+                Some(Mark::Miss) => *first = format!("**{first}** ✗"),
+                Some(Mark::NearMiss(_)) => *first = format!("{first} ≈"),
+                Some(Mark::Met) | None => {}
             }
         }
         let _ = writeln!(out, "| {} |", cells.join(" | "));
@@ -32,6 +39,13 @@ fn table(out: &mut String, t: &Table) {
 pub fn render(doc: &Doc) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", doc.title);
+    let _ = writeln!(out, "**{}**\n", doc.verdict);
+    table(&mut out, &doc.summary);
+    out.push('\n');
+    for n in &doc.summary_notes {
+        let _ = writeln!(out, "- {n}");
+    }
+    let _ = writeln!(out, "\n## Legend\n");
     for line in &doc.intro {
         let _ = writeln!(out, "- {line}");
     }

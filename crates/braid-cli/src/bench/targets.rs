@@ -1,5 +1,5 @@
-//! Issue 3's figures to reach: the `target_*` keys of a row's
-//! `[published]` table, checked on its best controller.
+//! The figures to reach: the `target_*` keys of a row's `[published]`
+//! table, checked on its best controller.
 
 use super::published::{Row, TCP_RATIO};
 use super::stats::{best_of, mean, queue_estimate, CcResult};
@@ -14,7 +14,70 @@ use std::collections::BTreeMap;
 pub type Alone<'a> = dyn Fn(&str) -> Option<(f64, String)> + 'a;
 
 /// One target: met (None = cannot tell) and what was measured.
-pub type Check = (Option<bool>, String);
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub met: Option<bool>,
+    pub text: String,
+    /// Goodput targets only: the measured figure over the one required
+    /// (1.0 = exactly on target), so a miss can say how close it came.
+    pub of_target: Option<f64>,
+}
+
+impl Check {
+    fn new(met: Option<bool>, text: impl Into<String>) -> Check {
+        Check {
+            met,
+            text: text.into(),
+            of_target: None,
+        }
+    }
+
+    /// A goodput target: `measured` against `required` (higher is better).
+    fn goodput(measured: f64, required: f64, text: impl Into<String>) -> Check {
+        Check {
+            met: Some(measured >= required),
+            text: text.into(),
+            of_target: (required > 0.0).then(|| measured / required),
+        }
+    }
+}
+
+/// A row that misses only goodput targets, each by reaching at least this
+/// fraction of it, is shown as a near miss (still not a pass).
+pub const NEAR_MISS: f64 = 0.98;
+
+/// How a row fares: the verdict of [`verdict`], with its misses told apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    Met,
+    /// Not met, but every missed target is a goodput target reached to at
+    /// least [`NEAR_MISS`] of it; the worst such fraction.
+    NearMiss(f64),
+    Miss,
+}
+
+/// The row's mark; None when no target could be judged.
+pub fn mark(checks: &[Check]) -> Option<Mark> {
+    match verdict(checks)? {
+        true => Some(Mark::Met),
+        false => {
+            let mut worst = f64::INFINITY;
+            for c in checks.iter().filter(|c| c.met == Some(false)) {
+                match c.of_target {
+                    Some(f) if f >= NEAR_MISS => worst = worst.min(f),
+                    _ => return Some(Mark::Miss),
+                }
+            }
+            Some(Mark::NearMiss(worst))
+        }
+    }
+}
+
+/// A fraction of a target as a percentage with one decimal, rounded down
+/// so that a miss never reads "100.0%".
+pub fn of_target_text(f: f64) -> String {
+    format!("{:.1}% of target", (f * 1000.0).floor() / 10.0)
+}
 
 /// The sampling period actually used: the median gap between sample
 /// times (the first may fall at the handshake, off the grid), else the
@@ -156,12 +219,12 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
     let mut out = Vec::new();
     let Some(best) = best else {
         if p.has_targets() {
-            out.push((Some(false), "no run".into()));
+            out.push(Check::new(Some(false), "no run"));
         }
         return out;
     };
     if !best.complete && p.has_targets() {
-        out.push((Some(false), "no controller completed every run".into()));
+        out.push(Check::new(Some(false), "no controller completed every run"));
     }
     let ideal = row.ideal_mbps();
     let ratio = row.payload_ratio();
@@ -169,25 +232,28 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
     if let (Some(f), Some(ideal)) = (p.target_fraction_of_ideal, ideal) {
         if let Some(rev) = best.rev {
             let worst = best.fwd.min(rev) / ideal;
-            out.push((
-                Some(worst >= f),
+            out.push(Check::goodput(
+                worst,
+                f,
                 format!("each way {} of ideal (≥{})", pct(worst), pct(f)),
             ));
         } else {
-            out.push((
-                Some(g / ideal >= f),
+            out.push(Check::goodput(
+                g / ideal,
+                f,
                 format!("{} of ideal (≥{})", pct(g / ideal), pct(f)),
             ));
         }
     }
     if let Some(t) = p.target_mbps {
-        out.push((Some(g >= t), format!("{g:.1} (≥{t})")));
+        out.push(Check::goodput(g, t, format!("{g:.1} (≥{t})")));
     }
     if p.target_at_least_seed_tcp == Some(true) {
         if let Some(tcp) = row.seed_tcp_mbps() {
             let eq = tcp * ratio / TCP_RATIO;
-            out.push((
-                Some(g >= eq),
+            out.push(Check::goodput(
+                g,
+                eq,
                 format!("≥ seed TCP {tcp:.1} (= {eq:.1} at braid's overhead)"),
             ));
         }
@@ -195,14 +261,15 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
     if p.target_at_least_linux == Some(true) {
         if let Some((lin, _)) = row.linux_best() {
             let eq = lin * ratio / TCP_RATIO;
-            out.push((
-                Some(g >= eq),
+            out.push(Check::goodput(
+                g,
+                eq,
                 format!("≥ Linux {lin:.1} (= {eq:.1} at braid's overhead)"),
             ));
         }
     }
     if let Some(t) = p.target_spurious_max {
-        out.push((
+        out.push(Check::new(
             Some(best.spurious_max as f64 <= t),
             format!("spurious {} (≤{t})", best.spurious_max),
         ));
@@ -213,7 +280,7 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
         } else {
             0.0
         };
-        out.push((
+        out.push(Check::new(
             Some(frac < t),
             format!("spurious {:.2}% of segments (<{})", frac * 100.0, pct(t)),
         ));
@@ -224,15 +291,19 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
         } else {
             "incomplete"
         };
-        out.push((Some(best.complete), text.into()));
+        out.push(Check::new(Some(best.complete), text));
     }
     if let (Some(t), Some(name)) = (p.target_fraction_of_alone, p.alone_row.as_deref()) {
         match alone(name) {
-            None => out.push((None, format!("alone row {name} not run or incomplete"))),
+            None => out.push(Check::new(
+                None,
+                format!("alone row {name} not run or incomplete"),
+            )),
             Some((alone_g, alone_cc)) => {
                 let worst = best.fwd.min(best.rev.unwrap_or(best.fwd)) / alone_g;
-                out.push((
-                    Some(worst >= t),
+                out.push(Check::goodput(
+                    worst,
+                    t,
                     format!(
                         "each way {} of alone {alone_g:.1} ({alone_cc}) (≥{})",
                         pct(worst),
@@ -244,17 +315,23 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
     }
     if let Some(t) = p.target_queue_max_packets {
         match queue_estimate(best) {
-            None => out.push((None, "queue unknown".into())),
-            Some(q) => out.push((Some(q <= t), format!("queue ≈{q:.0} pkts from RTT (≤{t})"))),
+            None => out.push(Check::new(None, "queue unknown")),
+            Some(q) => out.push(Check::new(
+                Some(q <= t),
+                format!("queue ≈{q:.0} pkts from RTT (≤{t})"),
+            )),
         }
     }
     if let Some(t) = p.target_converge_within_s {
         let times: Option<Vec<f64>> = best.good.iter().map(|r| convergence_time(row, r)).collect();
         match times {
-            None => out.push((Some(false), "window shares never settle in the band".into())),
+            None => out.push(Check::new(
+                Some(false),
+                "window shares never settle in the band",
+            )),
             Some(ts) => {
                 let worst = ts.iter().copied().fold(0.0, f64::max);
-                out.push((
+                out.push(Check::new(
                     Some(worst <= t),
                     format!("shares converge in {worst:.2} s (≤{t})"),
                 ));
@@ -265,10 +342,13 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
         let within = p.target_jain_within_s.unwrap_or(0.1);
         let times: Option<Vec<f64>> = best.good.iter().map(|r| jain_time(row, r)).collect();
         match times {
-            None => out.push((Some(false), format!("Jain ≥{j} never sustained"))),
+            None => out.push(Check::new(
+                Some(false),
+                format!("Jain ≥{j} never sustained"),
+            )),
             Some(ts) => {
                 let worst = ts.iter().copied().fold(0.0, f64::max);
-                out.push((
+                out.push(Check::new(
                     Some(worst <= within),
                     format!(
                         "Jain ≥{j} after {:.0} ms (≤{:.0})",
@@ -280,12 +360,11 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
         }
     }
     if let Some(m) = p.missing_feature.as_deref() {
-        out.push((None, format!("needs {m} (format lacks it)")));
+        out.push(Check::new(None, format!("needs {m} (format lacks it)")));
     }
     out
 }
 
-/// The row's verdict: Some(true) when every checkable target is met.
 /// The controller a row is judged on, with its checks: the highest-goodput
 /// one that meets every target at once, else the highest-goodput one (so a
 /// miss is listed against braid's best figure). Meeting each target with a
@@ -301,7 +380,7 @@ pub fn judge<'r, 'a>(
         .map(|r| (r, check(row, Some(r), alone)))
         // Every check decided and met: a target that cannot be judged for
         // this controller (say, its alone row failed) does not pass it.
-        .filter(|(_, c)| !c.is_empty() && c.iter().all(|(m, _)| *m == Some(true)))
+        .filter(|(_, c)| !c.is_empty() && c.iter().all(|c| c.met == Some(true)))
         .max_by(|(a, _), (b, _)| a.mean().unwrap_or(0.0).total_cmp(&b.mean().unwrap_or(0.0)));
     match passing {
         Some((r, checks)) => (Some(r), checks),
@@ -312,11 +391,50 @@ pub fn judge<'r, 'a>(
     }
 }
 
+/// The row's verdict: Some(true) when every checkable target is met.
 pub fn verdict(checks: &[Check]) -> Option<bool> {
-    let met: Vec<bool> = checks.iter().filter_map(|c| c.0).collect();
+    let met: Vec<bool> = checks.iter().filter_map(|c| c.met).collect();
     (!met.is_empty()).then(|| met.iter().all(|m| *m))
 }
 
 pub fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goodput(measured: f64, required: f64) -> Check {
+        Check::goodput(measured, required, "goodput")
+    }
+
+    #[test]
+    fn a_near_miss_is_a_goodput_miss_within_two_percent_and_never_a_pass() {
+        // Passing is untouched: met only at or above the figure.
+        assert_eq!(mark(&[goodput(1.0, 1.0)]), Some(Mark::Met));
+        assert_eq!(verdict(&[goodput(0.999, 1.0)]), Some(false));
+        assert_eq!(mark(&[goodput(0.999, 1.0)]), Some(Mark::NearMiss(0.999)));
+        assert_eq!(mark(&[goodput(0.98, 1.0)]), Some(Mark::NearMiss(0.98)));
+        assert_eq!(mark(&[goodput(0.979, 1.0)]), Some(Mark::Miss));
+        // The worst of several near misses.
+        assert_eq!(
+            mark(&[goodput(0.99, 1.0), goodput(1.0, 1.0), goodput(0.985, 1.0)]),
+            Some(Mark::NearMiss(0.985))
+        );
+        // Any other missed target makes it a miss, however close the rest.
+        let slow = Check::new(Some(false), "shares converge in 1.01 s (≤1)");
+        assert_eq!(mark(&[goodput(0.999, 1.0), slow]), Some(Mark::Miss));
+        assert_eq!(mark(&[goodput(f64::NAN, 1.0)]), Some(Mark::Miss));
+        // Nothing judged: no mark.
+        assert_eq!(mark(&[Check::new(None, "queue unknown")]), None);
+        assert_eq!(mark(&[]), None);
+    }
+
+    #[test]
+    fn of_target_rounds_down() {
+        assert_eq!(of_target_text(0.9996), "99.9% of target");
+        assert_eq!(of_target_text(0.994), "99.4% of target");
+        assert_eq!(of_target_text(0.5), "50.0% of target");
+    }
 }
