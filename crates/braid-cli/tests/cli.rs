@@ -23,6 +23,14 @@ fn free_port() -> String {
     s.local_addr().unwrap().to_string()
 }
 
+/// A socket that never reads: datagrams to it get no answer and no
+/// "port unreachable" either. Keep it alive while it is used.
+fn silent_port() -> (UdpSocket, String) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a = s.local_addr().unwrap().to_string();
+    (s, a)
+}
+
 /// A running `braid recv`: its address and the options a sender needs
 /// (`--code C`, `--peer K` or `--insecure`), as it printed them.
 struct Recv {
@@ -342,16 +350,17 @@ fn runtime_errors_are_one_clear_line() {
 }
 
 #[test]
-fn unreachable_peer_fails_after_the_handshake_timeout() {
+fn a_silent_peer_fails_after_the_handshake_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f");
     write_random(&input, 1000);
+    let (_silent, to) = silent_port();
     let start = Instant::now();
     let o = run(&[
         "send",
         input.to_str().unwrap(),
         "--to",
-        &free_port(),
+        &to,
         "--handshake-timeout",
         "600ms",
         "--code",
@@ -369,6 +378,33 @@ fn unreachable_peer_fails_after_the_handshake_timeout() {
     );
 }
 
+/// Nobody listening on a host that says so ("port unreachable"): the
+/// sender fails at once, naming the address, with exit status 3.
+#[test]
+fn a_closed_port_fails_at_once_with_nothing_listening() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("f");
+    write_random(&input, 1000);
+    let to = free_port();
+    let start = Instant::now();
+    let o = run(&[
+        "send",
+        input.to_str().unwrap(),
+        "--to",
+        &to,
+        "--code",
+        "1-abc-def",
+    ]);
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(3));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("nothing is listening on {to}")),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
 /// A handshake that waits longer than 5 s says once whom it is waiting
 /// for and until when, so that a mistyped address does not look like a
 /// hang; --quiet hides the bar, not this.
@@ -377,7 +413,7 @@ fn a_long_silent_handshake_says_whom_it_waits_for() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f");
     write_random(&input, 1000);
-    let to = free_port();
+    let (_silent, to) = silent_port();
     let o = run(&[
         "send",
         input.to_str().unwrap(),

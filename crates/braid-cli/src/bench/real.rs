@@ -466,16 +466,21 @@ impl RunContext<'_> {
             self.peer,
             self.cc
         ))?;
-        let v: serde_json::Value = serde_json::from_slice(&out).context("braid's JSON")?;
-        let f = &v["flows"][0];
-        anyhow::ensure!(f["verified"] == true, "transfer not verified");
-        let goodput = f["goodput_mbps"].as_f64().context("no goodput")?;
-        let sent: f64 = f["paths"].as_array().map_or(0.0, |p| {
-            p.iter().filter_map(|p| p["packets_sent"].as_f64()).sum()
-        });
-        let retrans = f["retransmitted"].as_f64().unwrap_or(0.0);
-        Ok((goodput, 100.0 * retrans / sent.max(1.0)))
+        goodput_and_retransmissions(&out)
     }
+}
+
+/// Goodput (Mbit/s) and retransmitted share of packets (%) from `braid
+/// send --json`'s transfer record (docs/transfer-json.md).
+fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<(f64, f64)> {
+    let v: serde_json::Value = serde_json::from_slice(record).context("braid's JSON")?;
+    anyhow::ensure!(v["outcome"] == "verified", "transfer not verified");
+    let goodput = v["goodput_mbps"].as_f64().context("no goodput")?;
+    let sent: f64 = v["connections"].as_array().map_or(0.0, |c| {
+        c.iter().filter_map(|c| c["packets_sent"].as_f64()).sum()
+    });
+    let retrans = v["retransmitted"].as_f64().unwrap_or(0.0);
+    Ok((goodput, 100.0 * retrans / sent.max(1.0)))
 }
 
 /// The simulator's goodput for a row as `braid send` measures it: sealed,
@@ -678,4 +683,19 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     s += "\nGoodput in Mbit/s; a failed run is one that did not finish within the time limit \
           or did not verify (real.json has its error). ![goodput](plots/real-goodput.svg)\n";
     s
+}
+
+#[cfg(test)]
+mod record_tests {
+    use super::*;
+
+    #[test]
+    fn a_transfer_record_gives_goodput_and_retransmissions() {
+        let record = br#"{"schema":"braid.transfer/1","outcome":"verified","goodput_mbps":48.5,
+            "connections":[{"packets_sent":600},{"packets_sent":400}],"retransmitted":25}"#;
+        let (goodput, retrans) = goodput_and_retransmissions(record).unwrap();
+        assert_eq!((goodput, retrans), (48.5, 2.5));
+        let failed = br#"{"outcome":"failed","goodput_mbps":1.0}"#;
+        assert!(goodput_and_retransmissions(failed).is_err());
+    }
 }
