@@ -118,8 +118,8 @@ impl Progress {
                 let label = |id: PathId| {
                     routes
                         .iter()
-                        .find(|r| r.0 == id)
-                        .and_then(|r| r.2)
+                        .find(|r| r.id == id)
+                        .and_then(|r| r.remote)
                         .map_or_else(|| format!("path {id}"), |a| a.to_string())
                 };
                 // One connection has all of it: nothing to say.

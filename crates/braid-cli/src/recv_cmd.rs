@@ -7,7 +7,6 @@ use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
 use crate::UsageError;
 use braid::{Listener, Session, SessionConfig};
 use clap::Args;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -48,7 +47,6 @@ pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
 struct Setup {
     output: Output,
     mode: Mode,
-    local: SocketAddr,
 }
 
 async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
@@ -171,14 +169,7 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
             braid::CODE_GUESS_LIMIT
         );
     }
-    Ok((
-        listener,
-        Setup {
-            output,
-            mode,
-            local,
-        },
-    ))
+    Ok((listener, Setup { output, mode }))
 }
 
 /// Says on stderr, one line per try, each handshake that failed here (the
@@ -241,7 +232,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
-    report.observe(&session, |_| Some(setup.local));
+    report.observe(&session);
     let received = transfer::content_received(&session, header.as_ref());
     if let Some(h) = header {
         report.file = Some(h.name);

@@ -7,7 +7,6 @@ use crate::transfer::{self, Header, CLOSE_INTERRUPTED};
 use crate::UsageError;
 use anyhow::{bail, Context as _};
 use braid::{PathSpec, Session, SessionConfig};
-use braid_proto::PathId;
 use clap::Args;
 use std::io::Read;
 use std::net::SocketAddr;
@@ -115,11 +114,6 @@ async fn attempt(
     let mut session = connected.inspect_err(|_| report.duration = started.elapsed())?;
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
-    // Known only from --bind with a port; the runtime does not say.
-    let local = |id: PathId| {
-        let spec = paths.get(usize::from(id.0))?;
-        spec.local.filter(|a| a.port() != 0)
-    };
     let progress = Progress::new(args.report.live(), header.size, "send");
     let watch = progress.watch(session.monitor(), Side::Sender);
     let monitor = session.monitor();
@@ -134,7 +128,7 @@ async fn attempt(
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
-    report.observe(&session, local);
+    report.observe(&session);
     match outcome {
         Ok(o) => {
             report.bytes = o.bytes;

@@ -93,23 +93,22 @@ impl Report {
         }
     }
 
-    /// Takes the session's figures and addresses; `local` gives our
-    /// address of each connection where the caller knows it.
-    pub fn observe(
-        &mut self,
-        session: &braid::Session,
-        local: impl Fn(PathId) -> Option<SocketAddr>,
-    ) {
+    /// Takes the session's figures and each connection's addresses.
+    pub fn observe(&mut self, session: &braid::Session) {
         let stats = session.stats();
         let routes = session.paths();
         self.connections = stats
             .paths
             .iter()
-            .map(|&(id, s)| Connection {
-                id,
-                local: local(id),
-                remote: routes.iter().find(|r| r.0 == id).and_then(|r| r.2),
-                stats: s,
+            .map(|&(id, s)| {
+                let route = routes.iter().find(|r| r.id == id);
+                let remote = route.and_then(|r| r.remote);
+                Connection {
+                    id,
+                    local: route.and_then(|r| r.local).map(|l| concrete(l, remote)),
+                    remote,
+                    stats: s,
+                }
             })
             .collect();
         self.peer = self.peer.or_else(|| {
@@ -466,4 +465,17 @@ mod tests {
         r.session.as_mut().unwrap().forged_dropped = 1;
         assert!(r.summary().contains("dropped 1 datagram that"));
     }
+}
+
+/// `local` with the IP the system sends to `remote` from, where the socket
+/// was bound to any address (the port is the socket's own).
+fn concrete(local: SocketAddr, remote: Option<SocketAddr>) -> SocketAddr {
+    let Some(remote) = remote.filter(|_| local.ip().is_unspecified()) else {
+        return local;
+    };
+    let any = SocketAddr::new(local.ip(), 0);
+    // A connected UDP socket sends nothing; it only asks for a route.
+    std::net::UdpSocket::bind(any)
+        .and_then(|s| s.connect(remote).and_then(|()| s.local_addr()))
+        .map_or(local, |a| SocketAddr::new(a.ip(), local.port()))
 }

@@ -174,6 +174,9 @@ fn both_sides_print_a_record_and_their_hashes_agree() {
     assert_eq!(r["peer"], r["connections"][0]["remote"]);
     assert_eq!(s["connections"][0]["remote"], recv.addr.as_str());
     assert_eq!(r["connections"][0]["local"], recv.addr.as_str());
+    // The sender's socket is bound to any address; its record still says
+    // which one it sent from, as the receiver saw it.
+    assert_eq!(s["connections"][0]["local"], r["peer"]);
     let written = out.join("data.bin");
     assert_eq!(r["written_to"], written.to_str().unwrap());
     assert!(s["written_to"].is_null());

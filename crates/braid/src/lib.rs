@@ -50,7 +50,7 @@ pub use braid_proto::{
 pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};
 pub use relay::{Relay, RelayConfig, RelayStats};
-pub use session::{Monitor, Session};
+pub use session::{Monitor, PathInfo, Session};
 
 /// A fresh key pair from the operating system's random source.
 pub fn random_keypair() -> Keypair {

@@ -33,6 +33,18 @@ impl Route {
     }
 }
 
+/// One connection of a session: its id, state and addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathInfo {
+    pub id: PathId,
+    pub state: PathState,
+    /// The address of the socket it sends from, as bound (the IP is
+    /// unspecified for a socket bound to any address).
+    pub local: Option<SocketAddr>,
+    /// The address it sends to: the peer, a relay, or a NAT's mapping.
+    pub remote: Option<SocketAddr>,
+}
+
 /// A connection's previous address after a move (RFC 9000 §9.3.3).
 pub(crate) struct Former {
     pub path: PathId,
@@ -133,12 +145,20 @@ impl Shared {
         self.lock().proto.stats()
     }
 
-    fn paths(&self) -> Vec<(PathId, PathState, Option<SocketAddr>)> {
+    fn paths(&self) -> Vec<PathInfo> {
         let g = self.lock();
         g.proto
             .path_states()
             .into_iter()
-            .map(|(id, state)| (id, state, g.routes.get(&id).map(|r| r.remote)))
+            .map(|(id, state)| {
+                let route = g.routes.get(&id);
+                PathInfo {
+                    id,
+                    state,
+                    local: route.map(|r| r.endpoint.io.local_addr()),
+                    remote: route.map(|r| r.remote),
+                }
+            })
             .collect()
     }
 
@@ -199,8 +219,8 @@ impl Session {
         self.shared.stats()
     }
 
-    /// Each connection's id, state and current remote address.
-    pub fn paths(&self) -> Vec<(PathId, PathState, Option<SocketAddr>)> {
+    /// Each connection's id, state and addresses.
+    pub fn paths(&self) -> Vec<PathInfo> {
         self.shared.paths()
     }
 
@@ -295,7 +315,7 @@ impl Monitor {
     }
 
     /// See [`Session::paths`].
-    pub fn paths(&self) -> Vec<(PathId, PathState, Option<SocketAddr>)> {
+    pub fn paths(&self) -> Vec<PathInfo> {
         self.shared.paths()
     }
 

@@ -497,7 +497,7 @@ async fn a_forwarder_racing_genuine_datagrams_neither_diverts_nor_stalls() {
     let racer_got = *racer_got.lock().unwrap();
     assert!(got == data);
     assert_eq!(hash, blake3::hash(&data).as_bytes());
-    assert_eq!(s.paths()[0].2, Some(inside), "the route was diverted");
+    assert_eq!(s.paths()[0].remote, Some(inside), "the route was diverted");
     assert!(took < Duration::from_secs(10), "{took:?}");
     assert!(racer_got < 4096, "the racer got {racer_got} bytes");
     eprintln!("8 MiB in {took:?} with a racing forwarder; it got {racer_got} bytes");
@@ -590,7 +590,7 @@ async fn a_racer_that_relays_then_falls_silent_does_not_stall_the_transfer() {
         "the racer never won the connection: {relayed} datagrams"
     );
     assert_eq!(
-        s.paths()[0].2,
+        s.paths()[0].remote,
         Some(inside),
         "the connection stayed on the racer"
     );

@@ -176,7 +176,7 @@ async fn a_closed_port_beside_a_live_one_is_dropped_not_waited_for() {
     s.shutdown().await.unwrap();
     let took = started.elapsed();
     let paths = s.paths();
-    let dead_state = paths.iter().find(|(_, _, a)| *a == Some(dead)).unwrap().1;
+    let dead_state = paths.iter().find(|p| p.remote == Some(dead)).unwrap().state;
     assert_eq!(dead_state, braid::PathState::Closed, "{paths:?}");
     // Nothing waited for the dead connection's retransmission timeouts.
     assert!(took < Duration::from_secs(2), "{took:?}");
