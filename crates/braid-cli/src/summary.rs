@@ -369,6 +369,19 @@ impl Ended<'_> {
     }
 }
 
+/// `local` with the IP the system sends to `remote` from, where the socket
+/// was bound to any address (the port is the socket's own).
+fn concrete(local: SocketAddr, remote: Option<SocketAddr>) -> SocketAddr {
+    let Some(remote) = remote.filter(|_| local.ip().is_unspecified()) else {
+        return local;
+    };
+    let any = SocketAddr::new(local.ip(), 0);
+    // A connected UDP socket sends nothing; it only asks for a route.
+    std::net::UdpSocket::bind(any)
+        .and_then(|s| s.connect(remote).and_then(|()| s.local_addr()))
+        .map_or(local, |a| SocketAddr::new(a.ip(), local.port()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,17 +478,4 @@ mod tests {
         r.session.as_mut().unwrap().forged_dropped = 1;
         assert!(r.summary().contains("dropped 1 datagram that"));
     }
-}
-
-/// `local` with the IP the system sends to `remote` from, where the socket
-/// was bound to any address (the port is the socket's own).
-fn concrete(local: SocketAddr, remote: Option<SocketAddr>) -> SocketAddr {
-    let Some(remote) = remote.filter(|_| local.ip().is_unspecified()) else {
-        return local;
-    };
-    let any = SocketAddr::new(local.ip(), 0);
-    // A connected UDP socket sends nothing; it only asks for a route.
-    std::net::UdpSocket::bind(any)
-        .and_then(|s| s.connect(remote).and_then(|()| s.local_addr()))
-        .map_or(local, |a| SocketAddr::new(a.ip(), local.port()))
 }
