@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How transfers end through a lossy relay, repeated (issue 15).
+"""How transfers end through a lossy relay, repeated.
 
 Runs RUNS transfers of SIZE bytes from `braid send` through one
 `braid relay --loss LOSS` to `braid recv` on loopback, sealed with a pinned

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Direct vs through one unimpaired `braid relay` on loopback (issue 12):
+# Direct vs through one unimpaired `braid relay` on loopback:
 # ROUNDS alternating pairs of 300 MB transfers, --insecure, to /dev/null;
 # prints each run, then the medians, their ratio and the relay's CPU per GB.
 #   cargo build --release && scripts/relay-speed.sh 5

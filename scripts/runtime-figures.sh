@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4's figures on this machine, with the real CLI on loopback:
+# Real-transfer figures on this machine, with the real CLI on loopback:
 # one relay at 50 Mbit/s with 20 ms one-way delay and 1 % loss (each way),
 # one relay at 50 Mbit/s with 200 ms RTT, plain loopback (goodput and CPU
 # seconds per GB), and the demo. Run from the repository root.

@@ -37,7 +37,7 @@ pub struct Published {
     /// (`seed_system` repeats `current`).
     pub prev: Option<f64>,
     pub current: Option<f64>,
-    /// Issue 3's Linux TCP figures, always Mbit/s.
+    /// The requirements' Linux TCP figures, always Mbit/s.
     pub linux_cubic: Option<f64>,
     pub linux_bbr: Option<f64>,
     /// The controller is part of the row: reports run only this one.
