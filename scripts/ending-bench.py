@@ -62,7 +62,7 @@ class Watched:
 
     def json(self):
         try:
-            return json.loads(self.line)["flows"][0]
+            return json.loads(self.line)
         except (TypeError, ValueError, KeyError, IndexError):
             return None
 
@@ -109,8 +109,8 @@ def main():
                             "--json", "--quiet"])
             s_code, r_code = send.wait(a.limit), recv.wait(a.limit)
             s, r = send.json(), recv.json()
-            s_ok = s_code == 0 and s is not None and s.get("verified") is True
-            r_ok = r_code == 0 and r is not None and r.get("verified") is True
+            s_ok = s_code == 0 and s is not None and s.get("outcome") == "verified"
+            r_ok = r_code == 0 and r is not None and r.get("outcome") == "verified"
             kept = os.path.exists(out) and open(out, "rb").read() == data
             key_ = f"send {'ok' if s_ok else 'failed'} ({s_code}), recv {'ok' if r_ok else 'failed'} ({r_code})"
             outcomes[key_] = outcomes.get(key_, 0) + 1

@@ -500,3 +500,50 @@ fn an_unknown_suite_is_an_error() {
     assert!(!st.status.success());
     assert!(String::from_utf8_lossy(&st.stderr).contains("no-such-suite"));
 }
+
+/// `braid bench transfers`: real transfers of this binary on loopback,
+/// sealed and insecure, direct and through a relay, each verified; the
+/// report has one row per case with its runs, and the JSON every run.
+#[test]
+fn transfers_on_loopback_report_each_case() {
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(BRAID)
+        .args([
+            "bench",
+            "transfers",
+            "--size",
+            "2MB",
+            "--rounds",
+            "2",
+            "--via",
+            "direct",
+            "--via",
+            "relay:--rate 400mbit",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.path().join("transfers.md")).unwrap();
+    for case in [
+        "sealed, direct",
+        "sealed, relay --rate 400mbit",
+        "insecure, direct",
+        "insecure, relay --rate 400mbit",
+    ] {
+        assert!(md.contains(&format!("| {case} | 2 |")), "{case}:\n{md}");
+    }
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("transfers.json")).unwrap())
+            .unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8);
+    for r in runs {
+        assert!(r["goodput_mbps"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["sender_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Only the relayed cases have a relay's CPU.
+    let relayed = runs.iter().filter(|r| r["relay_cpu_s_per_gb"].is_f64());
+    assert_eq!(relayed.count(), 4);
+}

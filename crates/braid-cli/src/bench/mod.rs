@@ -10,6 +10,7 @@ mod report_html;
 mod report_md;
 mod stats;
 mod targets;
+mod transfers;
 
 pub use plots::plot_run;
 
@@ -75,6 +76,11 @@ enum BenchMode {
     /// as braid's, and iperf3) and braid side by side, beside the simulator's
     /// figure for the same row.
     Real(real::RealArgs),
+    /// Real transfers on loopback with this program as users run it
+    /// (receiver, optional relay and sender as separate processes):
+    /// sealed and insecure, direct or through relays, rounds rotated,
+    /// medians of goodput and CPU seconds per GB.
+    Transfers(transfers::TransfersArgs),
 }
 
 /// A suite and its rows, in order.
@@ -122,8 +128,10 @@ impl Bench {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    if let Some(BenchMode::Real(real)) = args.mode {
-        return real::run(real);
+    match args.mode {
+        Some(BenchMode::Real(real)) => return real::run(real),
+        Some(BenchMode::Transfers(t)) => return transfers::run(t),
+        None => {}
     }
     let started = Instant::now();
     let names = if args.suites.is_empty() {

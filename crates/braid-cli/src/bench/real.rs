@@ -533,7 +533,7 @@ fn free_tcp_port() -> anyhow::Result<u16> {
     Ok(s.local_addr()?.port())
 }
 
-fn free_udp_port() -> anyhow::Result<u16> {
+pub(super) fn free_udp_port() -> anyhow::Result<u16> {
     let s = std::net::UdpSocket::bind("0.0.0.0:0")?;
     Ok(s.local_addr()?.port())
 }
@@ -563,7 +563,7 @@ fn wait_bounded(child: Child, limit: Duration) -> anyhow::Result<std::process::O
 }
 
 /// Incompressible bytes, written once per row.
-fn write_content(path: &Path, bytes: u64) -> anyhow::Result<()> {
+pub(super) fn write_content(path: &Path, bytes: u64) -> anyhow::Result<()> {
     use std::io::Write;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut chunk = Vec::new();
