@@ -8,8 +8,8 @@
 
 mod common;
 
-use braid_proto::cc::Algorithm;
 use braid_link::{Gilbert, LinkConfig, LinkEvent, LinkEventKind, QueueLimit, Rate};
+use braid_proto::cc::Algorithm;
 use braid_proto::SessionConfig;
 use braid_sim::{FlowSpec, PathSpec, Scenario};
 use proptest::prelude::*;

@@ -4,8 +4,8 @@
 
 mod common;
 
-use braid_proto::cc::Algorithm;
 use braid_link::{LinkConfig, LinkEvent, LinkEventKind, QueueLimit, Rate};
+use braid_proto::cc::Algorithm;
 use braid_proto::{SessionConfig, SessionError};
 use braid_sim::{FlowError, FlowSpec, PathSpec, Scenario};
 use proptest::prelude::*;
