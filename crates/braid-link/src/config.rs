@@ -192,7 +192,7 @@ pub struct LinkConfig {
     pub duplicate: f64,
     pub queue: QueueLimit,
     pub ecn: EcnMode,
-    /// Applied by the caller through [`Link::set_state`], in time order.
+    /// Applied by the caller through [`Link::set_state`](crate::Link::set_state), in time order.
     pub events: Vec<LinkEvent>,
     /// Packets leave in bursts at multiples of this interval: one served
     /// at t waits for the next tick, as with a mahimahi trace's 1 ms
