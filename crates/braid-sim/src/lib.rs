@@ -4,7 +4,6 @@
 //! A run is a pure function of its scenario and seed: every source of
 //! randomness has its own seeded RNG, nothing reads the wall clock except
 //! the `wall_s` field of the report, and no result depends on hash order.
-
 //!
 //! The links themselves are [`braid_link`]'s, the one model of a link that
 //! the real-time relay and `braid link` apply too.
