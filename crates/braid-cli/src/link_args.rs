@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use braid_sim::link::{EcnMode, LinkStats, QueueLimit};
-use braid_sim::units::{format_duration, parse_duration, parse_probability, Rate};
-use braid_sim::{LinkConfig, Trace};
+use braid_link::units::{format_duration, parse_duration, parse_probability};
+use braid_link::{EcnMode, LinkConfig, LinkStats, QueueLimit, Rate, Trace};
 use clap::Args;
 
 /// Both directions get the same settings, except where a flag says otherwise.

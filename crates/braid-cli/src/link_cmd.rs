@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use braid_link::{
+    seeds, state_changes, DropReason, EcnMode, InFlight, Link, LinkConfig, LinkStats, Offer,
+};
 use braid_proto::{Ecn, Instant};
-use braid_sim::in_flight::InFlight;
-use braid_sim::link::{state_changes, DropReason, EcnMode, LinkStats};
-use braid_sim::{Link, LinkConfig, Offer};
 use clap::Args;
 
 use crate::link_args::{describe_both, link_counters, LinkArgs};
@@ -103,7 +103,7 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
     }
     let origin = std::time::Instant::now();
     // The simulator's seeds for this path's links.
-    let [up_seed, down_seed] = braid_sim::seeds::links(links.seed, links.path);
+    let [up_seed, down_seed] = seeds::links(links.seed, links.path);
     let mut lanes = [
         Lane::new(up.config.clone(), up_seed, up_log, &description, "uplink"),
         Lane::new(

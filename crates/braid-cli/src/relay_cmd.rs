@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use braid::relay::{DirectionStats, Relay, RelayConfig};
-use braid_sim::LinkConfig;
+use braid_link::LinkConfig;
 use clap::Args;
 
 use crate::link_args::{describe_both, link_counters, LinkArgs};

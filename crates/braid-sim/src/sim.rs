@@ -3,10 +3,10 @@
 
 use crate::content::Transfer;
 use crate::flow_error::FlowError;
-use crate::link::{state_changes, Link, LinkState, Offer, IP_UDP_OVERHEAD};
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
-use crate::seeds::{self, Side};
+use braid_link::seeds::{self, Side};
+use braid_link::{state_changes, Link, LinkState, Offer, IP_UDP_OVERHEAD};
 use braid_proto::{
     wire, Ecn, Event, Instant, Keypair, PathId, PathSample, Security, Session, SessionConfig,
 };

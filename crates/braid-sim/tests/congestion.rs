@@ -324,7 +324,7 @@ fn bbr_follows_a_link_that_speeds_up_within_a_second() {
     let datagram = usize::from(segment)
         + braid_proto::wire::datagram_overhead(false)
         + braid_proto::wire::stream_frame_overhead(1 << 20)
-        + braid_sim::IP_UDP_OVERHEAD as usize;
+        + braid_link::IP_UDP_OVERHEAD as usize;
     let fast = 12e6 / 8.0 * f64::from(segment) / datagram as f64;
     let bbr = delivered_in_the_second_after_a_speedup("bbr");
     assert!(

@@ -8,11 +8,10 @@
 
 mod common;
 
+use braid_link::{Gilbert, LinkConfig, LinkEvent, LinkEventKind, QueueLimit, Rate};
 use braid_proto::cc::Algorithm;
 use braid_proto::SessionConfig;
-use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
-use braid_sim::units::Rate;
-use braid_sim::{FlowSpec, Gilbert, LinkConfig, PathSpec, Scenario};
+use braid_sim::{FlowSpec, PathSpec, Scenario};
 use proptest::prelude::*;
 use std::time::Duration;
 

@@ -4,11 +4,10 @@
 
 mod common;
 
+use braid_link::{LinkConfig, LinkEvent, LinkEventKind, QueueLimit, Rate};
 use braid_proto::cc::Algorithm;
 use braid_proto::{SessionConfig, SessionError};
-use braid_sim::link::{LinkEvent, LinkEventKind, QueueLimit};
-use braid_sim::units::Rate;
-use braid_sim::{FlowError, FlowSpec, LinkConfig, PathSpec, Scenario};
+use braid_sim::{FlowError, FlowSpec, PathSpec, Scenario};
 use proptest::prelude::*;
 use std::time::Duration;
 

@@ -6,8 +6,7 @@
 //! ```
 
 use braid::{connect, Listener, PathSpec, Relay, RelayConfig, Security, SessionConfig};
-use braid_sim::units::Rate;
-use braid_sim::LinkConfig;
+use braid_link::{LinkConfig, Rate};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

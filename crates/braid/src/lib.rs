@@ -1,6 +1,6 @@
 //! braid on real networks: the tokio runtime that drives the sans-IO core
 //! ([`braid_proto`]) over UDP sockets, and the real-time link emulator that
-//! applies the simulator's link model to real packets.
+//! applies the simulator's link model ([`braid_link`]) to real packets.
 //!
 //! ```no_run
 //! use braid::{connect, Listener, PathSpec, Security, SessionConfig};

@@ -1,5 +1,5 @@
 //! The real-time link emulator: forwards UDP datagrams both ways through the
-//! simulator's [`Link`] model, on a real clock.
+//! simulator's link model ([`braid_link`]'s [`Link`]), on a real clock.
 //!
 //! Clients send to the relay's listen address. Each client gets its own
 //! upstream socket, NAT-style, so replies from the target find their way
@@ -19,12 +19,10 @@ use std::sync::atomic::{self, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use braid_proto::{wire, Ecn, Instant};
-use braid_sim::in_flight::InFlight;
-use braid_sim::link::{
-    state_changes, Link, LinkConfig, LinkState, LinkStats, Offer, IP_UDP_OVERHEAD,
+use braid_link::{
+    seeds, state_changes, InFlight, Link, LinkConfig, LinkState, LinkStats, Offer, IP_UDP_OVERHEAD,
 };
-use braid_sim::seeds;
+use braid_proto::{wire, Ecn, Instant};
 use quinn_udp::RecvMeta;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;

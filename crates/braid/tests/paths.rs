@@ -4,8 +4,7 @@
 mod common;
 
 use braid::{connect, Error, Listener, PathSpec, Relay, RelayConfig, SessionConfig, SessionError};
-use braid_sim::units::Rate;
-use braid_sim::LinkConfig;
+use braid_link::{LinkConfig, Rate};
 use common::{client_cfg, server_cfg};
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -8,10 +8,8 @@ use std::time::{Duration, Instant};
 use braid::relay::RelayStats;
 use braid::udp::{self, UdpIo};
 use braid::{Relay, RelayConfig};
+use braid_link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, LinkState, QueueLimit, Rate};
 use braid_proto::{wire, Ecn};
-use braid_sim::link::{EcnMode, LinkEvent, LinkEventKind, QueueLimit};
-use braid_sim::units::Rate;
-use braid_sim::{LinkConfig, LinkState};
 use quinn_udp::RecvMeta;
 use tokio::net::UdpSocket;
 
