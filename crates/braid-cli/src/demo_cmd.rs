@@ -7,9 +7,9 @@ use crate::summary::Ended;
 use crate::transfer::{self, Header, Output};
 use anyhow::{bail, Context as _};
 use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, Security, SessionConfig};
-use braid_sim::link::QueueLimit;
-use braid_sim::units::{format_duration, parse_duration, parse_probability, parse_size};
-use braid_sim::LinkConfig;
+use braid_link::units::{format_duration, parse_duration, parse_probability, parse_size};
+use braid_link::LinkConfig;
+use braid_link::QueueLimit;
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -55,10 +55,10 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
     if parts.len() < 2 || parts.len() > 4 {
         bail!("path {spec:?}: expected RATE:RTT[:LOSS[:QUEUE]], e.g. 40mbit:20ms:1%");
     }
-    let rate: braid_sim::units::Rate =
+    let rate: braid_link::units::Rate =
         parts[0].parse().with_context(|| format!("path {spec:?}"))?;
     let bps = match rate {
-        braid_sim::units::Rate::BitsPerSec(b) if b > 0 => b as f64,
+        braid_link::units::Rate::BitsPerSec(b) if b > 0 => b as f64,
         _ => bail!("path {spec:?}: the rate must be a positive bit rate, e.g. 40mbit"),
     };
     let rtt = parse_duration(parts[1]).with_context(|| format!("path {spec:?}"))?;
@@ -120,13 +120,13 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         let mut cfg = RelayConfig::new(localhost, listener.local_addr(), plan.link.clone());
         // Loss on the data direction only, as in the simulator's paths.
         cfg.reverse.loss = 0.0;
-        cfg.seed = braid_sim::seeds::demo_relay(args.seed, i);
+        cfg.seed = braid_link::seeds::demo_relay(args.seed, i);
         relays.push(Relay::start(cfg)?);
     }
     let capacity: f64 = plans.iter().map(|p| p.capacity_bps).sum();
     eprintln!(
         "braid demo: {} over {} emulated path{} on loopback ({:.1} Mbit/s after loss in total)",
-        braid_sim::units::format_size(args.size),
+        braid_link::units::format_size(args.size),
         plans.len(),
         if plans.len() == 1 { "" } else { "s" },
         capacity / 1e6
@@ -226,7 +226,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
             let goodput = o.bytes as f64 * 8.0 / o.elapsed.as_secs_f64();
             println!(
                 "demo: {} in {:.2} s = {:.1} Mbit/s goodput, {:.1} % of the {:.1} Mbit/s the paths carry after loss; verified (BLAKE3 {})",
-                braid_sim::units::format_size(o.bytes),
+                braid_link::units::format_size(o.bytes),
                 o.elapsed.as_secs_f64(),
                 goodput / 1e6,
                 goodput * 100.0 / capacity,

@@ -186,7 +186,7 @@ fn parse_cc(name: &str) -> Result<braid_proto::cc::Algorithm, String> {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    braid_sim::units::parse_duration(s).map_err(|e| e.to_string())
+    braid_link::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// A timeout: zero would fail at once.

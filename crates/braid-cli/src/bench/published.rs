@@ -48,7 +48,7 @@ impl Row {
         let pps = scenario.paths.iter().any(|p| {
             matches!(
                 p.forward.rate,
-                Some(braid_sim::units::Rate::PacketsPerSec(_))
+                Some(braid_link::units::Rate::PacketsPerSec(_))
             )
         });
         Ok(Row {
@@ -118,7 +118,7 @@ impl Row {
     /// A path's capacity in Mbit/s (payload-sized packets for pps rates),
     /// times (1 − loss) if asked; None for trace-driven paths.
     pub fn path_capacity_mbps(&self, i: usize, with_loss: bool) -> Option<f64> {
-        use braid_sim::units::Rate;
+        use braid_link::units::Rate;
         let link = &self.scenario.paths.get(i)?.forward;
         let mbps = match link.rate? {
             Rate::BitsPerSec(b) => b as f64 / 1e6,

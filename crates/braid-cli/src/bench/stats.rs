@@ -232,7 +232,7 @@ pub fn best_of<'r, 'a>(results: &'r [CcResult<'a>]) -> Option<&'r CcResult<'a>> 
 
 /// Mean standing queue in packets: (mean RTT − min RTT) × bottleneck rate.
 pub fn queue_estimate(res: &CcResult<'_>) -> Option<f64> {
-    use braid_sim::units::Rate;
+    use braid_link::units::Rate;
     let row = res.row;
     let mut bps = f64::INFINITY;
     for i in row.used_paths() {

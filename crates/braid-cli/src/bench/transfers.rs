@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Duration;
 
 fn parse_size(s: &str) -> Result<u64, String> {
-    braid_sim::units::parse_size(s).map_err(|e| e.to_string())
+    braid_link::units::parse_size(s).map_err(|e| e.to_string())
 }
 
 #[derive(clap::Args, Debug)]
