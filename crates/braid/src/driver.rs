@@ -3,9 +3,10 @@
 //! and the endpoints what changed. Input arrives through the endpoints'
 //! receive loops, which feed the core and wake this task.
 
+use crate::clock;
+use crate::route::SessionTable;
 use crate::session::Shared;
 use crate::udp::{UdpIo, MAX_GSO_BYTES};
-use crate::{clock, endpoint::EndpointInner};
 use braid_proto::{Ecn, Instant, PathId};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ const SPARE_BUFFERS: usize = 8;
 struct Batch {
     path: PathId,
     ecn: Ecn,
-    endpoint: Arc<EndpointInner>,
+    socket: Arc<UdpIo>,
     remote: SocketAddr,
     data: Vec<u8>,
     segment: usize,
@@ -42,7 +43,7 @@ impl Batch {
     }
 
     fn io(&self) -> &UdpIo {
-        &self.endpoint.io
+        &self.socket
     }
 }
 
@@ -120,12 +121,12 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 batches.push(Batch {
                     path: t.path,
                     ecn: t.ecn,
-                    endpoint: route.endpoint.clone(),
+                    socket: route.socket.clone(),
                     remote: route.remote,
                     data,
                     segment: t.size,
                     count: 1,
-                    max_segments: route.endpoint.io.max_gso_segments().max(1),
+                    max_segments: route.socket.max_gso_segments().max(1),
                     // A probe of another address travels alone.
                     sealed: t.to_candidate,
                 });
@@ -182,14 +183,14 @@ async fn sleep_or_wake(shared: &Shared, deadline: Option<Instant>) {
 
 /// Marks the session done, wakes everyone and leaves the endpoints' tables.
 fn finish(shared: &Arc<Shared>) {
-    let endpoints: Vec<Arc<EndpointInner>> = {
+    let tables: Vec<Arc<dyn SessionTable>> = {
         let mut g = shared.lock();
         g.done = true;
         g.process_events();
-        g.routes.values().map(|r| r.endpoint.clone()).collect()
+        g.routes.values().map(|r| r.table.clone()).collect()
     };
-    for e in endpoints {
-        e.unregister(shared.id);
+    for t in tables {
+        t.unregister(shared.id);
     }
     shared.changed.notify_waiters();
 }

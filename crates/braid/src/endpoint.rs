@@ -5,7 +5,8 @@
 //! may share a socket.
 
 use crate::driver::drive;
-use crate::session::{Route, Session, Shared};
+use crate::route::{Route, SessionTable};
+use crate::session::{Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
@@ -61,9 +62,13 @@ impl EndpointInner {
         lock(&self.table).insert(shared.id, shared.clone());
     }
 
-    pub fn unregister(&self, id: u64) {
-        lock(&self.table).remove(id);
-        self.changed.notify_waiters();
+    /// A route from this endpoint's socket to `remote`.
+    fn route(self: &Arc<Self>, remote: SocketAddr) -> Route {
+        Route {
+            socket: self.io.clone(),
+            table: self.clone(),
+            remote,
+        }
     }
 
     /// Hands one datagram to its session, opens a server session for a
@@ -83,10 +88,7 @@ impl EndpointInner {
         let Ok((header, _)) = Header::decode(datagram) else {
             return;
         };
-        let route = Route {
-            endpoint: self.clone(),
-            remote: from,
-        };
+        let route = self.route(from);
         let (event, evicted) = {
             let mut table = lock(&self.table);
             let event = table.handle(now, from, datagram, |proto| {
@@ -130,10 +132,7 @@ impl EndpointInner {
                     datagram,
                 );
                 if g.proto.role() == Role::Server {
-                    let route = Route {
-                        endpoint: self.clone(),
-                        remote: from,
-                    };
+                    let route = self.route(from);
                     let arrival = Arrival {
                         authentic,
                         ..before
@@ -307,6 +306,13 @@ fn is_opening(datagram: &[u8]) -> bool {
     })
 }
 
+impl SessionTable for EndpointInner {
+    fn unregister(&self, id: u64) {
+        lock(&self.table).remove(id);
+        self.changed.notify_waiters();
+    }
+}
+
 impl Drop for EndpointInner {
     fn drop(&mut self) {
         for task in lock(&self.tasks).drain(..) {
@@ -428,7 +434,9 @@ impl Endpoint {
 /// connections of the same address family).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathSpec {
+    /// The local address to send from; `None`: any.
     pub local: Option<SocketAddr>,
+    /// The peer's address, or a relay's.
     pub remote: SocketAddr,
 }
 
@@ -490,15 +498,7 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
     let routes = paths
         .iter()
         .enumerate()
-        .map(|(i, (e, remote))| {
-            (
-                PathId(i as u8),
-                Route {
-                    endpoint: e.inner.clone(),
-                    remote: *remote,
-                },
-            )
-        })
+        .map(|(i, (e, remote))| (PathId(i as u8), e.inner.route(*remote)))
         .collect();
     let shared = Shared::new(proto, routes);
     for (e, _) in paths {
@@ -584,6 +584,7 @@ impl Listener {
         lock(&self.endpoint.inner.table).stats()
     }
 
+    /// The address the listener's socket is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.endpoint.local_addr()
     }

@@ -24,8 +24,11 @@ pub enum Error {
     /// A socket operation failed.
     #[error("{context}: {message}")]
     Io {
+        /// What we were doing.
         context: String,
+        /// The system's error kind.
         kind: io::ErrorKind,
+        /// The system's error, in words.
         message: String,
     },
     /// Too many handshakes with a one-time code failed: someone may be

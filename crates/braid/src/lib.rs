@@ -34,11 +34,14 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod clock;
 mod driver;
 mod endpoint;
 mod error;
 pub mod relay;
+mod route;
 mod session;
 pub mod udp;
 mod udp_errors;

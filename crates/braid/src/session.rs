@@ -2,7 +2,7 @@
 //! a `TcpStream` (tokio `AsyncRead` + `AsyncWrite`, full duplex), and the
 //! state it shares with its driver task and the endpoints' receive loops.
 
-use crate::endpoint::EndpointInner;
+use crate::route::Route;
 use crate::{clock, Error};
 use braid_proto::{Event, PathId, PathSample, PathState, SessionConfig, SessionStats};
 use std::collections::BTreeMap;
@@ -19,24 +19,12 @@ use tokio::sync::{broadcast, Notify};
 /// channel is allocated with the session, half-open ones included.
 const SAMPLE_CHANNEL: usize = 256;
 
-/// Where one connection's datagrams go: a local socket and a remote address.
-#[derive(Clone)]
-pub(crate) struct Route {
-    pub endpoint: Arc<EndpointInner>,
-    pub remote: SocketAddr,
-}
-
-impl Route {
-    /// Whether both send from the same socket to the same address.
-    pub fn same(&self, other: &Route) -> bool {
-        self.remote == other.remote && Arc::ptr_eq(&self.endpoint, &other.endpoint)
-    }
-}
-
 /// One connection of a session: its id, state and addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathInfo {
+    /// The connection's id.
     pub id: PathId,
+    /// Whether it carries data, only probes, or is closed.
     pub state: PathState,
     /// The address of the socket it sends from, as bound (the IP is
     /// unspecified for a socket bound to any address).
@@ -75,7 +63,7 @@ pub(crate) struct Inner {
 
 impl Inner {
     /// Turns the core's events into errors and wakes whoever can now progress.
-    pub fn process_events(&mut self) {
+    pub(crate) fn process_events(&mut self) {
         while let Some(event) = self.proto.poll_event() {
             if let Event::Failed(e) = event {
                 // Silence while we had data to deliver means no path
@@ -120,7 +108,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(proto: braid_proto::Session, routes: BTreeMap<PathId, Route>) -> Arc<Shared> {
+    pub(crate) fn new(proto: braid_proto::Session, routes: BTreeMap<PathId, Route>) -> Arc<Shared> {
         Arc::new(Shared {
             id: proto.session_id(),
             inner: Mutex::new(Inner {
@@ -155,7 +143,7 @@ impl Shared {
                 PathInfo {
                     id,
                     state,
-                    local: route.map(|r| r.endpoint.io.local_addr()),
+                    local: route.map(|r| r.socket.local_addr()),
                     remote: route.map(|r| r.remote),
                 }
             })
@@ -163,12 +151,12 @@ impl Shared {
     }
 
     /// The lock; a panic while holding it leaves the state usable.
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Waits until `ready` holds or the session failed or ended.
-    pub async fn wait_for(&self, ready: impl Fn(&Inner) -> bool) -> Result<(), Error> {
+    pub(crate) async fn wait_for(&self, ready: impl Fn(&Inner) -> bool) -> Result<(), Error> {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);

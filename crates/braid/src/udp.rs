@@ -17,6 +17,7 @@ pub const DEFAULT_SOCKET_BUFFER: usize = 8 << 20;
 
 /// Receive buffers per batch and bytes per buffer (a GRO super-datagram).
 pub const RECV_BATCH: usize = 16;
+/// Bytes per receive buffer: the largest GRO batch the kernel hands over.
 pub const RECV_BUFFER: usize = 64 * 1024;
 
 /// Largest GSO batch sent, bytes (the UDP payload limit, with room to spare).
@@ -51,6 +52,7 @@ impl UdpIo {
         Ok(UdpIo { io, state, local })
     }
 
+    /// The address the socket is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
     }
@@ -127,7 +129,7 @@ impl UdpIo {
 impl UdpIo {
     /// The next "port unreachable" answer to a datagram of ours; never,
     /// where the system does not report them.
-    pub async fn unreachable(&self) -> Unreachable {
+    pub(crate) async fn unreachable(&self) -> Unreachable {
         loop {
             let read = self
                 .io

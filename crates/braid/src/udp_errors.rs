@@ -13,14 +13,14 @@ const QUOTE: usize = 64;
 
 /// Our datagram to `to` met a closed port; `quoted` is its beginning.
 #[derive(Debug, Clone)]
-pub struct Unreachable {
+pub(crate) struct Unreachable {
     pub to: SocketAddr,
     pub quoted: Vec<u8>,
 }
 
 /// Asks the kernel to queue ICMP errors of the socket's sends for
 /// [`read_error`] (both families: a dual-stack socket sends both).
-pub fn enable(sock: &std::net::UdpSocket) {
+pub(crate) fn enable(sock: &std::net::UdpSocket) {
     #[cfg(target_os = "linux")]
     for (level, opt) in [
         (libc::IPPROTO_IP, libc::IP_RECVERR),
@@ -37,7 +37,7 @@ pub fn enable(sock: &std::net::UdpSocket) {
 /// when the queue is empty. Queued errors count against the receive
 /// buffer, so the caller drains them all.
 #[cfg(target_os = "linux")]
-pub fn read_error(sock: &impl std::os::fd::AsRawFd) -> io::Result<Option<Unreachable>> {
+pub(crate) fn read_error(sock: &impl std::os::fd::AsRawFd) -> io::Result<Option<Unreachable>> {
     use std::mem::{size_of, zeroed};
     // SAFETY: every pointer handed to recvmsg points into live locals of
     // the sizes given; cmsg pointers come from the CMSG_* macros over the
@@ -119,6 +119,6 @@ fn socket_addr(name: &libc::sockaddr_storage) -> Option<SocketAddr> {
 
 /// Without an error queue there is never anything to read.
 #[cfg(not(target_os = "linux"))]
-pub fn read_error<S>(_sock: &S) -> io::Result<Option<Unreachable>> {
+pub(crate) fn read_error<S>(_sock: &S) -> io::Result<Option<Unreachable>> {
     Err(io::ErrorKind::WouldBlock.into())
 }
