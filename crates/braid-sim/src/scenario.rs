@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use braid_proto::SessionConfig;
+use braid_proto::{ConfigError, SessionConfig};
 
 use crate::link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, QueueLimit};
 use crate::loss::Gilbert;
@@ -126,8 +126,8 @@ pub struct FlowSpec {
     pub paths: Vec<usize>,
     /// Both ends' session configuration: [`SessionConfig::insecure`] with
     /// the file's `cc`, `segment_size`, windows, RTO keys, `retry_limit` and
-    /// `initial_windows`. The controller's name is checked by braid-proto
-    /// when the flow starts (an unknown one fails the flow, not the file).
+    /// `initial_windows`, checked by [`SessionConfig::validate`] as the
+    /// file is read (an error names the flow's key).
     /// The simulator sets `paths` (one connection per entry of
     /// [`FlowSpec::paths`]), `sample_interval` (the scenario's) and, for a
     /// sealed flow, `security`.
@@ -510,33 +510,17 @@ impl Builder<'_> {
                 out
             }
         };
-        let range = SessionConfig::SEGMENT_SIZE_RANGE;
+        // The file's integers become the configuration's types here; their
+        // ranges are `SessionConfig::validate`'s to check, below.
         let segment_size = match raw.segment_size {
             None => None,
-            Some(m) => Some(
-                u16::try_from(m)
-                    .ok()
-                    .filter(|m| range.contains(m))
-                    .ok_or_else(|| {
-                        self.invalid(
-                            key("segment_size"),
-                            format!(
-                                "{m} is out of range; expected {} to {} bytes",
-                                range.start(),
-                                range.end()
-                            ),
-                        )
-                    })?,
-            ),
+            Some(m) => Some(u16::try_from(m).map_err(|_| {
+                self.invalid(
+                    key("segment_size"),
+                    format!("{m} is out of range (not a 16-bit byte count)"),
+                )
+            })?),
         };
-        for (k, w) in [
-            ("send_window", raw.send_window),
-            ("recv_window", raw.recv_window),
-        ] {
-            if w == Some(ByteSize(0)) {
-                return Err(self.invalid(key(k), "must be larger than 0"));
-            }
-        }
         let initial_windows = match raw.initial_windows {
             None => Vec::new(),
             Some(ws) => {
@@ -548,10 +532,10 @@ impl Builder<'_> {
                 }
                 ws.iter()
                     .map(|&w| {
-                        u32::try_from(w).ok().filter(|w| *w >= 1).ok_or_else(|| {
+                        u32::try_from(w).map_err(|_| {
                             self.invalid(
                                 key("initial_windows"),
-                                format!("{w}: expected a packet count of at least 1"),
+                                format!("{w}: expected a packet count"),
                             )
                         })
                     })
@@ -601,6 +585,21 @@ impl Builder<'_> {
             session.retry_limit = limit;
         }
         session.initial_windows = initial_windows;
+        session.validate().map_err(|e| {
+            let named = match &e {
+                ConfigError::OutOfRange {
+                    field,
+                    value,
+                    allowed,
+                } => flow_key(field)
+                    .map(|k| (k, format!("{value} is out of range (allowed {allowed})"))),
+                _ => None,
+            };
+            match named {
+                Some((k, message)) => self.invalid(key(k), message),
+                None => self.invalid(format!("flow[{i}]"), e.to_string()),
+            }
+        })?;
         Ok(FlowSpec {
             bytes: raw.bytes.map_or(0, |b| b.0),
             reverse_bytes: raw.reverse_bytes.map_or(0, |b| b.0),
@@ -611,6 +610,21 @@ impl Builder<'_> {
             verdict: raw.verdict.unwrap_or(false),
         })
     }
+}
+
+/// The flow key that sets a [`SessionConfig`] field, if a scenario can set
+/// it, so that `validate`'s errors name the key in the file.
+fn flow_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "segment_size" => "segment_size",
+        "send_window" => "send_window",
+        "recv_window" => "recv_window",
+        "rto.k" => "rto_k",
+        "rto.min_rto" => "min_rto",
+        "rto.max_rto" => "max_rto",
+        "initial_windows" => "initial_windows",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -893,6 +907,10 @@ source = "NKP-0024"
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nsegment_size = 20\n", "flow[0].segment_size: 20 is out of range"),
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nsegment_size = 70000\n", "flow[0].segment_size: 70000"),
             ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmtu = 20\n", "flow[0].segment_size: 20 is out of range"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nsend_window = 0\n", "flow[0].send_window: 0 is out of range (allowed >= segment_size)"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nrto_k = -1.0\n", "flow[0].rto_k: -1 is out of range"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\nmin_rto = \"2s\"\nmax_rto = \"1s\"\n", "flow[0].max_rto: 1s is out of range (allowed >= min_rto)"),
+            ("[[path]]\nrate = \"1Mbit\"\n[[flow]]\ninitial_windows = [-1]\n", "flow[0].initial_windows: -1: expected a packet count"),
             (
                 "[[path]]\nrate = \"1Mbit\"\nevents = [{ at = \"1s\", do = \"up\", for = \"1s\" }]\n[[flow]]\n",
                 "path[0].events[0].for: only applies",
