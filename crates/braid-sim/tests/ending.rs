@@ -10,7 +10,6 @@ mod common;
 
 use braid_link::{Gilbert, LinkConfig, LinkEvent, LinkEventKind, QueueLimit, Rate};
 use braid_proto::cc::Algorithm;
-use braid_proto::SessionConfig;
 use braid_sim::{FlowSpec, PathSpec, Scenario};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -106,28 +105,17 @@ impl Case {
                 k: self.reverse_loss / 3.0,
             });
         }
+        let path = PathSpec {
+            forward: link(self.loss),
+            reverse,
+        };
+        let flow = FlowSpec {
+            verdict: true,
+            ..common::flow(Algorithm::ALL[self.cc], self.bytes, VERDICT_BYTES, vec![0])
+        };
         Scenario {
             name: Some("ending".into()),
-            seed: 1,
-            time_limit: Duration::from_secs(600),
-            sample_interval: Duration::from_millis(100),
-            paths: vec![PathSpec {
-                forward: link(self.loss),
-                reverse,
-            }],
-            flows: vec![FlowSpec {
-                session: SessionConfig {
-                    cc: Algorithm::ALL[self.cc],
-                    ..SessionConfig::insecure()
-                },
-                bytes: self.bytes,
-                reverse_bytes: VERDICT_BYTES,
-                verdict: true,
-                paths: vec![0],
-                ..FlowSpec::default()
-            }],
-            published: None,
-            base_dir: ".".into(),
+            ..Scenario::new(vec![path], vec![flow])
         }
     }
 }
@@ -183,27 +171,16 @@ fn duplex_at_30_percent_loss_always_completes() {
     };
     let mut failed = Vec::new();
     for cc in Algorithm::ALL {
+        let path = PathSpec {
+            forward: link.clone(),
+            reverse: link.clone(),
+        };
         let scenario = Scenario {
             name: Some("duplex-30".into()),
-            seed: 1,
-            time_limit: Duration::from_secs(600),
-            sample_interval: Duration::from_millis(100),
-            paths: vec![PathSpec {
-                forward: link.clone(),
-                reverse: link.clone(),
-            }],
-            flows: vec![FlowSpec {
-                session: SessionConfig {
-                    cc,
-                    ..SessionConfig::insecure()
-                },
-                bytes: 300_000,
-                reverse_bytes: 300_000,
-                paths: vec![0],
-                ..FlowSpec::default()
-            }],
-            published: None,
-            base_dir: ".".into(),
+            ..Scenario::new(
+                vec![path],
+                vec![common::flow(cc, 300_000, 300_000, vec![0])],
+            )
         };
         for seed in 1..=60 {
             let r = braid_sim::run(&scenario, Some(seed));

@@ -140,8 +140,9 @@ fn a_long_outage_beside_a_dead_path_is_outlasted() {
 /// The client gets the server's answer just before a 4 s outage, and its
 /// confirmation is lost in it: the server's half-open session must still
 /// be there when the client's probes get through, as a SYN_RECV socket is
-/// for TCP. It used to expire 5 s after the opening, and the client, its
-/// packets now dropped as strangers', failed after 10 s of silence.
+/// for TCP: braid-proto keeps it (`UNCONFIRMED_TIMEOUT`) longer than the
+/// client's silence limit (`MIN_SILENCE`). When it expired sooner, the
+/// client, its packets now dropped as strangers', failed in the silence.
 /// (Found by the property test.)
 #[test]
 fn an_outage_right_after_the_handshake_is_outlasted() {

@@ -6,8 +6,8 @@ mod common;
 
 use braid_link::{LinkConfig, LinkEvent, LinkEventKind, QueueLimit, Rate};
 use braid_proto::cc::Algorithm;
-use braid_proto::{SessionConfig, SessionError};
-use braid_sim::{FlowError, FlowSpec, PathSpec, Scenario};
+use braid_proto::SessionError;
+use braid_sim::{FlowError, PathSpec, Scenario};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -91,26 +91,15 @@ fn scenario(paths: &[PathParams], flows: &[(u64, u64, u8)]) -> Scenario {
     let all: Vec<usize> = (0..paths.len()).collect();
     let flows = flows
         .iter()
-        .map(|&(bytes, reverse_bytes, cc)| FlowSpec {
-            session: SessionConfig {
-                cc: Algorithm::ALL[usize::from(cc) % Algorithm::ALL.len()],
-                ..SessionConfig::insecure()
-            },
-            bytes,
-            reverse_bytes,
-            paths: all.clone(),
-            ..FlowSpec::default()
+        .map(|&(bytes, reverse_bytes, cc)| {
+            let cc = Algorithm::ALL[usize::from(cc) % Algorithm::ALL.len()];
+            common::flow(cc, bytes, reverse_bytes, all.clone())
         })
         .collect();
     Scenario {
         name: Some("property".into()),
-        seed: 1,
         time_limit: Duration::from_secs(3000),
-        sample_interval: Duration::from_millis(100),
-        paths: specs,
-        flows,
-        published: None,
-        base_dir: ".".into(),
+        ..Scenario::new(specs, flows)
     }
 }
 

@@ -8,6 +8,7 @@
 //!   adaptation": a signal about a packet sent before the last decrease is
 //!   part of the same congestion event).
 
+use super::segments::Segments;
 use super::{Acked, Algorithm, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
 use crate::Instant;
@@ -28,8 +29,7 @@ pub struct Aimd {
     ssthresh: f64,
     /// Packets sent before this instant belong to the last congestion event.
     recovery_start: Option<Instant>,
-    segment_size: u64,
-    max: f64,
+    segments: Segments,
 }
 
 impl Aimd {
@@ -39,8 +39,7 @@ impl Aimd {
             cwnd: INITIAL_WINDOW,
             ssthresh: f64::INFINITY,
             recovery_start: None,
-            segment_size: ctx.segment_size.max(1),
-            max: ctx.max_window_packets.max(1) as f64,
+            segments: Segments::new(ctx.segment_size, ctx.max_window_packets),
         }
     }
 
@@ -62,7 +61,7 @@ impl Controller for Aimd {
             AI_STEP / self.cwnd
         };
         // Growing past the session window would only inflate the number.
-        self.cwnd = (self.cwnd + step).min(self.max.max(INITIAL_WINDOW));
+        self.cwnd = (self.cwnd + step).min(self.segments.max().max(INITIAL_WINDOW));
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
@@ -83,15 +82,15 @@ impl Controller for Aimd {
     }
 
     fn set_initial_window(&mut self, bytes: u64) {
-        self.cwnd = (bytes as f64 / self.segment_size as f64).clamp(1.0, self.max);
+        self.cwnd = self.segments.window_of(bytes, 1.0);
     }
 
     fn window(&self) -> u64 {
-        (self.cwnd * self.segment_size as f64) as u64
+        self.segments.bytes_of(self.cwnd)
     }
 
     fn metrics(&self) -> ControllerMetrics {
-        ControllerMetrics::from_segments(self.cwnd, self.ssthresh, self.segment_size)
+        self.segments.metrics(self.cwnd, self.ssthresh)
     }
 }
 

@@ -8,6 +8,7 @@
 
 use super::dctcp::Dctcp;
 use super::hystart::{HyStart, Phase, CSS_GROWTH_DIVISOR};
+use super::segments::Segments;
 use super::{Acked, Algorithm, Cause, CcContext, CongestionEvent, Controller, ControllerMetrics};
 use crate::rtt::RttEstimator;
 use crate::Instant;
@@ -57,8 +58,7 @@ pub struct Cubic {
     /// Only the initial slow start uses HyStart++ (RFC 9406 §4.3).
     hystart: Option<HyStart>,
     dctcp: Dctcp,
-    segment_size: u64,
-    max: f64,
+    segments: Segments,
 }
 
 impl Cubic {
@@ -77,8 +77,7 @@ impl Cubic {
             unproven_losses: 0,
             hystart: Some(HyStart::default()),
             dctcp: Dctcp::default(),
-            segment_size: ctx.segment_size.max(1),
-            max: ctx.max_window_packets.max(1) as f64,
+            segments: Segments::new(ctx.segment_size, ctx.max_window_packets),
         }
     }
 
@@ -126,7 +125,7 @@ impl Controller for Cubic {
     }
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
-        let segments = acked.bytes as f64 / self.segment_size as f64;
+        let segments = acked.bytes as f64 / self.segments.size() as f64;
         self.dctcp.on_ack(now, acked.sent_at, acked.bytes);
         if self.cwnd < self.ssthresh {
             let phase = match &mut self.hystart {
@@ -139,7 +138,7 @@ impl Controller for Cubic {
                 // RFC 9406 §4.2: ssthresh = cwnd, continue in avoidance.
                 Phase::Exit => self.ssthresh = self.cwnd,
             }
-            self.cwnd = self.cwnd.min(self.max);
+            self.cwnd = self.cwnd.min(self.segments.max());
             return;
         }
         let epoch = *self.epoch_start.get_or_insert_with(|| {
@@ -160,13 +159,13 @@ impl Controller for Cubic {
         } else {
             self.cwnd += (target - self.cwnd) / self.cwnd * segments;
         }
-        self.cwnd = self.cwnd.min(self.max);
+        self.cwnd = self.cwnd.min(self.segments.max());
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
         if event.cause == Cause::Ecn {
             self.dctcp
-                .on_marked(event.packets.saturating_mul(self.segment_size));
+                .on_marked(event.packets.saturating_mul(self.segments.size()));
         }
         if event.cause == Cause::Timeout {
             // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from the loss window.
@@ -211,15 +210,15 @@ impl Controller for Cubic {
     }
 
     fn set_initial_window(&mut self, bytes: u64) {
-        self.cwnd = (bytes as f64 / self.segment_size as f64).clamp(MIN_WINDOW, self.max);
+        self.cwnd = self.segments.window_of(bytes, MIN_WINDOW);
     }
 
     fn window(&self) -> u64 {
-        (self.cwnd * self.segment_size as f64) as u64
+        self.segments.bytes_of(self.cwnd)
     }
 
     fn metrics(&self) -> ControllerMetrics {
-        ControllerMetrics::from_segments(self.cwnd, self.ssthresh, self.segment_size)
+        self.segments.metrics(self.cwnd, self.ssthresh)
     }
 }
 

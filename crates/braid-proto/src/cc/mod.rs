@@ -11,6 +11,7 @@ mod hystart;
 mod mbecn;
 mod mbecn_fallback;
 mod ncp;
+mod segments;
 
 pub use aimd::Aimd;
 pub use bbr::{Bbr, BbrMode};

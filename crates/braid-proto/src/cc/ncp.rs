@@ -20,6 +20,7 @@
 //!
 //! ECN marks are not part of NKP-0024 and are ignored.
 
+use super::segments::Segments;
 use super::{Acked, Algorithm, CcContext, CongestionEvent, Controller};
 use crate::rtt::RttEstimator;
 use crate::Instant;
@@ -32,8 +33,7 @@ const MIN_WINDOW_PACKETS: f64 = 1.0;
 pub struct Ncp {
     /// Window in packets; fractional after normalisation.
     window: f64,
-    max: f64,
-    segment_size: u64,
+    segments: Segments,
 }
 
 impl Ncp {
@@ -42,8 +42,7 @@ impl Ncp {
         let total = ctx.session_window_packets.max(1) as f64;
         Ncp {
             window: (total / ctx.paths.max(1) as f64).max(MIN_WINDOW_PACKETS),
-            max: total,
-            segment_size: ctx.segment_size.max(1),
+            segments: Segments::new(ctx.segment_size, ctx.session_window_packets),
         }
     }
 
@@ -60,7 +59,7 @@ impl Controller for Ncp {
 
     fn on_ack(&mut self, _now: Instant, acked: &Acked, _rtt: &RttEstimator) {
         if !acked.retransmission {
-            self.window = (self.window + 1.0).min(self.max);
+            self.window = (self.window + 1.0).min(self.segments.max());
         }
     }
 
@@ -77,7 +76,7 @@ impl Controller for Ncp {
     }
 
     fn window(&self) -> u64 {
-        (self.window * self.segment_size as f64) as u64
+        self.segments.bytes_of(self.window)
     }
 
     fn is_normalized(&self) -> bool {
@@ -85,7 +84,7 @@ impl Controller for Ncp {
     }
 
     fn set_window(&mut self, bytes: u64) {
-        self.window = (bytes as f64 / self.segment_size as f64).clamp(MIN_WINDOW_PACKETS, self.max);
+        self.window = self.segments.window_of(bytes, MIN_WINDOW_PACKETS);
     }
 
     fn set_initial_window(&mut self, bytes: u64) {

@@ -1,5 +1,9 @@
-//! Shared by the simulator's property tests.
+//! Shared by the simulator's property tests: the seeded runner and the
+//! flows their scenarios are made of.
 
+use braid_proto::cc::Algorithm;
+use braid_proto::SessionConfig;
+use braid_sim::FlowSpec;
 use proptest::test_runner::{Config, RngSeed};
 
 /// `cases` cases from a fixed seed, so every run (CI's included) checks the
@@ -14,5 +18,21 @@ pub fn seeded(cases: u32) -> Config {
             .unwrap_or(cases),
         rng_seed: RngSeed::Fixed(var("BRAID_PROPTEST_SEED").unwrap_or(13)),
         ..Config::default()
+    }
+}
+
+/// `bytes` from client to server and `reverse_bytes` back, at time 0 over
+/// `paths`, with controller `cc` and an insecure session otherwise at its
+/// defaults.
+pub fn flow(cc: Algorithm, bytes: u64, reverse_bytes: u64, paths: Vec<usize>) -> FlowSpec {
+    FlowSpec {
+        session: SessionConfig {
+            cc,
+            ..SessionConfig::insecure()
+        },
+        bytes,
+        reverse_bytes,
+        paths,
+        ..FlowSpec::default()
     }
 }
