@@ -3,31 +3,34 @@
 //!
 //! Each part has its own file: [`sent`] (sent packets and loss detection),
 //! [`delivery_rate`] (the delivery-rate estimate), [`ack_owed`] (what we owe
-//! the peer in ACKs) and [`packet_number`]; [`recovery`] says what ACK
-//! frames and timeouts do to them all. This file holds the path together
-//! and sends on it.
+//! the peer in ACKs, with its [`range_set`] and [`ack_floor`]),
+//! [`packet_number`], the [`pacing`] pacer and the [`ack_path_delay`]
+//! estimate; [`recovery`] says what ACK frames and timeouts do to them all.
+//! This file holds the path together and sends on it.
 
+mod ack_floor;
 mod ack_owed;
+mod ack_path_delay;
 mod delivery_rate;
-mod id;
 mod loss_tally;
+mod pacing;
 mod packet_number;
+mod range_set;
 mod recovery;
 mod sent;
 
 pub(crate) use packet_number::AckError;
 
-use crate::ack_path_delay::AckPathDelay;
 use crate::cc::Controller;
-use crate::pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use crate::rtt::{RtoConfig, RttEstimator};
 use crate::stats::{PathSample, PathState, PathStats};
 use crate::wire::AckFrame;
-use crate::Instant;
+use crate::{Instant, PathId};
 use ack_owed::{AcksOwed, Arrival};
+use ack_path_delay::AckPathDelay;
 use delivery_rate::DeliveryRate;
-pub use id::PathId;
 use loss_tally::LossTally;
+use pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use packet_number::PacketNumbers;
 use rand::Rng;
 use sent::{SentPacket, SentPackets};

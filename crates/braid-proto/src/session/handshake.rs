@@ -1,13 +1,14 @@
 //! The handshake: a server session from a client's first datagram, what
 //! the two sides agree on, and the answers that carry it.
 
-use super::{close_code, Event, Role, Session, State, CLOSE_REPEATS};
+use super::{close_code, Event, Session, State, CLOSE_REPEATS};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
 use crate::error::SessionError;
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
+use crate::Role;
 use crate::{cc, Ecn, Instant};
 use crate::{PathId, PublicKey};
 use thiserror::Error;

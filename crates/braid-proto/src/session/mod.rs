@@ -35,7 +35,7 @@ use crate::replay::ReplayWindow;
 use crate::send_stream::SendStream;
 use crate::stats::{PathSample, PathState};
 use crate::Instant;
-use crate::PathId;
+use crate::{PathId, Role};
 use std::collections::{BTreeMap, VecDeque};
 
 pub use handshake::AcceptError;
@@ -106,15 +106,6 @@ pub enum Event {
     Closed,
     /// The session failed; nothing more will happen.
     Failed(SessionError),
-}
-
-/// Which side opened the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// It connected.
-    Client,
-    /// It accepted.
-    Server,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,13 +1,14 @@
 //! Incoming datagrams: validation, authentication and frame processing (the
 //! handshake itself is in `handshake.rs`).
 
-use super::{close_code, Event, Role, Session, State};
+use super::{close_code, Event, Session, State};
 use crate::error::SessionError;
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
 use crate::wire::{AckFrame, Frame, Frames, Header, HEADER_LEN, VERSION};
 use crate::PathId;
+use crate::Role;
 use crate::{Ecn, Instant};
 
 /// Where and when an authentic datagram arrived.

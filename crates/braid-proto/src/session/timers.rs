@@ -8,13 +8,13 @@
 //! the two cannot list different deadlines.
 
 use super::{
-    Role, Session, SilentRtos, State, MID_STREAM_PROBE, UNAUTHENTIC_GRACE, UNCONFIRMED_LIFETIME,
+    Session, SilentRtos, State, MID_STREAM_PROBE, UNAUTHENTIC_GRACE, UNCONFIRMED_LIFETIME,
     UNCONFIRMED_TIMEOUT,
 };
 use crate::error::SessionError;
 use crate::stats::PathState;
-use crate::Instant;
 use crate::PathId;
+use crate::{Instant, Role};
 use std::collections::BTreeMap;
 
 /// One deadline of a session or of one of its connections.
