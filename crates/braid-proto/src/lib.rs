@@ -16,7 +16,6 @@ mod error;
 mod ids;
 mod path;
 mod recv_stream;
-mod replay;
 mod rtt;
 mod send_stream;
 mod session;

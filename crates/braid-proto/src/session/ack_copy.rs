@@ -62,11 +62,7 @@ impl Session {
         let (fast, fast_rtt) = self
             .paths
             .values()
-            .filter(|p| {
-                p.is_usable()
-                    && p.state() == PathState::Active
-                    && !self.validations.contains_key(&p.id())
-            })
+            .filter(|p| p.is_usable() && p.state() == PathState::Active && p.is_validated())
             .filter_map(|p| Some((p.id(), p.least_rtt()?)))
             .min_by_key(|&(_, rtt)| rtt)?;
         // Until anything dates `slow`, how late the client's opening came

@@ -29,9 +29,8 @@ use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::{ClientHandshake, PacketKeys, SessionRng};
 use crate::error::SessionError;
-use crate::path::Path;
+use crate::path::{Candidate, Path, PathResponses};
 use crate::recv_stream::RecvStream;
-use crate::replay::ReplayWindow;
 use crate::send_stream::SendStream;
 use crate::stats::{PathSample, PathState};
 use crate::Instant;
@@ -197,40 +196,19 @@ pub struct Session {
     /// and its full packet number (the nonce; the header has the low bits).
     packet_start: usize,
     packet_number: u64,
-    replay: BTreeMap<PathId, ReplayWindow>,
-    validations: BTreeMap<PathId, validation::Validation>,
     /// An address a confirmed connection may move to, being probed.
-    candidate: Option<validation::Candidate>,
-    /// PATH_RESPONSEs owed: connection and data.
-    responses: VecDeque<(PathId, [u8; 8])>,
+    candidate: Option<Candidate>,
+    /// PATH_RESPONSEs owed.
+    responses: PathResponses,
     /// When the client's opening last arrived (the first or a repeat).
     last_hello: Instant,
     /// When new stream data was last acknowledged, or data became
-    /// outstanding.
+    /// outstanding (each connection counts its timeouts since).
     progress_at: Instant,
-    /// Retransmission timeouts since then, per connection: the session
-    /// fails when every usable connection has had more than the retry
-    /// limit, so one dead path among live ones, or an outage the probes
-    /// outlast, never adds up to it.
-    rtos_without_progress: BTreeMap<PathId, u32>,
-    /// Retransmission timeouts per connection since anything authentic
-    /// arrived from the peer, and how many make it silent (see
-    /// `SessionConfig::silent_limit`).
-    rtos_in_silence: BTreeMap<PathId, SilentRtos>,
     /// Copies of slow connections' ACKs owed on the fastest one.
     ack_copies: ack_copy::AckCopies,
-    /// When a server's first and latest answers went, per connection.
-    answers_sent: BTreeMap<PathId, crate::rtt::Exchange>,
     /// When a server's client confirmed the handshake.
     confirmed_at: Option<Instant>,
-}
-
-/// A connection's timeouts in the current silence and its limit, fixed at
-/// the first of them: the probes a silence loses must not make it longer.
-#[derive(Debug, Clone, Copy)]
-struct SilentRtos {
-    rtos: u32,
-    limit: u32,
 }
 
 impl Session {
@@ -334,16 +312,11 @@ impl Session {
             open_buf: Vec::new(),
             packet_start: 0,
             packet_number: 0,
-            replay: BTreeMap::new(),
-            validations: BTreeMap::new(),
             candidate: None,
-            responses: VecDeque::new(),
+            responses: PathResponses::default(),
             last_hello: now,
             progress_at: now,
-            rtos_without_progress: BTreeMap::new(),
-            rtos_in_silence: BTreeMap::new(),
             ack_copies: ack_copy::AckCopies::default(),
-            answers_sent: BTreeMap::new(),
             confirmed_at: None,
             cfg,
         }

@@ -120,7 +120,7 @@ impl Session {
     /// The largest packet number authenticated on `path`, against which
     /// a header's truncated number expands.
     pub fn largest_received(&self, path: PathId) -> Option<u64> {
-        self.replay.get(&path).and_then(|r| r.largest())
+        self.paths.get(&path)?.largest_received()
     }
 
     /// A datagram from the peer (opened, or insecure), its header's packet
@@ -197,12 +197,11 @@ impl Session {
                 p.on_opening(at.saturating_duration_since(confirmed));
             }
         }
-        let replay = self.replay.entry(path).or_default();
-        if replay.is_replay(header.packet_number) {
+        let p = self.paths.get_mut(&path).expect("path exists");
+        if !p.on_authenticated(header.packet_number) {
             self.counters.duplicate_packets += 1;
             return false;
         }
-        replay.insert(header.packet_number);
         // Anything but a HELLO proves the client has our answer.
         if !hello {
             if !self.peer_confirmed {
@@ -252,9 +251,10 @@ impl Session {
     /// dates the handshake's round trip there, if our answers on `path`
     /// went close enough together to tell.
     fn on_confirmed(&mut self, path: PathId, at: Instant) {
-        let rtt = self.answers_sent.get(&path).and_then(|e| e.rtt(at));
-        if let (Some(rtt), Some(p)) = (rtt, self.paths.get_mut(&path)) {
-            p.on_exchange_rtt(rtt);
+        if let Some(p) = self.paths.get_mut(&path) {
+            if let Some(rtt) = p.answer_rtt(at) {
+                p.on_exchange_rtt(rtt);
+            }
         }
         self.confirmed_at = Some(at);
     }
@@ -272,7 +272,9 @@ impl Session {
     pub(super) fn on_peer_heard(&mut self, now: Instant, path: PathId) {
         self.last_recv = now;
         self.last_recv_path = path;
-        self.rtos_in_silence.clear();
+        for p in self.paths.values_mut() {
+            p.on_silence_over();
+        }
         if let Some(p) = self.paths.get_mut(&path) {
             p.on_heard();
         }
@@ -379,7 +381,9 @@ impl Session {
         self.send.on_cumulative(ack.cumulative, ack.fin);
         if self.send.acked_bytes > acked_before || !self.send.has_outstanding() {
             self.progress_at = now;
-            self.rtos_without_progress.clear();
+            for p in self.paths.values_mut() {
+                p.on_session_progress();
+            }
         }
         self.normalize_windows();
         self.autotune_send_buffer();

@@ -79,14 +79,7 @@ impl Session {
             return None;
         }
         let segment_size = u64::from(self.cfg.segment_size);
-        let validations = &self.validations;
-        let id = scheduler::pick_tail_copy_path(
-            &mut self.paths,
-            now,
-            segment_size,
-            segment_size,
-            |id| validations.contains_key(&id),
-        )?;
+        let id = scheduler::pick_tail_copy_path(&mut self.paths, now, segment_size, segment_size)?;
         let (offset, _, _) = self
             .send
             .tail()

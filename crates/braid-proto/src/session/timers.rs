@@ -8,14 +8,12 @@
 //! the two cannot list different deadlines.
 
 use super::{
-    Session, SilentRtos, State, MID_STREAM_PROBE, UNAUTHENTIC_GRACE, UNCONFIRMED_LIFETIME,
-    UNCONFIRMED_TIMEOUT,
+    Session, State, MID_STREAM_PROBE, UNAUTHENTIC_GRACE, UNCONFIRMED_LIFETIME, UNCONFIRMED_TIMEOUT,
 };
 use crate::error::SessionError;
 use crate::stats::PathState;
 use crate::PathId;
 use crate::{Instant, Role};
-use std::collections::BTreeMap;
 
 /// One deadline of a session or of one of its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,17 +237,8 @@ impl Session {
                     }
                     recovered.push(id);
                     any_rto = true;
-                    let n = self.rtos_without_progress.entry(id).or_default();
-                    *n = n.saturating_add(1);
                     let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                    let floor = self.cfg.silent_limit.unwrap_or(u32::MAX);
-                    self.rtos_in_silence
-                        .entry(id)
-                        .or_insert_with(|| SilentRtos {
-                            rtos: 0,
-                            limit: p.silent_limit(floor),
-                        })
-                        .rtos += 1;
+                    p.count_rto(self.cfg.silent_limit.unwrap_or(u32::MAX));
                     if p.on_rto(now, &mut self.send) {
                         self.events.push_back(super::Event::PathDown(id));
                     }
@@ -314,13 +303,6 @@ impl Session {
     /// did.
     fn after_timeouts(&mut self, now: Instant) -> bool {
         self.normalize_windows();
-        // Whether every usable connection has counted `limit` or more.
-        let every = |counts: &BTreeMap<PathId, u32>, limit: u32| {
-            self.paths
-                .values()
-                .filter(|p| p.is_usable())
-                .all(|p| counts.get(&p.id()).copied().unwrap_or(0) >= limit)
-        };
         if let Some(floor) = self.cfg.silent_limit {
             let silence = now - self.last_recv;
             // Data of ours outstanding, or the peer's still to come (a
@@ -331,10 +313,7 @@ impl Session {
                 .paths
                 .values()
                 .filter(|p| p.is_usable())
-                .map(|p| {
-                    let s = self.rtos_in_silence.get(&p.id())?;
-                    (s.rtos >= s.limit).then_some(s.limit)
-                })
+                .map(|p| p.rto_count().silent_limit_reached())
                 .collect();
             let silent = limits.map(|l| l.into_iter().max().unwrap_or(floor));
             if let Some(rtos) = silent.filter(|_| silence >= crate::config::MIN_SILENCE && waiting)
@@ -352,7 +331,11 @@ impl Session {
             // More than `limit` on every usable connection, and for as long
             // as that many doubling timeouts would take (TCP's patience).
             let expiries = limit.saturating_add(1);
-            let exhausted = every(&self.rtos_without_progress, expiries)
+            let exhausted = self
+                .paths
+                .values()
+                .filter(|p| p.is_usable())
+                .all(|p| p.rto_count().without_progress() >= expiries)
                 && now - self.progress_at >= self.cfg.rto.backoff_total(expiries);
             if exhausted && self.send.has_outstanding() {
                 self.fail(SessionError::NoProgress {

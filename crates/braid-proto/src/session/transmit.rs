@@ -6,7 +6,6 @@
 use super::{close_code, scheduler, Session, State};
 use crate::crypto::UpdatePolicy;
 use crate::path::Path;
-use crate::rtt::Exchange;
 use crate::send_stream::Pending;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
@@ -251,8 +250,7 @@ impl Session {
         let hello_ack = p.pending.hello_ack;
         if hello_ack {
             p.pending.hello_ack = false;
-            let previous = self.answers_sent.get(&id).copied();
-            self.answers_sent.insert(id, Exchange::sent(previous, now));
+            p.on_answer_sent(now);
             if self.is_sealed() {
                 let answer = self.answer.as_ref()?;
                 buf.extend_from_slice(answer.frame());
@@ -296,7 +294,7 @@ impl Session {
             .all(|q| !(q.is_usable() && q.state() == PathState::Active));
         // A connection still being validated keeps to its amplification
         // credit, which a data packet may exceed.
-        let validated = !self.validations.contains_key(&id);
+        let validated = p.is_validated();
         if !(only_probe && none_active && validated && self.is_established() && self.peer_confirmed)
         {
             return None;
@@ -315,8 +313,7 @@ impl Session {
         if !self.is_established() || (self.is_sealed() && self.keys.is_none()) {
             return None;
         }
-        while let Some(&(id, data)) = self.responses.front() {
-            self.responses.pop_front();
+        while let Some((id, data)) = self.responses.pop() {
             if self.paths.get(&id).is_some_and(|p| p.is_usable()) && self.validations_allow(id) {
                 self.start_packet(now, id, buf);
                 Frame::PathResponse(data).encode(buf);
@@ -389,13 +386,11 @@ impl Session {
         // What the faster connections would have to deliver first, unless
         // the application may write more than the buffer holds.
         let backlog = (!self.send.is_buffer_limited()).then(|| self.send.backlog());
-        let validations = &self.validations;
         let id = scheduler::pick_data_path(
             &mut self.paths,
             now,
             charge,
             u64::from(self.cfg.segment_size),
-            |id| validations.contains_key(&id),
             backlog,
         )?;
         self.send_segment(now, id, pending, buf)
@@ -434,7 +429,9 @@ impl Session {
         if !self.send.has_outstanding() {
             // Data becomes outstanding: the no-progress count starts.
             self.progress_at = now;
-            self.rtos_without_progress.clear();
+            for p in self.paths.values_mut() {
+                p.on_session_progress();
+            }
         }
         let due = scheduler::expected_arrival(&self.paths[&id], charge)
             .map(|arrival| self.clock_us(now).saturating_add(arrival));
