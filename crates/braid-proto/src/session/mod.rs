@@ -35,6 +35,7 @@ use crate::send_stream::SendStream;
 use crate::stats::{PathSample, PathState};
 use crate::Instant;
 use crate::{PathId, Role};
+use handshake::Handshake;
 use std::collections::{BTreeMap, VecDeque};
 
 pub use handshake::AcceptError;
@@ -54,37 +55,6 @@ pub(crate) mod close_code {
     pub const PROTOCOL: u64 = 3;
     pub const SECURITY: u64 = 4;
 }
-
-/// A server session the client has not confirmed (by a packet only our
-/// answer lets it make) within this long of its last opening is dropped:
-/// half-open sessions cost memory that anyone who can send a datagram
-/// could claim (the endpoint also caps their number). A client repeats its
-/// opening at least every `max_probe_interval` (1 s) while it waits, so a
-/// lost answer does not expire it. A client that has the answer stops
-/// repeating it and keeps probing until `MIN_SILENCE` (10 s) of silence:
-/// the session must outlive that, or an outage just after the handshake
-/// that the client rides out ends at a server that forgot it (TCP keeps a
-/// SYN_RECV connection for its SYN-ACK retries, 63 s on Linux).
-const UNCONFIRMED_TIMEOUT: std::time::Duration =
-    crate::config::MIN_SILENCE.saturating_add(std::time::Duration::from_secs(5));
-/// However often its opening repeats, an unconfirmed server session ends
-/// this long after it was created: a client tries for the handshake
-/// timeout (75 s by default), and copies of its opening that anyone on
-/// the path could replay must not hold the session, and the endpoint's
-/// half-open slot, for ever.
-const UNCONFIRMED_LIFETIME: std::time::Duration =
-    crate::config::HANDSHAKE_TIMEOUT.saturating_add(UNCONFIRMED_TIMEOUT);
-
-/// How long a handshake still waits for an authentic answer once one
-/// that does not authenticate, or a refusal in clear, has arrived. A wrong
-/// code or key is then reported in seconds rather than after the full
-/// handshake timeout (75 s, meant for answers that cannot get through),
-/// while a forged answer cannot end a handshake whose server answers: its
-/// answer comes a round trip after each HELLO, and HELLOs repeat within
-/// a second or two meanwhile. Forging one takes the session id, which
-/// only an on-path attacker sees, and such an attacker can drop the
-/// answers anyway.
-const UNAUTHENTIC_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,27 +139,12 @@ pub struct Session {
     /// A BLOCKED frame is owed, and when the last one went out.
     blocked_pending: bool,
     blocked_sent: Option<Instant>,
-    /// The peer has shown it completed the handshake; data may flow.
-    peer_confirmed: bool,
     /// The session's CSPRNG (handshake, challenges), seeded by the caller.
     rng: SessionRng,
     /// Sealed sessions: the keys once the handshake produced them.
     keys: Option<Box<PacketKeys>>,
-    /// A sealed client's handshake until the server's answer opens it.
-    client_hs: Option<Box<ClientHandshake>>,
-    /// A sealed server's answer, until the client confirms it.
-    answer: Option<handshake::Answer>,
-    /// A server's retry token to echo, and how many retries were obeyed.
-    retry_token: Vec<u8>,
-    retries: u32,
-    /// What an unauthenticated refusal said, shown if the handshake fails.
-    refusal_hint: Option<String>,
-    /// Server answers that did not authenticate (a wrong code or key, or
-    /// forgeries): what a handshake timeout then reports.
-    unauthentic_answers: u32,
-    /// When the first such answer or refusal arrived: the handshake then
-    /// waits only [`UNAUTHENTIC_GRACE`] longer.
-    first_unauthentic: Option<Instant>,
+    /// The handshake until the peer confirms it.
+    handshake: Handshake,
     /// Scratch space where datagrams are opened.
     open_buf: Vec<u8>,
     /// Where the datagram being written starts in the caller's buffer,
@@ -200,15 +155,11 @@ pub struct Session {
     candidate: Option<Candidate>,
     /// PATH_RESPONSEs owed.
     responses: PathResponses,
-    /// When the client's opening last arrived (the first or a repeat).
-    last_hello: Instant,
     /// When new stream data was last acknowledged, or data became
     /// outstanding (each connection counts its timeouts since).
     progress_at: Instant,
     /// Copies of slow connections' ACKs owed on the fastest one.
     ack_copies: ack_copy::AckCopies,
-    /// When a server's client confirmed the handshake.
-    confirmed_at: Option<Instant>,
 }
 
 impl Session {
@@ -247,7 +198,7 @@ impl Session {
             let mut offer = date.to_be_bytes().to_vec();
             crate::wire::Frame::Hello(s.hello()).encode(&mut offer);
             let hs = ClientHandshake::new(&s.cfg.security, session_id, &offer, &mut s.rng);
-            s.client_hs = Some(Box::new(hs));
+            s.handshake = Handshake::Client(handshake::Client::sealed(hs));
         }
         s.state = State::Handshaking {
             started: now,
@@ -299,25 +250,19 @@ impl Session {
             window_update: false,
             blocked_pending: false,
             blocked_sent: None,
-            peer_confirmed: false,
             rng: SessionRng::new(seed),
             keys: None,
-            client_hs: None,
-            answer: None,
-            retry_token: Vec::new(),
-            retries: 0,
-            refusal_hint: None,
-            unauthentic_answers: 0,
-            first_unauthentic: None,
+            handshake: match role {
+                Role::Client => Handshake::Client(handshake::Client::default()),
+                Role::Server => Handshake::Server(handshake::Server::new(now)),
+            },
             open_buf: Vec::new(),
             packet_start: 0,
             packet_number: 0,
             candidate: None,
             responses: PathResponses::default(),
-            last_hello: now,
             progress_at: now,
             ack_copies: ack_copy::AckCopies::default(),
-            confirmed_at: None,
             cfg,
         }
     }
@@ -435,7 +380,7 @@ impl Session {
     /// client sent something only our answer let it send). Until then a
     /// server session is half-open: cheap, short-lived and not handed out.
     pub fn is_peer_confirmed(&self) -> bool {
-        self.peer_confirmed
+        self.handshake.is_done()
     }
 
     /// Whether datagrams are sealed.

@@ -192,7 +192,11 @@ impl Session {
             // The client's first connections all speak at once, as soon as
             // our answer arrives: how much later than its confirmation this
             // one's first packet came says how much longer its way is.
-            if let Some(confirmed) = self.confirmed_at.filter(|_| path.0 < self.cfg.paths) {
+            if let Some(confirmed) = self
+                .handshake
+                .confirmed_at()
+                .filter(|_| path.0 < self.cfg.paths)
+            {
                 let p = self.paths.get_mut(&path).expect("just inserted");
                 p.on_opening(at.saturating_duration_since(confirmed));
             }
@@ -203,12 +207,8 @@ impl Session {
             return false;
         }
         // Anything but a HELLO proves the client has our answer.
-        if !hello {
-            if !self.peer_confirmed {
-                self.on_confirmed(path, at);
-            }
-            self.peer_confirmed = true;
-            self.answer = None;
+        if !hello && !self.handshake.is_done() {
+            self.on_confirmed(path, at);
         }
         self.credit_received(path, len);
         let p = self.paths.get_mut(&path).expect("path exists");
@@ -256,13 +256,15 @@ impl Session {
                 p.on_exchange_rtt(rtt);
             }
         }
-        self.confirmed_at = Some(at);
+        self.handshake.confirm(Some(at));
     }
 
     /// The client's opening (first or repeated) arrived on `path`: the
     /// half-open session lives on, and the connection's lag is noted.
     pub(super) fn on_opening(&mut self, now: Instant, path: PathId) {
-        self.last_hello = now;
+        if let Some(server) = self.handshake.server_mut() {
+            server.on_opening(now);
+        }
         if let Some(p) = self.paths.get_mut(&path) {
             p.on_opening(now.saturating_duration_since(self.epoch));
         }

@@ -7,13 +7,11 @@
 //! deadline and its arm in `handle_timeout` (the match is exhaustive), so
 //! the two cannot list different deadlines.
 
-use super::{
-    Session, State, MID_STREAM_PROBE, UNAUTHENTIC_GRACE, UNCONFIRMED_LIFETIME, UNCONFIRMED_TIMEOUT,
-};
+use super::{Session, State, MID_STREAM_PROBE};
 use crate::error::SessionError;
 use crate::stats::PathState;
+use crate::Instant;
 use crate::PathId;
-use crate::{Instant, Role};
 
 /// One deadline of a session or of one of its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,10 +93,7 @@ impl Session {
                 return match timer {
                     Timer::Handshake => {
                         let full = started + self.cfg.handshake_timeout;
-                        Some(match self.first_unauthentic {
-                            Some(at) => full.min(at + UNAUTHENTIC_GRACE),
-                            None => full,
-                        })
+                        Some(self.handshake.client().map_or(full, |c| c.deadline(full)))
                     }
                     Timer::Hello => Some(next_hello),
                     // Nothing else runs before the handshake completes.
@@ -178,11 +173,8 @@ impl Session {
                         State::Handshaking { started, .. } => at - started,
                         _ => self.cfg.handshake_timeout,
                     };
-                    let err = match self.refusal_hint.take() {
-                        Some(said) => SessionError::UnauthenticatedRefusal { after, said },
-                        None if self.unauthentic_answers > 0 => {
-                            SessionError::HandshakeUnauthenticated(after)
-                        }
+                    let err = match self.handshake.client_mut() {
+                        Some(client) => client.timeout_error(after),
                         None => SessionError::HandshakeTimeout(after),
                     };
                     self.fail(err);
@@ -350,8 +342,8 @@ impl Session {
 
     /// A server that the client has not confirmed gives up on it then.
     fn unconfirmed_deadline(&self) -> Option<Instant> {
-        (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
-            .then(|| (self.last_hello + UNCONFIRMED_TIMEOUT).min(self.epoch + UNCONFIRMED_LIFETIME))
+        let server = self.handshake.server()?;
+        (self.state == State::Established).then(|| server.deadline(self.epoch))
     }
 
     fn keep_alive_deadline(&self) -> Option<Instant> {

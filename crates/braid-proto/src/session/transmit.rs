@@ -189,7 +189,7 @@ impl Session {
         }
         // A client without our answer could not open a sealed CLOSE: the
         // answer goes first (a refusal travels inside it).
-        if let Some(answer) = self.answer.take().filter(|_| !self.peer_confirmed) {
+        if let Some(answer) = self.handshake.server_mut().and_then(|s| s.take_answer()) {
             self.close = Some((code, reason, left));
             self.start_packet(now, path, buf);
             buf.extend_from_slice(answer.frame());
@@ -231,12 +231,13 @@ impl Session {
         let p = self.paths.get_mut(&id).expect("path exists");
         if p.pending.hello {
             p.pending.hello = false;
-            match &self.client_hs {
-                Some(hs) => {
+            match self.handshake.client().filter(|c| c.noise().is_some()) {
+                Some(client) => {
+                    let hs = client.noise().expect("filtered");
                     let (pake, noise) = hs.message();
                     Frame::ClientHello {
                         mode: hs.mode(),
-                        token: &self.retry_token,
+                        token: client.retry_token(),
                         pake,
                         noise,
                     }
@@ -252,7 +253,7 @@ impl Session {
             p.pending.hello_ack = false;
             p.on_answer_sent(now);
             if self.is_sealed() {
-                let answer = self.answer.as_ref()?;
+                let answer = self.handshake.answer()?;
                 buf.extend_from_slice(answer.frame());
                 return Some(self.finish_clear_packet(id, buf));
             }
@@ -295,7 +296,11 @@ impl Session {
         // A connection still being validated keeps to its amplification
         // credit, which a data packet may exceed.
         let validated = p.is_validated();
-        if !(only_probe && none_active && validated && self.is_established() && self.peer_confirmed)
+        if !(only_probe
+            && none_active
+            && validated
+            && self.is_established()
+            && self.handshake.is_done())
         {
             return None;
         }
@@ -350,7 +355,7 @@ impl Session {
     }
 
     fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if !self.peer_confirmed {
+        if !self.handshake.is_done() {
             return None; // the client may not have our HELLO_ACK yet and would drop data
         }
         let Some(pending) = self.send.peek() else {

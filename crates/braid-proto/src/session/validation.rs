@@ -94,7 +94,7 @@ impl Session {
 
     /// An authenticated datagram of `len` bytes arrived on `path`.
     pub(super) fn credit_received(&mut self, path: PathId, len: usize) {
-        let confirmed = self.peer_confirmed;
+        let confirmed = self.handshake.is_done();
         if let Some(p) = self.paths.get_mut(&path) {
             p.credit_received(len, confirmed);
         }
