@@ -15,9 +15,12 @@
 
 mod ack_copy;
 mod handshake;
+mod liveness;
+mod packets;
 mod receive;
 mod scheduler;
 mod stats;
+mod streams;
 mod tail_copy;
 mod timers;
 mod transmit;
@@ -27,22 +30,24 @@ mod windows;
 
 use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
-use crate::crypto::{ClientHandshake, PacketKeys, SessionRng};
+use crate::crypto::{ClientHandshake, SessionRng};
 use crate::error::SessionError;
-use crate::path::{Candidate, Path, PathResponses};
+use crate::path::Path;
 use crate::recv_stream::RecvStream;
 use crate::send_stream::SendStream;
-use crate::stats::{PathSample, PathState};
+use crate::stats::PathState;
 use crate::Instant;
 use crate::{PathId, Role};
 use handshake::Handshake;
+use liveness::Liveness;
+use packets::Packets;
+use stats::Sampler;
 use std::collections::{BTreeMap, VecDeque};
+use streams::{Finished, Streams};
 
 pub use handshake::AcceptError;
 pub use transmit::Transmit;
 
-/// Most time-series points kept before the oldest are dropped.
-const MAX_SAMPLES: usize = 1 << 16;
 /// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).
 const CLOSE_REPEATS: u32 = 3;
 /// Keep-alive interval while the peer is in the middle of its stream.
@@ -114,52 +119,33 @@ pub struct Session {
     session_id: u64,
     state: State,
     paths: BTreeMap<PathId, Path>,
-    send: SendStream,
-    recv: RecvStream,
+    /// The two streams, and which of them finished.
+    streams: Streams,
     events: VecDeque<Event>,
     error: Option<SessionError>,
     /// CLOSE frame to send: code, reason, repeats left.
     close: Option<(u64, String, u32)>,
-    /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
-    tail_copy_checked: Option<i64>,
     /// Origin of every connection's ACK timestamps: one clock for all of
     /// them, so the peer's receive times compare across connections. It is
     /// also when the session was created.
     epoch: Instant,
-    last_recv: Instant,
-    last_recv_path: PathId,
-    last_send: Instant,
-    next_sample: Option<Instant>,
-    last_sample: Instant,
-    samples: VecDeque<PathSample>,
+    /// When the peer was last heard, we last sent, the transfer last moved.
+    liveness: Liveness,
+    /// The per-connection time series.
+    sampler: Sampler,
     counters: Counters,
-    send_finished: bool,
-    recv_finished: bool,
-    window_update: bool,
-    /// A BLOCKED frame is owed, and when the last one went out.
-    blocked_pending: bool,
-    blocked_sent: Option<Instant>,
     /// The session's CSPRNG (handshake, challenges), seeded by the caller.
     rng: SessionRng,
-    /// Sealed sessions: the keys once the handshake produced them.
-    keys: Option<Box<PacketKeys>>,
+    /// The packet keys and the datagram being written or opened.
+    packets: Packets,
     /// The handshake until the peer confirms it.
     handshake: Handshake,
-    /// Scratch space where datagrams are opened.
-    open_buf: Vec<u8>,
-    /// Where the datagram being written starts in the caller's buffer,
-    /// and its full packet number (the nonce; the header has the low bits).
-    packet_start: usize,
-    packet_number: u64,
-    /// An address a confirmed connection may move to, being probed.
-    candidate: Option<Candidate>,
-    /// PATH_RESPONSEs owed.
-    responses: PathResponses,
-    /// When new stream data was last acknowledged, or data became
-    /// outstanding (each connection counts its timeouts since).
-    progress_at: Instant,
+    /// The migration candidate and the PATH_RESPONSEs owed.
+    challenges: validation::Challenges,
     /// Copies of slow connections' ACKs owed on the fastest one.
     ack_copies: ack_copy::AckCopies,
+    /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
+    tail_copy_checked: Option<i64>,
 }
 
 impl Session {
@@ -231,38 +217,23 @@ impl Session {
             session_id,
             state: State::Established,
             paths: BTreeMap::new(),
-            send,
-            recv,
+            streams: Streams::new(send, recv),
             events: VecDeque::new(),
             error: None,
             close: None,
-            tail_copy_checked: None,
             epoch: now,
-            last_recv: now,
-            last_recv_path: PathId(0),
-            last_send: now,
-            next_sample: cfg.sample_interval.map(|i| now + i),
-            last_sample: now,
-            samples: VecDeque::new(),
+            liveness: Liveness::new(now),
+            sampler: Sampler::new(now, cfg.sample_interval),
             counters: Counters::default(),
-            send_finished: false,
-            recv_finished: false,
-            window_update: false,
-            blocked_pending: false,
-            blocked_sent: None,
             rng: SessionRng::new(seed),
-            keys: None,
+            packets: Packets::default(),
             handshake: match role {
                 Role::Client => Handshake::Client(handshake::Client::default()),
                 Role::Server => Handshake::Server(handshake::Server::new(now)),
             },
-            open_buf: Vec::new(),
-            packet_start: 0,
-            packet_number: 0,
-            candidate: None,
-            responses: PathResponses::default(),
-            progress_at: now,
+            challenges: validation::Challenges::default(),
             ack_copies: ack_copy::AckCopies::default(),
+            tail_copy_checked: None,
             cfg,
         }
     }
@@ -333,14 +304,14 @@ impl Session {
         self.cfg.recv_window = recv_window;
         self.cfg.paths = paths;
         self.cfg.cc = cc;
-        self.send.set_limits(
+        self.streams.send.set_limits(
             u32::from(segment_size),
             send_window,
             self.cfg.send_window_packets(),
         );
-        self.send.update_max_data(recv_window);
-        self.recv.set_window(recv_window);
-        self.recv.set_max_window(self.cfg.max_window);
+        self.streams.send.update_max_data(recv_window);
+        self.streams.recv.set_window(recv_window);
+        self.streams.recv.set_max_window(self.cfg.max_window);
         self.reset_controllers();
     }
 
@@ -395,12 +366,12 @@ impl Session {
 
     /// Whether everything written, and the FIN, was acknowledged.
     pub fn is_send_finished(&self) -> bool {
-        self.send_finished
+        self.streams.is_send_finished()
     }
 
     /// Whether the peer's whole stream has been read.
     pub fn is_recv_finished(&self) -> bool {
-        self.recv_finished
+        self.streams.is_recv_finished()
     }
 
     /// Connection ids and their states.
@@ -415,7 +386,7 @@ impl Session {
         if self.error.is_some() {
             return 0;
         }
-        self.send.write(data)
+        self.streams.send.write(data)
     }
 
     /// Bytes `write` would accept now.
@@ -423,38 +394,37 @@ impl Session {
         if self.error.is_some() {
             0
         } else {
-            self.send.writable()
+            self.streams.send.writable()
         }
     }
 
     /// Ends our direction of the stream after what was written (graceful close).
     pub fn finish(&mut self) {
-        self.send.finish();
+        self.streams.send.finish();
     }
 
     /// Bytes ready to read.
     pub fn readable(&self) -> usize {
-        self.recv.readable()
+        self.streams.recv.readable()
     }
 
     /// Reads in-order bytes into `out`; returns the count (0 = nothing now, or the end).
     pub fn read(&mut self, now: Instant, out: &mut [u8]) -> usize {
-        let n = self.recv.read(out);
+        let n = self.streams.recv.read(out);
         self.after_read(now);
         n
     }
 
     /// Hands every readable chunk to `f`; returns the total.
     pub fn read_with(&mut self, now: Instant, f: impl FnMut(&[u8])) -> usize {
-        let n = self.recv.read_with(f);
+        let n = self.streams.recv.read_with(f);
         self.after_read(now);
         n
     }
 
     fn after_read(&mut self, now: Instant) {
-        if self.recv.needs_window_update() {
-            self.window_update = true;
-        }
+        let owed = self.streams.recv.needs_window_update();
+        self.streams.owe_window_update(owed);
         self.check_progress(now);
     }
 
@@ -523,18 +493,16 @@ impl Session {
 
     /// Reports finished directions and starts draining when both are.
     fn check_progress(&mut self, now: Instant) {
-        if !self.send_finished && self.send.is_complete() {
-            self.send_finished = true;
-            self.events.push_back(Event::SendFinished);
+        for finished in self.streams.poll_finished() {
+            self.events.push_back(match finished {
+                Finished::Send => Event::SendFinished,
+                Finished::Recv => Event::RecvFinished,
+            });
         }
-        if !self.recv_finished && self.recv.is_finished() {
-            self.recv_finished = true;
-            self.events.push_back(Event::RecvFinished);
-        }
-        if self.send_finished && self.recv_finished && self.state == State::Established {
+        if self.streams.are_finished() && self.state == State::Established {
             // Draining can last seconds: it keeps no window-sized buffers.
-            self.send.shrink_to_fit();
-            self.recv.shrink_to_fit();
+            self.streams.send.shrink_to_fit();
+            self.streams.recv.shrink_to_fit();
             self.state = State::Draining {
                 until: now + self.drain_linger(),
             };

@@ -36,11 +36,11 @@ impl Session {
         ecn: Ecn,
         datagram: &[u8],
     ) -> bool {
-        let mut copy = std::mem::take(&mut self.open_buf);
+        let mut copy = self.packets.take_open_buf();
         copy.clear();
         copy.extend_from_slice(datagram);
         let authentic = self.handle_datagram_in_place(now, path, ecn, &mut copy);
-        self.open_buf = copy;
+        self.packets.return_open_buf(copy);
         authentic
     }
 
@@ -91,7 +91,7 @@ impl Session {
         if !self.cfg.security.is_sealed() {
             return self.handle_authentic(now, arrival, &header, &datagram[HEADER_LEN..]);
         }
-        let Some(keys) = self.keys.as_deref() else {
+        let Some(keys) = self.packets.keys() else {
             self.handle_clear_handshake(now, path, datagram);
             return false;
         };
@@ -103,7 +103,7 @@ impl Session {
             Some((frames, opened)) => {
                 // Authentic: only now may it move the key phase.
                 let grace = self.key_grace();
-                let keys = self.keys.as_deref_mut().expect("opened with them");
+                let keys = self.packets.keys_mut().expect("opened with them");
                 keys.on_opened(now, opened, grace);
                 self.handle_authentic(now, arrival, &header, frames)
             }
@@ -272,8 +272,7 @@ impl Session {
 
     /// An authentic packet arrived on `path`: the peer is not silent.
     pub(super) fn on_peer_heard(&mut self, now: Instant, path: PathId) {
-        self.last_recv = now;
-        self.last_recv_path = path;
+        self.liveness.on_heard(now, path);
         for p in self.paths.values_mut() {
             p.on_silence_over();
         }
@@ -287,8 +286,8 @@ impl Session {
             Frame::Ping => {}
             Frame::Blocked(limit) => {
                 let rtt = self.recv_growth_interval();
-                match self.recv.on_peer_blocked(limit, now, rtt) {
-                    Ok(grew) => self.window_update |= grew,
+                match self.streams.recv.on_peer_blocked(limit, now, rtt) {
+                    Ok(grew) => self.streams.owe_window_update(grew),
                     Err(_) => self.violation("BLOCKED at a limit never advertised"),
                 }
             }
@@ -311,12 +310,14 @@ impl Session {
                     self.counters.unexpected += 1;
                     return;
                 }
-                match self.recv.insert(offset, data, fin) {
+                match self.streams.recv.insert(offset, data, fin) {
                     Ok(()) => {
                         let rtt = self.recv_growth_interval();
-                        if self.recv.on_data(offset + data.len() as u64, now, rtt) {
-                            self.window_update = true;
-                        }
+                        let grew = self
+                            .streams
+                            .recv
+                            .on_data(offset + data.len() as u64, now, rtt);
+                        self.streams.owe_window_update(grew);
                     }
                     Err(RecvError::FlowControl) => {
                         self.violation("stream data beyond the advertised window")
@@ -370,19 +371,23 @@ impl Session {
             }
             Ok(()) => {}
         }
-        if !self.send.is_plausible_cumulative(ack.cumulative, ack.fin) {
+        if !self
+            .streams
+            .send
+            .is_plausible_cumulative(ack.cumulative, ack.fin)
+        {
             return self.violation("ACK of stream data or a FIN never sent");
         }
-        let acked_before = self.send.acked_bytes;
+        let acked_before = self.streams.send.acked_bytes;
         let p = self.paths.get_mut(&path).expect("path exists");
-        let outcome = p.on_ack_frame(now, ack, &mut self.send);
+        let outcome = p.on_ack_frame(now, ack, &mut self.streams.send);
         if outcome.revived {
             self.events.push_back(Event::PathUp(path));
         }
-        self.send.update_max_data(ack.max_data);
-        self.send.on_cumulative(ack.cumulative, ack.fin);
-        if self.send.acked_bytes > acked_before || !self.send.has_outstanding() {
-            self.progress_at = now;
+        self.streams.send.update_max_data(ack.max_data);
+        self.streams.send.on_cumulative(ack.cumulative, ack.fin);
+        if self.streams.send.acked_bytes > acked_before || !self.streams.send.has_outstanding() {
+            self.liveness.on_progress(now);
             for p in self.paths.values_mut() {
                 p.on_session_progress();
             }
@@ -408,7 +413,7 @@ impl Session {
         if p.state() == PathState::Closed {
             return;
         }
-        p.close(&mut self.send);
+        p.close(&mut self.streams.send);
         self.events.push_back(Event::PathClosed(id));
         self.normalize_windows();
         if self.paths.values().all(|p| p.state() == PathState::Closed) {

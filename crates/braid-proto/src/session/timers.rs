@@ -115,7 +115,7 @@ impl Session {
             Timer::Idle => self
                 .unconfirmed_deadline()
                 .is_none()
-                .then(|| self.last_recv + self.cfg.idle_timeout),
+                .then(|| self.liveness.idle_deadline(self.cfg.idle_timeout)),
             Timer::Unconfirmed => self.unconfirmed_deadline(),
             Timer::Validation => self.validation_deadline(),
             // Both probe the first active connection. Without one they wait:
@@ -140,7 +140,7 @@ impl Session {
             }
             Timer::AckCopy => self.ack_copy_due().map(|(_, at)| at),
             Timer::TailCopy => self.tail_copy_deadline(),
-            Timer::Sample => self.next_sample,
+            Timer::Sample => self.sampler.deadline(),
         }
     }
 
@@ -218,8 +218,8 @@ impl Session {
                     recovered.push(id);
                     let p = self.paths.get_mut(&id).expect("a timer's path exists");
                     if let Some(segment) = p.on_tlp(now) {
-                        if !self.send.has_new_data() {
-                            self.send.probe(segment);
+                        if !self.streams.send.has_new_data() {
+                            self.streams.send.probe(segment);
                         }
                     }
                 }
@@ -231,7 +231,7 @@ impl Session {
                     any_rto = true;
                     let p = self.paths.get_mut(&id).expect("a timer's path exists");
                     p.count_rto(self.cfg.silent_limit.unwrap_or(u32::MAX));
-                    if p.on_rto(now, &mut self.send) {
+                    if p.on_rto(now, &mut self.streams.send) {
                         self.events.push_back(super::Event::PathDown(id));
                     }
                     if p.state() == PathState::Probing {
@@ -241,7 +241,7 @@ impl Session {
                 Timer::Loss(id) => {
                     if !recovered.contains(&id) {
                         let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                        p.detect_losses(now, &mut self.send);
+                        p.detect_losses(now, &mut self.streams.send);
                     }
                 }
                 Timer::Ack(_) | Timer::AckCopy => {}
@@ -251,11 +251,7 @@ impl Session {
                         continue;
                     };
                     self.take_samples(now);
-                    let mut next = at + interval;
-                    if next <= now {
-                        next = now + interval;
-                    }
-                    self.next_sample = Some(next);
+                    self.sampler.schedule(at, now, interval);
                 }
             }
         }
@@ -296,10 +292,10 @@ impl Session {
     fn after_timeouts(&mut self, now: Instant) -> bool {
         self.normalize_windows();
         if let Some(floor) = self.cfg.silent_limit {
-            let silence = now - self.last_recv;
+            let silence = self.liveness.silence(now);
             // Data of ours outstanding, or the peer's still to come (a
             // receiver's keep-alive probes go unanswered then).
-            let waiting = self.send.has_outstanding() || !self.recv_finished;
+            let waiting = self.streams.send.has_outstanding() || !self.streams.is_recv_finished();
             // Every usable connection at its limit; the largest, for the report.
             let limits: Option<Vec<u32>> = self
                 .paths
@@ -328,10 +324,10 @@ impl Session {
                 .values()
                 .filter(|p| p.is_usable())
                 .all(|p| p.rto_count().without_progress() >= expiries)
-                && now - self.progress_at >= self.cfg.rto.backoff_total(expiries);
-            if exhausted && self.send.has_outstanding() {
+                && self.liveness.without_progress(now) >= self.cfg.rto.backoff_total(expiries);
+            if exhausted && self.streams.send.has_outstanding() {
                 self.fail(SessionError::NoProgress {
-                    after: now - self.progress_at,
+                    after: self.liveness.without_progress(now),
                     rtos: limit,
                 });
                 return true;
@@ -358,14 +354,15 @@ impl Session {
                 // not take our quiet for silence and give up on a transfer
                 // that arrived. Sessions idle from the start keep the long
                 // interval.
-                let awaiting_peer =
-                    (self.recv.cumulative() > 0 || self.send_finished) && !self.recv_finished;
+                let awaiting_peer = (self.streams.recv.cumulative() > 0
+                    || self.streams.is_send_finished())
+                    && !self.streams.is_recv_finished();
                 let ka = if awaiting_peer {
                     ka.min(MID_STREAM_PROBE)
                 } else {
                     ka
                 };
-                self.last_send.max(self.last_recv) + ka
+                self.liveness.keep_alive_deadline(ka)
             }),
             _ => None,
         }
@@ -378,7 +375,7 @@ impl Session {
     /// When blocked only by the peer's flow-control window with nothing in
     /// flight, probe after an RTO in case the window update was lost.
     fn persist_deadline(&self) -> Option<Instant> {
-        if self.state != State::Established || !self.send.is_flow_blocked() {
+        if self.state != State::Established || !self.streams.send.is_flow_blocked() {
             return None;
         }
         if self.paths.values().any(|p| p.has_in_flight()) {
@@ -389,6 +386,6 @@ impl Session {
             .values()
             .map(|p| p.rtt().rto(&self.cfg.rto, 0))
             .min()?;
-        Some(self.last_send + rto)
+        Some(self.liveness.after_last_send(rto))
     }
 }

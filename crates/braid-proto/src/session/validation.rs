@@ -4,9 +4,19 @@
 //! them, and the connections given up when their challenges go unanswered.
 
 use super::{Event, Session};
-use crate::path::Candidate;
+use crate::path::{Candidate, PathResponses};
 use crate::Instant;
 use crate::PathId;
+
+/// Address validation that belongs to no one connection: the server's
+/// migration candidate, and the PATH_RESPONSEs owed to the peer.
+#[derive(Debug, Default)]
+pub(super) struct Challenges {
+    /// An address a confirmed connection may move to, being probed.
+    pub candidate: Option<Candidate>,
+    /// PATH_RESPONSEs owed.
+    pub responses: PathResponses,
+}
 
 impl Session {
     /// Tells a server session that the authenticated datagram of `len`
@@ -18,12 +28,12 @@ impl Session {
     /// [`Session::take_candidate_answer`] says the candidate answered.
     /// One candidate at a time: a new one replaces the last.
     pub fn probe_candidate(&mut self, now: Instant, path: PathId, len: usize) {
-        match &mut self.candidate {
+        match &mut self.challenges.candidate {
             Some(c) if c.is_probing(path) => c.on_received(len),
             _ => {
                 let mut challenge = [0u8; 8];
                 self.rng.fill(&mut challenge);
-                self.candidate = Some(Candidate::new(now, path, len, challenge));
+                self.challenges.candidate = Some(Candidate::new(now, path, len, challenge));
             }
         }
     }
@@ -31,8 +41,13 @@ impl Session {
     /// Forgets the candidate of `path`: the peer's highest-numbered packet
     /// came from the connection's own address again.
     pub fn cancel_candidate(&mut self, path: PathId) {
-        if self.candidate.as_ref().is_some_and(|c| c.path() == path) {
-            self.candidate = None;
+        if self
+            .challenges
+            .candidate
+            .as_ref()
+            .is_some_and(|c| c.path() == path)
+        {
+            self.challenges.candidate = None;
         }
     }
 
@@ -41,7 +56,10 @@ impl Session {
     /// that the datagram came from the candidate's address, and if it
     /// moves the connection, tells [`Session::handle_address_moved`].
     pub fn take_candidate_answer(&mut self, path: PathId) -> bool {
-        self.candidate.take_if(|c| c.is_answered(path)).is_some()
+        self.challenges
+            .candidate
+            .take_if(|c| c.is_answered(path))
+            .is_some()
     }
 
     /// The connection moved to its validated candidate: the old address's
@@ -54,7 +72,7 @@ impl Session {
 
     /// The candidate's challenge, if one is due and its credit allows.
     pub(super) fn due_candidate_challenge(&self, now: Instant) -> Option<(PathId, [u8; 8])> {
-        let (path, data) = self.candidate.as_ref()?.due_challenge(now)?;
+        let (path, data) = self.challenges.candidate.as_ref()?.due_challenge(now)?;
         self.paths
             .get(&path)
             .is_some_and(|p| p.is_usable())
@@ -63,7 +81,7 @@ impl Session {
 
     pub(super) fn on_candidate_challenge_sent(&mut self, now: Instant, size: usize) {
         let rto = self.cfg.rto.initial_rto;
-        if let Some(c) = &mut self.candidate {
+        if let Some(c) = &mut self.challenges.candidate {
             c.on_challenge_sent(now, size, rto);
         }
     }
@@ -102,6 +120,7 @@ impl Session {
 
     pub(super) fn on_path_response(&mut self, now: Instant, path: PathId, data: [u8; 8]) {
         if self
+            .challenges
             .candidate
             .as_mut()
             .is_some_and(|c| c.on_response(path, data))
@@ -120,7 +139,7 @@ impl Session {
     }
 
     pub(super) fn on_path_challenge(&mut self, path: PathId, data: [u8; 8]) {
-        self.responses.push(path, data);
+        self.challenges.responses.push(path, data);
     }
 
     /// Whether `size` more bytes may go out on `path` now.
@@ -156,7 +175,11 @@ impl Session {
     /// When the next challenge is due (one without credit waits for the
     /// peer's next datagram instead).
     pub(super) fn validation_deadline(&self) -> Option<Instant> {
-        let candidate = self.candidate.as_ref().and_then(|c| c.deadline());
+        let candidate = self
+            .challenges
+            .candidate
+            .as_ref()
+            .and_then(|c| c.deadline());
         self.paths
             .values()
             .filter_map(|p| p.validation_deadline())
@@ -168,8 +191,13 @@ impl Session {
     pub(super) fn expire_validations(&mut self, now: Instant) {
         // A candidate that never answers is forgotten; the connection
         // stays where it was.
-        if self.candidate.as_ref().is_some_and(|c| c.is_expired(now)) {
-            self.candidate = None;
+        if self
+            .challenges
+            .candidate
+            .as_ref()
+            .is_some_and(|c| c.is_expired(now))
+        {
+            self.challenges.candidate = None;
         }
         let dead: Vec<PathId> = self
             .paths

@@ -138,7 +138,7 @@ impl Session {
                     noise: &msg,
                 }
                 .encode(&mut frame);
-                s.keys = Some(Box::new(keys));
+                s.packets.set_keys(keys);
                 if let Some(server) = s.handshake.server_mut() {
                     server.set_answer(Answer {
                         client_message: noise.to_vec(),
@@ -255,7 +255,7 @@ impl Session {
                 let hs = client.noise_mut().expect("checked");
                 match hs.read_answer(pake, noise) {
                     Ok((answer, keys)) => {
-                        self.keys = Some(Box::new(keys));
+                        self.packets.set_keys(keys);
                         client.drop_noise();
                         self.on_sealed_answer(now, path, datagram, &answer);
                     }
@@ -291,7 +291,9 @@ impl Session {
             // A late copy of a handshake message (a second connection's
             // answer, a repeated opening after the answer was dropped):
             // the handshake succeeded, so it says nothing either way.
-            Frame::ServerHello { .. } | Frame::ClientHello { .. } if self.keys.is_some() => {
+            Frame::ServerHello { .. } | Frame::ClientHello { .. }
+                if self.packets.keys().is_some() =>
+            {
                 self.counters.unexpected += 1;
             }
             _ => self.counters.forged += 1,
