@@ -22,6 +22,53 @@ pub(super) struct Arrival {
     pub at: Instant,
 }
 
+/// What an authentic datagram's frames are, read before any is acted on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Scan {
+    /// Something in it asks for an ACK.
+    ack_eliciting: bool,
+    /// It carries the handshake's answer or a CLOSE.
+    handshake: bool,
+    /// It carries a client's opening in clear (an insecure HELLO).
+    hello: bool,
+}
+
+impl Scan {
+    /// The frames of `payload`, or `None` if any is malformed or, in a
+    /// `sealed` session, a handshake frame (those travel in clear).
+    fn of(payload: &[u8], sealed: bool) -> Option<Scan> {
+        let mut scan = Scan::default();
+        for frame in Frames::new(payload) {
+            match frame.ok()? {
+                Frame::Ack(_)
+                | Frame::PathAck { .. }
+                | Frame::Ece(_)
+                | Frame::Blocked(_)
+                | Frame::Padding => {}
+                Frame::Close { .. } => scan.handshake = true,
+                Frame::HelloAck(_) if !sealed => {
+                    scan.handshake = true;
+                    scan.ack_eliciting = true;
+                }
+                Frame::Hello(_)
+                | Frame::HelloAck(_)
+                | Frame::ClientHello { .. }
+                | Frame::ServerHello { .. }
+                | Frame::Retry { .. }
+                    if sealed =>
+                {
+                    return None
+                }
+                f => {
+                    scan.hello |= matches!(f, Frame::Hello(_));
+                    scan.ack_eliciting = true;
+                }
+            }
+        }
+        Some(scan)
+    }
+}
+
 impl Session {
     /// Processes a datagram that arrived on connection `path` with ECN
     /// codepoint `ecn`. Returns whether it came from the peer: it opened
@@ -133,73 +180,21 @@ impl Session {
         header: &Header,
         payload: &[u8],
     ) -> bool {
-        let Arrival { path, ecn, len, at } = arrival;
-        let sealed = self.cfg.security.is_sealed();
+        let Arrival { path, len, at, .. } = arrival;
         // Validate every frame before acting on any.
-        let mut ack_eliciting = false;
-        let mut handshake = false;
-        let mut hello = false;
-        for frame in Frames::new(payload) {
-            match frame {
-                Ok(
-                    Frame::Ack(_)
-                    | Frame::PathAck { .. }
-                    | Frame::Ece(_)
-                    | Frame::Blocked(_)
-                    | Frame::Padding,
-                ) => {}
-                Ok(Frame::Close { .. }) => handshake = true,
-                Ok(Frame::HelloAck(_)) if !sealed => {
-                    handshake = true;
-                    ack_eliciting = true;
-                }
-                Ok(
-                    Frame::Hello(_)
-                    | Frame::HelloAck(_)
-                    | Frame::ClientHello { .. }
-                    | Frame::ServerHello { .. }
-                    | Frame::Retry { .. },
-                ) if sealed => {
-                    self.counters.malformed += 1;
-                    return false;
-                }
-                Ok(f) => {
-                    hello |= matches!(f, Frame::Hello(_));
-                    ack_eliciting = true
-                }
-                Err(_) => {
-                    self.counters.malformed += 1;
-                    return false;
-                }
-            }
-        }
+        let Some(scan) = Scan::of(payload, self.cfg.security.is_sealed()) else {
+            self.counters.malformed += 1;
+            return false;
+        };
         // A handshaking client can use nothing but the answer (or a refusal):
         // acknowledging data it could not keep would lose that data.
-        if self.is_handshaking() && !handshake && !sealed {
+        if self.is_handshaking() && !scan.handshake && !self.cfg.security.is_sealed() {
             self.counters.unexpected += 1;
             return false;
         }
-        if !self.paths.contains_key(&path) {
-            let may_join =
-                self.role == Role::Server && self.is_established() && path.0 < self.cfg.max_paths;
-            if !may_join {
-                self.counters.unexpected += 1;
-                return false;
-            }
-            self.insert_path(path, now);
-            self.start_validation(now, path, len, true);
-            self.normalize_windows();
-            // The client's first connections all speak at once, as soon as
-            // our answer arrives: how much later than its confirmation this
-            // one's first packet came says how much longer its way is.
-            if let Some(confirmed) = self
-                .handshake
-                .confirmed_at()
-                .filter(|_| path.0 < self.cfg.paths)
-            {
-                let p = self.paths.get_mut(&path).expect("just inserted");
-                p.on_opening(at.saturating_duration_since(confirmed));
-            }
+        if !self.paths.contains_key(&path) && !self.admit_path(now, path, len, at) {
+            self.counters.unexpected += 1;
+            return false;
         }
         let p = self.paths.get_mut(&path).expect("path exists");
         if !p.on_authenticated(header.packet_number) {
@@ -207,35 +202,16 @@ impl Session {
             return false;
         }
         // Anything but a HELLO proves the client has our answer.
-        if !hello && !self.handshake.is_done() {
+        if !scan.hello && !self.handshake.is_done() {
             self.on_confirmed(path, at);
         }
         self.credit_received(path, len);
-        let p = self.paths.get_mut(&path).expect("path exists");
-        if p.state() == PathState::Closed {
-            self.counters.unexpected += 1;
+        if !self.record_arrival(arrival, header, scan.ack_eliciting) {
             return false;
-        }
-        if !p.on_received(
-            at,
-            header.packet_number,
-            ack_eliciting,
-            self.cfg.max_ack_delay,
-            self.cfg.ack_every,
-        ) {
-            self.counters.duplicate_packets += 1;
-            return false;
-        }
-        p.on_mbecn(header.mbecn);
-        if ecn == Ecn::Ce {
-            p.on_ce_received();
         }
         self.on_peer_heard(now, path);
-        // A retransmission of the peer's end: our ACK of it was lost, and
-        // the peer keeps trying until the next one arrives.
-        if let (true, State::Draining { until }) = (ack_eliciting, self.state) {
-            let until = until.max(now + self.drain_linger());
-            self.state = State::Draining { until };
+        if scan.ack_eliciting {
+            self.extend_drain(now);
         }
         for frame in Frames::new(payload).flatten() {
             if matches!(self.state, State::Failed | State::Closed) {
@@ -244,6 +220,63 @@ impl Session {
             self.handle_frame(now, path, frame);
         }
         self.check_progress(now);
+        true
+    }
+
+    /// The connection records an authentic packet's arrival; false if it
+    /// is dropped there (a closed connection, or a duplicate).
+    fn record_arrival(&mut self, arrival: Arrival, header: &Header, ack_eliciting: bool) -> bool {
+        let p = self.paths.get_mut(&arrival.path).expect("path exists");
+        if p.state() == PathState::Closed {
+            self.counters.unexpected += 1;
+            return false;
+        }
+        let pn = header.packet_number;
+        let (max_ack_delay, ack_every) = (self.cfg.max_ack_delay, self.cfg.ack_every);
+        if !p.on_received(arrival.at, pn, ack_eliciting, max_ack_delay, ack_every) {
+            self.counters.duplicate_packets += 1;
+            return false;
+        }
+        p.on_mbecn(header.mbecn);
+        if arrival.ecn == Ecn::Ce {
+            p.on_ce_received();
+        }
+        true
+    }
+
+    /// An ack-eliciting packet while draining: a retransmission of the
+    /// peer's end, whose ACK was lost; the peer keeps trying until the
+    /// next one arrives.
+    fn extend_drain(&mut self, now: Instant) {
+        if let State::Draining { until } = self.state {
+            let until = until.max(now + self.drain_linger());
+            self.state = State::Draining { until };
+        }
+    }
+
+    /// A connection the session does not have spoke first, its datagram of
+    /// `len` bytes arriving `at`: a server takes it (and challenges its
+    /// address) if it may. Whether it did.
+    fn admit_path(&mut self, now: Instant, path: PathId, len: usize, at: Instant) -> bool {
+        let may_join =
+            self.role == Role::Server && self.is_established() && path.0 < self.cfg.max_paths;
+        if !may_join {
+            return false;
+        }
+        self.insert_path(path, now);
+        self.start_validation(now, path, len, true);
+        self.normalize_windows();
+        // The client's first connections all speak at once, as soon as
+        // our answer arrives: how much later than its confirmation this
+        // one's first packet came says how much longer its way is.
+        if let Some(confirmed) = self
+            .handshake
+            .confirmed_at()
+            .filter(|_| path.0 < self.cfg.paths)
+        {
+            let p = self.paths.get_mut(&path).expect("just inserted");
+            p.on_opening(at.saturating_duration_since(confirmed));
+        }
         true
     }
 
@@ -419,5 +452,68 @@ impl Session {
         if self.paths.values().all(|p| p.state() == PathState::Closed) {
             self.fail(SessionError::AllPathsClosed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Hello;
+
+    fn payload(frames: &[Frame<'_>]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for f in frames {
+            f.clone().encode(&mut buf);
+        }
+        buf
+    }
+
+    fn hello() -> Hello {
+        Hello {
+            version: VERSION,
+            paths: 1,
+            segment_size: 1200,
+            send_window: 1 << 20,
+            recv_window: 1 << 20,
+            cc: "cubic".into(),
+        }
+    }
+
+    #[test]
+    fn a_scan_tells_what_a_datagram_asks_for() {
+        let acks_only = payload(&[Frame::Padding, Frame::Blocked(7)]);
+        assert_eq!(Scan::of(&acks_only, true), Some(Scan::default()));
+        let ping = payload(&[Frame::Ping]);
+        let scan = Scan::of(&ping, true).unwrap();
+        assert!(scan.ack_eliciting && !scan.handshake && !scan.hello);
+        let close = payload(&[Frame::Close {
+            code: 1,
+            reason: b"x",
+        }]);
+        let scan = Scan::of(&close, false).unwrap();
+        assert!(scan.handshake && !scan.ack_eliciting);
+        let answer = payload(&[Frame::HelloAck(hello())]);
+        let scan = Scan::of(&answer, false).unwrap();
+        assert!(scan.handshake && scan.ack_eliciting && !scan.hello);
+        let opening = payload(&[Frame::Hello(hello())]);
+        let scan = Scan::of(&opening, false).unwrap();
+        assert!(scan.hello && scan.ack_eliciting);
+    }
+
+    #[test]
+    fn a_sealed_datagram_with_a_handshake_frame_is_malformed() {
+        let opening = payload(&[Frame::Ping, Frame::Hello(hello())]);
+        assert_eq!(Scan::of(&opening, true), None);
+        let answer = payload(&[Frame::HelloAck(hello())]);
+        assert_eq!(Scan::of(&answer, true), None);
+        let mut truncated = payload(&[
+            Frame::Ping,
+            Frame::Close {
+                code: 1,
+                reason: b"bye",
+            },
+        ]);
+        truncated.pop();
+        assert_eq!(Scan::of(&truncated, false), None);
     }
 }

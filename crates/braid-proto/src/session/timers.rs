@@ -13,6 +13,19 @@ use crate::stats::PathState;
 use crate::Instant;
 use crate::PathId;
 
+/// Whether `handle_timeout` goes on to the next timer.
+type Flow = std::ops::ControlFlow<()>;
+
+/// What one `handle_timeout` call has done so far.
+#[derive(Debug, Default)]
+struct Round {
+    /// Connections whose tail-loss probe or RTO fired in this call: one
+    /// recovery action per connection and call.
+    recovered: Vec<PathId>,
+    /// Whether any RTO fired.
+    any_rto: bool,
+}
+
 /// One deadline of a session or of one of its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Timer {
@@ -154,12 +167,9 @@ impl Session {
 
     /// Runs every timer that has expired by `now`; an early call does nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
-        // Connections whose tail-loss probe or RTO fired in this call: one
-        // recovery action per connection and call.
-        let mut recovered: Vec<PathId> = Vec::new();
-        let mut any_rto = false;
+        let mut round = Round::default();
         for timer in self.timers() {
-            if matches!(timer, Timer::Sample) && any_rto && self.after_timeouts(now) {
+            if matches!(timer, Timer::Sample) && round.any_rto && self.after_timeouts(now) {
                 return;
             }
             // Each deadline is read when its turn comes: earlier arms may
@@ -167,93 +177,108 @@ impl Session {
             let Some(at) = self.deadline(timer).filter(|&at| now >= at) else {
                 continue;
             };
-            match timer {
-                Timer::Handshake => {
-                    let after = match self.state {
-                        State::Handshaking { started, .. } => at - started,
-                        _ => self.cfg.handshake_timeout,
-                    };
-                    let err = match self.handshake.client_mut() {
-                        Some(client) => client.timeout_error(after),
-                        None => SessionError::HandshakeTimeout(after),
-                    };
-                    self.fail(err);
-                    return;
+            if self.fire(timer, at, now, &mut round).is_break() {
+                return;
+            }
+        }
+    }
+
+    /// Acts on `timer`, due `at`; breaks when the session ended.
+    fn fire(&mut self, timer: Timer, at: Instant, now: Instant, round: &mut Round) -> Flow {
+        match timer {
+            Timer::Handshake => {
+                let after = match self.state {
+                    State::Handshaking { started, .. } => at - started,
+                    _ => self.cfg.handshake_timeout,
+                };
+                let err = match self.handshake.client_mut() {
+                    Some(client) => client.timeout_error(after),
+                    None => SessionError::HandshakeTimeout(after),
+                };
+                return self.end(err);
+            }
+            Timer::Hello => self.resend_hello(now),
+            Timer::Drain => {
+                self.state = State::Closed;
+                self.events.push_back(super::Event::Closed);
+                return Flow::Break(());
+            }
+            Timer::Idle => return self.end(SessionError::IdleTimeout(self.cfg.idle_timeout)),
+            Timer::Unconfirmed => return self.end(SessionError::HandshakeTimeout(at - self.epoch)),
+            Timer::Validation => self.expire_validations(now),
+            // Both probe the first live connection.
+            Timer::KeepAlive | Timer::Persist => self.probe_first_active(),
+            Timer::Pacing(id) => {
+                if let Some(p) = self.paths.get_mut(&id) {
+                    p.on_pacing_timeout(now);
                 }
-                Timer::Hello => self.resend_hello(now),
-                Timer::Drain => {
-                    self.state = State::Closed;
-                    self.events.push_back(super::Event::Closed);
-                    return;
-                }
-                Timer::Idle => {
-                    self.fail(SessionError::IdleTimeout(self.cfg.idle_timeout));
-                    return;
-                }
-                Timer::Unconfirmed => {
-                    self.fail(SessionError::HandshakeTimeout(at - self.epoch));
-                    return;
-                }
-                Timer::Validation => self.expire_validations(now),
-                Timer::KeepAlive | Timer::Persist => {
-                    // Both probe the first live connection.
-                    if let Some(p) = self
-                        .paths
-                        .values_mut()
-                        .find(|p| p.state() == PathState::Active)
-                    {
-                        p.pending.probe = true;
-                    }
-                }
-                Timer::Pacing(id) => {
-                    if let Some(p) = self.paths.get_mut(&id) {
-                        p.on_pacing_timeout(now);
-                    }
-                }
-                Timer::Tlp(id) => {
-                    // The RTO takes precedence when it is not later.
-                    if self.deadline(Timer::Rto(id)).is_some_and(|rto| at >= rto) {
-                        continue;
-                    }
-                    recovered.push(id);
-                    let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                    if let Some(segment) = p.on_tlp(now) {
-                        if !self.streams.send.has_new_data() {
-                            self.streams.send.probe(segment);
-                        }
-                    }
-                }
-                Timer::Rto(id) => {
-                    if recovered.contains(&id) {
-                        continue;
-                    }
-                    recovered.push(id);
-                    any_rto = true;
-                    let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                    p.count_rto(self.cfg.silent_limit.unwrap_or(u32::MAX));
-                    if p.on_rto(now, &mut self.streams.send) {
-                        self.events.push_back(super::Event::PathDown(id));
-                    }
-                    if p.state() == PathState::Probing {
-                        p.pending.probe = true;
-                    }
-                }
-                Timer::Loss(id) => {
-                    if !recovered.contains(&id) {
-                        let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                        p.detect_losses(now, &mut self.streams.send);
-                    }
-                }
-                Timer::Ack(_) | Timer::AckCopy => {}
-                Timer::TailCopy => self.on_tail_copy_timeout(now),
-                Timer::Sample => {
-                    let Some(interval) = self.cfg.sample_interval else {
-                        continue;
-                    };
+            }
+            // The RTO takes precedence when it is not later.
+            Timer::Tlp(id) if self.deadline(Timer::Rto(id)).is_some_and(|rto| at >= rto) => {}
+            Timer::Tlp(id) => {
+                round.recovered.push(id);
+                self.on_tlp_timeout(now, id);
+            }
+            Timer::Rto(id) if round.recovered.contains(&id) => {}
+            Timer::Rto(id) => {
+                round.recovered.push(id);
+                round.any_rto = true;
+                self.on_rto_timeout(now, id);
+            }
+            Timer::Loss(id) if round.recovered.contains(&id) => {}
+            Timer::Loss(id) => {
+                let p = self.paths.get_mut(&id).expect("a timer's path exists");
+                p.detect_losses(now, &mut self.streams.send);
+            }
+            Timer::Ack(_) | Timer::AckCopy => {}
+            Timer::TailCopy => self.on_tail_copy_timeout(now),
+            Timer::Sample => {
+                if let Some(interval) = self.cfg.sample_interval {
                     self.take_samples(now);
                     self.sampler.schedule(at, now, interval);
                 }
             }
+        }
+        Flow::Continue(())
+    }
+
+    /// The session fails with `err`; nothing more is due.
+    fn end(&mut self, err: SessionError) -> Flow {
+        self.fail(err);
+        Flow::Break(())
+    }
+
+    /// A keep-alive or persist probe goes on the first live connection.
+    fn probe_first_active(&mut self) {
+        if let Some(p) = self
+            .paths
+            .values_mut()
+            .find(|p| p.state() == PathState::Active)
+        {
+            p.pending.probe = true;
+        }
+    }
+
+    /// Connection `id`'s tail-loss probe fired.
+    fn on_tlp_timeout(&mut self, now: Instant, id: PathId) {
+        let p = self.paths.get_mut(&id).expect("a timer's path exists");
+        if let Some(segment) = p.on_tlp(now) {
+            if !self.streams.send.has_new_data() {
+                self.streams.send.probe(segment);
+            }
+        }
+    }
+
+    /// Connection `id`'s retransmission timer fired: counted for the
+    /// give-up rules, then the path backs off and probes.
+    fn on_rto_timeout(&mut self, now: Instant, id: PathId) {
+        let p = self.paths.get_mut(&id).expect("a timer's path exists");
+        p.count_rto(self.cfg.silent_limit.unwrap_or(u32::MAX));
+        if p.on_rto(now, &mut self.streams.send) {
+            self.events.push_back(super::Event::PathDown(id));
+        }
+        if p.state() == PathState::Probing {
+            p.pending.probe = true;
         }
     }
 
