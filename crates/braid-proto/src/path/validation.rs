@@ -17,7 +17,7 @@
 //! stream meanwhile.
 //!
 //! Three parts: a connection's own [`Validation`] (held by its
-//! [`Path`](super::Path)), the session's one [`Candidate`], and the
+//! [`Path`]), the session's one [`Candidate`], and the
 //! [`PathResponses`] the session owes the peer's challenges (a queue at
 //! session level, as quinn-proto keeps its `PathResponses`).
 

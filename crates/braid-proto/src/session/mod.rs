@@ -12,6 +12,16 @@
 //!
 //! After any input or command the driver calls `poll_transmit` until it
 //! returns `None`, drains `poll_event`, and sleeps until `poll_timeout`.
+//!
+//! The session is built of parts that own their state, and its `handle_*`
+//! functions dispatch to them: each connection's [`Path`] (its packets,
+//! recovery, replay window, address validation and timeout counts), the
+//! [`Handshake`] until the peer confirms it, the [`Streams`] with their
+//! flags, [`Liveness`] (when the peer was last heard, we last sent, the
+//! transfer last moved), [`Packets`] (keys and the datagram being written),
+//! the [`Sampler`]'s time series, the migration candidate and owed
+//! responses (`validation::Challenges`) and the ACK copies (`ack_copy`).
+//! Every deadline is in one table (`timers`).
 
 mod ack_copy;
 mod handshake;

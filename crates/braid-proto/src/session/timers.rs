@@ -4,7 +4,7 @@
 //! `poll_timeout` is the earliest over [`Session::timers`], and
 //! `handle_timeout` acts on the same timers, in the same order, asking the
 //! same function whether each is due. A new timer is a variant, its
-//! deadline and its arm in `handle_timeout` (the match is exhaustive), so
+//! deadline and its arm in `Session::fire` (the match is exhaustive), so
 //! the two cannot list different deadlines.
 
 use super::{Session, State, MID_STREAM_PROBE};
