@@ -7,19 +7,15 @@
 //! argument ([`Instant`]) and the same code runs in the simulator and on
 //! real sockets, so every run in virtual time is reproducible.
 
-mod ack_floor;
-mod ack_path_delay;
 pub mod cc;
 mod config;
 pub mod crypto;
 mod ecn;
 mod endpoint;
 mod error;
-mod pacing;
+mod ids;
 mod path;
-mod range_set;
 mod recv_stream;
-mod replay;
 mod rtt;
 mod send_stream;
 mod session;
@@ -35,8 +31,8 @@ pub use endpoint::{
     DatagramEvent, Endpoint, EndpointConfig, EndpointStats, Prefix, CODE_GUESS_LIMIT,
 };
 pub use error::SessionError;
-pub use path::PathId;
+pub use ids::{PathId, Role};
 pub use rtt::RtoConfig;
-pub use session::{AcceptError, Event, Role, Session, Transmit};
+pub use session::{AcceptError, Event, Session, Transmit};
 pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

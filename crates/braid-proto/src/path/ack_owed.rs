@@ -5,10 +5,10 @@
 //! An ACK goes at once after a gap, reordering or every `ack_every`
 //! ack-eliciting packets, and otherwise within the delayed-ACK time.
 
+use super::ack_floor::AckFloor;
 use super::micros_since;
-use crate::ack_floor::AckFloor;
+use super::range_set::RangeSet;
 use crate::cc::EceReceiver;
-use crate::range_set::RangeSet;
 use crate::wire::{AckFrame, MAX_ACK_RANGES, MAX_RX_TIMES};
 use crate::Instant;
 use std::time::Duration;

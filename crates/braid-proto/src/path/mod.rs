@@ -3,35 +3,45 @@
 //!
 //! Each part has its own file: [`sent`] (sent packets and loss detection),
 //! [`delivery_rate`] (the delivery-rate estimate), [`ack_owed`] (what we owe
-//! the peer in ACKs) and [`packet_number`]; [`recovery`] says what ACK
-//! frames and timeouts do to them all. This file holds the path together
-//! and sends on it.
+//! the peer in ACKs, with its [`range_set`] and [`ack_floor`]),
+//! [`packet_number`], the [`pacing`] pacer and the [`ack_path_delay`]
+//! estimate; [`recovery`] says what ACK frames and timeouts do to them all.
+//! This file holds the path together and sends on it.
 
+mod ack_floor;
 mod ack_owed;
+mod ack_path_delay;
 mod delivery_rate;
-mod id;
 mod loss_tally;
+mod pacing;
 mod packet_number;
+mod range_set;
 mod recovery;
+mod replay;
+mod rto_count;
 mod sent;
+mod validation;
 
 pub(crate) use packet_number::AckError;
+pub(crate) use validation::{Candidate, PathResponses};
 
-use crate::ack_path_delay::AckPathDelay;
 use crate::cc::Controller;
-use crate::pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
-use crate::rtt::{RtoConfig, RttEstimator};
+use crate::rtt::{Exchange, RtoConfig, RttEstimator};
 use crate::stats::{PathSample, PathState, PathStats};
 use crate::wire::AckFrame;
-use crate::Instant;
+use crate::{Instant, PathId};
 use ack_owed::{AcksOwed, Arrival};
+use ack_path_delay::AckPathDelay;
 use delivery_rate::DeliveryRate;
-pub use id::PathId;
 use loss_tally::LossTally;
+use pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use packet_number::PacketNumbers;
 use rand::Rng;
+use replay::ReplayWindow;
+use rto_count::RtoCount;
 use sent::{SentPacket, SentPackets};
 use std::time::Duration;
+use validation::Validation;
 
 /// Packets the first flight may send at once, before any RTT is known
 /// (RFC 9002 §7.2's initial window).
@@ -90,6 +100,14 @@ pub(crate) struct Path {
     opening_lag: Option<Duration>,
     /// Whether anything authentic from the peer arrived on this path.
     heard: bool,
+    /// The packet numbers authenticated here, against replays.
+    replay: ReplayWindow,
+    /// The address's validation until it completes; `None` once validated.
+    validation: Option<Validation>,
+    /// Retransmission timeouts as the session's give-up rules count them.
+    rtos: RtoCount,
+    /// A server's: when its first and latest answers went on this path.
+    answers_sent: Option<Exchange>,
 }
 
 impl Path {
@@ -127,6 +145,10 @@ impl Path {
             exchange_rtt: None,
             opening_lag: None,
             heard: false,
+            replay: ReplayWindow::default(),
+            validation: None,
+            rtos: RtoCount::default(),
+            answers_sent: None,
         }
     }
 
@@ -184,12 +206,6 @@ impl Path {
     /// The handshake or a path challenge took `rtt` on this connection.
     pub fn on_exchange_rtt(&mut self, rtt: Duration) {
         self.exchange_rtt = Some(self.exchange_rtt.map_or(rtt, |r| r.min(rtt)));
-    }
-
-    /// Unanswered probes after which the peer is silent here, at least
-    /// `floor`: more the more this path has lost, or the less it has shown.
-    pub fn silent_limit(&self, floor: u32) -> u32 {
-        self.losses.silent_limit(floor)
     }
 
     pub fn cc(&self) -> &dyn Controller {
@@ -264,6 +280,57 @@ impl Path {
     /// Whether anything authentic from the peer ever arrived on this path.
     pub fn was_heard(&self) -> bool {
         self.heard
+    }
+
+    /// The largest packet number authenticated here, against which a
+    /// header's truncated number expands.
+    pub fn largest_received(&self) -> Option<u64> {
+        self.replay.largest()
+    }
+
+    /// Records the authenticated packet number `pn`; false if it is a
+    /// replay (seen already, or too old to tell).
+    pub fn on_authenticated(&mut self, pn: u64) -> bool {
+        if self.replay.is_replay(pn) {
+            return false;
+        }
+        self.replay.insert(pn);
+        true
+    }
+
+    /// A server's answer to the handshake went out on this path.
+    pub fn on_answer_sent(&mut self, now: Instant) {
+        self.answers_sent = Some(Exchange::sent(self.answers_sent, now));
+    }
+
+    /// The handshake's round trip here, if the client's confirmation
+    /// arrived at `at` and our answers went close enough together to tell.
+    pub fn answer_rtt(&self, at: Instant) -> Option<Duration> {
+        self.answers_sent.and_then(|e| e.rtt(at))
+    }
+
+    /// A retransmission timeout fired here. The first of a silence fixes
+    /// how many make the peer silent here: at least `floor` (the session's
+    /// silence limit), more the more this path has lost, or the less it
+    /// has shown.
+    pub fn count_rto(&mut self, floor: u32) {
+        let losses = &self.losses;
+        self.rtos.on_rto(|| losses.silent_limit(floor));
+    }
+
+    /// The session's give-up counts of this path's timeouts.
+    pub fn rto_count(&self) -> &RtoCount {
+        &self.rtos
+    }
+
+    /// The transfer made progress: the retry limit counts afresh.
+    pub fn on_session_progress(&mut self) {
+        self.rtos.on_progress();
+    }
+
+    /// The peer was heard, here or on another path: its silence is over.
+    pub fn on_silence_over(&mut self) {
+        self.rtos.on_heard();
     }
 
     /// Whether a packet numbered with low bits `truncated` left on this path.

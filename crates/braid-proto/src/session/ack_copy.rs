@@ -62,11 +62,7 @@ impl Session {
         let (fast, fast_rtt) = self
             .paths
             .values()
-            .filter(|p| {
-                p.is_usable()
-                    && p.state() == PathState::Active
-                    && !self.validations.contains_key(&p.id())
-            })
+            .filter(|p| p.is_usable() && p.state() == PathState::Active && p.is_validated())
             .filter_map(|p| Some((p.id(), p.least_rtt()?)))
             .min_by_key(|&(_, rtt)| rtt)?;
         // Until anything dates `slow`, how late the client's opening came
@@ -110,9 +106,9 @@ impl Session {
     /// Appends a PATH_ACK for each owed copy whose route is `fast`, as far
     /// as the datagram's budget allows; the rest wait for the next one.
     pub(super) fn push_ack_copies(&mut self, now: Instant, fast: PathId, buf: &mut Vec<u8>) {
-        let cumulative = self.recv.cumulative();
-        let fin = self.recv.is_fin_received();
-        let max_data = self.recv.max_data();
+        let cumulative = self.streams.recv.cumulative();
+        let fin = self.streams.recv.is_fin_received();
+        let max_data = self.streams.recv.max_data();
         let mut left = Vec::new();
         for slow in std::mem::take(&mut self.ack_copies.pending) {
             let Some(p) = self.paths.get(&slow) else {
@@ -128,7 +124,7 @@ impl Session {
             ack.rx_times = p.ack_rx_times();
             let start = buf.len();
             Frame::PathAck { path: slow, ack }.encode(buf);
-            if buf.len() - self.packet_start > COPY_BUDGET {
+            if self.packets.len(buf) > COPY_BUDGET {
                 buf.truncate(start);
                 left.push(slow);
             }

@@ -12,12 +12,25 @@
 //!
 //! After any input or command the driver calls `poll_transmit` until it
 //! returns `None`, drains `poll_event`, and sleeps until `poll_timeout`.
+//!
+//! The session is built of parts that own their state, and its `handle_*`
+//! functions dispatch to them: each connection's [`Path`] (its packets,
+//! recovery, replay window, address validation and timeout counts), the
+//! [`Handshake`] until the peer confirms it, the [`Streams`] with their
+//! flags, [`Liveness`] (when the peer was last heard, we last sent, the
+//! transfer last moved), [`Packets`] (keys and the datagram being written),
+//! the [`Sampler`]'s time series, the migration candidate and owed
+//! responses (`validation::Challenges`) and the ACK copies (`ack_copy`).
+//! Every deadline is in one table (`timers`).
 
 mod ack_copy;
 mod handshake;
+mod liveness;
+mod packets;
 mod receive;
 mod scheduler;
 mod stats;
+mod streams;
 mod tail_copy;
 mod timers;
 mod transmit;
@@ -27,22 +40,24 @@ mod windows;
 
 use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
-use crate::crypto::{ClientHandshake, PacketKeys, SessionRng};
+use crate::crypto::{ClientHandshake, SessionRng};
 use crate::error::SessionError;
 use crate::path::Path;
 use crate::recv_stream::RecvStream;
-use crate::replay::ReplayWindow;
 use crate::send_stream::SendStream;
-use crate::stats::{PathSample, PathState};
+use crate::stats::PathState;
 use crate::Instant;
-use crate::PathId;
+use crate::{PathId, Role};
+use handshake::Handshake;
+use liveness::Liveness;
+use packets::Packets;
+use stats::Sampler;
 use std::collections::{BTreeMap, VecDeque};
+use streams::{Finished, Streams};
 
 pub use handshake::AcceptError;
 pub use transmit::Transmit;
 
-/// Most time-series points kept before the oldest are dropped.
-const MAX_SAMPLES: usize = 1 << 16;
 /// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).
 const CLOSE_REPEATS: u32 = 3;
 /// Keep-alive interval while the peer is in the middle of its stream.
@@ -55,37 +70,6 @@ pub(crate) mod close_code {
     pub const PROTOCOL: u64 = 3;
     pub const SECURITY: u64 = 4;
 }
-
-/// A server session the client has not confirmed (by a packet only our
-/// answer lets it make) within this long of its last opening is dropped:
-/// half-open sessions cost memory that anyone who can send a datagram
-/// could claim (the endpoint also caps their number). A client repeats its
-/// opening at least every `max_probe_interval` (1 s) while it waits, so a
-/// lost answer does not expire it. A client that has the answer stops
-/// repeating it and keeps probing until `MIN_SILENCE` (10 s) of silence:
-/// the session must outlive that, or an outage just after the handshake
-/// that the client rides out ends at a server that forgot it (TCP keeps a
-/// SYN_RECV connection for its SYN-ACK retries, 63 s on Linux).
-const UNCONFIRMED_TIMEOUT: std::time::Duration =
-    crate::config::MIN_SILENCE.saturating_add(std::time::Duration::from_secs(5));
-/// However often its opening repeats, an unconfirmed server session ends
-/// this long after it was created: a client tries for the handshake
-/// timeout (75 s by default), and copies of its opening that anyone on
-/// the path could replay must not hold the session, and the endpoint's
-/// half-open slot, for ever.
-const UNCONFIRMED_LIFETIME: std::time::Duration =
-    crate::config::HANDSHAKE_TIMEOUT.saturating_add(UNCONFIRMED_TIMEOUT);
-
-/// How long a handshake still waits for an authentic answer once one
-/// that does not authenticate, or a refusal in clear, has arrived. A wrong
-/// code or key is then reported in seconds rather than after the full
-/// handshake timeout (75 s, meant for answers that cannot get through),
-/// while a forged answer cannot end a handshake whose server answers: its
-/// answer comes a round trip after each HELLO, and HELLOs repeat within
-/// a second or two meanwhile. Forging one takes the session id, which
-/// only an on-path attacker sees, and such an attacker can drop the
-/// answers anyway.
-const UNAUTHENTIC_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,15 +90,6 @@ pub enum Event {
     Closed,
     /// The session failed; nothing more will happen.
     Failed(SessionError),
-}
-
-/// Which side opened the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// It connected.
-    Client,
-    /// It accepted.
-    Server,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,92 +129,33 @@ pub struct Session {
     session_id: u64,
     state: State,
     paths: BTreeMap<PathId, Path>,
-    send: SendStream,
-    recv: RecvStream,
+    /// The two streams, and which of them finished.
+    streams: Streams,
     events: VecDeque<Event>,
     error: Option<SessionError>,
     /// CLOSE frame to send: code, reason, repeats left.
     close: Option<(u64, String, u32)>,
-    /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
-    tail_copy_checked: Option<i64>,
     /// Origin of every connection's ACK timestamps: one clock for all of
     /// them, so the peer's receive times compare across connections. It is
     /// also when the session was created.
     epoch: Instant,
-    last_recv: Instant,
-    last_recv_path: PathId,
-    last_send: Instant,
-    next_sample: Option<Instant>,
-    last_sample: Instant,
-    samples: VecDeque<PathSample>,
+    /// When the peer was last heard, we last sent, the transfer last moved.
+    liveness: Liveness,
+    /// The per-connection time series.
+    sampler: Sampler,
     counters: Counters,
-    send_finished: bool,
-    recv_finished: bool,
-    window_update: bool,
-    /// A BLOCKED frame is owed, and when the last one went out.
-    blocked_pending: bool,
-    blocked_sent: Option<Instant>,
-    /// The peer has shown it completed the handshake; data may flow.
-    peer_confirmed: bool,
     /// The session's CSPRNG (handshake, challenges), seeded by the caller.
     rng: SessionRng,
-    /// Sealed sessions: the keys once the handshake produced them.
-    keys: Option<Box<PacketKeys>>,
-    /// A sealed client's handshake until the server's answer opens it.
-    client_hs: Option<Box<ClientHandshake>>,
-    /// A sealed server's answer, until the client confirms it.
-    answer: Option<handshake::Answer>,
-    /// A server's retry token to echo, and how many retries were obeyed.
-    retry_token: Vec<u8>,
-    retries: u32,
-    /// What an unauthenticated refusal said, shown if the handshake fails.
-    refusal_hint: Option<String>,
-    /// Server answers that did not authenticate (a wrong code or key, or
-    /// forgeries): what a handshake timeout then reports.
-    unauthentic_answers: u32,
-    /// When the first such answer or refusal arrived: the handshake then
-    /// waits only [`UNAUTHENTIC_GRACE`] longer.
-    first_unauthentic: Option<Instant>,
-    /// Scratch space where datagrams are opened.
-    open_buf: Vec<u8>,
-    /// Where the datagram being written starts in the caller's buffer,
-    /// and its full packet number (the nonce; the header has the low bits).
-    packet_start: usize,
-    packet_number: u64,
-    replay: BTreeMap<PathId, ReplayWindow>,
-    validations: BTreeMap<PathId, validation::Validation>,
-    /// An address a confirmed connection may move to, being probed.
-    candidate: Option<validation::Candidate>,
-    /// PATH_RESPONSEs owed: connection and data.
-    responses: VecDeque<(PathId, [u8; 8])>,
-    /// When the client's opening last arrived (the first or a repeat).
-    last_hello: Instant,
-    /// When new stream data was last acknowledged, or data became
-    /// outstanding.
-    progress_at: Instant,
-    /// Retransmission timeouts since then, per connection: the session
-    /// fails when every usable connection has had more than the retry
-    /// limit, so one dead path among live ones, or an outage the probes
-    /// outlast, never adds up to it.
-    rtos_without_progress: BTreeMap<PathId, u32>,
-    /// Retransmission timeouts per connection since anything authentic
-    /// arrived from the peer, and how many make it silent (see
-    /// `SessionConfig::silent_limit`).
-    rtos_in_silence: BTreeMap<PathId, SilentRtos>,
+    /// The packet keys and the datagram being written or opened.
+    packets: Packets,
+    /// The handshake until the peer confirms it.
+    handshake: Handshake,
+    /// The migration candidate and the PATH_RESPONSEs owed.
+    challenges: validation::Challenges,
     /// Copies of slow connections' ACKs owed on the fastest one.
     ack_copies: ack_copy::AckCopies,
-    /// When a server's first and latest answers went, per connection.
-    answers_sent: BTreeMap<PathId, crate::rtt::Exchange>,
-    /// When a server's client confirmed the handshake.
-    confirmed_at: Option<Instant>,
-}
-
-/// A connection's timeouts in the current silence and its limit, fixed at
-/// the first of them: the probes a silence loses must not make it longer.
-#[derive(Debug, Clone, Copy)]
-struct SilentRtos {
-    rtos: u32,
-    limit: u32,
+    /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
+    tail_copy_checked: Option<i64>,
 }
 
 impl Session {
@@ -278,7 +194,7 @@ impl Session {
             let mut offer = date.to_be_bytes().to_vec();
             crate::wire::Frame::Hello(s.hello()).encode(&mut offer);
             let hs = ClientHandshake::new(&s.cfg.security, session_id, &offer, &mut s.rng);
-            s.client_hs = Some(Box::new(hs));
+            s.handshake = Handshake::Client(handshake::Client::sealed(hs));
         }
         s.state = State::Handshaking {
             started: now,
@@ -311,49 +227,23 @@ impl Session {
             session_id,
             state: State::Established,
             paths: BTreeMap::new(),
-            send,
-            recv,
+            streams: Streams::new(send, recv),
             events: VecDeque::new(),
             error: None,
             close: None,
-            tail_copy_checked: None,
             epoch: now,
-            last_recv: now,
-            last_recv_path: PathId(0),
-            last_send: now,
-            next_sample: cfg.sample_interval.map(|i| now + i),
-            last_sample: now,
-            samples: VecDeque::new(),
+            liveness: Liveness::new(now),
+            sampler: Sampler::new(now, cfg.sample_interval),
             counters: Counters::default(),
-            send_finished: false,
-            recv_finished: false,
-            window_update: false,
-            blocked_pending: false,
-            blocked_sent: None,
-            peer_confirmed: false,
             rng: SessionRng::new(seed),
-            keys: None,
-            client_hs: None,
-            answer: None,
-            retry_token: Vec::new(),
-            retries: 0,
-            refusal_hint: None,
-            unauthentic_answers: 0,
-            first_unauthentic: None,
-            open_buf: Vec::new(),
-            packet_start: 0,
-            packet_number: 0,
-            replay: BTreeMap::new(),
-            validations: BTreeMap::new(),
-            candidate: None,
-            responses: VecDeque::new(),
-            last_hello: now,
-            progress_at: now,
-            rtos_without_progress: BTreeMap::new(),
-            rtos_in_silence: BTreeMap::new(),
+            packets: Packets::default(),
+            handshake: match role {
+                Role::Client => Handshake::Client(handshake::Client::default()),
+                Role::Server => Handshake::Server(handshake::Server::new(now)),
+            },
+            challenges: validation::Challenges::default(),
             ack_copies: ack_copy::AckCopies::default(),
-            answers_sent: BTreeMap::new(),
-            confirmed_at: None,
+            tail_copy_checked: None,
             cfg,
         }
     }
@@ -424,14 +314,14 @@ impl Session {
         self.cfg.recv_window = recv_window;
         self.cfg.paths = paths;
         self.cfg.cc = cc;
-        self.send.set_limits(
+        self.streams.send.set_limits(
             u32::from(segment_size),
             send_window,
             self.cfg.send_window_packets(),
         );
-        self.send.update_max_data(recv_window);
-        self.recv.set_window(recv_window);
-        self.recv.set_max_window(self.cfg.max_window);
+        self.streams.send.update_max_data(recv_window);
+        self.streams.recv.set_window(recv_window);
+        self.streams.recv.set_max_window(self.cfg.max_window);
         self.reset_controllers();
     }
 
@@ -471,7 +361,7 @@ impl Session {
     /// client sent something only our answer let it send). Until then a
     /// server session is half-open: cheap, short-lived and not handed out.
     pub fn is_peer_confirmed(&self) -> bool {
-        self.peer_confirmed
+        self.handshake.is_done()
     }
 
     /// Whether datagrams are sealed.
@@ -486,12 +376,12 @@ impl Session {
 
     /// Whether everything written, and the FIN, was acknowledged.
     pub fn is_send_finished(&self) -> bool {
-        self.send_finished
+        self.streams.is_send_finished()
     }
 
     /// Whether the peer's whole stream has been read.
     pub fn is_recv_finished(&self) -> bool {
-        self.recv_finished
+        self.streams.is_recv_finished()
     }
 
     /// Connection ids and their states.
@@ -506,7 +396,7 @@ impl Session {
         if self.error.is_some() {
             return 0;
         }
-        self.send.write(data)
+        self.streams.send.write(data)
     }
 
     /// Bytes `write` would accept now.
@@ -514,38 +404,37 @@ impl Session {
         if self.error.is_some() {
             0
         } else {
-            self.send.writable()
+            self.streams.send.writable()
         }
     }
 
     /// Ends our direction of the stream after what was written (graceful close).
     pub fn finish(&mut self) {
-        self.send.finish();
+        self.streams.send.finish();
     }
 
     /// Bytes ready to read.
     pub fn readable(&self) -> usize {
-        self.recv.readable()
+        self.streams.recv.readable()
     }
 
     /// Reads in-order bytes into `out`; returns the count (0 = nothing now, or the end).
     pub fn read(&mut self, now: Instant, out: &mut [u8]) -> usize {
-        let n = self.recv.read(out);
+        let n = self.streams.recv.read(out);
         self.after_read(now);
         n
     }
 
     /// Hands every readable chunk to `f`; returns the total.
     pub fn read_with(&mut self, now: Instant, f: impl FnMut(&[u8])) -> usize {
-        let n = self.recv.read_with(f);
+        let n = self.streams.recv.read_with(f);
         self.after_read(now);
         n
     }
 
     fn after_read(&mut self, now: Instant) {
-        if self.recv.needs_window_update() {
-            self.window_update = true;
-        }
+        let owed = self.streams.recv.needs_window_update();
+        self.streams.owe_window_update(owed);
         self.check_progress(now);
     }
 
@@ -614,18 +503,16 @@ impl Session {
 
     /// Reports finished directions and starts draining when both are.
     fn check_progress(&mut self, now: Instant) {
-        if !self.send_finished && self.send.is_complete() {
-            self.send_finished = true;
-            self.events.push_back(Event::SendFinished);
+        for finished in self.streams.poll_finished() {
+            self.events.push_back(match finished {
+                Finished::Send => Event::SendFinished,
+                Finished::Recv => Event::RecvFinished,
+            });
         }
-        if !self.recv_finished && self.recv.is_finished() {
-            self.recv_finished = true;
-            self.events.push_back(Event::RecvFinished);
-        }
-        if self.send_finished && self.recv_finished && self.state == State::Established {
+        if self.streams.are_finished() && self.state == State::Established {
             // Draining can last seconds: it keeps no window-sized buffers.
-            self.send.shrink_to_fit();
-            self.recv.shrink_to_fit();
+            self.streams.send.shrink_to_fit();
+            self.streams.recv.shrink_to_fit();
             self.state = State::Draining {
                 until: now + self.drain_linger(),
             };

@@ -1,13 +1,14 @@
 //! Incoming datagrams: validation, authentication and frame processing (the
 //! handshake itself is in `handshake.rs`).
 
-use super::{close_code, Event, Role, Session, State};
+use super::{close_code, Event, Session, State};
 use crate::error::SessionError;
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
 use crate::wire::{AckFrame, Frame, Frames, Header, HEADER_LEN, VERSION};
 use crate::PathId;
+use crate::Role;
 use crate::{Ecn, Instant};
 
 /// Where and when an authentic datagram arrived.
@@ -19,6 +20,53 @@ pub(super) struct Arrival {
     pub len: usize,
     /// When it arrived (no later than the caller's now).
     pub at: Instant,
+}
+
+/// What an authentic datagram's frames are, read before any is acted on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Scan {
+    /// Something in it asks for an ACK.
+    ack_eliciting: bool,
+    /// It carries the handshake's answer or a CLOSE.
+    handshake: bool,
+    /// It carries a client's opening in clear (an insecure HELLO).
+    hello: bool,
+}
+
+impl Scan {
+    /// The frames of `payload`, or `None` if any is malformed or, in a
+    /// `sealed` session, a handshake frame (those travel in clear).
+    fn of(payload: &[u8], sealed: bool) -> Option<Scan> {
+        let mut scan = Scan::default();
+        for frame in Frames::new(payload) {
+            match frame.ok()? {
+                Frame::Ack(_)
+                | Frame::PathAck { .. }
+                | Frame::Ece(_)
+                | Frame::Blocked(_)
+                | Frame::Padding => {}
+                Frame::Close { .. } => scan.handshake = true,
+                Frame::HelloAck(_) if !sealed => {
+                    scan.handshake = true;
+                    scan.ack_eliciting = true;
+                }
+                Frame::Hello(_)
+                | Frame::HelloAck(_)
+                | Frame::ClientHello { .. }
+                | Frame::ServerHello { .. }
+                | Frame::Retry { .. }
+                    if sealed =>
+                {
+                    return None
+                }
+                f => {
+                    scan.hello |= matches!(f, Frame::Hello(_));
+                    scan.ack_eliciting = true;
+                }
+            }
+        }
+        Some(scan)
+    }
 }
 
 impl Session {
@@ -35,11 +83,11 @@ impl Session {
         ecn: Ecn,
         datagram: &[u8],
     ) -> bool {
-        let mut copy = std::mem::take(&mut self.open_buf);
+        let mut copy = self.packets.take_open_buf();
         copy.clear();
         copy.extend_from_slice(datagram);
         let authentic = self.handle_datagram_in_place(now, path, ecn, &mut copy);
-        self.open_buf = copy;
+        self.packets.return_open_buf(copy);
         authentic
     }
 
@@ -90,7 +138,7 @@ impl Session {
         if !self.cfg.security.is_sealed() {
             return self.handle_authentic(now, arrival, &header, &datagram[HEADER_LEN..]);
         }
-        let Some(keys) = self.keys.as_deref() else {
+        let Some(keys) = self.packets.keys() else {
             self.handle_clear_handshake(now, path, datagram);
             return false;
         };
@@ -102,7 +150,7 @@ impl Session {
             Some((frames, opened)) => {
                 // Authentic: only now may it move the key phase.
                 let grace = self.key_grace();
-                let keys = self.keys.as_deref_mut().expect("opened with them");
+                let keys = self.packets.keys_mut().expect("opened with them");
                 keys.on_opened(now, opened, grace);
                 self.handle_authentic(now, arrival, &header, frames)
             }
@@ -119,7 +167,7 @@ impl Session {
     /// The largest packet number authenticated on `path`, against which
     /// a header's truncated number expands.
     pub fn largest_received(&self, path: PathId) -> Option<u64> {
-        self.replay.get(&path).and_then(|r| r.largest())
+        self.paths.get(&path)?.largest_received()
     }
 
     /// A datagram from the peer (opened, or insecure), its header's packet
@@ -132,110 +180,38 @@ impl Session {
         header: &Header,
         payload: &[u8],
     ) -> bool {
-        let Arrival { path, ecn, len, at } = arrival;
-        let sealed = self.cfg.security.is_sealed();
+        let Arrival { path, len, at, .. } = arrival;
         // Validate every frame before acting on any.
-        let mut ack_eliciting = false;
-        let mut handshake = false;
-        let mut hello = false;
-        for frame in Frames::new(payload) {
-            match frame {
-                Ok(
-                    Frame::Ack(_)
-                    | Frame::PathAck { .. }
-                    | Frame::Ece(_)
-                    | Frame::Blocked(_)
-                    | Frame::Padding,
-                ) => {}
-                Ok(Frame::Close { .. }) => handshake = true,
-                Ok(Frame::HelloAck(_)) if !sealed => {
-                    handshake = true;
-                    ack_eliciting = true;
-                }
-                Ok(
-                    Frame::Hello(_)
-                    | Frame::HelloAck(_)
-                    | Frame::ClientHello { .. }
-                    | Frame::ServerHello { .. }
-                    | Frame::Retry { .. },
-                ) if sealed => {
-                    self.counters.malformed += 1;
-                    return false;
-                }
-                Ok(f) => {
-                    hello |= matches!(f, Frame::Hello(_));
-                    ack_eliciting = true
-                }
-                Err(_) => {
-                    self.counters.malformed += 1;
-                    return false;
-                }
-            }
-        }
+        let Some(scan) = Scan::of(payload, self.cfg.security.is_sealed()) else {
+            self.counters.malformed += 1;
+            return false;
+        };
         // A handshaking client can use nothing but the answer (or a refusal):
         // acknowledging data it could not keep would lose that data.
-        if self.is_handshaking() && !handshake && !sealed {
+        if self.is_handshaking() && !scan.handshake && !self.cfg.security.is_sealed() {
             self.counters.unexpected += 1;
             return false;
         }
-        if !self.paths.contains_key(&path) {
-            let may_join =
-                self.role == Role::Server && self.is_established() && path.0 < self.cfg.max_paths;
-            if !may_join {
-                self.counters.unexpected += 1;
-                return false;
-            }
-            self.insert_path(path, now);
-            self.start_validation(now, path, len, true);
-            self.normalize_windows();
-            // The client's first connections all speak at once, as soon as
-            // our answer arrives: how much later than its confirmation this
-            // one's first packet came says how much longer its way is.
-            if let Some(confirmed) = self.confirmed_at.filter(|_| path.0 < self.cfg.paths) {
-                let p = self.paths.get_mut(&path).expect("just inserted");
-                p.on_opening(at.saturating_duration_since(confirmed));
-            }
+        if !self.paths.contains_key(&path) && !self.admit_path(now, path, len, at) {
+            self.counters.unexpected += 1;
+            return false;
         }
-        let replay = self.replay.entry(path).or_default();
-        if replay.is_replay(header.packet_number) {
+        let p = self.paths.get_mut(&path).expect("path exists");
+        if !p.on_authenticated(header.packet_number) {
             self.counters.duplicate_packets += 1;
             return false;
         }
-        replay.insert(header.packet_number);
         // Anything but a HELLO proves the client has our answer.
-        if !hello {
-            if !self.peer_confirmed {
-                self.on_confirmed(path, at);
-            }
-            self.peer_confirmed = true;
-            self.answer = None;
+        if !scan.hello && !self.handshake.is_done() {
+            self.on_confirmed(path, at);
         }
         self.credit_received(path, len);
-        let p = self.paths.get_mut(&path).expect("path exists");
-        if p.state() == PathState::Closed {
-            self.counters.unexpected += 1;
+        if !self.record_arrival(arrival, header, scan.ack_eliciting) {
             return false;
-        }
-        if !p.on_received(
-            at,
-            header.packet_number,
-            ack_eliciting,
-            self.cfg.max_ack_delay,
-            self.cfg.ack_every,
-        ) {
-            self.counters.duplicate_packets += 1;
-            return false;
-        }
-        p.on_mbecn(header.mbecn);
-        if ecn == Ecn::Ce {
-            p.on_ce_received();
         }
         self.on_peer_heard(now, path);
-        // A retransmission of the peer's end: our ACK of it was lost, and
-        // the peer keeps trying until the next one arrives.
-        if let (true, State::Draining { until }) = (ack_eliciting, self.state) {
-            let until = until.max(now + self.drain_linger());
-            self.state = State::Draining { until };
+        if scan.ack_eliciting {
+            self.extend_drain(now);
         }
         for frame in Frames::new(payload).flatten() {
             if matches!(self.state, State::Failed | State::Closed) {
@@ -247,21 +223,81 @@ impl Session {
         true
     }
 
+    /// The connection records an authentic packet's arrival; false if it
+    /// is dropped there (a closed connection, or a duplicate).
+    fn record_arrival(&mut self, arrival: Arrival, header: &Header, ack_eliciting: bool) -> bool {
+        let p = self.paths.get_mut(&arrival.path).expect("path exists");
+        if p.state() == PathState::Closed {
+            self.counters.unexpected += 1;
+            return false;
+        }
+        let pn = header.packet_number;
+        let (max_ack_delay, ack_every) = (self.cfg.max_ack_delay, self.cfg.ack_every);
+        if !p.on_received(arrival.at, pn, ack_eliciting, max_ack_delay, ack_every) {
+            self.counters.duplicate_packets += 1;
+            return false;
+        }
+        p.on_mbecn(header.mbecn);
+        if arrival.ecn == Ecn::Ce {
+            p.on_ce_received();
+        }
+        true
+    }
+
+    /// An ack-eliciting packet while draining: a retransmission of the
+    /// peer's end, whose ACK was lost; the peer keeps trying until the
+    /// next one arrives.
+    fn extend_drain(&mut self, now: Instant) {
+        if let State::Draining { until } = self.state {
+            let until = until.max(now + self.drain_linger());
+            self.state = State::Draining { until };
+        }
+    }
+
+    /// A connection the session does not have spoke first, its datagram of
+    /// `len` bytes arriving `at`: a server takes it (and challenges its
+    /// address) if it may. Whether it did.
+    fn admit_path(&mut self, now: Instant, path: PathId, len: usize, at: Instant) -> bool {
+        let may_join =
+            self.role == Role::Server && self.is_established() && path.0 < self.cfg.max_paths;
+        if !may_join {
+            return false;
+        }
+        self.insert_path(path, now);
+        self.start_validation(now, path, len, true);
+        self.normalize_windows();
+        // The client's first connections all speak at once, as soon as
+        // our answer arrives: how much later than its confirmation this
+        // one's first packet came says how much longer its way is.
+        if let Some(confirmed) = self
+            .handshake
+            .confirmed_at()
+            .filter(|_| path.0 < self.cfg.paths)
+        {
+            let p = self.paths.get_mut(&path).expect("just inserted");
+            p.on_opening(at.saturating_duration_since(confirmed));
+        }
+        true
+    }
+
     /// The client's first packet after our answer arrived, on `path`: it
     /// dates the handshake's round trip there, if our answers on `path`
     /// went close enough together to tell.
     fn on_confirmed(&mut self, path: PathId, at: Instant) {
-        let rtt = self.answers_sent.get(&path).and_then(|e| e.rtt(at));
-        if let (Some(rtt), Some(p)) = (rtt, self.paths.get_mut(&path)) {
-            p.on_exchange_rtt(rtt);
+        if let Some(p) = self.paths.get_mut(&path) {
+            if let Some(rtt) = p.answer_rtt(at) {
+                p.on_exchange_rtt(rtt);
+            }
         }
-        self.confirmed_at = Some(at);
+        self.handshake.confirm(Some(at));
     }
 
     /// The client's opening (first or repeated) arrived on `path`: the
     /// half-open session lives on, and the connection's lag is noted.
     pub(super) fn on_opening(&mut self, now: Instant, path: PathId) {
-        self.last_hello = now;
+        if let Some(server) = self.handshake.server_mut() {
+            server.on_opening(now);
+        }
         if let Some(p) = self.paths.get_mut(&path) {
             p.on_opening(now.saturating_duration_since(self.epoch));
         }
@@ -269,9 +305,10 @@ impl Session {
 
     /// An authentic packet arrived on `path`: the peer is not silent.
     pub(super) fn on_peer_heard(&mut self, now: Instant, path: PathId) {
-        self.last_recv = now;
-        self.last_recv_path = path;
-        self.rtos_in_silence.clear();
+        self.liveness.on_heard(now, path);
+        for p in self.paths.values_mut() {
+            p.on_silence_over();
+        }
         if let Some(p) = self.paths.get_mut(&path) {
             p.on_heard();
         }
@@ -282,8 +319,8 @@ impl Session {
             Frame::Ping => {}
             Frame::Blocked(limit) => {
                 let rtt = self.recv_growth_interval();
-                match self.recv.on_peer_blocked(limit, now, rtt) {
-                    Ok(grew) => self.window_update |= grew,
+                match self.streams.recv.on_peer_blocked(limit, now, rtt) {
+                    Ok(grew) => self.streams.owe_window_update(grew),
                     Err(_) => self.violation("BLOCKED at a limit never advertised"),
                 }
             }
@@ -306,12 +343,14 @@ impl Session {
                     self.counters.unexpected += 1;
                     return;
                 }
-                match self.recv.insert(offset, data, fin) {
+                match self.streams.recv.insert(offset, data, fin) {
                     Ok(()) => {
                         let rtt = self.recv_growth_interval();
-                        if self.recv.on_data(offset + data.len() as u64, now, rtt) {
-                            self.window_update = true;
-                        }
+                        let grew = self
+                            .streams
+                            .recv
+                            .on_data(offset + data.len() as u64, now, rtt);
+                        self.streams.owe_window_update(grew);
                     }
                     Err(RecvError::FlowControl) => {
                         self.violation("stream data beyond the advertised window")
@@ -365,20 +404,26 @@ impl Session {
             }
             Ok(()) => {}
         }
-        if !self.send.is_plausible_cumulative(ack.cumulative, ack.fin) {
+        if !self
+            .streams
+            .send
+            .is_plausible_cumulative(ack.cumulative, ack.fin)
+        {
             return self.violation("ACK of stream data or a FIN never sent");
         }
-        let acked_before = self.send.acked_bytes;
+        let acked_before = self.streams.send.acked_bytes;
         let p = self.paths.get_mut(&path).expect("path exists");
-        let outcome = p.on_ack_frame(now, ack, &mut self.send);
+        let outcome = p.on_ack_frame(now, ack, &mut self.streams.send);
         if outcome.revived {
             self.events.push_back(Event::PathUp(path));
         }
-        self.send.update_max_data(ack.max_data);
-        self.send.on_cumulative(ack.cumulative, ack.fin);
-        if self.send.acked_bytes > acked_before || !self.send.has_outstanding() {
-            self.progress_at = now;
-            self.rtos_without_progress.clear();
+        self.streams.send.update_max_data(ack.max_data);
+        self.streams.send.on_cumulative(ack.cumulative, ack.fin);
+        if self.streams.send.acked_bytes > acked_before || !self.streams.send.has_outstanding() {
+            self.liveness.on_progress(now);
+            for p in self.paths.values_mut() {
+                p.on_session_progress();
+            }
         }
         self.normalize_windows();
         self.autotune_send_buffer();
@@ -401,11 +446,74 @@ impl Session {
         if p.state() == PathState::Closed {
             return;
         }
-        p.close(&mut self.send);
+        p.close(&mut self.streams.send);
         self.events.push_back(Event::PathClosed(id));
         self.normalize_windows();
         if self.paths.values().all(|p| p.state() == PathState::Closed) {
             self.fail(SessionError::AllPathsClosed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Hello;
+
+    fn payload(frames: &[Frame<'_>]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for f in frames {
+            f.clone().encode(&mut buf);
+        }
+        buf
+    }
+
+    fn hello() -> Hello {
+        Hello {
+            version: VERSION,
+            paths: 1,
+            segment_size: 1200,
+            send_window: 1 << 20,
+            recv_window: 1 << 20,
+            cc: "cubic".into(),
+        }
+    }
+
+    #[test]
+    fn a_scan_tells_what_a_datagram_asks_for() {
+        let acks_only = payload(&[Frame::Padding, Frame::Blocked(7)]);
+        assert_eq!(Scan::of(&acks_only, true), Some(Scan::default()));
+        let ping = payload(&[Frame::Ping]);
+        let scan = Scan::of(&ping, true).unwrap();
+        assert!(scan.ack_eliciting && !scan.handshake && !scan.hello);
+        let close = payload(&[Frame::Close {
+            code: 1,
+            reason: b"x",
+        }]);
+        let scan = Scan::of(&close, false).unwrap();
+        assert!(scan.handshake && !scan.ack_eliciting);
+        let answer = payload(&[Frame::HelloAck(hello())]);
+        let scan = Scan::of(&answer, false).unwrap();
+        assert!(scan.handshake && scan.ack_eliciting && !scan.hello);
+        let opening = payload(&[Frame::Hello(hello())]);
+        let scan = Scan::of(&opening, false).unwrap();
+        assert!(scan.hello && scan.ack_eliciting);
+    }
+
+    #[test]
+    fn a_sealed_datagram_with_a_handshake_frame_is_malformed() {
+        let opening = payload(&[Frame::Ping, Frame::Hello(hello())]);
+        assert_eq!(Scan::of(&opening, true), None);
+        let answer = payload(&[Frame::HelloAck(hello())]);
+        assert_eq!(Scan::of(&answer, true), None);
+        let mut truncated = payload(&[
+            Frame::Ping,
+            Frame::Close {
+                code: 1,
+                reason: b"bye",
+            },
+        ]);
+        truncated.pop();
+        assert_eq!(Scan::of(&truncated, false), None);
     }
 }

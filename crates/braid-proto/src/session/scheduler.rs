@@ -36,7 +36,7 @@ const UNMEASURED_WINDOW_PACKETS: u64 = 10;
 const QUEUE_CAP_BDPS: u64 = 4;
 
 /// The connection that takes the next data packet of `charge` bytes: among
-/// those not `is_validating`, whose window has room, whose pacer is ready
+/// those validated (see [`Path::is_validated`]), whose window has room, whose pacer is ready
 /// and whose queue is not capped (see `is_queue_capped`), the one where it
 /// would arrive earliest (unmeasured paths count as immediate, so they get
 /// measured), unless it is worth waiting for a faster one (see
@@ -48,7 +48,6 @@ pub(super) fn pick_data_path(
     now: Instant,
     charge: u64,
     segment_size: u64,
-    is_validating: impl Fn(PathId) -> bool,
     backlog: Option<u64>,
 ) -> Option<PathId> {
     let blind = blind_window(paths, segment_size);
@@ -68,9 +67,7 @@ pub(super) fn pick_data_path(
             .collect(),
     };
     let (arrival, id) = earliest_ready(paths, now, charge, segment_size, |p| {
-        !is_validating(p.id())
-            && p.can_send_data(charge)
-            && !is_queue_capped(p, charge, blind, &acks)
+        p.is_validated() && p.can_send_data(charge) && !is_queue_capped(p, charge, blind, &acks)
     })?;
     (!is_worth_waiting(paths, id, arrival, charge, backlog)).then_some(id)
 }
@@ -85,10 +82,9 @@ pub(super) fn pick_tail_copy_path(
     now: Instant,
     charge: u64,
     segment_size: u64,
-    is_validating: impl Fn(PathId) -> bool,
 ) -> Option<PathId> {
     let (_, id) = earliest_ready(paths, now, charge, segment_size, |p| {
-        !is_validating(p.id()) && p.can_send_data(charge) && expected_arrival(p, charge).is_some()
+        p.is_validated() && p.can_send_data(charge) && expected_arrival(p, charge).is_some()
     })?;
     Some(id)
 }
@@ -319,15 +315,7 @@ mod tests {
     fn the_path_that_acknowledges_sooner_takes_the_packet() {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
         let pick = |paths: &mut BTreeMap<PathId, Path>| {
-            let none = |_| false;
-            pick_data_path(
-                paths,
-                at(200),
-                SEGMENT_SIZE,
-                SEGMENT_SIZE,
-                none,
-                Some(1 << 20),
-            )
+            pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, Some(1 << 20))
         };
         assert_eq!(pick(&mut paths), Some(PathId(1)));
         // With its window full, the packet goes to the other path.
@@ -342,16 +330,10 @@ mod tests {
         // The fast path cannot take this packet (it is being validated),
         // yet it delivers 600 kB/s from 10 ms on: 12 kB would be through
         // by 30 ms, long before the slow path's packet arrived at 100 ms.
-        let fast_busy = |id| id == PathId(1);
+        let fast = paths.get_mut(&PathId(1)).unwrap();
+        fast.start_validation(at(200), 1200, Some([1; 8]));
         let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
-            pick_data_path(
-                paths,
-                at(200),
-                SEGMENT_SIZE,
-                SEGMENT_SIZE,
-                fast_busy,
-                backlog,
-            )
+            pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, backlog)
         };
         assert_eq!(pick(&mut paths, Some(12_000)), None);
         assert_eq!(pick(&mut paths, Some(36_000)), None, "through by 70 ms");
@@ -372,13 +354,11 @@ mod tests {
             measured_one_way(0, 100, 90),
             measured_one_way(1, 150, 10),
         ]);
-        let none = |_| false;
         let pick = pick_data_path(
             &mut paths,
             at(150),
             SEGMENT_SIZE,
             SEGMENT_SIZE,
-            none,
             Some(1 << 20),
         );
         assert_eq!(pick, Some(PathId(1)));

@@ -44,6 +44,7 @@ impl Session {
             return None;
         }
         let us = self
+            .streams
             .send
             .tail()
             .filter_map(|(_, path, due)| self.tail_ack_overdue_at(path, due))
@@ -72,6 +73,7 @@ impl Session {
         let now_us = self.clock_us(now);
         // Before the scheduler sets pacer wake-ups for nothing.
         if !self
+            .streams
             .send
             .tail()
             .any(|(_, path, due)| self.is_tail_overdue(path, due, now_us))
@@ -79,19 +81,13 @@ impl Session {
             return None;
         }
         let segment_size = u64::from(self.cfg.segment_size);
-        let validations = &self.validations;
-        let id = scheduler::pick_tail_copy_path(
-            &mut self.paths,
-            now,
-            segment_size,
-            segment_size,
-            |id| validations.contains_key(&id),
-        )?;
+        let id = scheduler::pick_tail_copy_path(&mut self.paths, now, segment_size, segment_size)?;
         let (offset, _, _) = self
+            .streams
             .send
             .tail()
             .find(|&(_, path, due)| path != id && self.is_tail_overdue(path, due, now_us))?;
-        let pending = self.send.copy_of(offset)?;
+        let pending = self.streams.send.copy_of(offset)?;
         self.send_segment(now, id, pending, buf)
     }
 }

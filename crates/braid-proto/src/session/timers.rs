@@ -4,18 +4,27 @@
 //! `poll_timeout` is the earliest over [`Session::timers`], and
 //! `handle_timeout` acts on the same timers, in the same order, asking the
 //! same function whether each is due. A new timer is a variant, its
-//! deadline and its arm in `handle_timeout` (the match is exhaustive), so
+//! deadline and its arm in `Session::fire` (the match is exhaustive), so
 //! the two cannot list different deadlines.
 
-use super::{
-    Role, Session, SilentRtos, State, MID_STREAM_PROBE, UNAUTHENTIC_GRACE, UNCONFIRMED_LIFETIME,
-    UNCONFIRMED_TIMEOUT,
-};
+use super::{Session, State, MID_STREAM_PROBE};
 use crate::error::SessionError;
 use crate::stats::PathState;
 use crate::Instant;
 use crate::PathId;
-use std::collections::BTreeMap;
+
+/// Whether `handle_timeout` goes on to the next timer.
+type Flow = std::ops::ControlFlow<()>;
+
+/// What one `handle_timeout` call has done so far.
+#[derive(Debug, Default)]
+struct Round {
+    /// Connections whose tail-loss probe or RTO fired in this call: one
+    /// recovery action per connection and call.
+    recovered: Vec<PathId>,
+    /// Whether any RTO fired.
+    any_rto: bool,
+}
 
 /// One deadline of a session or of one of its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,10 +106,7 @@ impl Session {
                 return match timer {
                     Timer::Handshake => {
                         let full = started + self.cfg.handshake_timeout;
-                        Some(match self.first_unauthentic {
-                            Some(at) => full.min(at + UNAUTHENTIC_GRACE),
-                            None => full,
-                        })
+                        Some(self.handshake.client().map_or(full, |c| c.deadline(full)))
                     }
                     Timer::Hello => Some(next_hello),
                     // Nothing else runs before the handshake completes.
@@ -122,7 +128,7 @@ impl Session {
             Timer::Idle => self
                 .unconfirmed_deadline()
                 .is_none()
-                .then(|| self.last_recv + self.cfg.idle_timeout),
+                .then(|| self.liveness.idle_deadline(self.cfg.idle_timeout)),
             Timer::Unconfirmed => self.unconfirmed_deadline(),
             Timer::Validation => self.validation_deadline(),
             // Both probe the first active connection. Without one they wait:
@@ -147,7 +153,7 @@ impl Session {
             }
             Timer::AckCopy => self.ack_copy_due().map(|(_, at)| at),
             Timer::TailCopy => self.tail_copy_deadline(),
-            Timer::Sample => self.next_sample,
+            Timer::Sample => self.sampler.deadline(),
         }
     }
 
@@ -161,12 +167,9 @@ impl Session {
 
     /// Runs every timer that has expired by `now`; an early call does nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
-        // Connections whose tail-loss probe or RTO fired in this call: one
-        // recovery action per connection and call.
-        let mut recovered: Vec<PathId> = Vec::new();
-        let mut any_rto = false;
+        let mut round = Round::default();
         for timer in self.timers() {
-            if matches!(timer, Timer::Sample) && any_rto && self.after_timeouts(now) {
+            if matches!(timer, Timer::Sample) && round.any_rto && self.after_timeouts(now) {
                 return;
             }
             // Each deadline is read when its turn comes: earlier arms may
@@ -174,109 +177,108 @@ impl Session {
             let Some(at) = self.deadline(timer).filter(|&at| now >= at) else {
                 continue;
             };
-            match timer {
-                Timer::Handshake => {
-                    let after = match self.state {
-                        State::Handshaking { started, .. } => at - started,
-                        _ => self.cfg.handshake_timeout,
-                    };
-                    let err = match self.refusal_hint.take() {
-                        Some(said) => SessionError::UnauthenticatedRefusal { after, said },
-                        None if self.unauthentic_answers > 0 => {
-                            SessionError::HandshakeUnauthenticated(after)
-                        }
-                        None => SessionError::HandshakeTimeout(after),
-                    };
-                    self.fail(err);
-                    return;
-                }
-                Timer::Hello => self.resend_hello(now),
-                Timer::Drain => {
-                    self.state = State::Closed;
-                    self.events.push_back(super::Event::Closed);
-                    return;
-                }
-                Timer::Idle => {
-                    self.fail(SessionError::IdleTimeout(self.cfg.idle_timeout));
-                    return;
-                }
-                Timer::Unconfirmed => {
-                    self.fail(SessionError::HandshakeTimeout(at - self.epoch));
-                    return;
-                }
-                Timer::Validation => self.expire_validations(now),
-                Timer::KeepAlive | Timer::Persist => {
-                    // Both probe the first live connection.
-                    if let Some(p) = self
-                        .paths
-                        .values_mut()
-                        .find(|p| p.state() == PathState::Active)
-                    {
-                        p.pending.probe = true;
-                    }
-                }
-                Timer::Pacing(id) => {
-                    if let Some(p) = self.paths.get_mut(&id) {
-                        p.on_pacing_timeout(now);
-                    }
-                }
-                Timer::Tlp(id) => {
-                    // The RTO takes precedence when it is not later.
-                    if self.deadline(Timer::Rto(id)).is_some_and(|rto| at >= rto) {
-                        continue;
-                    }
-                    recovered.push(id);
-                    let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                    if let Some(segment) = p.on_tlp(now) {
-                        if !self.send.has_new_data() {
-                            self.send.probe(segment);
-                        }
-                    }
-                }
-                Timer::Rto(id) => {
-                    if recovered.contains(&id) {
-                        continue;
-                    }
-                    recovered.push(id);
-                    any_rto = true;
-                    let n = self.rtos_without_progress.entry(id).or_default();
-                    *n = n.saturating_add(1);
-                    let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                    let floor = self.cfg.silent_limit.unwrap_or(u32::MAX);
-                    self.rtos_in_silence
-                        .entry(id)
-                        .or_insert_with(|| SilentRtos {
-                            rtos: 0,
-                            limit: p.silent_limit(floor),
-                        })
-                        .rtos += 1;
-                    if p.on_rto(now, &mut self.send) {
-                        self.events.push_back(super::Event::PathDown(id));
-                    }
-                    if p.state() == PathState::Probing {
-                        p.pending.probe = true;
-                    }
-                }
-                Timer::Loss(id) => {
-                    if !recovered.contains(&id) {
-                        let p = self.paths.get_mut(&id).expect("a timer's path exists");
-                        p.detect_losses(now, &mut self.send);
-                    }
-                }
-                Timer::Ack(_) | Timer::AckCopy => {}
-                Timer::TailCopy => self.on_tail_copy_timeout(now),
-                Timer::Sample => {
-                    let Some(interval) = self.cfg.sample_interval else {
-                        continue;
-                    };
-                    self.take_samples(now);
-                    let mut next = at + interval;
-                    if next <= now {
-                        next = now + interval;
-                    }
-                    self.next_sample = Some(next);
+            if self.fire(timer, at, now, &mut round).is_break() {
+                return;
+            }
+        }
+    }
+
+    /// Acts on `timer`, due `at`; breaks when the session ended.
+    fn fire(&mut self, timer: Timer, at: Instant, now: Instant, round: &mut Round) -> Flow {
+        match timer {
+            Timer::Handshake => {
+                let after = match self.state {
+                    State::Handshaking { started, .. } => at - started,
+                    _ => self.cfg.handshake_timeout,
+                };
+                let err = match self.handshake.client_mut() {
+                    Some(client) => client.timeout_error(after),
+                    None => SessionError::HandshakeTimeout(after),
+                };
+                return self.end(err);
+            }
+            Timer::Hello => self.resend_hello(now),
+            Timer::Drain => {
+                self.state = State::Closed;
+                self.events.push_back(super::Event::Closed);
+                return Flow::Break(());
+            }
+            Timer::Idle => return self.end(SessionError::IdleTimeout(self.cfg.idle_timeout)),
+            Timer::Unconfirmed => return self.end(SessionError::HandshakeTimeout(at - self.epoch)),
+            Timer::Validation => self.expire_validations(now),
+            // Both probe the first live connection.
+            Timer::KeepAlive | Timer::Persist => self.probe_first_active(),
+            Timer::Pacing(id) => {
+                if let Some(p) = self.paths.get_mut(&id) {
+                    p.on_pacing_timeout(now);
                 }
             }
+            // The RTO takes precedence when it is not later.
+            Timer::Tlp(id) if self.deadline(Timer::Rto(id)).is_some_and(|rto| at >= rto) => {}
+            Timer::Tlp(id) => {
+                round.recovered.push(id);
+                self.on_tlp_timeout(now, id);
+            }
+            Timer::Rto(id) if round.recovered.contains(&id) => {}
+            Timer::Rto(id) => {
+                round.recovered.push(id);
+                round.any_rto = true;
+                self.on_rto_timeout(now, id);
+            }
+            Timer::Loss(id) if round.recovered.contains(&id) => {}
+            Timer::Loss(id) => {
+                let p = self.paths.get_mut(&id).expect("a timer's path exists");
+                p.detect_losses(now, &mut self.streams.send);
+            }
+            Timer::Ack(_) | Timer::AckCopy => {}
+            Timer::TailCopy => self.on_tail_copy_timeout(now),
+            Timer::Sample => {
+                if let Some(interval) = self.cfg.sample_interval {
+                    self.take_samples(now);
+                    self.sampler.schedule(at, now, interval);
+                }
+            }
+        }
+        Flow::Continue(())
+    }
+
+    /// The session fails with `err`; nothing more is due.
+    fn end(&mut self, err: SessionError) -> Flow {
+        self.fail(err);
+        Flow::Break(())
+    }
+
+    /// A keep-alive or persist probe goes on the first live connection.
+    fn probe_first_active(&mut self) {
+        if let Some(p) = self
+            .paths
+            .values_mut()
+            .find(|p| p.state() == PathState::Active)
+        {
+            p.pending.probe = true;
+        }
+    }
+
+    /// Connection `id`'s tail-loss probe fired.
+    fn on_tlp_timeout(&mut self, now: Instant, id: PathId) {
+        let p = self.paths.get_mut(&id).expect("a timer's path exists");
+        if let Some(segment) = p.on_tlp(now) {
+            if !self.streams.send.has_new_data() {
+                self.streams.send.probe(segment);
+            }
+        }
+    }
+
+    /// Connection `id`'s retransmission timer fired: counted for the
+    /// give-up rules, then the path backs off and probes.
+    fn on_rto_timeout(&mut self, now: Instant, id: PathId) {
+        let p = self.paths.get_mut(&id).expect("a timer's path exists");
+        p.count_rto(self.cfg.silent_limit.unwrap_or(u32::MAX));
+        if p.on_rto(now, &mut self.streams.send) {
+            self.events.push_back(super::Event::PathDown(id));
+        }
+        if p.state() == PathState::Probing {
+            p.pending.probe = true;
         }
     }
 
@@ -314,27 +316,17 @@ impl Session {
     /// did.
     fn after_timeouts(&mut self, now: Instant) -> bool {
         self.normalize_windows();
-        // Whether every usable connection has counted `limit` or more.
-        let every = |counts: &BTreeMap<PathId, u32>, limit: u32| {
-            self.paths
-                .values()
-                .filter(|p| p.is_usable())
-                .all(|p| counts.get(&p.id()).copied().unwrap_or(0) >= limit)
-        };
         if let Some(floor) = self.cfg.silent_limit {
-            let silence = now - self.last_recv;
+            let silence = self.liveness.silence(now);
             // Data of ours outstanding, or the peer's still to come (a
             // receiver's keep-alive probes go unanswered then).
-            let waiting = self.send.has_outstanding() || !self.recv_finished;
+            let waiting = self.streams.send.has_outstanding() || !self.streams.is_recv_finished();
             // Every usable connection at its limit; the largest, for the report.
             let limits: Option<Vec<u32>> = self
                 .paths
                 .values()
                 .filter(|p| p.is_usable())
-                .map(|p| {
-                    let s = self.rtos_in_silence.get(&p.id())?;
-                    (s.rtos >= s.limit).then_some(s.limit)
-                })
+                .map(|p| p.rto_count().silent_limit_reached())
                 .collect();
             let silent = limits.map(|l| l.into_iter().max().unwrap_or(floor));
             if let Some(rtos) = silent.filter(|_| silence >= crate::config::MIN_SILENCE && waiting)
@@ -352,11 +344,15 @@ impl Session {
             // More than `limit` on every usable connection, and for as long
             // as that many doubling timeouts would take (TCP's patience).
             let expiries = limit.saturating_add(1);
-            let exhausted = every(&self.rtos_without_progress, expiries)
-                && now - self.progress_at >= self.cfg.rto.backoff_total(expiries);
-            if exhausted && self.send.has_outstanding() {
+            let exhausted = self
+                .paths
+                .values()
+                .filter(|p| p.is_usable())
+                .all(|p| p.rto_count().without_progress() >= expiries)
+                && self.liveness.without_progress(now) >= self.cfg.rto.backoff_total(expiries);
+            if exhausted && self.streams.send.has_outstanding() {
                 self.fail(SessionError::NoProgress {
-                    after: now - self.progress_at,
+                    after: self.liveness.without_progress(now),
                     rtos: limit,
                 });
                 return true;
@@ -367,8 +363,8 @@ impl Session {
 
     /// A server that the client has not confirmed gives up on it then.
     fn unconfirmed_deadline(&self) -> Option<Instant> {
-        (self.role == Role::Server && !self.peer_confirmed && self.state == State::Established)
-            .then(|| (self.last_hello + UNCONFIRMED_TIMEOUT).min(self.epoch + UNCONFIRMED_LIFETIME))
+        let server = self.handshake.server()?;
+        (self.state == State::Established).then(|| server.deadline(self.epoch))
     }
 
     fn keep_alive_deadline(&self) -> Option<Instant> {
@@ -383,14 +379,15 @@ impl Session {
                 // not take our quiet for silence and give up on a transfer
                 // that arrived. Sessions idle from the start keep the long
                 // interval.
-                let awaiting_peer =
-                    (self.recv.cumulative() > 0 || self.send_finished) && !self.recv_finished;
+                let awaiting_peer = (self.streams.recv.cumulative() > 0
+                    || self.streams.is_send_finished())
+                    && !self.streams.is_recv_finished();
                 let ka = if awaiting_peer {
                     ka.min(MID_STREAM_PROBE)
                 } else {
                     ka
                 };
-                self.last_send.max(self.last_recv) + ka
+                self.liveness.keep_alive_deadline(ka)
             }),
             _ => None,
         }
@@ -403,7 +400,7 @@ impl Session {
     /// When blocked only by the peer's flow-control window with nothing in
     /// flight, probe after an RTO in case the window update was lost.
     fn persist_deadline(&self) -> Option<Instant> {
-        if self.state != State::Established || !self.send.is_flow_blocked() {
+        if self.state != State::Established || !self.streams.send.is_flow_blocked() {
             return None;
         }
         if self.paths.values().any(|p| p.has_in_flight()) {
@@ -414,6 +411,6 @@ impl Session {
             .values()
             .map(|p| p.rtt().rto(&self.cfg.rto, 0))
             .min()?;
-        Some(self.last_send + rto)
+        Some(self.liveness.after_last_send(rto))
     }
 }

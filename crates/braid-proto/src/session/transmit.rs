@@ -6,7 +6,6 @@
 use super::{close_code, scheduler, Session, State};
 use crate::crypto::UpdatePolicy;
 use crate::path::Path;
-use crate::rtt::Exchange;
 use crate::send_stream::Pending;
 use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
@@ -47,10 +46,10 @@ impl Session {
     /// driver builds a GSO batch of a connection's datagrams in place.
     /// [`Transmit::size`] is the new datagram's length.
     pub fn poll_transmit_append(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        self.packet_start = buf.len();
+        self.packets.begin(buf.len());
         let t = self.next_transmit(now, buf);
         if t.is_none() {
-            buf.truncate(self.packet_start);
+            buf.truncate(self.packets.start());
         }
         t
     }
@@ -84,7 +83,7 @@ impl Session {
             packets: self.cfg.key_update_packets,
             interval: self.cfg.key_update_interval,
         };
-        let Some(keys) = self.keys.as_deref_mut() else {
+        let Some(keys) = self.packets.keys_mut() else {
             return;
         };
         keys.prepare_seal(now, policy);
@@ -101,7 +100,7 @@ impl Session {
         let pn = p.take_packet_number(&mut self.rng);
         // Clear handshake datagrams carry the bit too, unread: the
         // handshake authenticates them, not the packet keys.
-        let key_phase = self.keys.as_ref().is_some_and(|k| k.phase_bit());
+        let key_phase = self.packets.keys().is_some_and(|k| k.phase_bit());
         Header {
             version: VERSION,
             key_phase,
@@ -111,8 +110,8 @@ impl Session {
             packet_number: pn,
         }
         .encode(buf);
-        self.packet_number = pn;
-        self.last_send = now;
+        self.packets.set_number(pn);
+        self.liveness.on_sent(now);
         pn
     }
 
@@ -124,9 +123,7 @@ impl Session {
 
     /// Seals the datagram being written, once the session has keys.
     fn seal_packet(&mut self, buf: &mut Vec<u8>) {
-        if let Some(keys) = self.keys.as_deref_mut() {
-            keys.seal(buf, self.packet_start, self.packet_number);
-        }
+        self.packets.seal(buf);
     }
 
     /// A handshake datagram: it travels in clear, its content authenticated
@@ -136,7 +133,7 @@ impl Session {
     }
 
     fn account_packet(&mut self, path: PathId, buf: &[u8]) -> Transmit {
-        let size = buf.len() - self.packet_start;
+        let size = self.packets.len(buf);
         self.charge_amplification(path, size);
         let p = self.paths.get_mut(&path).expect("path exists");
         p.on_datagram_sent(size);
@@ -153,15 +150,15 @@ impl Session {
     /// next such ACK (in full duplex the ACKs ride on the peer's paced data,
     /// and their frames' own receive times serve the train).
     fn push_ack(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>, alone: bool) {
-        let max_data = self.recv.max_data();
+        let max_data = self.streams.recv.max_data();
         let p = self.paths.get_mut(&path).expect("path exists");
         if let Some(level) = p.take_ece() {
             Frame::Ece(level).encode(buf);
         }
         let mut ack = p.ack_frame(
             now,
-            self.recv.cumulative(),
-            self.recv.is_fin_received(),
+            self.streams.recv.cumulative(),
+            self.streams.recv.is_fin_received(),
             max_data,
         );
         if alone {
@@ -169,8 +166,7 @@ impl Session {
         }
         Frame::Ack(ack).encode(buf);
         p.on_ack_sent(now, alone);
-        self.recv.on_advertised();
-        self.window_update = false;
+        self.streams.on_window_advertised();
         self.on_own_ack_sent(now, path);
     }
 
@@ -178,10 +174,10 @@ impl Session {
         let (code, reason, left) = self.close.take()?;
         let path = if self
             .paths
-            .get(&self.last_recv_path)
+            .get(&self.liveness.last_recv_path())
             .is_some_and(|p| p.is_usable())
         {
-            Some(self.last_recv_path)
+            Some(self.liveness.last_recv_path())
         } else {
             self.paths.values().find(|p| p.is_usable()).map(|p| p.id())
         }?;
@@ -190,7 +186,7 @@ impl Session {
         }
         // A client without our answer could not open a sealed CLOSE: the
         // answer goes first (a refusal travels inside it).
-        if let Some(answer) = self.answer.take().filter(|_| !self.peer_confirmed) {
+        if let Some(answer) = self.handshake.server_mut().and_then(|s| s.take_answer()) {
             self.close = Some((code, reason, left));
             self.start_packet(now, path, buf);
             buf.extend_from_slice(answer.frame());
@@ -232,12 +228,13 @@ impl Session {
         let p = self.paths.get_mut(&id).expect("path exists");
         if p.pending.hello {
             p.pending.hello = false;
-            match &self.client_hs {
-                Some(hs) => {
+            match self.handshake.client().filter(|c| c.noise().is_some()) {
+                Some(client) => {
+                    let hs = client.noise().expect("filtered");
                     let (pake, noise) = hs.message();
                     Frame::ClientHello {
                         mode: hs.mode(),
-                        token: &self.retry_token,
+                        token: client.retry_token(),
                         pake,
                         noise,
                     }
@@ -245,16 +242,15 @@ impl Session {
                 }
                 None => Frame::Hello(hello).encode(buf),
             }
-            wire::pad_to(buf, self.packet_start + MIN_INITIAL_DATAGRAM);
+            wire::pad_to(buf, self.packets.start() + MIN_INITIAL_DATAGRAM);
             return Some(self.finish_clear_packet(id, buf));
         }
         let hello_ack = p.pending.hello_ack;
         if hello_ack {
             p.pending.hello_ack = false;
-            let previous = self.answers_sent.get(&id).copied();
-            self.answers_sent.insert(id, Exchange::sent(previous, now));
+            p.on_answer_sent(now);
             if self.is_sealed() {
-                let answer = self.answer.as_ref()?;
+                let answer = self.handshake.answer()?;
                 buf.extend_from_slice(answer.frame());
                 return Some(self.finish_clear_packet(id, buf));
             }
@@ -296,12 +292,19 @@ impl Session {
             .all(|q| !(q.is_usable() && q.state() == PathState::Active));
         // A connection still being validated keeps to its amplification
         // credit, which a data packet may exceed.
-        let validated = !self.validations.contains_key(&id);
-        if !(only_probe && none_active && validated && self.is_established() && self.peer_confirmed)
+        let validated = p.is_validated();
+        if !(only_probe
+            && none_active
+            && validated
+            && self.is_established()
+            && self.handshake.is_done())
         {
             return None;
         }
-        self.send.peek().filter(|pending| pending.retransmission)
+        self.streams
+            .send
+            .peek()
+            .filter(|pending| pending.retransmission)
     }
 
     /// Whether a control or ACK-only packet fits `id`'s amplification credit.
@@ -312,11 +315,10 @@ impl Session {
     /// PATH_RESPONSEs we owe, then PATH_CHALLENGEs that are due. Both need
     /// keys (they would prove nothing forgeable).
     fn transmit_validation(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if !self.is_established() || (self.is_sealed() && self.keys.is_none()) {
+        if !self.is_established() || (self.is_sealed() && self.packets.keys().is_none()) {
             return None;
         }
-        while let Some(&(id, data)) = self.responses.front() {
-            self.responses.pop_front();
+        while let Some((id, data)) = self.challenges.responses.pop() {
             if self.paths.get(&id).is_some_and(|p| p.is_usable()) && self.validations_allow(id) {
                 self.start_packet(now, id, buf);
                 Frame::PathResponse(data).encode(buf);
@@ -332,7 +334,7 @@ impl Session {
             Frame::PathChallenge(data).encode(buf);
             self.seal_packet(buf);
             // Not the connection's address: its credit is the candidate's.
-            let size = buf.len() - self.packet_start;
+            let size = self.packets.len(buf);
             self.on_candidate_challenge_sent(now, size);
             self.paths
                 .get_mut(&id)
@@ -353,17 +355,17 @@ impl Session {
     }
 
     fn transmit_data(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if !self.peer_confirmed {
+        if !self.handshake.is_done() {
             return None; // the client may not have our HELLO_ACK yet and would drop data
         }
-        let Some(pending) = self.send.peek() else {
+        let Some(pending) = self.streams.send.peek() else {
             if let Some(sent) = self.transmit_tail_copy(now, buf) {
                 return Some(sent);
             }
             // Only an empty buffer is application-limited; a sender held back
             // by flow control or its send buffer still measures the path
             // (Linux tracks those as rwnd- and sndbuf-limited, not app-limited).
-            if !self.send.has_unsent() {
+            if !self.streams.send.has_unsent() {
                 for p in self.paths.values_mut() {
                     p.on_app_limited();
                 }
@@ -378,24 +380,18 @@ impl Session {
                 .min()
                 .unwrap_or(self.cfg.rto.initial_rto)
                 .max(Duration::from_millis(1));
-            let due = self.blocked_sent.is_none_or(|t| now >= t + rtt);
-            if self.send.is_flow_blocked() && due {
-                self.blocked_sent = Some(now);
-                self.blocked_pending = true;
-            }
+            self.streams.on_nothing_to_send(now, rtt);
             return None;
         };
         let charge = u64::from(pending.len).max(1);
         // What the faster connections would have to deliver first, unless
         // the application may write more than the buffer holds.
-        let backlog = (!self.send.is_buffer_limited()).then(|| self.send.backlog());
-        let validations = &self.validations;
+        let backlog = (!self.streams.send.is_buffer_limited()).then(|| self.streams.send.backlog());
         let id = scheduler::pick_data_path(
             &mut self.paths,
             now,
             charge,
             u64::from(self.cfg.segment_size),
-            |id| validations.contains_key(&id),
             backlog,
         )?;
         self.send_segment(now, id, pending, buf)
@@ -426,19 +422,23 @@ impl Session {
         // The frame's header, then its data straight from the send buffer,
         // to the end of the datagram.
         wire::encode_stream_header(buf, pending.offset, pending.fin);
-        self.send.read_segment(pending.offset, pending.len, buf);
+        self.streams
+            .send
+            .read_segment(pending.offset, pending.len, buf);
         debug_assert_eq!(
             buf.len() - frame_start,
             wire::stream_frame_overhead(pending.offset) + pending.len as usize
         );
-        if !self.send.has_outstanding() {
+        if !self.streams.send.has_outstanding() {
             // Data becomes outstanding: the no-progress count starts.
-            self.progress_at = now;
-            self.rtos_without_progress.clear();
+            self.liveness.on_progress(now);
+            for p in self.paths.values_mut() {
+                p.on_session_progress();
+            }
         }
         let due = scheduler::expected_arrival(&self.paths[&id], charge)
             .map(|arrival| self.clock_us(now).saturating_add(arrival));
-        self.send.on_sent(pending, id, due);
+        self.streams.send.on_sent(pending, id, due);
         if pending.retransmission {
             self.counters.retransmitted += 1;
         } else {
@@ -462,7 +462,7 @@ impl Session {
     fn ack_rides_data(&self, p: &Path, now: Instant) -> bool {
         let hold = self.cfg.max_ack_delay.min(p.rtt().min() / 4);
         !p.is_ack_urgent(now)
-            && self.send.peek().is_some()
+            && self.streams.send.peek().is_some()
             && p.can_send_data(u64::from(self.cfg.segment_size))
             && p.pacing_wakeup().is_some_and(|t| t <= now + hold)
     }
@@ -491,10 +491,10 @@ impl Session {
                 own_ack = self.paths[&fast].is_ack_owed();
                 fast
             }
-            None if self.window_update || self.blocked_pending => {
+            None if self.streams.is_window_news_owed() => {
                 let last = self
                     .paths
-                    .get(&self.last_recv_path)
+                    .get(&self.liveness.last_recv_path())
                     .filter(|p| p.state() != PathState::Closed);
                 let any = last.or_else(|| self.paths.values().find(|p| p.is_usable()))?;
                 if !self.validations_allow(any.id()) {
@@ -505,8 +505,8 @@ impl Session {
             None => return None,
         };
         self.start_packet(now, id, buf);
-        if std::mem::take(&mut self.blocked_pending) {
-            Frame::Blocked(self.send.max_data()).encode(buf);
+        if self.streams.take_blocked() {
+            Frame::Blocked(self.streams.send.max_data()).encode(buf);
         }
         if own_ack {
             self.push_ack(now, id, buf, true);

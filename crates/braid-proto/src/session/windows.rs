@@ -18,10 +18,11 @@ impl Session {
             .map(|p| p.cc().window())
             .sum();
         let target = (2 * windows).min(self.cfg.max_window);
-        if target > self.send.buffer_limit() {
+        if target > self.streams.send.buffer_limit() {
             let segment_size = u64::from(self.cfg.segment_size);
-            let packets = (target / segment_size).max(self.send.window_packets);
-            self.send
+            let packets = (target / segment_size).max(self.streams.send.window_packets);
+            self.streams
+                .send
                 .set_limits(u32::from(self.cfg.segment_size), target, packets);
         }
     }

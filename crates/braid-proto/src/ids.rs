@@ -1,4 +1,7 @@
-//! The name of one of a session's connections.
+//! The names every layer shares: a session's connections ([`PathId`]) and
+//! its sides ([`Role`]). They live at the crate root so that the wire
+//! format, the configuration and the statistics need not reach into
+//! `path/` or `session/` for them.
 
 use std::fmt;
 
@@ -20,4 +23,13 @@ impl fmt::Display for PathId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
     }
+}
+
+/// Which side opened the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// It connected.
+    Client,
+    /// It accepted.
+    Server,
 }

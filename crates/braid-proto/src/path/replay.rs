@@ -8,19 +8,13 @@
 const WINDOW: u64 = 8192;
 const WORDS: usize = (WINDOW / 64) as usize;
 
-#[derive(Debug, Clone)]
+/// Every connection has one from its start; its bitmap (1 KiB) is only
+/// allocated when the first authentic packet arrives there.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ReplayWindow {
     largest: Option<u64>,
-    bits: Box<[u64; WORDS]>,
-}
-
-impl Default for ReplayWindow {
-    fn default() -> Self {
-        ReplayWindow {
-            largest: None,
-            bits: Box::new([0; WORDS]),
-        }
-    }
+    /// Empty until the first number is recorded, then `WORDS` long.
+    bits: Vec<u64>,
 }
 
 impl ReplayWindow {
@@ -51,6 +45,9 @@ impl ReplayWindow {
 
     /// Records `pn` (call only after `is_replay` said no and it authenticated).
     pub fn insert(&mut self, pn: u64) {
+        if self.bits.is_empty() {
+            self.bits = vec![0; WORDS];
+        }
         match self.largest {
             Some(largest) if pn <= largest => {}
             Some(largest) if pn - largest < WINDOW => {
@@ -77,6 +74,10 @@ mod tests {
     #[test]
     fn duplicates_and_stale_numbers_are_refused() {
         let mut r = ReplayWindow::default();
+        assert!(
+            r.bits.is_empty(),
+            "nothing allocated before the first packet"
+        );
         for pn in [5, 3, 9, 4] {
             assert!(!r.is_replay(pn));
             r.insert(pn);

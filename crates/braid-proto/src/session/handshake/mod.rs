@@ -1,13 +1,20 @@
 //! The handshake: a server session from a client's first datagram, what
-//! the two sides agree on, and the answers that carry it.
+//! the two sides agree on, and the answers that carry it. What each side
+//! keeps of it until it is done is the [`Handshake`] part (`state.rs`).
 
-use super::{close_code, Event, Role, Session, State, CLOSE_REPEATS};
+mod state;
+
+use state::Answer;
+pub(super) use state::{Client, Handshake, Server};
+
+use super::{close_code, Event, Session, State, CLOSE_REPEATS};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
 use crate::error::SessionError;
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
+use crate::Role;
 use crate::{cc, Ecn, Instant};
 use crate::{PathId, PublicKey};
 use thiserror::Error;
@@ -33,37 +40,12 @@ pub enum AcceptError {
     Config(#[from] ConfigError),
 }
 
-/// What a sealed server keeps of its handshake until the client confirms:
-/// the client's first message, to recognise its retransmissions, and our
-/// answer, to repeat it.
-#[derive(Debug)]
-pub(super) struct Answer {
-    client_message: Vec<u8>,
-    /// The encoded SERVER_HELLO frame.
-    frame: Vec<u8>,
-    /// Key mode: the client's key and the date of its opening.
-    opening: Option<(PublicKey, u64)>,
-}
-
-impl Answer {
-    pub(super) fn frame(&self) -> &[u8] {
-        &self.frame
-    }
-}
-
 /// Bytes of the date that starts a sealed offer.
 const DATE_LEN: usize = 8;
 
 /// The whole of a refusal in clear: the handshake's mode (code, key or
 /// insecure), the key, or the client's key was not what this server takes.
 pub(crate) const REFUSED: &str = "refused";
-
-/// RETRYs answered with an opening at once; later ones only replace the
-/// token the next scheduled opening carries. A token lives 10 s and a
-/// handshake may try for 75 s, so every RETRY must count; but a server
-/// (or forger) answering each opening with one must not make a ping-pong
-/// of them.
-const MAX_RETRIES: u32 = 4;
 
 impl Session {
     /// Opens a server session from a client's first datagram, which arrived
@@ -156,12 +138,14 @@ impl Session {
                     noise: &msg,
                 }
                 .encode(&mut frame);
-                s.keys = Some(Box::new(keys));
-                s.answer = Some(Answer {
-                    client_message: noise.to_vec(),
-                    frame,
-                    opening,
-                });
+                s.packets.set_keys(keys);
+                if let Some(server) = s.handshake.server_mut() {
+                    server.set_answer(Answer {
+                        client_message: noise.to_vec(),
+                        frame,
+                        opening,
+                    });
+                }
                 if let Some((code, reason)) = refusal {
                     // The refusal travels inside the answer, authenticated.
                     s.refuse(code, reason);
@@ -182,13 +166,13 @@ impl Session {
     /// Key mode, a server's: the client's key and the date its opening
     /// carried, for the endpoint to refuse replayed openings.
     pub(crate) fn opening_date(&self) -> Option<(PublicKey, u64)> {
-        self.answer.as_ref().and_then(|a| a.opening)
+        self.handshake.answer().and_then(|a| a.opening)
     }
 
     /// Whether this server session answered a sealed handshake (with a
     /// code: gave whoever sent it one guess to check).
     pub(crate) fn has_answered(&self) -> bool {
-        self.answer.is_some()
+        self.handshake.answer().is_some()
     }
 
     /// Applies a client's offer, or says why it cannot be served.
@@ -246,9 +230,9 @@ impl Session {
             // A retransmitted opening: repeat our answer where it came from.
             Frame::ClientHello { noise, .. }
                 if self
-                    .answer
-                    .as_ref()
-                    .is_some_and(|a| a.client_message == noise)
+                    .handshake
+                    .server()
+                    .is_some_and(|s| s.is_repeated_opening(noise))
                     && datagram.len() >= MIN_INITIAL_DATAGRAM
                     && self.paths.get(&path).is_some_and(|p| p.is_usable())
                     && !self.is_closed() =>
@@ -257,19 +241,22 @@ impl Session {
                 // Not authentic: it keeps the half-open session, but dates
                 // nothing (a sealed connection's lag comes from its first
                 // sealed packet).
-                self.last_hello = now;
+                if let Some(server) = self.handshake.server_mut() {
+                    server.on_opening(now);
+                }
                 self.paths
                     .get_mut(&path)
                     .expect("path exists")
                     .pending
                     .hello_ack = true;
             }
-            Frame::ServerHello { pake, noise } if self.client_hs.is_some() => {
-                let hs = self.client_hs.as_mut().expect("checked");
+            Frame::ServerHello { pake, noise } if self.handshake.client_noise().is_some() => {
+                let client = self.handshake.client_mut().expect("checked");
+                let hs = client.noise_mut().expect("checked");
                 match hs.read_answer(pake, noise) {
                     Ok((answer, keys)) => {
-                        self.keys = Some(Box::new(keys));
-                        self.client_hs = None;
+                        self.packets.set_keys(keys);
+                        client.drop_noise();
                         self.on_sealed_answer(now, path, datagram, &answer);
                     }
                     // With a code, every answer we check is a guess an
@@ -278,35 +265,35 @@ impl Session {
                     // guess per handshake on this side too.
                     Err(_) if hs.mode() == crate::crypto::mode::CODE => {
                         self.counters.forged += 1;
-                        self.client_hs = None;
+                        client.drop_noise();
                         self.fail(SessionError::CodeRejected);
                     }
                     Err(_) => {
                         self.counters.forged += 1;
-                        self.unauthentic_answers += 1;
-                        self.first_unauthentic.get_or_insert(now);
+                        client.on_unauthentic_answer(now);
                     }
                 }
             }
-            Frame::Retry { token } if self.client_hs.is_some() => {
-                self.retry_token = token.to_vec();
-                if self.retries < MAX_RETRIES {
-                    self.retries += 1;
+            Frame::Retry { token } if self.handshake.client_noise().is_some() => {
+                let client = self.handshake.client_mut().expect("checked");
+                if client.on_retry(token) {
                     if let Some(p) = self.paths.get_mut(&path) {
                         p.pending.hello = true;
                     }
                 }
             }
-            Frame::Close { reason, .. } if self.client_hs.is_some() => {
+            Frame::Close { reason, .. } if self.handshake.client_noise().is_some() => {
                 let reason = String::from_utf8_lossy(reason);
-                self.refusal_hint = Some(reason.chars().take(wire::MAX_REASON).collect());
-                self.first_unauthentic.get_or_insert(now);
+                let client = self.handshake.client_mut().expect("checked");
+                client.on_refusal(now, reason.chars().take(wire::MAX_REASON).collect());
                 self.counters.forged += 1;
             }
             // A late copy of a handshake message (a second connection's
             // answer, a repeated opening after the answer was dropped):
             // the handshake succeeded, so it says nothing either way.
-            Frame::ServerHello { .. } | Frame::ClientHello { .. } if self.keys.is_some() => {
+            Frame::ServerHello { .. } | Frame::ClientHello { .. }
+                if self.packets.keys().is_some() =>
+            {
                 self.counters.unexpected += 1;
             }
             _ => self.counters.forged += 1,
@@ -338,7 +325,7 @@ impl Session {
     /// What an authentic packet's arrival says besides its number: the
     /// peer is there and has answered.
     fn on_answer_arrival(&mut self, now: Instant, path: PathId, len: usize) {
-        self.peer_confirmed = true;
+        self.handshake.confirm(None);
         self.credit_received(path, len);
         self.on_peer_heard(now, path);
     }
@@ -379,7 +366,7 @@ impl Session {
         if let Some(p) = self.paths.values_mut().next() {
             p.pending.probe = true;
         }
-        self.peer_confirmed = true;
+        self.handshake.confirm(None);
         self.state = State::Established;
         self.events.push_back(Event::Connected);
     }
