@@ -26,9 +26,13 @@ fn free_udp_port() -> u16 {
     s.local_addr().unwrap().port()
 }
 
+/// A child's first stdout line and when it came, its exit status, and
+/// when it exited.
+type Watch = (Option<(String, Instant)>, Option<i32>, Instant);
+
 /// A child whose first stdout line (its JSON record) and exit are timed.
 struct Watched {
-    waiter: std::thread::JoinHandle<(Option<(String, Instant)>, Option<i32>, Instant)>,
+    waiter: std::thread::JoinHandle<Watch>,
 }
 
 impl Watched {
