@@ -1,119 +1,13 @@
 //! The `braid` command's transfers and error cases, on loopback.
 
+mod common;
+
+use common::*;
 use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn braid() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_braid"))
-}
-
-fn run(args: &[&str]) -> Output {
-    braid().args(args).output().expect("braid runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn free_port() -> String {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.local_addr().unwrap().to_string()
-}
-
-/// A socket that never reads: datagrams to it get no answer and no
-/// "port unreachable" either. Keep it alive while it is used.
-fn silent_port() -> (UdpSocket, String) {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let a = s.local_addr().unwrap().to_string();
-    (s, a)
-}
-
-/// A running `braid recv`: its address and the options a sender needs
-/// (`--code C`, `--peer K` or `--insecure`), as it printed them.
-struct Recv {
-    child: Child,
-    addr: String,
-    auth: Vec<String>,
-    /// Its stderr after the first two lines.
-    rest: std::sync::mpsc::Receiver<String>,
-}
-
-/// Starts `braid recv` on a free port.
-fn start_recv(extra: &[&str]) -> Recv {
-    let mut child = braid()
-        .args(["recv", "--listen", "127.0.0.1:0", "--quiet"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("listening on ") {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "recv exited");
-    }
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_owned();
-    line.clear();
-    err.read_line(&mut line).unwrap();
-    let (_, option) = line
-        .trim()
-        .split_once(&format!("--to {addr} "))
-        .unwrap_or_else(|| panic!("unexpected sender hint {line:?}"));
-    let auth = option.split(' ').map(str::to_owned).collect();
-    // Keep draining stderr so the receiver never blocks on a full pipe.
-    let (tx, rest) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut l = String::new();
-        while err.read_line(&mut l).unwrap_or(0) > 0 {
-            let _ = tx.send(std::mem::take(&mut l));
-        }
-    });
-    Recv {
-        child,
-        addr,
-        auth,
-        rest,
-    }
-}
-
-impl Recv {
-    /// `braid send` arguments for this receiver: FILE --to ADDR and its auth.
-    fn send_args<'a>(&'a self, file: &'a str) -> Vec<&'a str> {
-        let mut a = vec!["send", file, "--to", &self.addr];
-        a.extend(self.auth.iter().map(String::as_str));
-        a
-    }
-}
-
-fn wait(mut child: Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("process did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn write_random(path: &Path, len: usize) -> Vec<u8> {
-    let data: Vec<u8> = (0..len as u64)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
-        .collect();
-    std::fs::write(path, &data).unwrap();
-    data
-}
 
 #[test]
 fn send_and_recv_verify_a_file_over_two_connections() {
@@ -121,7 +15,7 @@ fn send_and_recv_verify_a_file_over_two_connections() {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 3_000_000);
+    let data = write_data(&input, 3_000_000);
     let recv = start_recv(&["--output", out.to_str().unwrap()]);
     let mut args = recv.send_args(input.to_str().unwrap());
     args.extend(["--to", &recv.addr, "--json"]);
@@ -306,7 +200,7 @@ fn bad_command_lines_are_one_line_and_exit_2() {
 fn runtime_errors_are_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f");
-    write_random(&input, 1000);
+    write_data(&input, 1000);
     let held = UdpSocket::bind("127.0.0.1:0").unwrap();
     let in_use = held.local_addr().unwrap().to_string();
     let not_a_dir = format!("{}/sub/", input.display());
@@ -353,7 +247,7 @@ fn runtime_errors_are_one_clear_line() {
 fn a_silent_peer_fails_after_the_handshake_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f");
-    write_random(&input, 1000);
+    write_data(&input, 1000);
     let (_silent, to) = silent_port();
     let start = Instant::now();
     let o = run(&[
@@ -384,7 +278,7 @@ fn a_silent_peer_fails_after_the_handshake_timeout() {
 fn a_closed_port_fails_at_once_with_nothing_listening() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f");
-    write_random(&input, 1000);
+    write_data(&input, 1000);
     let to = free_port();
     let start = Instant::now();
     let o = run(&[
@@ -412,7 +306,7 @@ fn a_closed_port_fails_at_once_with_nothing_listening() {
 fn a_long_silent_handshake_says_whom_it_waits_for() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f");
-    write_random(&input, 1000);
+    write_data(&input, 1000);
     let (_silent, to) = silent_port();
     let o = run(&[
         "send",
@@ -450,7 +344,7 @@ fn disk_full_mid_transfer_leaves_no_file() {
         return;
     }
     let input = dir.path().join("big.bin");
-    write_random(&input, 4_000_000);
+    write_data(&input, 4_000_000);
     let recv = start_recv(&["--output", mnt.to_str().unwrap()]);
     let started = Instant::now();
     let mut args = recv.send_args(input.to_str().unwrap());
@@ -513,7 +407,7 @@ fn a_pinned_key_transfer_verifies_and_a_wrong_key_is_named() {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 500_000);
+    let data = write_data(&input, 500_000);
     let recv = start_recv(&[
         "--key",
         key.to_str().unwrap(),
@@ -550,7 +444,7 @@ fn a_pinned_key_transfer_verifies_and_a_wrong_key_is_named() {
 fn a_wrong_code_does_not_take_a_one_shot_receiver() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 200_000);
+    let data = write_data(&input, 200_000);
     let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
     assert_eq!(recv.auth[0], "--code");
     let start = Instant::now();
@@ -592,7 +486,7 @@ fn an_existing_file_is_replaced_only_with_overwrite() {
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("data.bin"), b"precious").unwrap();
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 100_000);
+    let data = write_data(&input, 100_000);
 
     let recv = start_recv(&["--output", out.to_str().unwrap()]);
     let sent = run(&recv.send_args(input.to_str().unwrap()));
@@ -635,7 +529,7 @@ fn long_and_hostile_names_arrive_and_print_escaped() {
         "evil\x1b[2J\u{202e}name.txt".to_owned(),
     ] {
         let input = dir.path().join(&name);
-        let data = write_random(&input, 10_000);
+        let data = write_data(&input, 10_000);
         let mut recv = braid()
             .args(["recv", "--listen", "127.0.0.1:0", "--insecure", "--output"])
             .arg(&out)
@@ -746,13 +640,13 @@ fn a_signal_on_either_side_reaches_the_other_at_once() {
     let (recv, send, _stdin) = stalled_transfer(&out);
     kill(&send, "-INT");
     let started = Instant::now();
-    let Recv { child, rest, .. } = recv;
+    let Recv { child, err, .. } = recv;
     let recv_status = wait(child, Duration::from_secs(5));
     assert!(started.elapsed() < Duration::from_secs(3));
     assert_eq!(wait(send, Duration::from_secs(5)).code(), Some(130));
     assert_eq!(recv_status.code(), Some(1));
     // All it printed, now that it has exited.
-    let said: String = rest.iter().collect();
+    let said = err.iter().collect::<Vec<_>>().join("\n");
     assert!(said.contains("sender interrupted (SIGINT)"), "{said}");
     assert_eq!(
         std::fs::read_dir(&out).unwrap().count(),
@@ -774,7 +668,7 @@ fn a_killed_peer_is_declared_gone_within_seconds() {
     let status = wait(recv.child, Duration::from_secs(25));
     let took = start.elapsed();
     // Its stderr, up to the end (the reader thread stops at EOF).
-    let said: String = recv.rest.iter().collect();
+    let said: String = recv.err.iter().collect::<Vec<_>>().join("\n");
     assert_eq!(status.code(), Some(1), "{said}");
     assert!(said.contains("went silent"), "{said}");
     assert!(took < Duration::from_secs(15), "noticed after {took:?}");
@@ -822,7 +716,7 @@ fn a_key_file_others_may_read_is_refused() {
     let key = keygen(dir.path(), "r.key");
     let public = std::fs::read_to_string(pub_of(&key)).unwrap();
     let input = dir.path().join("f");
-    write_random(&input, 1000);
+    write_data(&input, 1000);
     for mode in [0o644, 0o640, 0o604, 0o620] {
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
         let fix = format!("chmod 600 {}", key.display());
@@ -863,7 +757,7 @@ fn a_key_file_others_may_read_is_refused() {
 fn a_code_typed_with_spaces_and_capitals_works() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 100_000);
+    let data = write_data(&input, 100_000);
     let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
     assert_eq!(recv.auth[0], "--code");
     // 417-amber-walrus, read out and typed as " 417 Amber  WALRUS ".
@@ -887,7 +781,7 @@ fn peer_takes_the_public_key_file_but_not_the_secret_one() {
     let dir = tempfile::tempdir().unwrap();
     let key = keygen(dir.path(), "r.key");
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 100_000);
+    let data = write_data(&input, 100_000);
     let secret = run(&[
         "send",
         input.to_str().unwrap(),
@@ -932,7 +826,7 @@ fn recv_allow_admits_only_the_listed_senders() {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 200_000);
+    let data = write_data(&input, 200_000);
     let recv = start_recv(&[
         "--key",
         key.to_str().unwrap(),
@@ -1025,7 +919,7 @@ fn corrupting_proxy(
 fn datagrams_that_did_not_authenticate_are_counted_and_shown() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("data.bin");
-    let data = write_random(&input, 1_000_000);
+    let data = write_data(&input, 1_000_000);
     let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
     let (proxy, stop) = corrupting_proxy(&recv.addr, 5);
     let mut args = vec!["send", input.to_str().unwrap(), "--to", &proxy, "--json"];
@@ -1038,7 +932,7 @@ fn datagrams_that_did_not_authenticate_are_counted_and_shown() {
     assert!(!stderr(&sent).contains("did not authenticate"));
     assert!(wait(recv.child, Duration::from_secs(20)).success());
     assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
-    let summary: String = recv.rest.iter().collect();
+    let summary = recv.err.iter().collect::<Vec<_>>().join("\n");
     assert!(
         summary.contains("dropped 5 datagrams that did not authenticate"),
         "{summary}"

@@ -2,134 +2,13 @@
 //! transfer record of --json (docs/transfer-json.md), exit statuses, the
 //! words of failures, and forgiving input. Loopback only.
 
+mod common;
+
+use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::UdpSocket;
-use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::io::Write;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn braid() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_braid"))
-}
-
-fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    braid().args(args).output().expect("braid runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write_data(path: &Path, len: usize) -> Vec<u8> {
-    let data: Vec<u8> = (0..len as u64)
-        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
-        .collect();
-    std::fs::write(path, &data).unwrap();
-    data
-}
-
-/// A running `braid recv` with its stdout and stderr read line by line.
-struct Recv {
-    child: Child,
-    addr: String,
-    /// What the sender must add: `--code C`, `--peer K` or `--insecure`.
-    auth: Vec<String>,
-    out: Receiver<String>,
-    err: Receiver<String>,
-}
-
-fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-fn start_recv(extra: &[&str]) -> Recv {
-    let mut child = braid()
-        .args(["recv", "--listen", "127.0.0.1:0", "--quiet"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out: ChildStdout = child.stdout.take().unwrap();
-    let err = lines(child.stderr.take().unwrap());
-    let mut addr = None;
-    let auth = loop {
-        let line = err
-            .recv_timeout(Duration::from_secs(10))
-            .expect("recv prints its address");
-        if let Some(a) = line.strip_prefix("listening on ") {
-            addr = Some(a.to_owned());
-        } else if let Some((_, option)) = line.split_once(" --to ") {
-            let (_, auth) = option.split_once(' ').unwrap();
-            break auth.split(' ').map(str::to_owned).collect();
-        }
-    };
-    Recv {
-        child,
-        addr: addr.unwrap(),
-        auth,
-        out: lines(out),
-        err,
-    }
-}
-
-impl Recv {
-    fn send_args<'a>(&'a self, file: &'a str) -> Vec<&'a str> {
-        let mut a = vec!["send", file, "--to", &self.addr];
-        a.extend(self.auth.iter().map(String::as_str));
-        a
-    }
-
-    /// The next line on stdout, within `limit`.
-    fn record(&self, limit: Duration) -> Value {
-        let line = self.out.recv_timeout(limit).expect("a JSON line from recv");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-    }
-
-    /// Waits until stderr has a line containing `needle`.
-    fn said(&self, needle: &str, limit: Duration) -> String {
-        let start = Instant::now();
-        let mut seen = String::new();
-        while let Some(left) = limit.checked_sub(start.elapsed()) {
-            match self.err.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(line) => seen += &(line + "\n"),
-                Err(_) => break,
-            }
-        }
-        panic!("recv never said {needle:?}; it said:\n{seen}");
-    }
-
-    fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait(mut child: Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("process did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn both_sides_print_a_record_and_their_hashes_agree() {
@@ -138,7 +17,7 @@ fn both_sides_print_a_record_and_their_hashes_agree() {
     std::fs::create_dir(&out).unwrap();
     let input = dir.path().join("data.bin");
     let data = write_data(&input, 2_000_000);
-    let recv = start_recv(&["--output", out.to_str().unwrap(), "--json"]);
+    let recv = start_recv(&["--output", out.to_str().unwrap(), "--json"]).with_records();
     let mut args = recv.send_args(input.to_str().unwrap());
     args.push("--json");
     let sent = run(&args);
@@ -194,7 +73,7 @@ fn recv_keep_prints_one_line_per_transfer_saying_where_it_went() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    let recv = start_recv(&["--output", out.to_str().unwrap(), "--keep", "--json"]);
+    let recv = start_recv(&["--output", out.to_str().unwrap(), "--keep", "--json"]).with_records();
     for name in ["a.bin", "b.bin"] {
         let input = dir.path().join(name);
         write_data(&input, 50_000);
@@ -219,25 +98,14 @@ fn recv_keep_prints_one_line_per_transfer_saying_where_it_went() {
     recv.stop();
 }
 
-/// A socket that swallows everything: a peer that never answers, whose
-/// host does not say "port unreachable" either.
-fn black_hole() -> (UdpSocket, String) {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let addr = s.local_addr().unwrap().to_string();
-    (s, addr)
-}
-
 #[test]
 fn failures_have_a_code_an_exit_status_and_words() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("f");
     write_data(&input, 1000);
     let file = input.to_str().unwrap();
-    let (_hole, silent) = black_hole();
-    let closed = {
-        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-        s.local_addr().unwrap().to_string()
-    };
+    let (_hole, silent) = silent_port();
+    let closed = free_port();
     let recv = start_recv(&["--keep"]);
     let case = |to: &str, auth: &str, extra: &[&str]| {
         let mut args = vec![
@@ -430,7 +298,7 @@ fn a_dead_path_beside_a_live_one_is_shown_by_its_address() {
     let input = dir.path().join("data.bin");
     write_data(&input, 200_000);
     let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
-    let (_hole, dead) = black_hole();
+    let (_hole, dead) = silent_port();
     let mut args = recv.send_args(input.to_str().unwrap());
     args.extend(["--to", &dead, "--quiet"]);
     let sent = run(&args);

@@ -11,7 +11,7 @@ mod common;
 use braid::Session;
 use braid::{connect, Listener, PathSpec, Security, SessionConfig};
 use braid_proto::wire::{AckFrame, Frame, Header, HEADER_LEN};
-use common::{client_cfg, server_cfg};
+use common::{client_cfg, rss_bytes, server_cfg};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -277,15 +277,6 @@ fn plain_hello(session_id: u64) -> Vec<u8> {
     opening(SessionConfig::insecure(), session_id, 0)
 }
 
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hello_flood_neither_grows_memory_nor_locks_out_a_real_sender() {
     const SOURCES: u8 = 20;
@@ -436,13 +427,27 @@ async fn a_wrong_code_is_not_a_session_and_guesses_are_limited() {
 
 /// A forwarder on the path between client and server, and an attacker who
 /// sees what it carries and sends a copy of each client datagram from its
-/// own socket ahead of the genuine one, but forwards nothing back: its
-/// copies are authentic and arrive first.
-async fn racing_forwarder(server: SocketAddr) -> (SocketAddr, SocketAddr, Arc<UdpSocket>) {
+/// own socket ahead of the genuine one: its copies are authentic and
+/// arrive first. Until `relays_until` (never, if `None`) the racer also
+/// carries what the server sends it to the client, so its address answers
+/// challenges; after that it races and carries nothing.
+struct Racer {
+    /// Where the client sends.
+    entry: SocketAddr,
+    /// The genuine forwarder's address, as the server sees it.
+    inside: SocketAddr,
+    /// Bytes the server sent to the racer's address.
+    received: Arc<Mutex<u64>>,
+    /// Datagrams the racer carried to the client.
+    relayed: Arc<Mutex<u64>>,
+}
+
+async fn racer(server: SocketAddr, relays_until: Option<std::time::Instant>) -> Racer {
     let outside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
     let inside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
     let racer = Arc::new(UdpSocket::bind(addr("127.0.0.66:0")).await.unwrap());
     let client = Arc::new(Mutex::new(None));
+    let racing = move || relays_until.is_none_or(|t| std::time::Instant::now() < t);
     let (o, i, r, c) = (
         outside.clone(),
         inside.clone(),
@@ -453,25 +458,39 @@ async fn racing_forwarder(server: SocketAddr) -> (SocketAddr, SocketAddr, Arc<Ud
         let mut buf = vec![0u8; 65536];
         while let Ok((n, from)) = o.recv_from(&mut buf).await {
             *c.lock().unwrap() = Some(from);
-            let _ = r.send_to(&buf[..n], server).await;
+            if racing() {
+                let _ = r.send_to(&buf[..n], server).await;
+            }
             let _ = i.send_to(&buf[..n], server).await;
         }
     });
-    let (o, i) = (outside.clone(), inside.clone());
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok(n) = i.recv(&mut buf).await {
-            let to = *client.lock().unwrap();
-            if let Some(to) = to {
-                let _ = o.send_to(&buf[..n], to).await;
+    let (received, relayed) = (Arc::new(Mutex::new(0u64)), Arc::new(Mutex::new(0u64)));
+    for (from, is_racer) in [(inside.clone(), false), (racer, true)] {
+        let (o, c) = (outside.clone(), client.clone());
+        let (received, relayed) = (received.clone(), relayed.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            while let Ok(n) = from.recv(&mut buf).await {
+                if is_racer {
+                    *received.lock().unwrap() += n as u64;
+                    if relays_until.is_none_or(|t| std::time::Instant::now() >= t) {
+                        continue;
+                    }
+                    *relayed.lock().unwrap() += 1;
+                }
+                let to = *c.lock().unwrap();
+                if let Some(to) = to {
+                    let _ = o.send_to(&buf[..n], to).await;
+                }
             }
-        }
-    });
-    (
-        outside.local_addr().unwrap(),
-        inside.local_addr().unwrap(),
-        racer,
-    )
+        });
+    }
+    Racer {
+        entry: outside.local_addr().unwrap(),
+        inside: inside.local_addr().unwrap(),
+        received,
+        relayed,
+    }
 }
 
 /// RFC 9000 §9.3: the server keeps sending to the genuine address, since
@@ -480,8 +499,12 @@ async fn racing_forwarder(server: SocketAddr) -> (SocketAddr, SocketAddr, Arc<Ud
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forwarder_racing_genuine_datagrams_neither_diverts_nor_stalls() {
     let listener = Listener::bind(addr("127.0.0.1:0"), server_cfg()).unwrap();
-    let (entry, inside, racer) = racing_forwarder(listener.local_addr()).await;
-    let (racer_got, racer_task) = count_received(racer);
+    let Racer {
+        entry,
+        inside,
+        received: racer_got,
+        ..
+    } = racer(listener.local_addr(), None).await;
     let server = hashing_server(listener);
     let data = content(8 << 20);
     let started = std::time::Instant::now();
@@ -493,7 +516,6 @@ async fn a_forwarder_racing_genuine_datagrams_neither_diverts_nor_stalls() {
     .expect("the transfer is not stalled");
     let took = started.elapsed();
     let (s, got) = server.await.unwrap();
-    racer_task.abort();
     let racer_got = *racer_got.lock().unwrap();
     assert!(got == data);
     assert_eq!(hash, blake3::hash(&data).as_bytes());
@@ -501,62 +523,6 @@ async fn a_forwarder_racing_genuine_datagrams_neither_diverts_nor_stalls() {
     assert!(took < Duration::from_secs(10), "{took:?}");
     assert!(racer_got < 4096, "the racer got {racer_got} bytes");
     eprintln!("8 MiB in {took:?} with a racing forwarder; it got {racer_got} bytes");
-}
-
-/// As [`racing_forwarder`], but the racer also carries the server's
-/// datagrams to the client until `stop`, so its address answers
-/// challenges and the connection moves to it; then it falls silent.
-/// Returns the entry, the genuine forwarder's address at the server, and
-/// how many of the server's datagrams the racer carried.
-async fn racing_relay(
-    server: SocketAddr,
-    stop: std::time::Instant,
-) -> (SocketAddr, SocketAddr, Arc<Mutex<u64>>) {
-    let outside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
-    let inside = Arc::new(UdpSocket::bind(addr("127.0.0.1:0")).await.unwrap());
-    let racer = Arc::new(UdpSocket::bind(addr("127.0.0.67:0")).await.unwrap());
-    let client = Arc::new(Mutex::new(None));
-    let relayed = Arc::new(Mutex::new(0u64));
-    let (o, i, r, c) = (
-        outside.clone(),
-        inside.clone(),
-        racer.clone(),
-        client.clone(),
-    );
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok((n, from)) = o.recv_from(&mut buf).await {
-            *c.lock().unwrap() = Some(from);
-            if std::time::Instant::now() < stop {
-                let _ = r.send_to(&buf[..n], server).await;
-            }
-            let _ = i.send_to(&buf[..n], server).await;
-        }
-    });
-    for (from, live_until) in [(inside.clone(), None), (racer, Some(stop))] {
-        let (o, c, relayed) = (outside.clone(), client.clone(), relayed.clone());
-        let racing = live_until.is_some();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 65536];
-            while let Ok(n) = from.recv(&mut buf).await {
-                if live_until.is_some_and(|t| std::time::Instant::now() >= t) {
-                    continue;
-                }
-                if racing {
-                    *relayed.lock().unwrap() += 1;
-                }
-                let to = *c.lock().unwrap();
-                if let Some(to) = to {
-                    let _ = o.send_to(&buf[..n], to).await;
-                }
-            }
-        });
-    }
-    (
-        outside.local_addr().unwrap(),
-        inside.local_addr().unwrap(),
-        relayed,
-    )
 }
 
 /// RFC 9000 §9.3.3: a racer that carries traffic both ways wins the
@@ -568,7 +534,12 @@ async fn racing_relay(
 async fn a_racer_that_relays_then_falls_silent_does_not_stall_the_transfer() {
     let listener = Listener::bind(addr("127.0.0.1:0"), server_cfg()).unwrap();
     let stop = std::time::Instant::now() + Duration::from_millis(800);
-    let (entry, inside, relayed) = racing_relay(listener.local_addr(), stop).await;
+    let Racer {
+        entry,
+        inside,
+        relayed,
+        ..
+    } = racer(listener.local_addr(), Some(stop)).await;
     let server = hashing_server(listener);
     let data = content(4 << 20);
     let (_client, hash) = tokio::time::timeout(

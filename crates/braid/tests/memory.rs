@@ -4,22 +4,16 @@
 //! that the test can write their frames: these are the attacks of an
 //! authenticated but malicious peer.
 
+mod common;
+
 use braid::{Listener, SessionConfig};
 use braid_proto::wire::{Frame, Header, VERSION};
 use braid_proto::PathId;
+use common::rss_bytes;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::UdpSocket;
-
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
 
 /// An unprotected client's opening.
 fn hello(session_id: u64) -> Vec<u8> {
