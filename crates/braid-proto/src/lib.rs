@@ -30,7 +30,7 @@ pub use ecn::Ecn;
 pub use endpoint::{
     DatagramEvent, Endpoint, EndpointConfig, EndpointStats, Prefix, CODE_GUESS_LIMIT,
 };
-pub use error::SessionError;
+pub use error::{SessionError, Violation};
 pub use ids::{PathId, Role};
 pub use rtt::RtoConfig;
 pub use session::{AcceptError, Event, Session, Transmit};

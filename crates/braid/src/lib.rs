@@ -48,7 +48,7 @@ mod udp_errors;
 
 pub use braid_proto::{
     ConfigError, EndpointConfig, EndpointStats, Keypair, PathId, PathSample, PathState, PublicKey,
-    Security, SessionConfig, SessionError, SessionStats,
+    Security, SessionConfig, SessionError, SessionStats, Violation,
 };
 pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};

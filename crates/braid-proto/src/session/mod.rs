@@ -41,7 +41,7 @@ mod windows;
 use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::{ClientHandshake, SessionRng};
-use crate::error::SessionError;
+use crate::error::{SessionError, Violation};
 use crate::path::Path;
 use crate::recv_stream::RecvStream;
 use crate::send_stream::SendStream;
@@ -496,8 +496,8 @@ impl Session {
     }
 
     /// Fails with a protocol violation, telling the peer.
-    fn violation(&mut self, what: &'static str) {
-        self.close = Some((close_code::PROTOCOL, what.to_owned(), CLOSE_REPEATS));
+    fn violation(&mut self, what: Violation) {
+        self.close = Some((close_code::PROTOCOL, what.to_string(), CLOSE_REPEATS));
         self.fail(SessionError::Protocol(what));
     }
 

@@ -10,7 +10,7 @@ pub(super) use state::{Client, Handshake, Server};
 use super::{close_code, Event, Session, State, CLOSE_REPEATS};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
-use crate::error::SessionError;
+use crate::error::{SessionError, Violation};
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
@@ -318,7 +318,7 @@ impl Session {
                 }
             }
             Some(Ok(Frame::Close { code, reason })) => self.on_close(code, reason),
-            _ => self.violation("handshake answer without parameters"),
+            _ => self.violation(Violation::AnswerWithoutParameters),
         }
     }
 
@@ -348,7 +348,7 @@ impl Session {
                 cc
             }
             _ => {
-                self.violation("handshake answer out of range");
+                self.violation(Violation::AnswerOutOfRange);
                 return;
             }
         };
