@@ -147,9 +147,9 @@ pub enum Mode {
 
 impl Mode {
     pub fn of(security: &braid_proto::crypto::Security) -> Mode {
-        if security.insecure {
+        if !security.is_sealed() {
             Mode::Insecure
-        } else if security.code.is_some() {
+        } else if security.one_time_code().is_some() {
             Mode::Code
         } else {
             Mode::Key

@@ -55,7 +55,7 @@ use stats::Sampler;
 use std::collections::{BTreeMap, VecDeque};
 use streams::{Finished, Streams};
 
-pub use handshake::AcceptError;
+pub use handshake::{AcceptError, OfferError};
 pub use transmit::Transmit;
 
 /// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).

@@ -32,12 +32,24 @@ pub enum AcceptError {
     /// A first datagram shorter than [`MIN_INITIAL_DATAGRAM`] (not padded).
     #[error("handshake datagram of {0} bytes is not padded to {MIN_INITIAL_DATAGRAM}")]
     TooShort(usize),
-    /// The handshake did not authenticate, or asks for what we do not offer.
+    /// The handshake authenticated but its offer is incomplete.
     #[error("handshake refused: {0}")]
-    Handshake(&'static str),
+    Handshake(OfferError),
     /// Our own configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+}
+
+/// What an authenticated client offer lacks ([`AcceptError::Handshake`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Error)]
+#[non_exhaustive]
+pub enum OfferError {
+    /// Shorter than the date that starts a sealed offer.
+    #[error("no date in the handshake")]
+    NoDate,
+    /// The offer's session parameters are missing or malformed.
+    #[error("no parameters in the handshake")]
+    NoParameters,
 }
 
 /// Bytes of the date that starts a sealed offer.
@@ -114,11 +126,11 @@ impl Session {
                     }
                 };
                 let Some((date, params)) = offer.split_first_chunk::<DATE_LEN>() else {
-                    return Err(AcceptError::Handshake("no date in the handshake"));
+                    return Err(AcceptError::Handshake(OfferError::NoDate));
                 };
                 let hello = match Frames::new(params).next() {
                     Some(Ok(Frame::Hello(h))) => h,
-                    _ => return Err(AcceptError::Handshake("no parameters in the handshake")),
+                    _ => return Err(AcceptError::Handshake(OfferError::NoParameters)),
                 };
                 let opening = hs.client().map(|k| (k, u64::from_be_bytes(*date)));
                 let mut answer = Vec::new();
