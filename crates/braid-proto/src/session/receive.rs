@@ -1,7 +1,7 @@
 //! Incoming datagrams: validation, authentication and frame processing (the
 //! handshake itself is in `handshake.rs`).
 
-use super::{close_code, Event, Session, State};
+use super::{CloseCode, Event, Session, State};
 use crate::error::{SessionError, Violation};
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
@@ -423,8 +423,8 @@ impl Session {
 
     pub(super) fn on_close(&mut self, code: u64, reason: &[u8]) {
         let reason = String::from_utf8_lossy(reason).into_owned();
-        let err = match code {
-            close_code::CONTROLLER => SessionError::UnknownController(reason),
+        let err = match CloseCode::from_value(code) {
+            Some(CloseCode::Controller) => SessionError::UnknownController(reason),
             _ => SessionError::PeerAborted { code, reason },
         };
         self.fail(err);

@@ -7,7 +7,7 @@ mod state;
 use state::Answer;
 pub(super) use state::{Client, Handshake, Server};
 
-use super::{close_code, Event, Session, State, CLOSE_REPEATS};
+use super::{Close, CloseCode, Event, Session, State};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
 use crate::error::{SessionError, Violation};
@@ -93,10 +93,10 @@ impl Session {
                     "version {} not supported (this side speaks {VERSION})",
                     header.version
                 );
-                s.refuse(close_code::VERSION, reason);
+                s.refuse(CloseCode::Version, reason);
             }
-            Frame::Hello(_) if sealed => s.refuse(close_code::SECURITY, REFUSED.into()),
-            Frame::ClientHello { .. } if !sealed => s.refuse(close_code::SECURITY, REFUSED.into()),
+            Frame::Hello(_) if sealed => s.refuse(CloseCode::Security, REFUSED.into()),
+            Frame::ClientHello { .. } if !sealed => s.refuse(CloseCode::Security, REFUSED.into()),
             Frame::Hello(hello) => {
                 if let Err((code, reason)) = s.negotiate(&hello) {
                     s.refuse(code, reason);
@@ -121,7 +121,7 @@ impl Session {
                     // Said in clear, so it says no more than "no": which key
                     // or mode was wrong would help whoever is guessing.
                     Err(_) => {
-                        s.refuse(close_code::SECURITY, REFUSED.into());
+                        s.refuse(CloseCode::Security, REFUSED.into());
                         return Ok(s);
                     }
                 };
@@ -138,7 +138,7 @@ impl Session {
                 match &refusal {
                     None => Frame::HelloAck(s.hello()).encode(&mut answer),
                     Some((code, reason)) => Frame::Close {
-                        code: *code,
+                        code: code.value(),
                         reason: reason.as_bytes(),
                     }
                     .encode(&mut answer),
@@ -188,10 +188,10 @@ impl Session {
     }
 
     /// Applies a client's offer, or says why it cannot be served.
-    fn negotiate(&mut self, hello: &Hello) -> Result<(), (u64, String)> {
+    fn negotiate(&mut self, hello: &Hello) -> Result<(), (CloseCode, String)> {
         if hello.version != VERSION {
             return Err((
-                close_code::VERSION,
+                CloseCode::Version,
                 format!(
                     "version {} not supported (this side speaks {VERSION})",
                     hello.version
@@ -199,7 +199,7 @@ impl Session {
             ));
         }
         let Ok(cc) = hello.cc.parse::<cc::Algorithm>() else {
-            return Err((close_code::CONTROLLER, hello.cc.clone()));
+            return Err((CloseCode::Controller, hello.cc.clone()));
         };
         let paths = hello.paths.clamp(1, self.cfg.max_paths);
         let segment_size = hello
@@ -212,8 +212,9 @@ impl Session {
         Ok(())
     }
 
-    fn refuse(&mut self, code: u64, reason: String) {
-        self.close = Some((code, reason.clone(), CLOSE_REPEATS));
+    fn refuse(&mut self, code: CloseCode, reason: String) {
+        let code = code.value();
+        self.close = Some(Close::new(code, reason.clone()));
         self.fail(SessionError::LocallyAborted { code, reason });
     }
 
