@@ -3,6 +3,7 @@
 //! reach" (the peer was reached), and a socket we could not bind is ours,
 //! not the network's.
 
+use crate::summary::Side;
 use braid_proto::{CloseCode, SessionError};
 use std::fmt;
 
@@ -168,8 +169,8 @@ impl Mode {
 /// What the words need: who we are and whom we talk to.
 #[derive(Debug, Clone)]
 pub struct Context {
-    /// "the receiver" (we send) or "the sender" (we receive).
-    pub peer_role: &'static str,
+    /// Which side we are (the peer is the other).
+    pub side: Side,
     /// The peer's address(es) as the user gave or saw them.
     pub peer: String,
     pub mode: Mode,
@@ -280,7 +281,7 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
         SessionError::LocallyAborted { .. } => Failure::new(Kind::Local, said),
         _ => Failure::new(
             Kind::ConnectionLost,
-            format!("lost {} ({peer}): {said}", ctx.peer_role),
+            format!("lost {} ({peer}): {said}", ctx.side.peer()),
         ),
     }
 }
@@ -318,7 +319,7 @@ mod tests {
 
     fn ctx(mode: Mode) -> Context {
         Context {
-            peer_role: "the receiver",
+            side: Side::Send,
             peer: "127.0.0.1:7000".into(),
             mode,
         }
