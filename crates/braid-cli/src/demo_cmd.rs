@@ -3,7 +3,7 @@
 //! braid split one transfer over very different paths.
 
 use crate::progress::Progress;
-use crate::summary::Ended;
+use crate::summary::{Ended, Side};
 use crate::transfer::{self, Header, Output};
 use anyhow::{bail, Context as _};
 use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, Security, SessionConfig};
@@ -185,7 +185,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         Err(e) => (0, Duration::ZERO, Some(format!("{e:#}"))),
     };
     let sent = Ended {
-        role: "braid send",
+        side: Side::Send,
         cc: config.cc.name().to_owned(),
         stats: session.stats(),
         segment_size: config.segment_size,
@@ -202,7 +202,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
             Err(e) => (stats.bytes_received, 0.0, Some(format!("{e:#}"))),
         };
         let received = Ended {
-            role: "braid recv",
+            side: Side::Recv,
             cc: rcfg.cc.name().to_owned(),
             stats,
             segment_size: rcfg.segment_size,

@@ -3,7 +3,8 @@
 //! reach" (the peer was reached), and a socket we could not bind is ours,
 //! not the network's.
 
-use braid_proto::SessionError;
+use crate::summary::Side;
+use braid_proto::{CloseCode, SessionError};
 use std::fmt;
 
 /// The exit statuses of `braid send` and `braid recv` (docs/transfer-json.md).
@@ -147,9 +148,9 @@ pub enum Mode {
 
 impl Mode {
     pub fn of(security: &braid_proto::crypto::Security) -> Mode {
-        if security.insecure {
+        if !security.is_sealed() {
             Mode::Insecure
-        } else if security.code.is_some() {
+        } else if security.one_time_code().is_some() {
             Mode::Code
         } else {
             Mode::Key
@@ -168,8 +169,8 @@ impl Mode {
 /// What the words need: who we are and whom we talk to.
 #[derive(Debug, Clone)]
 pub struct Context {
-    /// "the receiver" (we send) or "the sender" (we receive).
-    pub peer_role: &'static str,
+    /// Which side we are (the peer is the other).
+    pub side: Side,
     /// The peer's address(es) as the user gave or saw them.
     pub peer: String,
     pub mode: Mode,
@@ -200,11 +201,6 @@ fn braid_error<'a>(c: &'a (dyn std::error::Error + 'static)) -> Option<&'a braid
             .downcast_ref::<braid::Error>()
     })
 }
-
-/// Close codes the core sends (braid-proto's `close_code`, on the wire).
-const CLOSE_VERSION: u64 = 1;
-const CLOSE_CONTROLLER: u64 = 2;
-const CLOSE_SECURITY: u64 = 4;
 
 /// A runtime error in words.
 pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
@@ -262,18 +258,18 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
         ),
         SessionError::PeerAborted { code, reason } => {
             let reason = crate::text::escape(reason);
-            match *code {
-                crate::transfer::CLOSE_FAILED => Failure::new(Kind::PeerFailed, reason),
-                crate::transfer::CLOSE_INTERRUPTED => Failure::new(Kind::Aborted, reason),
+            match (*code, CloseCode::from_value(*code)) {
+                (crate::transfer::CLOSE_FAILED, _) => Failure::new(Kind::PeerFailed, reason),
+                (crate::transfer::CLOSE_INTERRUPTED, _) => Failure::new(Kind::Aborted, reason),
                 // Authenticated, so its reason can be trusted and shown.
-                CLOSE_SECURITY if ctx.mode == Mode::Key => Failure::new(
+                (_, Some(CloseCode::Security)) if ctx.mode == Mode::Key => Failure::new(
                     Kind::WrongKey,
                     format!("{peer} did not accept our key: {reason}"),
                 ),
-                CLOSE_SECURITY => {
+                (_, Some(CloseCode::Security)) => {
                     Failure::new(Kind::Refused, format!("refused by {peer}: {reason}"))
                 }
-                CLOSE_VERSION | CLOSE_CONTROLLER => Failure::new(
+                (_, Some(CloseCode::Version | CloseCode::Controller)) => Failure::new(
                     Kind::Incompatible,
                     format!("{peer} cannot serve this session: {reason}"),
                 ),
@@ -285,7 +281,7 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
         SessionError::LocallyAborted { .. } => Failure::new(Kind::Local, said),
         _ => Failure::new(
             Kind::ConnectionLost,
-            format!("lost {} ({peer}): {said}", ctx.peer_role),
+            format!("lost {} ({peer}): {said}", ctx.side.peer()),
         ),
     }
 }
@@ -323,7 +319,7 @@ mod tests {
 
     fn ctx(mode: Mode) -> Context {
         Context {
-            peer_role: "the receiver",
+            side: Side::Send,
             peer: "127.0.0.1:7000".into(),
             mode,
         }
@@ -403,5 +399,27 @@ mod tests {
             .context("writing out/x")
             .unwrap_err();
         assert_eq!(classify(&typed, &ctx(Mode::Code)).kind, Kind::Corrupted);
+    }
+
+    #[test]
+    fn a_peer_abort_is_read_by_its_close_code() {
+        let aborted = |code: u64, mode| {
+            let reason = "why".to_owned();
+            session(SessionError::PeerAborted { code, reason }, mode).kind
+        };
+        let security = CloseCode::Security.into();
+        assert_eq!(aborted(security, Mode::Key), Kind::WrongKey);
+        assert_eq!(aborted(security, Mode::Code), Kind::Refused);
+        for c in [CloseCode::Version, CloseCode::Controller] {
+            assert_eq!(aborted(c.into(), Mode::Code), Kind::Incompatible);
+        }
+        assert_eq!(
+            aborted(CloseCode::Protocol.into(), Mode::Key),
+            Kind::Protocol
+        );
+        let failed = crate::transfer::CLOSE_FAILED;
+        assert_eq!(aborted(failed, Mode::Key), Kind::PeerFailed);
+        let interrupted = crate::transfer::CLOSE_INTERRUPTED;
+        assert_eq!(aborted(interrupted, Mode::Key), Kind::Aborted);
     }
 }

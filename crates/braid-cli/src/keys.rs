@@ -171,9 +171,10 @@ impl RecvSecurity {
                 option.push_str(" --key KEYFILE");
             }
             return Ok(RecvIdentity {
-                security: Security {
+                security: Security::Server {
+                    identity: key,
                     allowed_clients: self.allow.clone(),
-                    ..Security::server(key)
+                    code: None,
                 },
                 sender_option: Zeroizing::new(option),
             });
@@ -224,9 +225,9 @@ impl SendSecurity {
         }
         if let Some(peer) = &self.peer {
             let identity = self.key.as_deref().map(load_key).transpose()?;
-            return Ok(Security {
+            return Ok(Security::Pinned {
+                peer: *peer,
                 identity,
-                ..Security::pinned(*peer)
             });
         }
         match &self.code {

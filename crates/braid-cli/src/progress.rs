@@ -5,6 +5,7 @@
 //! transport (which run a window ahead), so its rate and ETA are the
 //! transfer's.
 
+use crate::summary::Side;
 use braid::Monitor;
 use braid_proto::PathId;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -13,15 +14,6 @@ use std::time::Duration;
 
 /// How often the per-connection shares are refreshed.
 const REFRESH: Duration = Duration::from_millis(250);
-
-/// Which counter gives a connection's share.
-#[derive(Debug, Clone, Copy)]
-pub enum Side {
-    /// Stream bytes acknowledged per connection.
-    Sender,
-    /// Packets received per connection.
-    Receiver,
-}
 
 #[derive(Clone)]
 pub struct Progress {
@@ -108,8 +100,8 @@ impl Progress {
                     .iter()
                     .map(|&(id, p)| {
                         let v = match side {
-                            Side::Sender => p.stream_bytes_acked,
-                            Side::Receiver => p.packets_received,
+                            Side::Send => p.stream_bytes_acked,
+                            Side::Recv => p.packets_received,
                         };
                         (id, v)
                     })

@@ -3,7 +3,7 @@
 //! by field in docs/transfer-json.md. Fields are added, never renamed or
 //! given another meaning, within one schema version.
 
-use crate::summary::{Connection, Report, Role, Written};
+use crate::summary::{Connection, Report, Side, Written};
 use braid_proto::PathState;
 use serde::Serialize;
 use std::time::UNIX_EPOCH;
@@ -16,7 +16,7 @@ pub const SCHEMA: &str = "braid.transfer/1";
 pub struct Record {
     pub schema: &'static str,
     /// "send" or "recv".
-    pub role: &'static str,
+    pub role: Side,
     /// "verified" or "failed".
     pub outcome: &'static str,
     pub error: Option<ErrorRecord>,
@@ -91,7 +91,7 @@ pub fn to_json(r: &Report) -> String {
 }
 
 pub fn record(r: &Report) -> Record {
-    let sender = r.role == Role::Send;
+    let sender = r.side == Side::Send;
     let sender_only = |v: Option<u64>| if sender { v } else { None };
     let s = r.session.as_ref();
     let connections = r
@@ -102,7 +102,7 @@ pub fn record(r: &Report) -> Record {
         .collect();
     Record {
         schema: SCHEMA,
-        role: if sender { "send" } else { "recv" },
+        role: r.side,
         outcome: if r.verified() { "verified" } else { "failed" },
         error: r.failure.as_ref().map(|f| ErrorRecord {
             code: f.kind.code(),
@@ -139,7 +139,7 @@ pub fn record(r: &Report) -> Record {
 
 fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
     let p = &c.stats;
-    let sender = r.role == Role::Send;
+    let sender = r.side == Side::Send;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let sender_only = |v: u64| sender.then_some(v);
     ConnectionRecord {
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_failure_before_any_session_is_still_a_record() {
-        let mut r = Report::new(Role::Send);
+        let mut r = Report::new(Side::Send);
         r.file = Some("f".into());
         r.failure = Some(Failure::new(Kind::NoAnswer, "no answer from 127.0.0.1:9"));
         let line = to_json(&r);
@@ -185,6 +185,9 @@ mod tests {
         assert!(!line.contains('\n') && line.starts_with(r#"{"schema":"braid.transfer/1","#));
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["schema"], SCHEMA);
+        assert_eq!(v["role"], "send");
+        let recv = serde_json::to_value(record(&Report::new(Side::Recv))).unwrap();
+        assert_eq!(recv["role"], "recv");
         assert_eq!(v["outcome"], "failed");
         assert_eq!(v["error"]["code"], "no_answer");
         assert_eq!(v["error"]["exit_status"], 3);

@@ -1,8 +1,8 @@
 //! `braid recv`: accept a transfer from `braid send`, verify it, and keep it.
 
 use crate::failure::{self, Context, Failure, Kind, Mode};
-use crate::progress::{Progress, Side};
-use crate::summary::{Report, Role, Written};
+use crate::progress::Progress;
+use crate::summary::{Report, Side, Written};
 use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
 use crate::UsageError;
 use braid::{Listener, Session, SessionConfig};
@@ -56,7 +56,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             let ctx = context(Mode::Code);
             return Ok(failed(
-                Report::new(Role::Recv),
+                Report::new(Side::Recv),
                 failure::classify(&e, &ctx),
                 &args,
             ));
@@ -81,7 +81,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
             Ok(Err(e)) => {
                 let ctx = context(setup.mode);
                 let f = failure::from_runtime(&e, &ctx);
-                return Ok(failed(Report::new(Role::Recv), f, &args));
+                return Ok(failed(Report::new(Side::Recv), f, &args));
             }
             Err((what, status)) => {
                 let _ = tokio::time::timeout(SIGNAL_GRACE, async {
@@ -94,7 +94,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("braid: {}", f.message);
                     return Ok(ExitCode::from(status));
                 }
-                return Ok(failed(Report::new(Role::Recv), f, &args));
+                return Ok(failed(Report::new(Side::Recv), f, &args));
             }
         };
         if args.keep {
@@ -110,7 +110,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
 
 fn context(mode: Mode) -> Context {
     Context {
-        peer_role: "the sender",
+        side: Side::Recv,
         peer: "the sender".into(),
         mode,
     }
@@ -209,11 +209,11 @@ fn refusal_line(mode: Mode) -> &'static str {
 
 /// Receives one transfer and prints its result.
 async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: bool) -> ExitCode {
-    let mut report = Report::new(Role::Recv);
+    let mut report = Report::new(Side::Recv);
     report.mode = Some(setup.mode);
     report.started = SystemTime::now();
     let progress = Progress::new(bar && args.report.live(), None, "recv");
-    let watch = progress.watch(session.monitor(), Side::Receiver);
+    let watch = progress.watch(session.monitor(), Side::Recv);
     let started = Instant::now();
     let mut header = None;
     let receiving = transfer::receive_telling(

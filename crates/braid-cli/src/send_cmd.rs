@@ -1,8 +1,8 @@
 //! `braid send`: one file (or stdin) to a `braid recv`, over one or more connections.
 
 use crate::failure::{self, Context, Failure, Kind, Mode};
-use crate::progress::{Progress, Side};
-use crate::summary::{Report, Role};
+use crate::progress::Progress;
+use crate::summary::{Report, Side};
 use crate::transfer::{self, Header, CLOSE_INTERRUPTED};
 use crate::UsageError;
 use anyhow::{bail, Context as _};
@@ -47,9 +47,9 @@ pub fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
-    let mut report = Report::new(Role::Send);
+    let mut report = Report::new(Side::Send);
     let mut ctx = Context {
-        peer_role: "the receiver",
+        side: Side::Send,
         peer: args.to.join(", "),
         mode: Mode::Code,
     };
@@ -115,7 +115,7 @@ async fn attempt(
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
     let progress = Progress::new(args.report.live(), header.size, "send");
-    let watch = progress.watch(session.monitor(), Side::Sender);
+    let watch = progress.watch(session.monitor(), Side::Send);
     let monitor = session.monitor();
     let outcome = tokio::select! {
         r = transfer::send(&mut session, &header, input, &progress) => r,

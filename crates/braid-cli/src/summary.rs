@@ -11,10 +11,22 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+/// Which side of a transfer: `braid send` or `braid recv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
     Send,
     Recv,
+}
+
+impl Side {
+    /// The other side, in words.
+    pub fn peer(self) -> &'static str {
+        match self {
+            Side::Send => "the receiver",
+            Side::Recv => "the sender",
+        }
+    }
 }
 
 /// One connection of the session at its end.
@@ -52,7 +64,7 @@ pub enum Written {
 /// Everything one side knows at the end of a transfer.
 #[derive(Debug, Clone)]
 pub struct Report {
-    pub role: Role,
+    pub side: Side,
     pub mode: Option<Mode>,
     pub cc: Option<String>,
     /// The file's name as sent.
@@ -74,9 +86,9 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(role: Role) -> Report {
+    pub fn new(side: Side) -> Report {
         Report {
-            role,
+            side,
             mode: None,
             cc: None,
             file: None,
@@ -130,9 +142,9 @@ impl Report {
     /// Each connection's share of the transfer: of the stream bytes
     /// acknowledged (sender) or of the packets received (receiver).
     pub fn shares(&self) -> Vec<f64> {
-        let part = |c: &Connection| match self.role {
-            Role::Send => c.stats.stream_bytes_acked,
-            Role::Recv => c.stats.packets_received,
+        let part = |c: &Connection| match self.side {
+            Side::Send => c.stats.stream_bytes_acked,
+            Side::Recv => c.stats.packets_received,
         };
         let total: u64 = self.connections.iter().map(part).sum();
         self.connections
@@ -204,9 +216,9 @@ impl Report {
     }
 
     fn headline(&self, out: &mut String) {
-        let verb = match self.role {
-            Role::Send => "sent",
-            Role::Recv => "received",
+        let verb = match self.side {
+            Side::Send => "sent",
+            Side::Recv => "received",
         };
         let file = self
             .file
@@ -242,7 +254,7 @@ impl Report {
     /// The figures this side measured on one connection.
     fn connection_line(&self, c: &Connection, share: f64) -> String {
         let s = &c.stats;
-        if self.role == Role::Send && !c.answered() {
+        if self.side == Side::Send && !c.answered() {
             return "no answer, not used".into();
         }
         let mut line = format!(
@@ -250,8 +262,8 @@ impl Report {
             human::rate(self.goodput_bps() * share),
             share * 100.0
         );
-        match self.role {
-            Role::Send => {
+        match self.side {
+            Side::Send => {
                 if s.rtt_samples > 0 {
                     let _ = write!(
                         line,
@@ -270,7 +282,7 @@ impl Report {
                     let _ = write!(line, ", {} timeouts", s.timeouts);
                 }
             }
-            Role::Recv => {
+            Side::Recv => {
                 let _ = write!(line, ", {} packets", s.packets_received);
             }
         }
@@ -281,7 +293,7 @@ impl Report {
     }
 
     fn totals(&self, out: &mut String, s: &SessionStats) {
-        if self.role == Role::Send {
+        if self.side == Side::Send {
             if s.retransmitted > 0 || s.timeouts > 0 {
                 let pct = if s.segments_sent > 0 {
                     s.retransmitted as f64 * 100.0 / s.segments_sent as f64
@@ -316,9 +328,8 @@ impl Report {
 }
 
 /// The demo's view of one side's end; shown as a [`Report`].
-pub struct Ended<'a> {
-    /// "braid send" or "braid recv".
-    pub role: &'a str,
+pub struct Ended {
+    pub side: Side,
     pub cc: String,
     pub stats: SessionStats,
     /// Unused by the summary; kept so the demo's construction stands.
@@ -333,13 +344,9 @@ pub struct Ended<'a> {
     pub error: Option<String>,
 }
 
-impl Ended<'_> {
+impl Ended {
     pub fn summary(&self) -> String {
-        let mut r = Report::new(if self.role == "braid recv" {
-            Role::Recv
-        } else {
-            Role::Send
-        });
+        let mut r = Report::new(self.side);
         r.cc = Some(self.cc.clone());
         r.size = Some(self.bytes);
         r.bytes = self.delivered;
@@ -394,8 +401,8 @@ mod tests {
         p
     }
 
-    fn report(role: Role) -> Report {
-        let mut r = Report::new(role);
+    fn report(side: Side) -> Report {
+        let mut r = Report::new(side);
         r.file = Some("data.bin".into());
         r.size = Some(30_000_000);
         r.bytes = 30_000_000;
@@ -422,7 +429,7 @@ mod tests {
 
     #[test]
     fn a_dead_connection_is_named_by_its_address() {
-        let s = report(Role::Send).summary();
+        let s = report(Side::Send).summary();
         assert!(
             s.starts_with(
                 "sent data.bin: 30.0 MB in 3.00 s, 80.0 Mbit/s over 2 connections (bbr)\n"
@@ -436,7 +443,7 @@ mod tests {
 
     #[test]
     fn the_receiver_shows_no_sender_figures() {
-        let mut r = report(Role::Recv);
+        let mut r = report(Side::Recv);
         r.connections.truncate(1);
         r.written = Some(Written::File("out/data.bin".into()));
         let s = r.summary();
@@ -453,7 +460,7 @@ mod tests {
 
     #[test]
     fn a_failure_says_how_far_it_got_and_nothing_when_no_session() {
-        let mut r = report(Role::Send);
+        let mut r = report(Side::Send);
         r.bytes = 1_000_000;
         r.failure = Some(Failure::new(Kind::ConnectionLost, "lost"));
         let s = r.summary();
@@ -462,14 +469,14 @@ mod tests {
             "{s}"
         );
         assert!(!s.contains("verified"), "{s}");
-        let mut none = Report::new(Role::Send);
+        let mut none = Report::new(Side::Send);
         none.failure = Some(Failure::new(Kind::NoAnswer, "no answer"));
         assert_eq!(none.summary(), "");
     }
 
     #[test]
     fn datagrams_that_did_not_authenticate_are_shown() {
-        let mut r = report(Role::Recv);
+        let mut r = report(Side::Recv);
         assert!(!r.summary().contains("authenticate"));
         r.session.as_mut().unwrap().forged_dropped = 12;
         assert!(r

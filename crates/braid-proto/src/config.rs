@@ -1,7 +1,7 @@
 //! Session configuration.
 
 use crate::cc;
-use crate::crypto::Security;
+use crate::crypto::{Security, SecurityError};
 use crate::rtt::RtoConfig;
 use crate::Role;
 use std::ops::RangeInclusive;
@@ -23,7 +23,7 @@ pub enum ConfigError {
     },
     /// The security settings do not fit together or do not fit the role.
     #[error("security: {0}")]
-    Security(&'static str),
+    Security(SecurityError),
 }
 
 /// Everything a session can be tuned with. Defaults are tuned for paths of

@@ -83,7 +83,7 @@ pub enum SessionError {
     },
     /// The peer broke the protocol.
     #[error("protocol violation by the peer: {0}")]
-    Protocol(&'static str),
+    Protocol(Violation),
     /// Every connection was closed.
     #[error("all connections of the session are closed")]
     AllPathsClosed,
@@ -91,4 +91,57 @@ pub enum SessionError {
     /// opening with "port unreachable": nothing listens there.
     #[error("nothing is listening there: the host answered \"port unreachable\"")]
     NothingListening,
+}
+
+/// How the peer broke the protocol ([`SessionError::Protocol`]). The text
+/// of each is also the reason of the CLOSE frame that tells the peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Error)]
+#[non_exhaustive]
+pub enum Violation {
+    /// A BLOCKED frame named a flow-control limit we never advertised.
+    #[error("BLOCKED at a limit never advertised")]
+    BlockedBeyondLimit,
+    /// Stream data beyond the window we advertised.
+    #[error("stream data beyond the advertised window")]
+    BeyondWindow,
+    /// Stream data past the end the peer announced, or a second,
+    /// different end.
+    #[error("stream data inconsistent with its end")]
+    BeyondEnd,
+    /// Stream data in more separate pieces than its window allows.
+    #[error("stream data in more pieces than its window allows")]
+    TooFragmented,
+    /// An ACK of a packet number we never sent.
+    #[error("ACK of a packet number never sent")]
+    AckNeverSent,
+    /// An ACK of a packet number we skipped on purpose (an optimistic ACK).
+    #[error("ACK of a skipped packet number (optimistic ACK)")]
+    AckSkipped,
+    /// An ACK's cumulative point or FIN beyond what we sent.
+    #[error("ACK of stream data or a FIN never sent")]
+    AckDataNeverSent,
+    /// The server's handshake answer carried no parameters.
+    #[error("handshake answer without parameters")]
+    AnswerWithoutParameters,
+    /// The server's handshake answer carried parameters out of range.
+    #[error("handshake answer out of range")]
+    AnswerOutOfRange,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_violation_reads_as_its_close_reason() {
+        let e = SessionError::Protocol(Violation::AckSkipped);
+        assert_eq!(
+            e.to_string(),
+            "protocol violation by the peer: ACK of a skipped packet number (optimistic ACK)"
+        );
+        assert_eq!(
+            Violation::BlockedBeyondLimit.to_string(),
+            "BLOCKED at a limit never advertised"
+        );
+    }
 }

@@ -25,14 +25,14 @@ mod varint;
 pub mod wire;
 
 pub use config::{ConfigError, SessionConfig};
-pub use crypto::{Keypair, PublicKey, Security};
+pub use crypto::{Keypair, PublicKey, Security, SecurityError};
 pub use ecn::Ecn;
 pub use endpoint::{
     DatagramEvent, Endpoint, EndpointConfig, EndpointStats, Prefix, CODE_GUESS_LIMIT,
 };
-pub use error::SessionError;
+pub use error::{SessionError, Violation};
 pub use ids::{PathId, Role};
 pub use rtt::RtoConfig;
-pub use session::{AcceptError, Event, Session, Transmit};
+pub use session::{AcceptError, CloseCode, Event, OfferError, Session, Transmit};
 pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

@@ -305,9 +305,12 @@ fn a_replayed_key_opening_opens_nothing_after_its_id_is_forgotten() {
     let now = server.now;
     let dated = |id: u64, secs: u64| {
         let cfg = SessionConfig {
-            security: Security {
-                identity: Some(identity.clone()),
-                ..client_cfg.security.clone()
+            security: match &client_cfg.security {
+                Security::Pinned { peer, .. } => Security::Pinned {
+                    peer: *peer,
+                    identity: Some(identity.clone()),
+                },
+                other => panic!("not a pinned key: {other:?}"),
             },
             ..client_cfg.clone()
         };

@@ -8,7 +8,7 @@
 mod common;
 
 use braid_proto::wire::{AckFrame, Frame, Header, VERSION};
-use braid_proto::{PathId, SessionConfig, SessionError};
+use braid_proto::{PathId, SessionConfig, SessionError, Violation};
 use common::{Pair, MS};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -89,9 +89,7 @@ fn acknowledging_everything_sent_is_caught_by_a_skipped_number() {
     as_server(&mut pair, &[ack(vec![(0, largest.get())], 0, false)]);
     assert_eq!(
         pair.client.error(),
-        Some(&SessionError::Protocol(
-            "ACK of a skipped packet number (optimistic ACK)"
-        ))
+        Some(&SessionError::Protocol(Violation::AckSkipped))
     );
 }
 
@@ -102,7 +100,7 @@ fn acknowledging_a_packet_never_sent_is_a_violation() {
     as_server(&mut pair, &[ack(vec![(ahead, ahead)], 0, false)]);
     assert_eq!(
         pair.client.error(),
-        Some(&SessionError::Protocol("ACK of a packet number never sent"))
+        Some(&SessionError::Protocol(Violation::AckNeverSent))
     );
 }
 
@@ -113,9 +111,7 @@ fn a_cumulative_point_or_fin_never_sent_is_a_violation() {
         as_server(&mut pair, &[ack(Vec::new(), cumulative, fin)]);
         assert_eq!(
             pair.client.error(),
-            Some(&SessionError::Protocol(
-                "ACK of stream data or a FIN never sent"
-            )),
+            Some(&SessionError::Protocol(Violation::AckDataNeverSent)),
             "cumulative {cumulative}, fin {fin}"
         );
     }
@@ -150,9 +146,7 @@ fn a_flood_of_one_byte_pieces_ends_the_session() {
     }
     assert_eq!(
         pair.server().error(),
-        Some(&SessionError::Protocol(
-            "stream data in more pieces than its window allows"
-        ))
+        Some(&SessionError::Protocol(Violation::TooFragmented))
     );
 }
 
@@ -174,7 +168,7 @@ fn a_copied_ack_of_a_packet_never_sent_is_a_violation() {
     );
     assert_eq!(
         pair.client.error(),
-        Some(&SessionError::Protocol("ACK of a packet number never sent"))
+        Some(&SessionError::Protocol(Violation::AckNeverSent))
     );
 }
 

@@ -7,7 +7,7 @@
 mod common;
 
 use braid_proto::wire::{Frame, Header, VERSION};
-use braid_proto::{Instant, PathId, SessionConfig, SessionError};
+use braid_proto::{Instant, PathId, SessionConfig, SessionError, Violation};
 use common::{Pair, MS};
 use std::time::Duration;
 
@@ -79,9 +79,7 @@ fn blocked_beyond_the_advertised_limit_is_a_violation() {
         as_client(&mut pair, 0, &[Frame::Blocked(lie)]);
         assert_eq!(
             pair.server().error(),
-            Some(&SessionError::Protocol(
-                "BLOCKED at a limit never advertised"
-            )),
+            Some(&SessionError::Protocol(Violation::BlockedBeyondLimit)),
             "BLOCKED({lie})"
         );
     }

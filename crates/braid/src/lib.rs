@@ -47,8 +47,8 @@ pub mod udp;
 mod udp_errors;
 
 pub use braid_proto::{
-    ConfigError, EndpointConfig, EndpointStats, Keypair, PathId, PathSample, PathState, PublicKey,
-    Security, SessionConfig, SessionError, SessionStats,
+    CloseCode, ConfigError, EndpointConfig, EndpointStats, Keypair, PathId, PathSample, PathState,
+    PublicKey, Security, SessionConfig, SessionError, SessionStats, Violation,
 };
 pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};

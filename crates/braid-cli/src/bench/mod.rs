@@ -15,6 +15,7 @@ mod transfers;
 pub use plots::plot_run;
 
 use anyhow::Context as _;
+use braid_proto::cc::Algorithm;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use published::Row;
@@ -22,10 +23,36 @@ use rayon::prelude::*;
 use stats::Outcome;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::LazyLock;
 use std::time::Instant;
 
-/// Controllers a row runs with unless it fixes one (`report_cc`).
-const DEFAULT_CCS: &str = "aimd,cubic,bbr,mbecn,ncp";
+/// Controllers a row runs with unless it fixes one (`report_cc`): every
+/// one, in the reports' column order.
+fn default_ccs() -> Vec<Algorithm> {
+    let mut all = Algorithm::ALL.to_vec();
+    all.sort_by_key(|&a| column(a));
+    all
+}
+
+/// A controller's column in the reports: the loss-based ones, then the
+/// model-based ones, then NCP.
+fn column(a: Algorithm) -> u8 {
+    match a {
+        Algorithm::Aimd => 0,
+        Algorithm::Cubic => 1,
+        Algorithm::Bbr => 2,
+        Algorithm::MbEcn => 3,
+        Algorithm::Ncp => 4,
+    }
+}
+
+/// [`default_ccs`] as the option's default text.
+static DEFAULT_CCS: LazyLock<String> = LazyLock::new(|| names(&default_ccs()).join(","));
+
+/// The controllers' names.
+fn names(ccs: &[Algorithm]) -> Vec<&'static str> {
+    ccs.iter().map(|a| a.name()).collect()
+}
 
 /// The seed tables' order; other suites follow alphabetically.
 const SUITE_ORDER: &[&str] = &[
@@ -60,8 +87,8 @@ pub struct BenchArgs {
     #[arg(long, short)]
     jobs: Option<usize>,
     /// Controllers to run each row with (comma-separated).
-    #[arg(long, default_value = DEFAULT_CCS, value_delimiter = ',', value_parser = crate::parse_cc)]
-    cc: Vec<braid_proto::cc::Algorithm>,
+    #[arg(long, default_value = DEFAULT_CCS.as_str(), value_delimiter = ',', value_parser = crate::parse_cc)]
+    cc: Vec<Algorithm>,
     /// Where the suites are.
     #[arg(long, default_value = "scenarios")]
     suites_dir: PathBuf,
@@ -93,7 +120,7 @@ pub struct Suite {
 pub struct Run {
     pub suite: usize,
     pub row: usize,
-    pub cc: String,
+    pub cc: Algorithm,
     pub seed: u64,
     pub outcome: Outcome,
 }
@@ -101,7 +128,7 @@ pub struct Run {
 /// Everything the reports are made of.
 pub struct Bench {
     pub suites: Vec<Suite>,
-    pub ccs: Vec<String>,
+    pub ccs: Vec<Algorithm>,
     pub seeds: u64,
     pub runs: Vec<Run>,
     pub jobs: usize,
@@ -110,7 +137,7 @@ pub struct Bench {
 
 impl Bench {
     /// The runs of one row with one controller, in seed order.
-    pub fn runs_of(&self, suite: usize, row: usize, cc: &str) -> Vec<(u64, &Outcome)> {
+    pub fn runs_of(&self, suite: usize, row: usize, cc: Algorithm) -> Vec<(u64, &Outcome)> {
         self.runs
             .iter()
             .filter(|r| r.suite == suite && r.row == row && r.cc == cc)
@@ -119,9 +146,9 @@ impl Bench {
     }
 
     /// The controllers a row runs with.
-    pub fn ccs_of(&self, row: &Row) -> Vec<String> {
-        match row.report_cc() {
-            Some(cc) => vec![cc.to_owned()],
+    pub fn ccs_of(&self, row: &Row) -> Vec<Algorithm> {
+        match row.report_cc {
+            Some(cc) => vec![cc],
             None => self.ccs.clone(),
         }
     }
@@ -155,7 +182,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
     let mut bench = Bench {
         suites,
-        ccs: args.cc.iter().map(|a| a.name().to_owned()).collect(),
+        ccs: args.cc.clone(),
         seeds: args.seeds,
         runs: Vec::new(),
         jobs,
@@ -165,13 +192,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     for (si, s) in bench.suites.iter().enumerate() {
         for (ri, row) in s.rows.iter().enumerate() {
             for cc in bench.ccs_of(row) {
-                let algorithm = crate::parse_cc(&cc);
-                if algorithm.is_err() {
-                    todo.push((si, ri, cc, 0, algorithm));
-                    continue;
-                }
                 for seed in 1..=args.seeds {
-                    todo.push((si, ri, cc.clone(), seed, algorithm.clone()));
+                    todo.push((si, ri, cc, seed));
                 }
             }
         }
@@ -195,9 +217,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let suites = &bench.suites;
     let runs: Vec<Run> = pool.install(|| {
         todo.into_par_iter()
-            .map(|(si, ri, cc, seed, algorithm)| {
+            .map(|(si, ri, cc, seed)| {
                 let row = &suites[si].rows[ri];
-                let outcome = algorithm.and_then(|a| simulate(row, a, seed));
+                let outcome = simulate(row, cc, seed);
                 bar.inc(1);
                 bar.set_message(format!("{}/{}", row.suite, row.name));
                 Run {
@@ -236,7 +258,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs one row with one controller and seed; a panic becomes the run's error.
-fn simulate(row: &Row, cc: braid_proto::cc::Algorithm, seed: u64) -> Outcome {
+fn simulate(row: &Row, cc: Algorithm, seed: u64) -> Outcome {
     let mut scenario = row.scenario.clone();
     for flow in &mut scenario.flows {
         flow.session.cc = cc;
@@ -331,7 +353,7 @@ fn write_results_json(bench: &Bench, path: &Path) -> anyhow::Result<()> {
                 "suite": row.suite,
                 "row": row.name,
                 "file": row.path.display().to_string(),
-                "cc": r.cc,
+                "cc": r.cc.name(),
                 "seed": r.seed,
             });
             match &r.outcome {
@@ -343,9 +365,24 @@ fn write_results_json(bench: &Bench, path: &Path) -> anyhow::Result<()> {
         .collect();
     let doc = serde_json::json!({
         "seeds": bench.seeds,
-        "controllers": bench.ccs,
+        "controllers": names(&bench.ccs),
         "runs": runs,
     });
     let text = serde_json::to_string_pretty(&doc)?;
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// results.json and the reports list the controllers in this order.
+    #[test]
+    fn every_controller_runs_by_default_in_column_order() {
+        assert_eq!(
+            names(&default_ccs()),
+            ["aimd", "cubic", "bbr", "mbecn", "ncp"]
+        );
+        assert_eq!(*DEFAULT_CCS, "aimd,cubic,bbr,mbecn,ncp");
+    }
 }

@@ -8,6 +8,7 @@ use super::report::Figure;
 use super::stats::{aggregate, mean, run_owd_p95};
 use super::Bench;
 use anyhow::Context as _;
+use braid_proto::cc::Algorithm;
 use braid_sim::RunResult;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -64,15 +65,13 @@ const PALETTE: [RGBColor; 8] = [
 ];
 
 /// A controller's colour, the same in every plot.
-fn cc_color(cc: &str) -> RGBColor {
-    use braid_proto::cc::Algorithm;
-    match cc.parse::<Algorithm>() {
-        Ok(Algorithm::Aimd) => PALETTE[0],
-        Ok(Algorithm::Cubic) => PALETTE[1],
-        Ok(Algorithm::Bbr) => PALETTE[2],
-        Ok(Algorithm::MbEcn) => PALETTE[3],
-        Ok(Algorithm::Ncp) => PALETTE[4],
-        Err(_) => PALETTE[5 + cc.len() % 3],
+fn cc_color(cc: Algorithm) -> RGBColor {
+    match cc {
+        Algorithm::Aimd => PALETTE[0],
+        Algorithm::Cubic => PALETTE[1],
+        Algorithm::Bbr => PALETTE[2],
+        Algorithm::MbEcn => PALETTE[3],
+        Algorithm::Ncp => PALETTE[4],
     }
 }
 
@@ -372,7 +371,7 @@ pub fn plot_run(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// The first seed's result of a row with a controller, if it ran.
-fn first_run<'a>(bench: &'a Bench, si: usize, ri: usize, cc: &str) -> Option<&'a RunResult> {
+fn first_run(bench: &Bench, si: usize, ri: usize, cc: Algorithm) -> Option<&RunResult> {
     bench
         .runs_of(si, ri, cc)
         .into_iter()
@@ -403,7 +402,7 @@ pub fn suite_plots(bench: &Bench, dir: &Path, png: bool) -> anyhow::Result<Vec<F
         for (ri, row) in suite.rows.iter().enumerate() {
             let ccs = bench.ccs_of(row);
             if row.published.target_converge_within_s.is_some() {
-                for cc in &ccs {
+                for &cc in &ccs {
                     if let Some(r) = first_run(bench, si, ri, cc) {
                         let title =
                             format!("{}/{} {cc}: window per connection", suite.name, row.name);
@@ -419,7 +418,7 @@ pub fn suite_plots(bench: &Bench, dir: &Path, png: bool) -> anyhow::Result<Vec<F
                 }
             }
             if row.multi_flow {
-                for cc in &ccs {
+                for &cc in &ccs {
                     if let Some(r) = first_run(bench, si, ri, cc) {
                         let title =
                             format!("{}/{} {cc}: throughput per flow", suite.name, row.name);
@@ -479,7 +478,7 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
         return None;
     }
     let mut series = Vec::new();
-    for cc in &bench.ccs {
+    for &cc in &bench.ccs {
         let mut pts: Vec<(f64, f64)> = rows
             .iter()
             .filter_map(|&(ri, row, x)| {
@@ -552,7 +551,7 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
 /// delay, one colour per controller.
 fn delay_scatter(bench: &Bench, si: usize) -> Option<Chart> {
     let suite = &bench.suites[si];
-    let mut ccs: Vec<String> = Vec::new();
+    let mut ccs: Vec<Algorithm> = Vec::new();
     for row in &suite.rows {
         for cc in bench.ccs_of(row) {
             if !ccs.contains(&cc) {
@@ -561,7 +560,7 @@ fn delay_scatter(bench: &Bench, si: usize) -> Option<Chart> {
         }
     }
     let series: Vec<Series> = ccs
-        .iter()
+        .into_iter()
         .filter_map(|cc| {
             let pts: Vec<(f64, f64)> = suite
                 .rows

@@ -3,6 +3,7 @@
 //! the ideal goodput and braid's header overhead.
 
 use anyhow::Context as _;
+use braid_proto::cc::Algorithm;
 use braid_proto::wire;
 use braid_sim::{Published, Scenario};
 use std::path::{Path, PathBuf};
@@ -26,6 +27,8 @@ pub struct Row {
     raw: Table,
     /// Its `[published]` table (empty if none).
     pub published: Published,
+    /// The controller the row is about, if it fixes one (`report_cc`).
+    pub report_cc: Option<Algorithm>,
     pub segment_size: u64,
     /// Bytes of the first flow.
     pub bytes: u64,
@@ -44,6 +47,12 @@ impl Row {
         let raw: Table =
             toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
         let published = scenario.published.clone().unwrap_or_default();
+        let report_cc = published
+            .report_cc
+            .as_deref()
+            .map(str::parse::<Algorithm>)
+            .transpose()
+            .with_context(|| format!("{}: report_cc", path.display()))?;
         let first = scenario.flows.first();
         let pps = scenario.paths.iter().any(|p| {
             matches!(
@@ -67,12 +76,8 @@ impl Row {
             scenario,
             raw,
             published,
+            report_cc,
         })
-    }
-
-    /// The controller the row is about, if it fixes one (`report_cc`).
-    pub fn report_cc(&self) -> Option<&str> {
-        self.published.report_cc.as_deref()
     }
 
     /// The seed's TCP figure in Mbit/s, from the row's `unit`.

@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -47,7 +48,8 @@ const DEFAULT_ROWS: &[&str] = &[
 /// cubic needs ~2 min for 50 MB at 1 % loss and more at 5 %, and fails.
 const RUN_LIMIT_S: u64 = 60;
 
-const DEFAULT_KINDS: &str = "tcp-cubic,tcp-bbr,iperf3-cubic,iperf3-bbr,braid";
+/// Every kind, as the option's default text.
+static DEFAULT_KINDS: LazyLock<String> = LazyLock::new(|| Kind::ALL.map(Kind::name).join(","));
 
 #[derive(Args)]
 pub struct RealArgs {
@@ -61,7 +63,7 @@ pub struct RealArgs {
     #[arg(long, value_name = "MB")]
     mb: Option<u64>,
     /// What to run through each link.
-    #[arg(long, value_delimiter = ',', default_value = DEFAULT_KINDS)]
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_KINDS.as_str())]
     kinds: Vec<Kind>,
     /// braid's controller (the simulator's figure uses the same).
     #[arg(long, default_value = "bbr", value_parser = crate::parse_cc)]
@@ -96,6 +98,15 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order a round runs them by default.
+    const ALL: [Kind; 5] = [
+        Kind::TcpCubic,
+        Kind::TcpBbr,
+        Kind::Iperf3Cubic,
+        Kind::Iperf3Bbr,
+        Kind::Braid,
+    ];
+
     fn name(self) -> &'static str {
         match self {
             Kind::TcpCubic => "tcp-cubic",
@@ -598,11 +609,7 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     for row in &args.rows {
         s += &format!(" {}", row.display());
     }
-    let default_kinds: Vec<Kind> = DEFAULT_KINDS
-        .split(',')
-        .map(|k| Kind::from_str(k, false).expect("a default kind"))
-        .collect();
-    if args.kinds != default_kinds {
+    if args.kinds != Kind::ALL {
         let kinds: Vec<&str> = args.kinds.iter().map(|k| k.name()).collect();
         s += &format!(" --kinds {}", kinds.join(","));
     }
@@ -688,6 +695,15 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
 #[cfg(test)]
 mod record_tests {
     use super::*;
+
+    #[test]
+    fn every_kind_runs_by_default() {
+        assert_eq!(
+            *DEFAULT_KINDS,
+            "tcp-cubic,tcp-bbr,iperf3-cubic,iperf3-bbr,braid"
+        );
+        assert_eq!(Kind::ALL.len(), Kind::value_variants().len());
+    }
 
     #[test]
     fn a_transfer_record_gives_goodput_and_retransmissions() {

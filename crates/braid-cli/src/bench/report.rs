@@ -8,6 +8,7 @@ use super::real::KernelRatio;
 use super::stats::{CcResult, Spread};
 use super::targets::{self, convergence_time, jain_time, of_target_text, pct, Mark, NEAR_MISS};
 use super::Bench;
+use braid_proto::cc::Algorithm;
 
 /// "†": a run did not complete or verify.
 pub const INCOMPLETE: &str = "†";
@@ -184,7 +185,7 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
     let intro = vec![
         format!(
             "Controllers: {}; seeds 1..={} per row and controller; rows whose file sets `report_cc` run only that controller.",
-            bench.ccs.join(", "),
+            super::names(&bench.ccs).join(", "),
             bench.seeds
         ),
         format!("Goodput in Mbit/s (application bytes): mean over seeds, (min–max) when the seeds differ by 0.05 or more. {INCOMPLETE} = a run did not complete or verify; ERR = no run produced a result; A⇄B = forward⇄reverse goodput (full duplex); rows with several flows show the aggregate (all bytes over first start to last end)."),
@@ -271,9 +272,9 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
         }
         let mut cols = bench.ccs.clone();
         for r in rows {
-            if let Some(cc) = r.report_cc() {
-                if !cols.iter().any(|c| c == cc) {
-                    cols.push(cc.to_owned());
+            if let Some(cc) = r.report_cc {
+                if !cols.contains(&cc) {
+                    cols.push(cc);
                 }
             }
         }
@@ -284,22 +285,22 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
                 bench
                     .ccs_of(row)
                     .iter()
-                    .map(|cc| CcResult::new(row, cc, &bench.runs_of(si, ri, cc)))
+                    .map(|&cc| CcResult::new(row, cc, &bench.runs_of(si, ri, cc)))
                     .collect()
             })
             .collect();
-        let alone = |name: &str| -> Option<(f64, String)> {
+        let alone = |name: &str| -> Option<(f64, Algorithm)> {
             let i = rows.iter().position(|r| r.name == name)?;
             all[i]
                 .iter()
                 .filter(|r| r.complete)
-                .filter_map(|r| Some((r.mean()?, r.cc.clone())))
+                .filter_map(|r| Some((r.mean()?, r.cc)))
                 .max_by(|a, b| a.0.total_cmp(&b.0))
         };
         let mut head: Vec<String> = ["row", "parameters", "seed TCP", "seed system", "Linux best"]
             .map(String::from)
             .to_vec();
-        head.extend(cols.iter().cloned());
+        head.extend(cols.iter().map(ToString::to_string));
         head.extend(["best", "ideal", "best/ideal", "target"].map(String::from));
         let mut main = Table {
             caption: format!("{}: goodput, Mbit/s", suite.name),
@@ -453,7 +454,7 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
 
 fn main_row(
     row: &Row,
-    cols: &[String],
+    cols: &[Algorithm],
     res: &[CcResult<'_>],
     best: Option<&CcResult<'_>>,
     checks: &[targets::Check],
@@ -471,7 +472,7 @@ fn main_row(
         linux,
     ];
     for cc in cols {
-        cells.push(res.iter().find(|r| &r.cc == cc).map_or("—".into(), cell));
+        cells.push(res.iter().find(|r| r.cc == *cc).map_or("—".into(), cell));
     }
     match best {
         None => cells.extend(["—".into(), num(ideal), "—".into()]),
@@ -538,7 +539,7 @@ fn metrics_row(row: &Row, r: &CcResult<'_>) -> Vec<String> {
     };
     vec![
         row.name.clone(),
-        r.cc.clone(),
+        r.cc.to_string(),
         cell(r),
         ms(r.owd_p95_ms),
         ms(r.queue_p95_ms),

@@ -3,6 +3,7 @@
 //! `braid sim --json`).
 
 use super::published::Row;
+use braid_proto::cc::Algorithm;
 use braid_sim::{Delivery, FlowResult, RunResult};
 
 /// Mean, minimum and maximum over seeds.
@@ -51,7 +52,7 @@ pub type Outcome = Result<RunResult, String>;
 /// A row's runs with one controller.
 pub struct CcResult<'a> {
     pub row: &'a Row,
-    pub cc: String,
+    pub cc: Algorithm,
     /// Runs that produced a result, in seed order.
     pub good: Vec<&'a RunResult>,
     /// Runs that failed outright (`seed: error`).
@@ -144,7 +145,7 @@ fn run_loss_rate(r: &RunResult) -> f64 {
 }
 
 impl<'a> CcResult<'a> {
-    pub fn new(row: &'a Row, cc: &str, runs: &[(u64, &'a Outcome)]) -> CcResult<'a> {
+    pub fn new(row: &'a Row, cc: Algorithm, runs: &[(u64, &'a Outcome)]) -> CcResult<'a> {
         let mut good = Vec::new();
         let mut errors = Vec::new();
         for (seed, o) in runs {
@@ -170,7 +171,7 @@ impl<'a> CcResult<'a> {
         let flows = good.first().map_or(0, |r| r.flows.len());
         CcResult {
             row,
-            cc: cc.to_owned(),
+            cc,
             goodput: Spread::of(good.iter().map(|r| aggregate(row, r))),
             fwd: mean(good.iter().map(|r| r.flows[0].forward.goodput_mbps)),
             rev: row.duplex.then(|| {

@@ -3,6 +3,7 @@
 
 use super::published::{Row, TCP_RATIO};
 use super::stats::{best_of, mean, queue_estimate, CcResult};
+use braid_proto::cc::Algorithm;
 use braid_sim::report::SeriesPoint;
 use braid_sim::{FlowResult, RunResult};
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 /// controllers whose runs all completed, and that controller (for
 /// `alone_row`: a direction of a duplex row against braid alone at its best,
 /// so a controller that is equally poor both ways does not pass).
-pub type Alone<'a> = dyn Fn(&str) -> Option<(f64, String)> + 'a;
+pub type Alone<'a> = dyn Fn(&str) -> Option<(f64, Algorithm)> + 'a;
 
 /// One target: met (None = cannot tell) and what was measured.
 #[derive(Debug, Clone)]

@@ -123,9 +123,8 @@ impl ClientHandshake {
         payload: &[u8],
         rng: &mut SessionRng,
     ) -> ClientHandshake {
-        let (mode, mut noise, pake, pake_msg) = if let Some(peer) = sec.peer {
-            let identity = sec
-                .identity
+        let (mode, mut noise, pake, pake_msg) = if let Security::Pinned { peer, identity } = sec {
+            let identity = identity
                 .clone()
                 .unwrap_or_else(|| Keypair::generate(rng.seed()));
             let noise = builder(IK, rng)
@@ -137,9 +136,9 @@ impl ClientHandshake {
             (mode::PINNED, noise, None, Vec::new())
         } else {
             let code = Zeroizing::new(
-                sec.code
-                    .clone()
-                    .expect("validated: a client has a peer key or a code"),
+                sec.one_time_code()
+                    .expect("validated: a client has a peer key or a code")
+                    .to_owned(),
             );
             let seed = rng.seed();
             let (_, msg) = pake_start(&code, true, seed);
@@ -221,7 +220,15 @@ impl ServerHandshake {
         noise_msg: &[u8],
         rng: &mut SessionRng,
     ) -> Result<(ServerHandshake, Vec<u8>), HandshakeError> {
-        let (mut noise, our_pake) = match (mode, &sec.identity, &sec.code) {
+        let (identity, allowed_clients) = match sec {
+            Security::Server {
+                identity,
+                allowed_clients,
+                ..
+            } => (Some(identity), &allowed_clients[..]),
+            _ => (None, &[][..]),
+        };
+        let (mut noise, our_pake) = match (mode, identity, sec.one_time_code()) {
             (mode::PINNED, Some(identity), _) => {
                 let noise = builder(IK, rng)
                     .prologue(&prologue(session_id, mode))
@@ -252,8 +259,8 @@ impl ServerHandshake {
             .and_then(|k| <[u8; 32]>::try_from(k).ok())
             .map(PublicKey);
         if mode == mode::PINNED
-            && !sec.allowed_clients.is_empty()
-            && !client.is_some_and(|k| sec.allowed_clients.contains(&k))
+            && !allowed_clients.is_empty()
+            && !client.is_some_and(|k| allowed_clients.contains(&k))
         {
             return Err(HandshakeError::NotAllowed);
         }
@@ -317,10 +324,7 @@ mod tests {
         )
         .unwrap();
         // A code set directly, as typed, is normalised here too.
-        let typed = Security {
-            code: Some(" 7 Tidy__OTTER".into()),
-            ..Security::default()
-        };
+        let typed = Security::Code(" 7 Tidy__OTTER".into());
         run(&typed, &Security::code("7-tidy-otter")).unwrap();
         run(&Security::code("7-tidy-otter"), &typed).unwrap();
     }
@@ -340,12 +344,17 @@ mod tests {
             &Security::code("7-tidy-owl"),
         );
         assert_eq!(code.unwrap_err(), HandshakeError::Auth);
-        let mut only_other = Security::server(server.clone());
-        only_other.allowed_clients = vec![other.public()];
+        let only_other = Security::Server {
+            identity: server.clone(),
+            allowed_clients: vec![other.public()],
+            code: None,
+        };
         let unlisted = run(&Security::pinned(server.public()), &only_other);
         assert_eq!(unlisted.unwrap_err(), HandshakeError::NotAllowed);
-        let mut listed = Security::pinned(server.public());
-        listed.identity = Some(other);
+        let listed = Security::Pinned {
+            peer: server.public(),
+            identity: Some(other),
+        };
         run(&listed, &only_other).unwrap();
         assert_eq!(
             run(&Security::code("x"), &Security::server(server)).unwrap_err(),

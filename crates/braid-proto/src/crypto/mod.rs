@@ -36,99 +36,125 @@ pub use packet::{AES_GCM_PACKET_LIMIT, TAG_LEN};
 pub use retry::RetryKey;
 pub(crate) use rng::SessionRng;
 
-/// How a session authenticates its peer and protects its datagrams.
+/// How a session authenticates its peer and protects its datagrams: one
+/// of the modes a side may run in, so that no other combination can be
+/// written down.
 ///
-/// A client sets exactly one of `peer`, `code` or `insecure`; a server sets
-/// `identity` (pinned-key clients), `code`, or both, or `insecure`. The
-/// default sets nothing, and a session refuses to start with it: running
-/// unprotected is a choice, never an accident.
+/// A client runs [`Pinned`](Security::Pinned), [`Code`](Security::Code) or
+/// [`Insecure`](Security::Insecure); a server runs
+/// [`Server`](Security::Server) (pinned-key clients, and a code too if it
+/// gives one), [`Code`](Security::Code) or [`Insecure`](Security::Insecure).
+/// The default, [`Unset`](Security::Unset), chooses nothing, and a session
+/// refuses to start with it: running unprotected is a choice, never an
+/// accident.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Security {
-    /// This side's static key pair. A server needs one for pinned-key
-    /// clients; a client presents it (a fresh one per session if `None`).
-    pub identity: Option<Keypair>,
-    /// Client: the server's public key, pinned.
-    pub peer: Option<PublicKey>,
-    /// Server: when non-empty, only clients presenting one of these keys
-    /// are accepted (pinned-key mode only).
-    pub allowed_clients: Vec<PublicKey>,
-    /// A one-time code both sides know (SPAKE2 then Noise NNpsk2).
-    pub code: Option<String>,
+pub enum Security {
+    /// Nothing chosen: a session refuses to start.
+    #[default]
+    Unset,
     /// No encryption and no authentication: anyone who sees a datagram
     /// can read the stream, forge data, or end the session.
-    pub insecure: bool,
+    Insecure,
+    /// A client that pins the server's public key.
+    Pinned {
+        /// The server's public key.
+        peer: PublicKey,
+        /// The key pair this client presents (a fresh one per session if
+        /// `None`), for servers that allow only some clients.
+        identity: Option<Keypair>,
+    },
+    /// Either side of a one-time code (SPAKE2 then Noise NNpsk2). Set
+    /// directly, the code is normalised where it is used
+    /// ([`normalize_code`]).
+    Code(String),
+    /// A server identified by its static key pair (pinned-key clients).
+    Server {
+        /// This server's static key pair.
+        identity: Keypair,
+        /// When non-empty, only clients presenting one of these keys are
+        /// accepted (pinned-key mode only).
+        allowed_clients: Vec<PublicKey>,
+        /// A one-time code it also accepts clients with.
+        code: Option<String>,
+    },
 }
 
 impl Security {
     /// Unprotected datagrams (the simulator's and benchmarks' default).
     pub fn insecure() -> Security {
-        Security {
-            insecure: true,
-            ..Security::default()
-        }
+        Security::Insecure
     }
 
     /// A client that pins the server's key.
     pub fn pinned(peer: PublicKey) -> Security {
-        Security {
-            peer: Some(peer),
-            ..Security::default()
+        Security::Pinned {
+            peer,
+            identity: None,
         }
     }
 
     /// A server identified by `identity`.
     pub fn server(identity: Keypair) -> Security {
-        Security {
-            identity: Some(identity),
-            ..Security::default()
+        Security::Server {
+            identity,
+            allowed_clients: Vec::new(),
+            code: None,
         }
     }
 
     /// Either side of a one-time code, normalised ([`normalize_code`]).
     pub fn code(code: impl AsRef<str>) -> Security {
-        Security {
-            code: Some(normalize_code(code.as_ref())),
-            ..Security::default()
-        }
+        Security::Code(normalize_code(code.as_ref()))
     }
 
     /// Whether datagrams are sealed.
     pub fn is_sealed(&self) -> bool {
-        !self.insecure
+        *self != Security::Insecure
     }
 
-    /// Checks the combination for a client (`client`) or a server.
-    pub(crate) fn validate(&self, client: bool) -> Result<(), &'static str> {
-        let sealed = self.identity.is_some()
-            || self.peer.is_some()
-            || self.code.is_some()
-            || !self.allowed_clients.is_empty();
-        if self.insecure {
-            return if sealed {
-                Err("insecure excludes keys and codes")
-            } else {
-                Ok(())
-            };
-        }
-        if self
-            .code
-            .as_deref()
-            .is_some_and(|c| normalize_code(c).is_empty())
-        {
-            return Err("the code is empty");
-        }
-        if client {
-            match (self.peer.is_some(), self.code.is_some()) {
-                (true, true) => Err("a client uses either a pinned key or a code, not both"),
-                (false, false) => Err("no way to authenticate the server: pin its key, use a code, or choose insecure"),
-                _ => Ok(()),
-            }
-        } else if self.identity.is_none() && self.code.is_none() {
-            Err("a server needs a key pair, a code, or insecure")
-        } else {
-            Ok(())
+    /// The one-time code this side takes, if any.
+    pub fn one_time_code(&self) -> Option<&str> {
+        match self {
+            Security::Code(code)
+            | Security::Server {
+                code: Some(code), ..
+            } => Some(code),
+            _ => None,
         }
     }
+
+    /// Checks that the mode is one a client (`client`) or a server runs.
+    pub(crate) fn validate(&self, client: bool) -> Result<(), SecurityError> {
+        if self
+            .one_time_code()
+            .is_some_and(|c| normalize_code(c).is_empty())
+        {
+            return Err(SecurityError::EmptyCode);
+        }
+        match self {
+            Security::Insecure | Security::Code(_) => Ok(()),
+            Security::Pinned { .. } if client => Ok(()),
+            Security::Server { .. } if !client => Ok(()),
+            _ if client => Err(SecurityError::NoServerAuthentication),
+            _ => Err(SecurityError::NoServerCredential),
+        }
+    }
+}
+
+/// Why security settings cannot start a session
+/// ([`ConfigError::Security`](crate::ConfigError::Security)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecurityError {
+    /// The one-time code is empty once normalised.
+    #[error("the code is empty")]
+    EmptyCode,
+    /// A client chose no way to authenticate the server.
+    #[error("no way to authenticate the server: pin its key, use a code, or choose insecure")]
+    NoServerAuthentication,
+    /// A server chose neither a key pair, a code, nor insecure.
+    #[error("a server needs a key pair, a code, or insecure")]
+    NoServerCredential,
 }
 
 /// A one-time code as the handshake uses it: lowercase, each run of
@@ -182,7 +208,51 @@ mod tests {
         );
         assert_eq!(
             Security::code("- -").validate(true),
-            Err("the code is empty")
+            Err(SecurityError::EmptyCode)
         );
+    }
+
+    #[test]
+    fn each_side_runs_only_its_own_modes() {
+        let key = Keypair::generate([1; 32]);
+        let client = |s: &Security| s.validate(true);
+        let server = |s: &Security| s.validate(false);
+        for ok in [
+            Security::insecure(),
+            Security::code("7-purple-sausage"),
+            Security::pinned(key.public()),
+        ] {
+            assert_eq!(client(&ok), Ok(()), "{ok:?}");
+        }
+        for ok in [
+            Security::insecure(),
+            Security::code("7-purple-sausage"),
+            Security::server(key.clone()),
+        ] {
+            assert_eq!(server(&ok), Ok(()), "{ok:?}");
+        }
+        assert_eq!(
+            client(&Security::Unset),
+            Err(SecurityError::NoServerAuthentication)
+        );
+        assert_eq!(
+            client(&Security::server(key.clone())),
+            Err(SecurityError::NoServerAuthentication)
+        );
+        assert_eq!(
+            server(&Security::Unset),
+            Err(SecurityError::NoServerCredential)
+        );
+        assert_eq!(
+            server(&Security::pinned(key.public())),
+            Err(SecurityError::NoServerCredential)
+        );
+        let empty = Security::Server {
+            identity: key,
+            allowed_clients: Vec::new(),
+            code: Some(" _ ".into()),
+        };
+        assert_eq!(server(&empty), Err(SecurityError::EmptyCode));
+        assert!(!Security::insecure().is_sealed() && Security::Unset.is_sealed());
     }
 }

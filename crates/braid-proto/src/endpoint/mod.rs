@@ -161,7 +161,7 @@ impl<H: Clone> Endpoint<H> {
         cfg.validate_for(Role::Server)?;
         self.guesses = cfg
             .security
-            .code
+            .one_time_code()
             .is_some()
             .then(|| CodeGuesses::new(self.cfg.code_guess_limit));
         self.accepting = Some(cfg);
@@ -208,7 +208,8 @@ impl<H: Clone> Endpoint<H> {
             self.stats.dropped += 1;
             return None;
         }
-        let code = token.is_some_and(|(_, m)| m == mode::CODE) && cfg.security.code.is_some();
+        let code =
+            token.is_some_and(|(_, m)| m == mode::CODE) && cfg.security.one_time_code().is_some();
         if code && !self.guesses.is_some_and(|g| g.may_answer()) {
             self.stats.dropped += 1;
             return None;

@@ -24,6 +24,7 @@
 //! Every deadline is in one table (`timers`).
 
 mod ack_copy;
+mod close;
 mod handshake;
 mod liveness;
 mod packets;
@@ -41,13 +42,14 @@ mod windows;
 use crate::cc::{self, CcContext};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::{ClientHandshake, SessionRng};
-use crate::error::SessionError;
+use crate::error::{SessionError, Violation};
 use crate::path::Path;
 use crate::recv_stream::RecvStream;
 use crate::send_stream::SendStream;
 use crate::stats::PathState;
 use crate::Instant;
 use crate::{PathId, Role};
+use close::Close;
 use handshake::Handshake;
 use liveness::Liveness;
 use packets::Packets;
@@ -55,21 +57,12 @@ use stats::Sampler;
 use std::collections::{BTreeMap, VecDeque};
 use streams::{Finished, Streams};
 
-pub use handshake::AcceptError;
+pub use close::CloseCode;
+pub use handshake::{AcceptError, OfferError};
 pub use transmit::Transmit;
 
-/// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).
-const CLOSE_REPEATS: u32 = 3;
 /// Keep-alive interval while the peer is in the middle of its stream.
 const MID_STREAM_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
-/// Close codes carried in CLOSE frames.
-pub(crate) mod close_code {
-
-    pub const VERSION: u64 = 1;
-    pub const CONTROLLER: u64 = 2;
-    pub const PROTOCOL: u64 = 3;
-    pub const SECURITY: u64 = 4;
-}
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,8 +126,8 @@ pub struct Session {
     streams: Streams,
     events: VecDeque<Event>,
     error: Option<SessionError>,
-    /// CLOSE frame to send: code, reason, repeats left.
-    close: Option<(u64, String, u32)>,
+    /// CLOSE frame to send.
+    close: Option<Close>,
     /// Origin of every connection's ACK timestamps: one clock for all of
     /// them, so the peer's receive times compare across connections. It is
     /// also when the session was created.
@@ -443,7 +436,7 @@ impl Session {
         if matches!(self.state, State::Closed | State::Failed) {
             return;
         }
-        self.close = Some((code, reason.to_owned(), CLOSE_REPEATS));
+        self.close = Some(Close::new(code, reason.to_owned()));
         self.fail(SessionError::LocallyAborted {
             code,
             reason: reason.to_owned(),
@@ -496,8 +489,8 @@ impl Session {
     }
 
     /// Fails with a protocol violation, telling the peer.
-    fn violation(&mut self, what: &'static str) {
-        self.close = Some((close_code::PROTOCOL, what.to_owned(), CLOSE_REPEATS));
+    fn violation(&mut self, what: Violation) {
+        self.close = Some(Close::new(CloseCode::Protocol.into(), what.to_string()));
         self.fail(SessionError::Protocol(what));
     }
 

@@ -1,8 +1,8 @@
 //! Incoming datagrams: validation, authentication and frame processing (the
 //! handshake itself is in `handshake.rs`).
 
-use super::{close_code, Event, Session, State};
-use crate::error::SessionError;
+use super::{CloseCode, Event, Session, State};
+use crate::error::{SessionError, Violation};
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
@@ -321,7 +321,7 @@ impl Session {
                 let rtt = self.recv_growth_interval();
                 match self.streams.recv.on_peer_blocked(limit, now, rtt) {
                     Ok(grew) => self.streams.owe_window_update(grew),
-                    Err(_) => self.violation("BLOCKED at a limit never advertised"),
+                    Err(_) => self.violation(Violation::BlockedBeyondLimit),
                 }
             }
             Frame::Ece(level) => {
@@ -352,15 +352,9 @@ impl Session {
                             .on_data(offset + data.len() as u64, now, rtt);
                         self.streams.owe_window_update(grew);
                     }
-                    Err(RecvError::FlowControl) => {
-                        self.violation("stream data beyond the advertised window")
-                    }
-                    Err(RecvError::FinalSize) => {
-                        self.violation("stream data inconsistent with its end")
-                    }
-                    Err(RecvError::Fragmented) => {
-                        self.violation("stream data in more pieces than its window allows")
-                    }
+                    Err(RecvError::FlowControl) => self.violation(Violation::BeyondWindow),
+                    Err(RecvError::FinalSize) => self.violation(Violation::BeyondEnd),
+                    Err(RecvError::Fragmented) => self.violation(Violation::TooFragmented),
                 }
             }
             Frame::Ack(ack) => self.on_ack(now, path, &ack),
@@ -398,10 +392,8 @@ impl Session {
         let p = self.paths.get_mut(&path).expect("path exists");
         // Numbers from the peer are checked before anything uses them.
         match p.validate_ack(ack) {
-            Err(AckError::NeverSent) => return self.violation("ACK of a packet number never sent"),
-            Err(AckError::Skipped) => {
-                return self.violation("ACK of a skipped packet number (optimistic ACK)")
-            }
+            Err(AckError::NeverSent) => return self.violation(Violation::AckNeverSent),
+            Err(AckError::Skipped) => return self.violation(Violation::AckSkipped),
             Ok(()) => {}
         }
         if !self
@@ -409,7 +401,7 @@ impl Session {
             .send
             .is_plausible_cumulative(ack.cumulative, ack.fin)
         {
-            return self.violation("ACK of stream data or a FIN never sent");
+            return self.violation(Violation::AckDataNeverSent);
         }
         let acked_before = self.streams.send.acked_bytes;
         let p = self.paths.get_mut(&path).expect("path exists");
@@ -431,8 +423,8 @@ impl Session {
 
     pub(super) fn on_close(&mut self, code: u64, reason: &[u8]) {
         let reason = String::from_utf8_lossy(reason).into_owned();
-        let err = match code {
-            close_code::CONTROLLER => SessionError::UnknownController(reason),
+        let err = match CloseCode::from_value(code) {
+            Some(CloseCode::Controller) => SessionError::UnknownController(reason),
             _ => SessionError::PeerAborted { code, reason },
         };
         self.fail(err);

@@ -3,7 +3,7 @@
 //! Data goes on the connection the [`scheduler`](super::scheduler) picks,
 //! with an ACK riding along when one is owed there.
 
-use super::{close_code, scheduler, Session, State};
+use super::{scheduler, Close, CloseCode, Session, State};
 use crate::crypto::UpdatePolicy;
 use crate::path::Path;
 use crate::send_stream::Pending;
@@ -89,7 +89,7 @@ impl Session {
         keys.prepare_seal(now, policy);
         if keys.is_exhausted() && self.close.is_none() && self.error.is_none() {
             self.abort(
-                close_code::SECURITY,
+                CloseCode::Security.into(),
                 "AEAD usage limit reached: the peer never took a new key phase",
             );
         }
@@ -171,7 +171,7 @@ impl Session {
     }
 
     fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let (code, reason, left) = self.close.take()?;
+        let Close { code, reason, left } = self.close.take()?;
         let path = if self
             .paths
             .get(&self.liveness.last_recv_path())
@@ -187,13 +187,17 @@ impl Session {
         // A client without our answer could not open a sealed CLOSE: the
         // answer goes first (a refusal travels inside it).
         if let Some(answer) = self.handshake.server_mut().and_then(|s| s.take_answer()) {
-            self.close = Some((code, reason, left));
+            self.close = Some(Close { code, reason, left });
             self.start_packet(now, path, buf);
             buf.extend_from_slice(answer.frame());
             return Some(self.finish_clear_packet(path, buf));
         }
         if left > 1 {
-            self.close = Some((code, reason.clone(), left - 1));
+            self.close = Some(Close {
+                code,
+                reason: reason.clone(),
+                left: left - 1,
+            });
         }
         self.start_packet(now, path, buf);
         Frame::Close {

@@ -2,7 +2,7 @@
 //! another connection): ranges, ACK delay, the session's stream state and
 //! optional single-packet receive times.
 
-use super::{u8_, var, DecodeError};
+use super::{u8_, var, DecodeError, FrameKind};
 use crate::varint;
 
 /// Most single-packet receive times one ACK frame may carry
@@ -98,7 +98,7 @@ fn unzigzag(v: u64) -> i64 {
 }
 
 pub(super) fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
-    let bad = DecodeError::Malformed("ack");
+    let bad = DecodeError::Malformed(FrameKind::Ack);
     let count = var(input)?;
     if count > MAX_ACK_RANGES as u64 {
         return Err(bad);
@@ -183,7 +183,7 @@ mod tests {
         let bytes = [ty::ACK as u8, 0x40, MAX_ACK_RANGES as u8 + 1, 0];
         assert_eq!(
             Frames::new(&bytes).next(),
-            Some(Err(DecodeError::Malformed("ack")))
+            Some(Err(DecodeError::Malformed(FrameKind::Ack)))
         );
     }
 
@@ -203,7 +203,7 @@ mod tests {
         fn parse(bytes: &[u8]) -> Option<Result<Frame<'_>, DecodeError>> {
             Frames::new(bytes).next()
         }
-        let bad = Some(Err(DecodeError::Malformed("ack")));
+        let bad = Some(Err(DecodeError::Malformed(FrameKind::Ack)));
         // Without receive times the frame is as before: no count byte.
         assert_eq!(ack(vec![(40, 5_000)]).len(), ack(Vec::new()).len() + 3);
         // The count sits after the flags byte and three one-byte varints.

@@ -2,7 +2,7 @@
 //! iterator that decodes them.
 
 use super::ack::{decode_ack, encode_ack};
-use super::{take, u8_, var, AckFrame, DecodeError};
+use super::{take, u8_, var, AckFrame, DecodeError, FrameKind};
 use crate::varint;
 use crate::PathId;
 
@@ -160,7 +160,7 @@ fn put_short(buf: &mut Vec<u8>, bytes: &[u8]) {
 fn get_short<'a>(
     input: &mut &'a [u8],
     max: usize,
-    what: &'static str,
+    what: FrameKind,
 ) -> Result<&'a [u8], DecodeError> {
     let len = usize::from(u8_(input)?);
     if len > max {
@@ -329,7 +329,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
                 .checked_add(len as u64)
                 .is_none_or(|end| end > varint::MAX)
             {
-                return Err(DecodeError::Malformed("stream"));
+                return Err(DecodeError::Malformed(FrameKind::Stream));
             }
             Frame::Stream {
                 offset,
@@ -345,10 +345,10 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             let recv_window = var(input)?;
             let name_len = usize::from(u8_(input)?);
             if name_len > MAX_CC_NAME {
-                return Err(DecodeError::Malformed("hello"));
+                return Err(DecodeError::Malformed(FrameKind::Hello));
             }
             let cc = std::str::from_utf8(take(input, name_len)?)
-                .map_err(|_| DecodeError::Malformed("hello"))?
+                .map_err(|_| DecodeError::Malformed(FrameKind::Hello))?
                 .to_owned();
             let hello = Hello {
                 version,
@@ -368,7 +368,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             let code = var(input)?;
             let len = var(input)?;
             if len > MAX_REASON as u64 {
-                return Err(DecodeError::Malformed("close"));
+                return Err(DecodeError::Malformed(FrameKind::Close));
             }
             Frame::Close {
                 code,
@@ -385,11 +385,11 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
         }
         ty::CLIENT_HELLO => {
             let mode = u8_(input)?;
-            let token = get_short(input, MAX_TOKEN, "client hello")?;
-            let pake = get_short(input, MAX_PAKE_MESSAGE, "client hello")?;
+            let token = get_short(input, MAX_TOKEN, FrameKind::ClientHello)?;
+            let pake = get_short(input, MAX_PAKE_MESSAGE, FrameKind::ClientHello)?;
             let len = var(input)?;
             if len > MAX_NOISE_MESSAGE as u64 {
-                return Err(DecodeError::Malformed("client hello"));
+                return Err(DecodeError::Malformed(FrameKind::ClientHello));
             }
             Frame::ClientHello {
                 mode,
@@ -399,10 +399,10 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
         }
         ty::SERVER_HELLO => {
-            let pake = get_short(input, MAX_PAKE_MESSAGE, "server hello")?;
+            let pake = get_short(input, MAX_PAKE_MESSAGE, FrameKind::ServerHello)?;
             let len = var(input)?;
             if len > MAX_NOISE_MESSAGE as u64 {
-                return Err(DecodeError::Malformed("server hello"));
+                return Err(DecodeError::Malformed(FrameKind::ServerHello));
             }
             Frame::ServerHello {
                 pake,
@@ -410,7 +410,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
         }
         ty::RETRY => Frame::Retry {
-            token: get_short(input, MAX_TOKEN, "retry")?,
+            token: get_short(input, MAX_TOKEN, FrameKind::Retry)?,
         },
         ty::PATH_CHALLENGE | ty::PATH_RESPONSE => {
             let data: [u8; 8] = take(input, 8)?.try_into().expect("8 bytes");
@@ -421,9 +421,9 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
         }
         ty::BLOCKED => Frame::Blocked(var(input)?),
-        ty::ECE => {
-            Frame::Ece(u16::try_from(var(input)?).map_err(|_| DecodeError::Malformed("ece"))?)
-        }
+        ty::ECE => Frame::Ece(
+            u16::try_from(var(input)?).map_err(|_| DecodeError::Malformed(FrameKind::Ece))?,
+        ),
         other => return Err(DecodeError::UnknownFrame(other)),
     })
 }
@@ -442,7 +442,7 @@ mod tests {
         let bytes = [ty::ACK as u8, 1, 0, 5, 9, 0, 0, 0, 0, 0];
         assert_eq!(
             Frames::new(&bytes).next(),
-            Some(Err(DecodeError::Malformed("ack")))
+            Some(Err(DecodeError::Malformed(FrameKind::Ack)))
         );
     }
 }

@@ -55,7 +55,51 @@ pub enum DecodeError {
     UnknownFrame(u64),
     /// A field out of its allowed range.
     #[error("malformed {0} frame")]
-    Malformed(&'static str),
+    Malformed(FrameKind),
+}
+
+/// The frame a [`DecodeError::Malformed`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FrameKind {
+    /// STREAM.
+    Stream,
+    /// HELLO or HELLO_ACK.
+    Hello,
+    /// CLOSE.
+    Close,
+    /// CLIENT_HELLO.
+    ClientHello,
+    /// SERVER_HELLO.
+    ServerHello,
+    /// RETRY.
+    Retry,
+    /// ECE.
+    Ece,
+    /// ACK or PATH_ACK.
+    Ack,
+}
+
+impl FrameKind {
+    /// The frame's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameKind::Stream => "stream",
+            FrameKind::Hello => "hello",
+            FrameKind::Close => "close",
+            FrameKind::ClientHello => "client hello",
+            FrameKind::ServerHello => "server hello",
+            FrameKind::Retry => "retry",
+            FrameKind::Ece => "ece",
+            FrameKind::Ack => "ack",
+        }
+    }
+}
+
+impl std::fmt::Display for FrameKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 // Decoding primitives shared by the frame and ACK decoders.
@@ -80,6 +124,12 @@ fn u8_(input: &mut &[u8]) -> Result<u8, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_malformed_frame_is_named_as_before() {
+        let e = DecodeError::Malformed(FrameKind::ClientHello);
+        assert_eq!(e.to_string(), "malformed client hello frame");
+    }
     use crate::PathId;
 
     fn sample_frames() -> Vec<Frame<'static>> {

@@ -7,10 +7,10 @@ mod state;
 use state::Answer;
 pub(super) use state::{Client, Handshake, Server};
 
-use super::{close_code, Event, Session, State, CLOSE_REPEATS};
+use super::{Close, CloseCode, Event, Session, State};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
-use crate::error::SessionError;
+use crate::error::{SessionError, Violation};
 use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
@@ -32,12 +32,24 @@ pub enum AcceptError {
     /// A first datagram shorter than [`MIN_INITIAL_DATAGRAM`] (not padded).
     #[error("handshake datagram of {0} bytes is not padded to {MIN_INITIAL_DATAGRAM}")]
     TooShort(usize),
-    /// The handshake did not authenticate, or asks for what we do not offer.
+    /// The handshake authenticated but its offer is incomplete.
     #[error("handshake refused: {0}")]
-    Handshake(&'static str),
+    Handshake(OfferError),
     /// Our own configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+}
+
+/// What an authenticated client offer lacks ([`AcceptError::Handshake`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Error)]
+#[non_exhaustive]
+pub enum OfferError {
+    /// Shorter than the date that starts a sealed offer.
+    #[error("no date in the handshake")]
+    NoDate,
+    /// The offer's session parameters are missing or malformed.
+    #[error("no parameters in the handshake")]
+    NoParameters,
 }
 
 /// Bytes of the date that starts a sealed offer.
@@ -81,10 +93,10 @@ impl Session {
                     "version {} not supported (this side speaks {VERSION})",
                     header.version
                 );
-                s.refuse(close_code::VERSION, reason);
+                s.refuse(CloseCode::Version, reason);
             }
-            Frame::Hello(_) if sealed => s.refuse(close_code::SECURITY, REFUSED.into()),
-            Frame::ClientHello { .. } if !sealed => s.refuse(close_code::SECURITY, REFUSED.into()),
+            Frame::Hello(_) if sealed => s.refuse(CloseCode::Security, REFUSED.into()),
+            Frame::ClientHello { .. } if !sealed => s.refuse(CloseCode::Security, REFUSED.into()),
             Frame::Hello(hello) => {
                 if let Err((code, reason)) = s.negotiate(&hello) {
                     s.refuse(code, reason);
@@ -109,16 +121,16 @@ impl Session {
                     // Said in clear, so it says no more than "no": which key
                     // or mode was wrong would help whoever is guessing.
                     Err(_) => {
-                        s.refuse(close_code::SECURITY, REFUSED.into());
+                        s.refuse(CloseCode::Security, REFUSED.into());
                         return Ok(s);
                     }
                 };
                 let Some((date, params)) = offer.split_first_chunk::<DATE_LEN>() else {
-                    return Err(AcceptError::Handshake("no date in the handshake"));
+                    return Err(AcceptError::Handshake(OfferError::NoDate));
                 };
                 let hello = match Frames::new(params).next() {
                     Some(Ok(Frame::Hello(h))) => h,
-                    _ => return Err(AcceptError::Handshake("no parameters in the handshake")),
+                    _ => return Err(AcceptError::Handshake(OfferError::NoParameters)),
                 };
                 let opening = hs.client().map(|k| (k, u64::from_be_bytes(*date)));
                 let mut answer = Vec::new();
@@ -126,7 +138,7 @@ impl Session {
                 match &refusal {
                     None => Frame::HelloAck(s.hello()).encode(&mut answer),
                     Some((code, reason)) => Frame::Close {
-                        code: *code,
+                        code: code.value(),
                         reason: reason.as_bytes(),
                     }
                     .encode(&mut answer),
@@ -176,10 +188,10 @@ impl Session {
     }
 
     /// Applies a client's offer, or says why it cannot be served.
-    fn negotiate(&mut self, hello: &Hello) -> Result<(), (u64, String)> {
+    fn negotiate(&mut self, hello: &Hello) -> Result<(), (CloseCode, String)> {
         if hello.version != VERSION {
             return Err((
-                close_code::VERSION,
+                CloseCode::Version,
                 format!(
                     "version {} not supported (this side speaks {VERSION})",
                     hello.version
@@ -187,7 +199,7 @@ impl Session {
             ));
         }
         let Ok(cc) = hello.cc.parse::<cc::Algorithm>() else {
-            return Err((close_code::CONTROLLER, hello.cc.clone()));
+            return Err((CloseCode::Controller, hello.cc.clone()));
         };
         let paths = hello.paths.clamp(1, self.cfg.max_paths);
         let segment_size = hello
@@ -200,8 +212,9 @@ impl Session {
         Ok(())
     }
 
-    fn refuse(&mut self, code: u64, reason: String) {
-        self.close = Some((code, reason.clone(), CLOSE_REPEATS));
+    fn refuse(&mut self, code: CloseCode, reason: String) {
+        let code = code.value();
+        self.close = Some(Close::new(code, reason.clone()));
         self.fail(SessionError::LocallyAborted { code, reason });
     }
 
@@ -318,7 +331,7 @@ impl Session {
                 }
             }
             Some(Ok(Frame::Close { code, reason })) => self.on_close(code, reason),
-            _ => self.violation("handshake answer without parameters"),
+            _ => self.violation(Violation::AnswerWithoutParameters),
         }
     }
 
@@ -348,7 +361,7 @@ impl Session {
                 cc
             }
             _ => {
-                self.violation("handshake answer out of range");
+                self.violation(Violation::AnswerOutOfRange);
                 return;
             }
         };
