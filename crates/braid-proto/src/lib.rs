@@ -33,6 +33,6 @@ pub use endpoint::{
 pub use error::SessionError;
 pub use ids::{PathId, Role};
 pub use rtt::RtoConfig;
-pub use session::{AcceptError, Event, Session, Transmit};
+pub use session::{AcceptError, Datagram, Event, Session, Transmit};
 pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

@@ -24,6 +24,7 @@
 //! Every deadline is in one table (`timers`).
 
 mod ack_copy;
+mod batch;
 mod handshake;
 mod liveness;
 mod packets;
@@ -56,6 +57,7 @@ use std::collections::{BTreeMap, VecDeque};
 use streams::{Finished, Streams};
 
 pub use handshake::AcceptError;
+pub use receive::Datagram;
 pub use transmit::Transmit;
 
 /// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).

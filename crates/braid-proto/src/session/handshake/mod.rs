@@ -7,7 +7,7 @@ mod state;
 use state::Answer;
 pub(super) use state::{Client, Handshake, Server};
 
-use super::{close_code, Event, Session, State, CLOSE_REPEATS};
+use super::{close_code, Datagram, Event, Session, State, CLOSE_REPEATS};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
 use crate::error::SessionError;
@@ -91,7 +91,15 @@ impl Session {
                 } else {
                     s.events.push_back(Event::Connected);
                 }
-                s.handle_datagram(now, path, Ecn::NotEct, datagram);
+                s.handle_datagram(
+                    now,
+                    Datagram {
+                        path,
+                        ecn: Ecn::NotEct,
+                        received_at: now,
+                        bytes: &mut datagram.to_vec(),
+                    },
+                );
             }
             Frame::ClientHello {
                 mode, pake, noise, ..
