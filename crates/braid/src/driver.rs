@@ -6,13 +6,18 @@
 use crate::clock;
 use crate::route::{Route, SessionTable};
 use crate::session::{Inner, Shared};
+use crate::udp::UdpIo;
 use braid_proto::{Instant, Transmit};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Datagrams taken from the core under one hold of the lock before sending them.
 const MAX_BURST: usize = 64;
 /// Batch buffers kept for reuse between bursts.
 const SPARE_BUFFERS: usize = 8;
+
+/// A batch taken from the core, with where it goes.
+type Outgoing = (Transmit, Arc<UdpIo>, SocketAddr, Vec<u8>);
 
 /// Runs until the session has closed or failed, then unregisters it.
 pub(crate) async fn drive(shared: Arc<Shared>) {
@@ -23,28 +28,15 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
         let (deadline, sent, finished) = {
             let mut g = shared.lock();
             g.proto.handle_timeout(now);
-            let mut datagrams = 0;
-            while datagrams < MAX_BURST {
-                let mut buf = spare.pop().unwrap_or_default();
-                let Some(t) = g.proto.poll_transmit(now, MAX_BURST - datagrams, &mut buf) else {
-                    spare.push(buf);
-                    break;
-                };
-                datagrams += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
-                match route(&g, &t) {
-                    Some(r) => batches.push((t, r.socket.clone(), r.remote, buf)),
-                    None => spare.push(buf),
-                }
-            }
+            let sent = take_burst(&mut g, now, &mut spare, &mut batches);
             g.process_events();
             for sample in g.proto.drain_samples() {
                 // No subscriber is fine.
                 let _ = shared.samples.send(sample);
             }
-            (g.proto.poll_timeout(), datagrams, g.proto.is_closed())
+            (g.proto.poll_timeout(), sent, g.proto.is_closed())
         };
         shared.changed.notify_waiters();
-
         for (t, socket, remote, buf) in batches.drain(..) {
             let sent = socket.send(remote, t.ecn, &buf, t.segment_size).await;
             // A refusal reported on the socket is an earlier datagram's
@@ -67,6 +59,30 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
         sleep_or_wake(&shared, deadline).await;
     }
     finish(&shared);
+}
+
+/// Takes up to [`MAX_BURST`] datagrams from the core, in the batches it
+/// hands out, into `batches`; returns how many.
+fn take_burst(
+    g: &mut Inner,
+    now: Instant,
+    spare: &mut Vec<Vec<u8>>,
+    batches: &mut Vec<Outgoing>,
+) -> usize {
+    let mut datagrams = 0;
+    while datagrams < MAX_BURST {
+        let mut buf = spare.pop().unwrap_or_default();
+        let Some(t) = g.proto.poll_transmit(now, MAX_BURST - datagrams, &mut buf) else {
+            spare.push(buf);
+            break;
+        };
+        datagrams += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
+        match route(g, &t) {
+            Some(r) => batches.push((t, r.socket.clone(), r.remote, buf)),
+            None => spare.push(buf),
+        }
+    }
+    datagrams
 }
 
 /// Where `t` goes: its connection's address or, for a probe, the candidate
