@@ -6,6 +6,7 @@ use braid_proto::{
     Datagram, Ecn, Event, Instant, PathId, PathState, Session, SessionConfig, SessionError,
 };
 use common::{Pair, MS};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn cfg() -> SessionConfig {
@@ -428,4 +429,39 @@ fn a_batch_s_datagrams_open_like_single_ones() {
     assert_eq!(n, data.len());
     assert!(got[..n] == data[..], "content differs");
     assert_eq!(server.stats().forged_dropped, 0);
+}
+
+#[test]
+fn batches_carry_per_connection_what_single_polls_would() {
+    let ready = || {
+        let mut two = cfg();
+        two.paths = 2;
+        let mut pair = Pair::new(two, cfg(), 10 * MS);
+        pair.drive_until(Duration::from_secs(1), |p| {
+            p.client.is_established() && p.server.is_some()
+        });
+        pair.drive_until(Duration::from_secs(1), |p| p.in_flight.is_empty());
+        assert_eq!(pair.client.write(&payload(60_000)), 60_000);
+        pair
+    };
+    // Each connection's datagrams in the order they leave, and the
+    // connection of each call.
+    let sent = |pair: &mut Pair, max: usize| {
+        let mut by_path: BTreeMap<PathId, Vec<Vec<u8>>> = BTreeMap::new();
+        let (mut buf, mut calls) = (Vec::new(), Vec::new());
+        while let Some(t) = pair.client.poll_transmit(pair.now, max, &mut buf) {
+            calls.push(t.path);
+            let segment = t.segment_size.unwrap_or(t.size);
+            let datagrams = by_path.entry(t.path).or_default();
+            datagrams.extend(buf.chunks(segment).map(<[u8]>::to_vec));
+        }
+        (by_path, calls)
+    };
+    let (single, order) = sent(&mut ready(), 1);
+    let (batched, calls) = sent(&mut ready(), 64);
+    assert_eq!(single.len(), 2, "both connections carry data");
+    assert!(single == batched, "the same datagrams, in the same order");
+    // At most two batches per connection: a datagram larger than the
+    // batch's first (the stream offset's encoding grew) starts another.
+    assert!(calls.len() <= 4, "{} datagrams in {calls:?}", order.len());
 }

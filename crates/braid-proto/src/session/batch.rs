@@ -99,6 +99,12 @@ impl Held {
         self.datagrams.push_back((t, b));
     }
 
+    /// Drops the spare buffers: nothing is left to send for now, and an
+    /// idle session keeps none.
+    pub fn release_spare(&mut self) {
+        self.spare = Vec::new();
+    }
+
     /// A batch of at most `max` from the datagrams held, written to `buf`:
     /// the oldest and those of its connection that may follow it.
     pub fn take_batch(&mut self, max: usize, buf: &mut Vec<u8>) -> Option<Batch> {

@@ -78,6 +78,9 @@ impl Session {
                 }
             }
         }
+        if batch.is_none() {
+            self.packets.held_mut().release_spare();
+        }
         batch.map(|b| b.transmit())
     }
 

@@ -129,7 +129,7 @@ impl Pair {
         };
         self.now = self.now.max(next);
         if next_packet == Some(next) {
-            let (_, (to_server, path, bytes)) = self.in_flight.pop_first().unwrap();
+            let (_, (to_server, path, mut bytes)) = self.in_flight.pop_first().unwrap();
             if to_server {
                 match self.server.as_mut() {
                     Some(s) => {
@@ -139,7 +139,7 @@ impl Pair {
                                 path,
                                 ecn: Ecn::NotEct,
                                 received_at: self.now,
-                                bytes: &mut bytes.to_vec(),
+                                bytes: &mut bytes,
                             },
                         );
                     }
@@ -157,7 +157,7 @@ impl Pair {
                         path,
                         ecn: Ecn::NotEct,
                         received_at: self.now,
-                        bytes: &mut bytes.to_vec(),
+                        bytes: &mut bytes,
                     },
                 );
             }
