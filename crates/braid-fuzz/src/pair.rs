@@ -147,7 +147,7 @@ pub fn session_pair(data: &[u8]) {
         };
         net.now = net.now.max(next);
         if next_packet == Some(next) {
-            let (_, (to_server, path, d)) = net.in_flight.pop_first().unwrap();
+            let (_, (to_server, path, mut d)) = net.in_flight.pop_first().unwrap();
             if to_server {
                 match server.as_mut() {
                     Some(s) => {
@@ -157,7 +157,7 @@ pub fn session_pair(data: &[u8]) {
                                 path,
                                 ecn: Ecn::NotEct,
                                 received_at: net.now,
-                                bytes: &mut d.to_vec(),
+                                bytes: &mut d,
                             },
                         );
                     }
@@ -173,7 +173,7 @@ pub fn session_pair(data: &[u8]) {
                         path,
                         ecn: Ecn::NotEct,
                         received_at: net.now,
-                        bytes: &mut d.to_vec(),
+                        bytes: &mut d,
                     },
                 );
             }
