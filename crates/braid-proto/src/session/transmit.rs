@@ -46,9 +46,11 @@ impl Session {
     /// all of [`Transmit::segment_size`] bytes but the last, which may be
     /// shorter. `None` once there is nothing to send now.
     ///
-    /// The caller calls it until it returns `None`: datagrams built for
-    /// other connections while gathering a batch are held for the next
-    /// calls (see `batch`). With `max_datagrams` 1 nothing is ever held.
+    /// The caller calls it until it returns `None`: a datagram built while
+    /// gathering a batch that may not join it (another connection's, or a
+    /// larger one) is held, already sealed, for the next calls (see
+    /// `batch`). With `max_datagrams` 1 nothing is ever held, and the
+    /// datagrams are those of any other `max_datagrams`, one per call.
     pub fn poll_transmit(
         &mut self,
         now: Instant,
