@@ -6,8 +6,8 @@
 
 use braid_proto::wire::Header;
 use braid_proto::{
-    DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security, Session,
-    SessionConfig,
+    Datagram, DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security,
+    Session, SessionConfig,
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -68,13 +68,21 @@ pub fn endpoint(data: &[u8]) {
                     continue;
                 };
                 for _ in 0..2 {
-                    let Some(t) = c.poll_transmit(now, &mut buf) else {
+                    let Some(t) = c.poll_transmit(now, 1, &mut buf) else {
                         break;
                     };
                     let d = buf[..t.size].to_vec();
                     match handle(&mut ep, &mut sessions, now, from, &d) {
                         Some(answer) if op % 6 == 1 => {
-                            c.handle_datagram(now, PathId(0), Ecn::NotEct, &answer);
+                            c.handle_datagram(
+                                now,
+                                Datagram {
+                                    path: PathId(0),
+                                    ecn: Ecn::NotEct,
+                                    received_at: now,
+                                    bytes: &mut answer.to_vec(),
+                                },
+                            );
                         }
                         _ => break,
                     }
@@ -141,7 +149,15 @@ fn handle(
             let s = sessions
                 .get_mut(&id)
                 .expect("the endpoint knows only our sessions");
-            s.handle_datagram(now, PathId(0), Ecn::NotEct, d);
+            s.handle_datagram(
+                now,
+                Datagram {
+                    path: PathId(0),
+                    ecn: Ecn::NotEct,
+                    received_at: now,
+                    bytes: &mut d.to_vec(),
+                },
+            );
             None
         }
     }

@@ -10,7 +10,7 @@ mod endpoint;
 mod pair;
 
 use braid_proto::wire::{Frames, Header};
-use braid_proto::{Ecn, Instant, Keypair, PathId, Security, Session, SessionConfig};
+use braid_proto::{Datagram, Ecn, Instant, Keypair, PathId, Security, Session, SessionConfig};
 
 pub use endpoint::endpoint;
 pub use pair::session_pair;
@@ -64,7 +64,15 @@ pub fn handshake(data: &[u8]) {
     let mut buf = Vec::new();
     if let Ok(mut server) = Session::accept(server_cfg, now, PathId(0), datagrams[0], [1; 32]) {
         for d in &datagrams[1..] {
-            server.handle_datagram(now, PathId(0), Ecn::NotEct, d);
+            server.handle_datagram(
+                now,
+                Datagram {
+                    path: PathId(0),
+                    ecn: Ecn::NotEct,
+                    received_at: now,
+                    bytes: &mut d.to_vec(),
+                },
+            );
         }
         drain(&mut server, now, &mut buf);
     }
@@ -73,7 +81,15 @@ pub fn handshake(data: &[u8]) {
     };
     drain(&mut client, now, &mut buf);
     for d in &datagrams {
-        client.handle_datagram(now, PathId(0), Ecn::NotEct, d);
+        client.handle_datagram(
+            now,
+            Datagram {
+                path: PathId(0),
+                ecn: Ecn::NotEct,
+                received_at: now,
+                bytes: &mut d.to_vec(),
+            },
+        );
         drain(&mut client, now, &mut buf);
     }
     // Whatever was fed, time still moves on to a verdict.
@@ -94,7 +110,7 @@ pub fn handshake(data: &[u8]) {
 fn drain(s: &mut Session, now: Instant, buf: &mut Vec<u8>) {
     for _ in 0..10_000 {
         buf.clear();
-        if s.poll_transmit(now, buf).is_none() {
+        if s.poll_transmit(now, 1, buf).is_none() {
             return;
         }
     }

@@ -3,7 +3,7 @@
 
 use crate::configs;
 use braid_proto::wire::Header;
-use braid_proto::{Ecn, Instant, PathId, Session};
+use braid_proto::{Datagram, Ecn, Instant, PathId, Session};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ pub fn session_pair(data: &[u8]) {
             let Some(s) = s else { continue };
             for _ in 0..10_000 {
                 buf.clear();
-                let Some(t) = s.poll_transmit(net.now, &mut buf) else {
+                let Some(t) = s.poll_transmit(net.now, 1, &mut buf) else {
                     break;
                 };
                 let d = buf[..t.size].to_vec();
@@ -147,11 +147,19 @@ pub fn session_pair(data: &[u8]) {
         };
         net.now = net.now.max(next);
         if next_packet == Some(next) {
-            let (_, (to_server, path, d)) = net.in_flight.pop_first().unwrap();
+            let (_, (to_server, path, mut d)) = net.in_flight.pop_first().unwrap();
             if to_server {
                 match server.as_mut() {
                     Some(s) => {
-                        s.handle_datagram(net.now, path, Ecn::NotEct, &d);
+                        s.handle_datagram(
+                            net.now,
+                            Datagram {
+                                path,
+                                ecn: Ecn::NotEct,
+                                received_at: net.now,
+                                bytes: &mut d,
+                            },
+                        );
                     }
                     None => {
                         server =
@@ -159,7 +167,15 @@ pub fn session_pair(data: &[u8]) {
                     }
                 }
             } else {
-                client.handle_datagram(net.now, path, Ecn::NotEct, &d);
+                client.handle_datagram(
+                    net.now,
+                    Datagram {
+                        path,
+                        ecn: Ecn::NotEct,
+                        received_at: net.now,
+                        bytes: &mut d,
+                    },
+                );
             }
         } else {
             client.handle_timeout(net.now);

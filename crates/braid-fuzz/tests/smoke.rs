@@ -27,7 +27,7 @@ fn genuine_hellos() -> Vec<Vec<u8>> {
             };
             let mut s = Session::connect(cfg, 42, Instant::ZERO, [9; 32]).unwrap();
             let mut buf = Vec::new();
-            let t = s.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+            let t = s.poll_transmit(Instant::ZERO, 1, &mut buf).unwrap();
             buf.truncate(t.size);
             buf
         })

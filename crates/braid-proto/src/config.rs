@@ -194,7 +194,7 @@ impl SessionConfig {
     }
 
     /// Checks every value and the security settings for `role`.
-    pub fn validate_for(&self, role: Role) -> Result<(), ConfigError> {
+    pub(crate) fn validate_for(&self, role: Role) -> Result<(), ConfigError> {
         self.validate()?;
         self.security
             .validate(role == Role::Client)
@@ -312,7 +312,7 @@ impl SessionConfig {
     }
 
     /// NKP-0024's `sendWindowPacketCount`.
-    pub fn send_window_packets(&self) -> u64 {
+    pub(crate) fn send_window_packets(&self) -> u64 {
         (self.send_window / u64::from(self.segment_size.max(1))).max(1)
     }
 }

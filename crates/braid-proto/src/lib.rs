@@ -33,6 +33,6 @@ pub use endpoint::{
 pub use error::{SessionError, Violation};
 pub use ids::{PathId, Role};
 pub use rtt::RtoConfig;
-pub use session::{AcceptError, CloseCode, Event, OfferError, Session, Transmit};
+pub use session::{AcceptError, CloseCode, Datagram, Event, OfferError, Session, Transmit};
 pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

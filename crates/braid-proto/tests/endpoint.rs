@@ -2,8 +2,8 @@
 //! the runtime runs, fed the openings a guesser or a flood would send.
 
 use braid_proto::{
-    DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security, Session,
-    SessionConfig, CODE_GUESS_LIMIT,
+    Datagram, DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security,
+    Session, SessionConfig, CODE_GUESS_LIMIT,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -45,7 +45,15 @@ impl Server {
             Some(DatagramEvent::Accepted(id)) => Got::Session(id),
             Some(DatagramEvent::Known(id)) => {
                 let s = self.sessions.get_mut(&id).unwrap();
-                s.handle_datagram(self.now, PathId(0), Ecn::NotEct, datagram);
+                s.handle_datagram(
+                    self.now,
+                    Datagram {
+                        path: PathId(0),
+                        ecn: Ecn::NotEct,
+                        received_at: self.now,
+                        bytes: &mut datagram.to_vec(),
+                    },
+                );
                 Got::Session(id)
             }
             Some(DatagramEvent::Respond(d)) => Got::Answer(d),
@@ -79,10 +87,18 @@ fn open(server: &mut Server, client: &mut Session, from: SocketAddr, confirm: bo
     let mut buf = Vec::new();
     for _ in 0..4 {
         client.handle_timeout(server.now);
-        let t = client.poll_transmit(server.now, &mut buf)?;
+        let t = client.poll_transmit(server.now, 1, &mut buf)?;
         match server.handle(from, &buf[..t.size]) {
             Got::Answer(d) => {
-                client.handle_datagram(server.now, PathId(0), Ecn::NotEct, &d);
+                client.handle_datagram(
+                    server.now,
+                    Datagram {
+                        path: PathId(0),
+                        ecn: Ecn::NotEct,
+                        received_at: server.now,
+                        bytes: &mut d.to_vec(),
+                    },
+                );
             }
             Got::Nothing => return None,
             Got::Session(id) => {
@@ -91,10 +107,18 @@ fn open(server: &mut Server, client: &mut Session, from: SocketAddr, confirm: bo
                 }
                 for _ in 0..8 {
                     let s = server.sessions.get_mut(&id)?;
-                    while let Some(t) = s.poll_transmit(server.now, &mut buf) {
-                        client.handle_datagram(server.now, PathId(0), Ecn::NotEct, &buf[..t.size]);
+                    while let Some(t) = s.poll_transmit(server.now, 1, &mut buf) {
+                        client.handle_datagram(
+                            server.now,
+                            Datagram {
+                                path: PathId(0),
+                                ecn: Ecn::NotEct,
+                                received_at: server.now,
+                                bytes: &mut buf[..t.size].to_vec(),
+                            },
+                        );
                     }
-                    while let Some(t) = client.poll_transmit(server.now, &mut buf) {
+                    while let Some(t) = client.poll_transmit(server.now, 1, &mut buf) {
                         server.handle(from, &buf[..t.size]);
                     }
                     if server.sessions[&id].is_peer_confirmed() {
@@ -202,7 +226,7 @@ fn junk_openings_do_not_spend_the_code() {
     for i in 0..1000u64 {
         let mut c = client(code("5-quiet-harbor"), 10_000 + i);
         let mut buf = Vec::new();
-        let t = c.poll_transmit(server.now, &mut buf).unwrap();
+        let t = c.poll_transmit(server.now, 1, &mut buf).unwrap();
         // Never echoes the token: it cannot receive at the forged source.
         let got = server.handle(addr((i % 200) as u8, 9), &buf[..t.size]);
         assert!(matches!(got, Got::Answer(_)), "{got:?}");
@@ -211,13 +235,21 @@ fn junk_openings_do_not_spend_the_code() {
         let mut c = client(code("5-quiet-harbor"), 20_000 + i);
         let from = addr(i as u8, 10);
         let mut buf = Vec::new();
-        let t = c.poll_transmit(server.now, &mut buf).unwrap();
+        let t = c.poll_transmit(server.now, 1, &mut buf).unwrap();
         let got = server.handle(from, &buf[..t.size]);
         let Got::Answer(retry) = got else {
             panic!("no retry: {got:?} at {i}")
         };
-        c.handle_datagram(server.now, PathId(0), Ecn::NotEct, &retry);
-        let t = c.poll_transmit(server.now, &mut buf).unwrap();
+        c.handle_datagram(
+            server.now,
+            Datagram {
+                path: PathId(0),
+                ecn: Ecn::NotEct,
+                received_at: server.now,
+                bytes: &mut retry.to_vec(),
+            },
+        );
+        let t = c.poll_transmit(server.now, 1, &mut buf).unwrap();
         let mut junk = buf[..t.size].to_vec();
         // Spoil the SPAKE2 message's first byte (which side sent it), so
         // the server cannot answer it.
@@ -288,7 +320,7 @@ fn the_memory_budget_bounds_established_sessions() {
 /// A key-mode client's first datagram.
 fn opening_of(client: &mut Session, now: Instant) -> Vec<u8> {
     let mut buf = Vec::new();
-    let t = client.poll_transmit(now, &mut buf).unwrap();
+    let t = client.poll_transmit(now, 1, &mut buf).unwrap();
     buf.truncate(t.size);
     buf
 }

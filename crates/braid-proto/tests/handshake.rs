@@ -84,20 +84,22 @@ fn a_wrong_code_ends_the_handshake_at_the_first_answer() {
 /// right code opens nothing. One guess per handshake.
 #[test]
 fn a_code_client_checks_one_answer_per_handshake() {
-    use braid_proto::{Ecn, Instant, PathId, Security, Session, SessionError};
+    use braid_proto::{Datagram, Ecn, Instant, PathId, Security, Session, SessionError};
     let with = |code: &str| SessionConfig {
         security: Security::code(code),
         ..SessionConfig::default()
     };
     let mut client = Session::connect(with("4-lemon-drop"), 42, Instant::ZERO, [1; 32]).unwrap();
     let mut opening = Vec::new();
-    client.poll_transmit(Instant::ZERO, &mut opening).unwrap();
+    client
+        .poll_transmit(Instant::ZERO, 1, &mut opening)
+        .unwrap();
     // Answers from servers holding these codes; the last is right.
     let answer = |code: &str, seed: u8| {
         let mut s =
             Session::accept(with(code), Instant::ZERO, PathId(0), &opening, [seed; 32]).unwrap();
         let mut buf = Vec::new();
-        s.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+        s.poll_transmit(Instant::ZERO, 1, &mut buf).unwrap();
         buf
     };
     let mut answers: Vec<Vec<u8>> = (0..100)
@@ -105,25 +107,36 @@ fn a_code_client_checks_one_answer_per_handshake() {
         .collect();
     answers.push(answer("4-lemon-drop", 200));
     for a in &answers {
-        client.handle_datagram(Instant::ZERO + MS, PathId(0), Ecn::NotEct, a);
+        client.handle_datagram(
+            Instant::ZERO + MS,
+            Datagram {
+                path: PathId(0),
+                ecn: Ecn::NotEct,
+                received_at: Instant::ZERO + MS,
+                bytes: &mut a.to_vec(),
+            },
+        );
     }
     assert_eq!(client.error(), Some(&SessionError::CodeRejected));
     assert!(!client.is_established(), "a later answer was still checked");
     assert_eq!(client.stats().forged_dropped, answers.len() as u64);
     // It is over: no further opening goes out for another guess.
     assert!(client
-        .poll_transmit(Instant::ZERO + MS, &mut opening)
+        .poll_transmit(Instant::ZERO + MS, 1, &mut opening)
         .is_none());
     // Without the forgeries, the right answer opens the session.
     let mut honest = Session::connect(with("4-lemon-drop"), 42, Instant::ZERO, [1; 32]).unwrap();
     honest
-        .poll_transmit(Instant::ZERO, &mut Vec::new())
+        .poll_transmit(Instant::ZERO, 1, &mut Vec::new())
         .unwrap();
     honest.handle_datagram(
         Instant::ZERO + MS,
-        PathId(0),
-        Ecn::NotEct,
-        answers.last().unwrap(),
+        Datagram {
+            path: PathId(0),
+            ecn: Ecn::NotEct,
+            received_at: Instant::ZERO + MS,
+            bytes: &mut answers.last().unwrap().to_vec(),
+        },
     );
     assert!(honest.is_established() && honest.error().is_none());
 }
@@ -243,7 +256,7 @@ fn repeated_openings_hold_an_unconfirmed_server_for_90_s_at_most() {
 #[test]
 fn every_retry_token_is_kept_but_only_four_answered_at_once() {
     use braid_proto::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
-    use braid_proto::{Ecn, Instant, Keypair, PathId, Security, Session};
+    use braid_proto::{Datagram, Ecn, Instant, Keypair, PathId, Security, Session};
     let token_of = |d: &[u8]| match Frames::new(&d[HEADER_LEN..]).next() {
         Some(Ok(Frame::ClientHello { token, .. })) => token.to_vec(),
         f => panic!("{f:?}"),
@@ -255,7 +268,7 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
     let mut now = Instant::ZERO;
     let mut client = Session::connect(cfg, 42, now, [1; 32]).unwrap();
     let mut buf = Vec::new();
-    assert!(client.poll_transmit(now, &mut buf).is_some());
+    assert!(client.poll_transmit(now, 1, &mut buf).is_some());
     assert!(token_of(&buf).is_empty());
     for i in 1..=6u8 {
         now += 10 * MS;
@@ -270,9 +283,17 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
         }
         .encode(&mut retry);
         Frame::Retry { token: &[i; 40] }.encode(&mut retry);
-        client.handle_datagram(now, PathId(0), Ecn::NotEct, &retry);
+        client.handle_datagram(
+            now,
+            Datagram {
+                path: PathId(0),
+                ecn: Ecn::NotEct,
+                received_at: now,
+                bytes: &mut retry.to_vec(),
+            },
+        );
         buf.clear();
-        let answered = client.poll_transmit(now, &mut buf).is_some();
+        let answered = client.poll_transmit(now, 1, &mut buf).is_some();
         assert_eq!(answered, i <= 4, "retry {i}");
         if answered {
             assert_eq!(token_of(&buf), [i; 40]);
@@ -282,7 +303,7 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
     now = client.poll_timeout().unwrap();
     client.handle_timeout(now);
     buf.clear();
-    assert!(client.poll_transmit(now, &mut buf).is_some());
+    assert!(client.poll_transmit(now, 1, &mut buf).is_some());
     assert_eq!(token_of(&buf), [6; 40]);
 }
 
@@ -301,7 +322,7 @@ fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
     let mut client = Session::connect(cfg, 7, Instant::ZERO, [3; 32]).unwrap();
     let mut buf = Vec::new();
     let mut sent = Vec::new();
-    while let Some(t) = client.poll_transmit(Instant::ZERO, &mut buf) {
+    while let Some(t) = client.poll_transmit(Instant::ZERO, 1, &mut buf) {
         sent.push((t.path, buf[..HEADER_LEN].to_vec()));
         buf.clear();
     }

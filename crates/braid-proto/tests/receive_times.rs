@@ -6,7 +6,7 @@
 mod common;
 
 use braid_proto::cc::Algorithm;
-use braid_proto::{Ecn, PathId, SessionConfig};
+use braid_proto::{Datagram, Ecn, PathId, SessionConfig};
 use common::{Pair, MS};
 use std::time::Duration;
 
@@ -41,7 +41,13 @@ fn pacing_after_a_batch_read(stamped: bool) -> f64 {
         } else {
             pair.now
         };
-        server.handle_datagram_received_at(pair.now, at, path, Ecn::NotEct, &mut datagram);
+        let datagram = Datagram {
+            path,
+            ecn: Ecn::NotEct,
+            received_at: at,
+            bytes: &mut datagram,
+        };
+        server.handle_datagram(pair.now, datagram);
     }
     let acked = |p: &Pair| p.client.stats().paths[0].1.stream_bytes_acked > 0;
     pair.drive_until(Duration::from_secs(3), acked);

@@ -2,8 +2,11 @@
 
 mod common;
 
-use braid_proto::{Ecn, Event, Instant, PathId, PathState, Session, SessionConfig, SessionError};
+use braid_proto::{
+    Datagram, Ecn, Event, Instant, PathId, PathState, Session, SessionConfig, SessionError,
+};
 use common::{Pair, MS};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn cfg() -> SessionConfig {
@@ -84,7 +87,7 @@ fn unknown_controller_is_refused_with_a_clear_error() {
     let insecure = SessionConfig::insecure;
     let mut client = Session::connect(insecure(), 42, Instant::ZERO, [1; 32]).unwrap();
     let mut buf = Vec::new();
-    client.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+    client.poll_transmit(Instant::ZERO, 1, &mut buf).unwrap();
     // Rewrite the HELLO to ask for a controller no build has.
     let (header, payload) = Header::decode(&buf).unwrap();
     let Some(Ok(Frame::Hello(hello))) = Frames::new(payload).next() else {
@@ -101,9 +104,17 @@ fn unknown_controller_is_refused_with_a_clear_error() {
     let mut server =
         Session::accept(insecure(), Instant::ZERO, PathId(0), &forged, [2; 32]).unwrap();
     let t = server
-        .poll_transmit(Instant::ZERO, &mut buf)
+        .poll_transmit(Instant::ZERO, 1, &mut buf)
         .expect("the server explains its refusal");
-    client.handle_datagram(Instant::ZERO + MS, t.path, Ecn::NotEct, &buf[..t.size]);
+    client.handle_datagram(
+        Instant::ZERO + MS,
+        Datagram {
+            path: t.path,
+            ecn: Ecn::NotEct,
+            received_at: Instant::ZERO + MS,
+            bytes: &mut buf[..t.size].to_vec(),
+        },
+    );
     assert_eq!(
         client.error(),
         Some(&SessionError::UnknownController("warp".into()))
@@ -275,8 +286,15 @@ fn garbage_is_dropped_and_counted() {
     let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
     pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
     let now = pair.now;
-    pair.client
-        .handle_datagram(now, PathId(0), Ecn::NotEct, &[1, 2, 3]);
+    pair.client.handle_datagram(
+        now,
+        Datagram {
+            path: PathId(0),
+            ecn: Ecn::NotEct,
+            received_at: now,
+            bytes: &mut [1, 2, 3].to_vec(),
+        },
+    );
     let mut forged = Vec::new();
     braid_proto::wire::Header {
         version: braid_proto::wire::VERSION,
@@ -288,12 +306,26 @@ fn garbage_is_dropped_and_counted() {
     }
     .encode(&mut forged);
     forged.push(0x3f); // unknown frame type
-    pair.client
-        .handle_datagram(now, PathId(0), Ecn::NotEct, &forged);
+    pair.client.handle_datagram(
+        now,
+        Datagram {
+            path: PathId(0),
+            ecn: Ecn::NotEct,
+            received_at: now,
+            bytes: &mut forged.to_vec(),
+        },
+    );
     let mut other = forged.clone();
     other[2] ^= 0xff; // another session
-    pair.client
-        .handle_datagram(now, PathId(0), Ecn::NotEct, &other);
+    pair.client.handle_datagram(
+        now,
+        Datagram {
+            path: PathId(0),
+            ecn: Ecn::NotEct,
+            received_at: now,
+            bytes: &mut other.to_vec(),
+        },
+    );
     let stats = pair.client.stats();
     // Too short for a header; does not open with the keys; another session.
     assert_eq!(stats.malformed_dropped, 1);
@@ -357,40 +389,79 @@ fn ncp_windows_always_sum_to_the_session_window() {
 }
 
 #[test]
-fn datagrams_appended_to_one_buffer_open_like_single_ones() {
+fn a_batch_s_datagrams_open_like_single_ones() {
     let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
     pair.drive_until(Duration::from_secs(1), |p| {
         p.client.is_established() && p.server.is_some()
     });
     pair.drive_until(Duration::from_secs(1), |p| p.in_flight.is_empty());
-    // Within the initial window: all of it leaves at once.
+    // Within the initial window: all of it leaves at once, in one batch of
+    // datagrams one after another, each sealed where it starts.
     let data = payload(8_000);
     assert_eq!(pair.client.write(&data), data.len());
-    // A batch as a driver builds it: datagrams one after another, each
-    // sealed where it starts, after a prefix that must stay untouched.
     let now = pair.now;
-    let mut batch = vec![0xee; 3];
-    let mut sizes = Vec::new();
-    while let Some(t) = pair.client.poll_transmit_append(now, &mut batch) {
-        sizes.push(t.size);
+    let mut buf = Vec::new();
+    let mut batches = Vec::new();
+    while let Some(t) = pair.client.poll_transmit(now, 64, &mut buf) {
+        assert_eq!(buf.len(), t.size);
+        batches.push((t.segment_size.unwrap_or(t.size), buf.clone()));
     }
-    assert!(sizes.len() >= 5, "{} datagrams", sizes.len());
-    assert_eq!(batch[..3], [0xee; 3]);
-    assert_eq!(batch.len(), 3 + sizes.iter().sum::<usize>());
+    assert!(batches.len() < 3, "{} batches", batches.len());
+    let datagrams: Vec<_> = batches
+        .iter_mut()
+        .flat_map(|(segment, batch)| batch.chunks_mut(*segment))
+        .collect();
+    assert!(datagrams.len() >= 5, "{} datagrams", datagrams.len());
     let server = pair.server.as_mut().unwrap();
-    let mut at = 3;
-    for size in sizes {
+    for datagram in datagrams {
         assert!(server.handle_datagram(
             now + 10 * MS,
-            PathId(0),
-            Ecn::NotEct,
-            &batch[at..at + size]
+            Datagram {
+                path: PathId(0),
+                ecn: Ecn::NotEct,
+                received_at: now + 10 * MS,
+                bytes: datagram,
+            }
         ));
-        at += size;
     }
     let mut got = vec![0u8; data.len() + 1];
     let n = server.read(now + 10 * MS, &mut got);
     assert_eq!(n, data.len());
     assert!(got[..n] == data[..], "content differs");
     assert_eq!(server.stats().forged_dropped, 0);
+}
+
+#[test]
+fn batches_carry_per_connection_what_single_polls_would() {
+    let ready = || {
+        let mut two = cfg();
+        two.paths = 2;
+        let mut pair = Pair::new(two, cfg(), 10 * MS);
+        pair.drive_until(Duration::from_secs(1), |p| {
+            p.client.is_established() && p.server.is_some()
+        });
+        pair.drive_until(Duration::from_secs(1), |p| p.in_flight.is_empty());
+        assert_eq!(pair.client.write(&payload(60_000)), 60_000);
+        pair
+    };
+    // Each connection's datagrams in the order they leave, and the
+    // connection of each call.
+    let sent = |pair: &mut Pair, max: usize| {
+        let mut by_path: BTreeMap<PathId, Vec<Vec<u8>>> = BTreeMap::new();
+        let (mut buf, mut calls) = (Vec::new(), Vec::new());
+        while let Some(t) = pair.client.poll_transmit(pair.now, max, &mut buf) {
+            calls.push(t.path);
+            let segment = t.segment_size.unwrap_or(t.size);
+            let datagrams = by_path.entry(t.path).or_default();
+            datagrams.extend(buf.chunks(segment).map(<[u8]>::to_vec));
+        }
+        (by_path, calls)
+    };
+    let (single, order) = sent(&mut ready(), 1);
+    let (batched, calls) = sent(&mut ready(), 64);
+    assert_eq!(single.len(), 2, "both connections carry data");
+    assert!(single == batched, "the same datagrams, in the same order");
+    // At most two batches per connection: a datagram larger than the
+    // batch's first (the stream offset's encoding grew) starts another.
+    assert!(calls.len() <= 4, "{} datagrams in {calls:?}", order.len());
 }

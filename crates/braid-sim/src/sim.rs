@@ -8,7 +8,8 @@ use crate::scenario::{FlowSpec, Scenario};
 use braid_link::seeds::{self, Side};
 use braid_link::{state_changes, Link, LinkState, Offer, IP_UDP_OVERHEAD};
 use braid_proto::{
-    wire, Ecn, Event, Instant, Keypair, PathId, PathSample, Security, Session, SessionConfig,
+    wire, Datagram, Ecn, Event, Instant, Keypair, PathId, PathSample, Security, Session,
+    SessionConfig,
 };
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -246,7 +247,13 @@ impl Sim {
                 let ecn = Ecn::from_bits(ecn.0);
                 match (to, f.endpoint(to).session.as_mut()) {
                     (_, Some(s)) => {
-                        s.handle_datagram_in_place(now, conn, ecn, &mut datagram);
+                        let datagram = Datagram {
+                            path: conn,
+                            ecn,
+                            received_at: now,
+                            bytes: &mut datagram,
+                        };
+                        s.handle_datagram(now, datagram);
                     }
                     (Side::Server, None) => {
                         let mut cfg = session_config(&f.spec, self.scenario.sample_interval);
@@ -340,7 +347,7 @@ impl Sim {
             Side::Client
         };
         let mut out = Vec::new();
-        while let Some(t) = s.poll_transmit(now, &mut self.buf) {
+        while let Some(t) = s.poll_transmit(now, 1, &mut self.buf) {
             let Some(&scenario_path) = spec.paths.get(t.path.index()) else {
                 continue;
             };

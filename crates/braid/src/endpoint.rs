@@ -12,7 +12,8 @@ use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
 use braid_proto::wire::{Frame, Frames, Header};
 use braid_proto::{
-    DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role, SessionConfig,
+    Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role,
+    SessionConfig,
 };
 use quinn_udp::RecvMeta;
 use rand::RngCore;
@@ -124,13 +125,13 @@ impl EndpointInner {
                     authentic: false,
                     len: datagram.len(),
                 };
-                let authentic = g.proto.handle_datagram_received_at(
-                    now,
-                    received_at,
-                    header.path,
+                let datagram = Datagram {
+                    path: header.path,
                     ecn,
-                    datagram,
-                );
+                    received_at,
+                    bytes: datagram,
+                };
+                let authentic = g.proto.handle_datagram(now, datagram);
                 if g.proto.role() == Role::Server {
                     let route = self.route(from);
                     let arrival = Arrival {

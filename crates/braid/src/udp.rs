@@ -63,8 +63,27 @@ impl UdpIo {
     }
 
     /// Sends `contents` to `to`: one datagram, or several of `segment` bytes
-    /// each (the last may be shorter) in one GSO call.
+    /// each (the last may be shorter) in as few GSO calls as the socket's
+    /// limits allow. Stops at the first error.
     pub async fn send(
+        &self,
+        to: SocketAddr,
+        ecn: Ecn,
+        contents: &[u8],
+        segment: Option<usize>,
+    ) -> io::Result<()> {
+        let Some(seg) = segment.filter(|&s| s > 0 && s < contents.len()) else {
+            return self.send_gso(to, ecn, contents, None).await;
+        };
+        let per_call = (MAX_GSO_BYTES / seg).min(self.max_gso_segments()).max(1);
+        for piece in contents.chunks(seg * per_call) {
+            self.send_gso(to, ecn, piece, Some(seg)).await?;
+        }
+        Ok(())
+    }
+
+    /// [`UdpIo::send`] in one call: a batch within the socket's limits.
+    async fn send_gso(
         &self,
         to: SocketAddr,
         ecn: Ecn,

@@ -261,7 +261,7 @@ fn opening(cfg: SessionConfig, session_id: u64, seed: u8) -> Vec<u8> {
     let zero = braid_proto::Instant::ZERO;
     let mut s = braid_proto::Session::connect(cfg, session_id, zero, [seed; 32]).unwrap();
     let mut buf = Vec::new();
-    let t = s.poll_transmit(zero, &mut buf).unwrap();
+    let t = s.poll_transmit(zero, 1, &mut buf).unwrap();
     buf.truncate(t.size);
     buf
 }

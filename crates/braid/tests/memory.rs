@@ -21,7 +21,7 @@ fn hello(session_id: u64) -> Vec<u8> {
     let mut s = braid_proto::Session::connect(SessionConfig::insecure(), session_id, zero, [1; 32])
         .unwrap();
     let mut buf = Vec::new();
-    let t = s.poll_transmit(zero, &mut buf).unwrap();
+    let t = s.poll_transmit(zero, 1, &mut buf).unwrap();
     buf.truncate(t.size);
     buf
 }

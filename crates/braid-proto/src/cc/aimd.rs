@@ -43,6 +43,7 @@ impl Aimd {
         }
     }
 
+    #[cfg(test)]
     /// Window in packets.
     pub fn window_packets(&self) -> f64 {
         self.cwnd

@@ -81,6 +81,7 @@ impl Cubic {
         }
     }
 
+    #[cfg(test)]
     /// Window in segments.
     pub fn window_segments(&self) -> f64 {
         self.cwnd

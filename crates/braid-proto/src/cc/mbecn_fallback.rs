@@ -52,6 +52,7 @@ impl MbEcnWithFallback {
         }
     }
 
+    #[cfg(test)]
     /// Whether the path has marked, so MB-ECN decides.
     pub fn has_marked(&self) -> bool {
         self.mode == Mode::MbEcn

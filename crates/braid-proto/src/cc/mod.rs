@@ -13,12 +13,14 @@ mod mbecn_fallback;
 mod ncp;
 mod segments;
 
-pub use aimd::Aimd;
-pub use bbr::{Bbr, BbrMode};
-pub use cubic::Cubic;
-pub use mbecn::{EceReceiver, MbEcn};
-pub use mbecn_fallback::MbEcnWithFallback;
-pub use ncp::Ncp;
+// The concrete controllers: outside the crate one is chosen by its
+// [`Algorithm`] and driven through [`Controller`].
+pub(crate) use aimd::Aimd;
+pub(crate) use bbr::Bbr;
+pub(crate) use cubic::Cubic;
+pub(crate) use mbecn::EceReceiver;
+pub(crate) use mbecn_fallback::MbEcnWithFallback;
+pub(crate) use ncp::Ncp;
 
 use crate::rtt::RttEstimator;
 use crate::Instant;
@@ -30,16 +32,16 @@ use thiserror::Error;
 /// the handshake use. Adding one is a module, a variant and its arms here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Algorithm {
-    /// ndncatchunks' AIMD ([`Aimd`]).
+    /// ndncatchunks' AIMD (`Aimd`).
     Aimd,
-    /// BBR v1 with braid's deviations ([`Bbr`]); the default.
+    /// BBR v1 with braid's deviations (`Bbr`); the default.
     #[default]
     Bbr,
-    /// CUBIC, RFC 9438 ([`Cubic`]).
+    /// CUBIC, RFC 9438 (`Cubic`).
     Cubic,
-    /// Ouroboros MB-ECN, BBR where nothing marks ([`MbEcnWithFallback`]).
+    /// Ouroboros MB-ECN, BBR where nothing marks (`MbEcnWithFallback`).
     MbEcn,
-    /// NKP-0024's NCP ([`Ncp`]).
+    /// NKP-0024's NCP (`Ncp`).
     Ncp,
 }
 
@@ -201,7 +203,7 @@ pub struct ControllerMetrics {
 impl ControllerMetrics {
     /// From a window and slow-start threshold counted in segments of `segment_size`
     /// bytes; an infinite threshold means none yet.
-    pub fn from_segments(cwnd: f64, ssthresh: f64, segment_size: u64) -> Self {
+    pub(crate) fn from_segments(cwnd: f64, ssthresh: f64, segment_size: u64) -> Self {
         ControllerMetrics {
             window: (cwnd * segment_size as f64) as u64,
             ssthresh: ssthresh

@@ -46,6 +46,7 @@ impl Ncp {
         }
     }
 
+    #[cfg(test)]
     /// Window in packets.
     pub fn window_packets(&self) -> f64 {
         self.window

@@ -267,7 +267,7 @@ impl<H: Clone> Endpoint<H> {
             // it to 3x the opening. A refused code answer still was a guess.
             self.stats.refused += 1;
             let mut buf = Vec::new();
-            session.poll_transmit(now, &mut buf)?;
+            session.poll_transmit(now, 1, &mut buf)?;
             return Some(DatagramEvent::Respond(buf));
         }
         if let Some(id) = evict {

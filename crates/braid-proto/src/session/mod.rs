@@ -24,6 +24,7 @@
 //! Every deadline is in one table (`timers`).
 
 mod ack_copy;
+mod batch;
 mod close;
 mod handshake;
 mod liveness;
@@ -59,6 +60,7 @@ use streams::{Finished, Streams};
 
 pub use close::CloseCode;
 pub use handshake::{AcceptError, OfferError};
+pub use receive::Datagram;
 pub use transmit::Transmit;
 
 /// Keep-alive interval while the peer is in the middle of its stream.

@@ -1,9 +1,10 @@
 //! The session's packet protection and the buffers around it: the keys
 //! once the handshake made them, the datagram being written (where it
 //! starts in the caller's buffer and its full packet number, the nonce;
-//! the header carries only the low bits), and the scratch space where
-//! datagrams are opened.
+//! the header carries only the low bits), and the datagrams built but held
+//! for a later GSO batch.
 
+use super::batch::Held;
 use crate::crypto::PacketKeys;
 
 /// See the module documentation.
@@ -11,12 +12,12 @@ use crate::crypto::PacketKeys;
 pub(super) struct Packets {
     /// Sealed sessions: the keys once the handshake produced them.
     keys: Option<Box<PacketKeys>>,
-    /// Scratch space where datagrams are opened.
-    open_buf: Vec<u8>,
     /// Where the datagram being written starts in the caller's buffer.
     start: usize,
     /// The full packet number of the datagram being written.
     number: u64,
+    /// Datagrams sealed and sent but not yet handed out, for a later batch.
+    held: Held,
 }
 
 impl Packets {
@@ -55,21 +56,16 @@ impl Packets {
         buf.len() - self.start
     }
 
+    /// Datagrams held for a later batch.
+    pub fn held_mut(&mut self) -> &mut Held {
+        &mut self.held
+    }
+
     /// Seals the datagram being written, once the session has keys.
     pub fn seal(&mut self, buf: &mut Vec<u8>) {
         if let Some(keys) = self.keys.as_deref_mut() {
             keys.seal(buf, self.start, self.number);
         }
-    }
-
-    /// The scratch buffer, lent out while a datagram is opened in it.
-    pub fn take_open_buf(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.open_buf)
-    }
-
-    /// The scratch buffer back, to be reused.
-    pub fn return_open_buf(&mut self, buf: Vec<u8>) {
-        self.open_buf = buf;
     }
 }
 
@@ -88,14 +84,5 @@ mod tests {
         assert_eq!(p.len(&buf), 5);
         assert_eq!(&buf[p.start()..], b"hello");
         assert!(p.keys().is_none());
-    }
-
-    #[test]
-    fn the_open_buffer_is_lent_and_kept() {
-        let mut p = Packets::default();
-        let mut b = p.take_open_buf();
-        b.extend_from_slice(&[1; 1500]);
-        p.return_open_buf(b);
-        assert!(p.take_open_buf().capacity() >= 1500);
     }
 }

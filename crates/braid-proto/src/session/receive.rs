@@ -11,6 +11,22 @@ use crate::PathId;
 use crate::Role;
 use crate::{Ecn, Instant};
 
+/// A datagram from the network, for [`Session::handle_datagram`].
+#[derive(Debug)]
+pub struct Datagram<'a> {
+    /// The connection it arrived on (its header's path id).
+    pub path: PathId,
+    /// The ECN codepoint it arrived with.
+    pub ecn: Ecn,
+    /// When it arrived: the caller's `now`, or a kernel receive timestamp
+    /// when the caller read a batch some time after its first datagram came
+    /// in (the ACKs' receive times then show the link's spacing, not the
+    /// reads'). A time after `now` counts as `now`.
+    pub received_at: Instant,
+    /// Its bytes, opened in place.
+    pub bytes: &'a mut [u8],
+}
+
 /// Where and when an authentic datagram arrived.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Arrival {
@@ -70,53 +86,21 @@ impl Scan {
 }
 
 impl Session {
-    /// Processes a datagram that arrived on connection `path` with ECN
-    /// codepoint `ecn`. Returns whether it came from the peer: it opened
-    /// with the session's keys (or, insecure, it parsed) and was not a
-    /// replay. Only then may the caller trust anything about it, such as
-    /// the address it came from. Anything else is dropped and counted
-    /// before it can touch any state.
-    pub fn handle_datagram(
-        &mut self,
-        now: Instant,
-        path: PathId,
-        ecn: Ecn,
-        datagram: &[u8],
-    ) -> bool {
-        let mut copy = self.packets.take_open_buf();
-        copy.clear();
-        copy.extend_from_slice(datagram);
-        let authentic = self.handle_datagram_in_place(now, path, ecn, &mut copy);
-        self.packets.return_open_buf(copy);
-        authentic
-    }
-
-    /// [`Session::handle_datagram`] without a copy: a sealed datagram is
-    /// opened where it lies, so `datagram` holds plaintext (or, if it did
-    /// not open, unspecified bytes) afterwards.
-    pub fn handle_datagram_in_place(
-        &mut self,
-        now: Instant,
-        path: PathId,
-        ecn: Ecn,
-        datagram: &mut [u8],
-    ) -> bool {
-        self.handle_datagram_received_at(now, now, path, ecn, datagram)
-    }
-
-    /// [`Session::handle_datagram_in_place`] for a datagram that arrived
-    /// at `received_at`, before `now`: a kernel receive timestamp, when the
-    /// caller read a batch some time after its first datagram came in. The
-    /// ACKs' receive times then show the link's spacing, not the reads'.
-    /// A time after `now` counts as `now`.
-    pub fn handle_datagram_received_at(
-        &mut self,
-        now: Instant,
-        received_at: Instant,
-        path: PathId,
-        ecn: Ecn,
-        datagram: &mut [u8],
-    ) -> bool {
+    /// Processes a datagram from the network. Returns whether it came from
+    /// the peer: it opened with the session's keys (or, insecure, it
+    /// parsed) and was not a replay. Only then may the caller trust
+    /// anything about it, such as the address it came from. Anything else
+    /// is dropped and counted before it can touch any state.
+    ///
+    /// A sealed datagram is opened where it lies, without a copy: its bytes
+    /// hold plaintext (or, if it did not open, unspecified bytes) afterwards.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: Datagram<'_>) -> bool {
+        let Datagram {
+            path,
+            ecn,
+            received_at,
+            bytes: datagram,
+        } = datagram;
         if matches!(self.state, State::Closed) {
             return false;
         }

@@ -3,6 +3,7 @@
 //! Data goes on the connection the [`scheduler`](super::scheduler) picks,
 //! with an ACK riding along when one is owed there.
 
+use super::batch::Batch;
 use super::{scheduler, Close, CloseCode, Session, State};
 use crate::crypto::UpdatePolicy;
 use crate::path::Path;
@@ -21,37 +22,68 @@ const PIGGYBACK_RANGES: usize = 4;
 /// unvalidated connection's amplification credit before building one.
 pub(super) const CONTROL_ESTIMATE: usize = 320;
 
-/// A datagram to send.
+/// Datagrams to send: one, or a GSO batch of several for one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     /// Connection to send it on.
     pub path: PathId,
-    /// Length of the datagram in the buffer.
+    /// Bytes written to the buffer: all the datagrams, one after another.
     pub size: usize,
     /// ECN codepoint to set.
     pub ecn: Ecn,
+    /// With several datagrams, the size of each but the last, which may
+    /// be shorter (a GSO segment size); `None` for a single datagram.
+    pub segment_size: Option<usize>,
     /// Send it to the address being probed on `path` (see
     /// [`Session::probe_candidate`]) rather than the connection's own.
+    /// Such a datagram travels alone.
     pub to_candidate: bool,
 }
 
 impl Session {
-    /// Writes the next datagram into `buf` (cleared first), if there is one to send now.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+    /// Writes what to send next into `buf` (cleared first): up to
+    /// `max_datagrams` datagrams for one connection, consecutive in `buf`,
+    /// all of [`Transmit::segment_size`] bytes but the last, which may be
+    /// shorter. `None` once there is nothing to send now.
+    ///
+    /// The caller calls it until it returns `None`: a datagram built while
+    /// gathering a batch that may not join it (another connection's, or a
+    /// larger one) is held, already sealed, for the next calls (see
+    /// `batch`). With `max_datagrams` 1 nothing is ever held, and the
+    /// datagrams are those of any other `max_datagrams`, one per call.
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        max_datagrams: usize,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
         buf.clear();
-        self.poll_transmit_append(now, buf)
-    }
-
-    /// Appends the next datagram to `buf`, if there is one to send now: a
-    /// driver builds a GSO batch of a connection's datagrams in place.
-    /// [`Transmit::size`] is the new datagram's length.
-    pub fn poll_transmit_append(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        self.packets.begin(buf.len());
-        let t = self.next_transmit(now, buf);
-        if t.is_none() {
-            buf.truncate(self.packets.start());
+        let max = max_datagrams.max(1);
+        let mut batch = self.packets.held_mut().take_batch(max, buf);
+        while batch.as_ref().is_none_or(Batch::is_open) {
+            let start = buf.len();
+            self.packets.begin(start);
+            let Some(t) = self.next_transmit(now, buf) else {
+                buf.truncate(start);
+                break;
+            };
+            let Some(b) = &mut batch else {
+                batch = Some(Batch::new(t, max));
+                continue;
+            };
+            if !b.offer(t) {
+                let held = self.packets.held_mut();
+                held.push(t, &buf[start..]);
+                buf.truncate(start);
+                if held.len() >= max {
+                    break;
+                }
+            }
         }
-        t
+        if batch.is_none() {
+            self.packets.held_mut().release_spare();
+        }
+        batch.map(|b| b.transmit())
     }
 
     fn next_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -141,6 +173,7 @@ impl Session {
             path,
             size,
             ecn: Ecn::Ect0,
+            segment_size: None,
             to_candidate: false,
         }
     }
@@ -348,6 +381,7 @@ impl Session {
                 path: id,
                 size,
                 ecn: Ecn::Ect0,
+                segment_size: None,
                 to_candidate: true,
             });
         }

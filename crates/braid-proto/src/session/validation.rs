@@ -86,11 +86,6 @@ impl Session {
         }
     }
 
-    /// Whether connection `path` may carry stream data (its address answered).
-    pub fn is_path_validated(&self, path: PathId) -> bool {
-        self.paths.get(&path).is_none_or(|p| p.is_validated())
-    }
-
     /// A datagram of `len` bytes on `path` starts its validation: by a
     /// challenge, or by the handshake if `challenge` is false.
     pub(super) fn start_validation(

@@ -42,7 +42,7 @@ pub struct AckFrame {
 
 impl AckFrame {
     /// Highest packet number acknowledged.
-    pub fn largest(&self) -> u64 {
+    pub(crate) fn largest(&self) -> u64 {
         self.ranges.first().map_or(0, |r| r.1)
     }
 }

@@ -143,7 +143,7 @@ pub(super) mod ty {
 /// handshake message, a retry or a refusal), judged by the type alone: the
 /// frames a session reads from a datagram that did not open with its keys
 /// (`Session::handle_clear_handshake`; keep the two lists together).
-pub fn starts_with_clear_frame(payload: &[u8]) -> bool {
+pub(crate) fn starts_with_clear_frame(payload: &[u8]) -> bool {
     let mut input = payload;
     matches!(
         varint::read(&mut input),
@@ -180,7 +180,7 @@ pub fn pad_to(buf: &mut Vec<u8>, size: usize) {
 /// copies data from its buffer into the datagram only once. The data runs
 /// to the end of the datagram (no length field), so a STREAM frame is
 /// always a datagram's last.
-pub fn encode_stream_header(buf: &mut Vec<u8>, offset: u64, fin: bool) {
+pub(crate) fn encode_stream_header(buf: &mut Vec<u8>, offset: u64, fin: bool) {
     varint::write(buf, if fin { ty::STREAM_FIN } else { ty::STREAM });
     varint::write(buf, offset);
 }

@@ -30,9 +30,10 @@ mod frame;
 mod header;
 
 pub use ack::{AckFrame, MAX_ACK_RANGES, MAX_RX_TIMES};
+pub(crate) use frame::{encode_stream_header, starts_with_clear_frame};
 pub use frame::{
-    encode_stream_header, pad_to, starts_with_clear_frame, stream_frame_overhead, Frame, Frames,
-    Hello, MAX_CC_NAME, MAX_NOISE_MESSAGE, MAX_PAKE_MESSAGE, MAX_REASON, MAX_TOKEN,
+    pad_to, stream_frame_overhead, Frame, Frames, Hello, MAX_CC_NAME, MAX_NOISE_MESSAGE,
+    MAX_PAKE_MESSAGE, MAX_REASON, MAX_TOKEN,
 };
 pub use header::{
     datagram_overhead, expand_packet_number, mark_mbecn, Header, HEADER_LEN, KEY_PHASE_BIT,

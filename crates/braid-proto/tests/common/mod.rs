@@ -1,7 +1,9 @@
 //! Two sessions wired back to back in virtual time.
 #![allow(dead_code)]
 
-use braid_proto::{Ecn, Event, Instant, Keypair, PathId, Security, Session, SessionConfig};
+use braid_proto::{
+    Datagram, Ecn, Event, Instant, Keypair, PathId, Security, Session, SessionConfig,
+};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -80,7 +82,7 @@ impl Pair {
                 self.server.as_mut()
             };
             let Some(s) = s else { continue };
-            while let Some(t) = s.poll_transmit(now, &mut buf) {
+            while let Some(t) = s.poll_transmit(now, 1, &mut buf) {
                 if !(self.drop)(to_server, t.path, &buf[..t.size]) {
                     let mut datagram = buf[..t.size].to_vec();
                     (self.tamper)(to_server, t.path, &mut datagram);
@@ -127,11 +129,19 @@ impl Pair {
         };
         self.now = self.now.max(next);
         if next_packet == Some(next) {
-            let (_, (to_server, path, bytes)) = self.in_flight.pop_first().unwrap();
+            let (_, (to_server, path, mut bytes)) = self.in_flight.pop_first().unwrap();
             if to_server {
                 match self.server.as_mut() {
                     Some(s) => {
-                        s.handle_datagram(self.now, path, Ecn::NotEct, &bytes);
+                        s.handle_datagram(
+                            self.now,
+                            Datagram {
+                                path,
+                                ecn: Ecn::NotEct,
+                                received_at: self.now,
+                                bytes: &mut bytes,
+                            },
+                        );
                     }
                     None => {
                         let cfg = self.server_cfg.clone();
@@ -141,8 +151,15 @@ impl Pair {
                     }
                 }
             } else {
-                self.client
-                    .handle_datagram(self.now, path, Ecn::NotEct, &bytes);
+                self.client.handle_datagram(
+                    self.now,
+                    Datagram {
+                        path,
+                        ecn: Ecn::NotEct,
+                        received_at: self.now,
+                        bytes: &mut bytes,
+                    },
+                );
             }
         } else {
             self.client.handle_timeout(self.now);

@@ -267,6 +267,7 @@ impl Bbr {
         }
     }
 
+    #[cfg(test)]
     /// The current state.
     pub fn mode(&self) -> BbrMode {
         self.mode
@@ -300,6 +301,7 @@ impl Bbr {
         }
     }
 
+    #[cfg(test)]
     /// The rate STARTUP jumped to after the first flight, bytes/s; 0 if none.
     pub fn jump_bw(&self) -> f64 {
         self.jump_bw

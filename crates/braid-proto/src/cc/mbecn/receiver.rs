@@ -55,6 +55,7 @@ impl EceReceiver {
         Some(self.ece)
     }
 
+    #[cfg(test)]
     /// The current ECE.
     pub fn ece(&self) -> u16 {
         self.ece

@@ -138,16 +138,19 @@ impl MbEcn {
         }
     }
 
+    #[cfg(test)]
     /// Bytes allowed per slot.
     pub fn budget(&self) -> u64 {
         self.budget
     }
 
+    #[cfg(test)]
     /// Width of a slot.
     pub fn slot_width(&self) -> Duration {
         Duration::from_nanos(1 << self.slot_shift)
     }
 
+    #[cfg(test)]
     /// The congestion level the sender acts on.
     pub fn ece(&self) -> u16 {
         self.ece

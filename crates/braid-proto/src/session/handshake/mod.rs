@@ -7,7 +7,7 @@ mod state;
 use state::Answer;
 pub(super) use state::{Client, Handshake, Server};
 
-use super::{Close, CloseCode, Event, Session, State};
+use super::{Close, CloseCode, Datagram, Event, Session, State};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
 use crate::error::{SessionError, Violation};
@@ -103,7 +103,15 @@ impl Session {
                 } else {
                     s.events.push_back(Event::Connected);
                 }
-                s.handle_datagram(now, path, Ecn::NotEct, datagram);
+                s.handle_datagram(
+                    now,
+                    Datagram {
+                        path,
+                        ecn: Ecn::NotEct,
+                        received_at: now,
+                        bytes: &mut datagram.to_vec(),
+                    },
+                );
             }
             Frame::ClientHello {
                 mode, pake, noise, ..
