@@ -547,3 +547,29 @@ fn transfers_on_loopback_report_each_case() {
     let relayed = runs.iter().filter(|r| r["relay_cpu_s_per_gb"].is_f64());
     assert_eq!(relayed.count(), 4);
 }
+
+/// With a null sink the receiver writes to its standard output (which the
+/// bench discards) and the sender's record says whether it verified.
+#[test]
+fn transfers_to_a_null_sink_are_verified_too() {
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(BRAID)
+        .args([
+            "bench",
+            "transfers",
+            "--size",
+            "1MB",
+            "--rounds",
+            "1",
+            "--sink",
+            "null",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.path().join("transfers.md")).unwrap();
+    assert!(md.contains("| sealed, direct | 1 |"), "{md}");
+    assert!(md.contains("| insecure, direct | 1 |"), "{md}");
+}

@@ -227,12 +227,14 @@ fn transfer(
     let port = super::real::free_udp_port()?;
     let listen = format!("127.0.0.1:{port}");
     let mut recv = Command::new(exe);
-    recv.args(["recv", "--listen", &listen, "--quiet", "--json"]);
+    recv.args(["recv", "--listen", &listen, "--quiet"]);
     match sink {
         Sink::File => recv
             .arg("--output")
             .arg(work.join("out.bin"))
-            .arg("--overwrite"),
+            .args(["--overwrite", "--json"]),
+        // Its stdout is the file: no record (the sender's says whether
+        // the receiver verified).
         Sink::Null => recv.args(["--output", "-"]),
     };
     let mut send = Command::new(exe);
@@ -247,17 +249,16 @@ fn transfer(
             send.arg("--insecure");
         }
     }
-    // With a null sink the receiver's stdout is the file: its record is
-    // not needed (the sender's says whether the receiver verified).
     let recv_out = match sink {
         Sink::File => Stdio::piped(),
         Sink::Null => Stdio::null(),
     };
     let mut recv = recv
         .stdout(recv_out)
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .context("cannot start braid recv")?;
+    listening(&mut recv)?;
     let mut to = listen.clone();
     let mut relay = None;
     if let Via::Relay(flags) = &case.route {
@@ -272,7 +273,10 @@ fn transfer(
             .context("cannot start braid relay")?;
         relay = Some(child);
     }
-    std::thread::sleep(Duration::from_millis(300));
+    if relay.is_some() {
+        // The relay prints nothing to wait for; it binds at once.
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let mut send = send
         .args(["--to", &to])
         .stdout(Stdio::piped())
@@ -316,6 +320,29 @@ fn transfer(
         receiver_cpu_s_per_gb: recv_cpu.as_secs_f64() / gb,
         relay_cpu_s_per_gb: relay_cpu.map(|c| c.as_secs_f64() / gb),
     })
+}
+
+/// Waits until `recv` says it is listening (its stderr is read from
+/// then on, so it never blocks), or fails with what it said instead.
+fn listening(recv: &mut Child) -> anyhow::Result<()> {
+    let err = recv.stderr.take().context("no stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+        if line.starts_with("listening on ") {
+            // Keep draining what else it says.
+            std::thread::spawn(move || while rx.recv().is_ok() {});
+            return Ok(());
+        }
+        said.push(line);
+    }
+    bail!("braid recv did not start: {}", said.join("; "))
 }
 
 /// What a child printed, once it exited, and the CPU time (user and
