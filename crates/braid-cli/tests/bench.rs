@@ -573,3 +573,32 @@ fn transfers_to_a_null_sink_are_verified_too() {
     assert!(md.contains("| sealed, direct | 1 |"), "{md}");
     assert!(md.contains("| insecure, direct | 1 |"), "{md}");
 }
+
+/// A relay that cannot start (a bad flag) fails the bench at once with its
+/// reason, and leaves no receiver waiting behind.
+#[test]
+fn a_relay_that_cannot_start_fails_the_run_at_once() {
+    let out = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let o = Command::new(BRAID)
+        .args([
+            "bench",
+            "transfers",
+            "--size",
+            "1MB",
+            "--rounds",
+            "1",
+            "--kinds",
+            "insecure",
+            "--via",
+            "relay:--no-such-flag",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("braid relay did not start"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}

@@ -41,7 +41,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             let sent = socket.send(remote, t.ecn, &buf, t.segment_size).await;
             // A refusal reported on the socket is an earlier datagram's
             // ICMP error (read from the error queue), not congestion.
-            if sent.is_err_and(|e| e.kind() != std::io::ErrorKind::ConnectionRefused) {
+            if sent.is_err_and(|e| !crate::udp_errors::is_icmp_report(&e)) {
                 shared.lock().proto.handle_send_error(clock::now(), t.path);
             }
             spare.push(buf);

@@ -262,6 +262,11 @@ fn follow(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Rout
             move_route(g, now, path, route, a.len);
             return;
         }
+        if !is_candidate(g, &route) {
+            // Another address: its own challenge, credit and count, so an
+            // answer meant for one address never validates another.
+            g.proto.cancel_candidate(path);
+        }
         g.proto.probe_candidate(now, path, a.len);
         g.candidate = Some((path, route));
     }
@@ -378,14 +383,15 @@ async fn error_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
     }
 }
 
+/// Errors after which the next receive goes on at once: an interrupted
+/// call, or an ICMP error of some earlier datagram that this call reported
+/// (anyone may forge one; the error task reads the details).
 fn is_transient(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::Interrupted
-            | io::ErrorKind::WouldBlock
-    )
+    crate::udp_errors::is_icmp_report(e)
+        || matches!(
+            e.kind(),
+            io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+        )
 }
 
 /// A UDP socket that carries braid sessions, as a client, a server or both.
@@ -400,6 +406,8 @@ impl Endpoint {
     pub fn bind(addr: SocketAddr) -> Result<Endpoint> {
         let io = UdpIo::bind(addr, DEFAULT_SOCKET_BUFFER)
             .map_err(|e| Error::io(format!("cannot bind {addr}"), &e))?;
+        // Drained by the error task spawned below.
+        io.report_unreachable();
         let inner = Arc::new(EndpointInner {
             io: Arc::new(io),
             table: Mutex::new(braid_proto::Endpoint::new(

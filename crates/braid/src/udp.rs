@@ -45,7 +45,6 @@ impl UdpIo {
         let std: std::net::UdpSocket = sock.into();
         let state = UdpSocketState::new((&std).into())?;
         forgo_destination_address(&std);
-        udp_errors::enable(&std);
         size_buffers(&std, buffer);
         let local = std.local_addr()?;
         let io = tokio::net::UdpSocket::from_std(std)?;
@@ -55,6 +54,13 @@ impl UdpIo {
     /// The address the socket is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// Queues "port unreachable" reports of this socket's datagrams for
+    /// [`UdpIo::unreachable`], which must then be polled for as long as
+    /// the socket lives (the queue takes room from the receive buffer).
+    pub(crate) fn report_unreachable(&self) {
+        udp_errors::enable(&self.io);
     }
 
     /// Datagrams one GSO send may carry (1 without GSO).
@@ -97,12 +103,16 @@ impl UdpIo {
             segment_size: segment.filter(|&s| s < contents.len()),
             src_ip: None,
         };
-        let sent = self
-            .io
-            .async_io(Interest::WRITABLE, || {
+        let try_send = || {
+            self.io.async_io(Interest::WRITABLE, || {
                 self.state.try_send((&self.io).into(), &transmit)
             })
-            .await;
+        };
+        let sent = match try_send().await {
+            // An earlier datagram's ICMP error, reported here: once more.
+            Err(e) if udp_errors::is_icmp_report(&e) => try_send().await,
+            r => r,
+        };
         match (sent, transmit.segment_size) {
             // A kernel or device that refuses GSO: send the datagrams one by one.
             (Err(e), Some(seg)) if e.kind() != io::ErrorKind::WouldBlock => {
@@ -127,7 +137,12 @@ impl UdpIo {
     /// Sends one small datagram now if the socket has room, or drops it
     /// (stateless answers such as retries are not worth waiting for).
     pub fn try_send_to(&self, to: SocketAddr, datagram: &[u8]) -> io::Result<()> {
-        self.io.try_send_to(datagram, to).map(|_| ())
+        match self.io.try_send_to(datagram, to) {
+            // An earlier datagram's ICMP error, reported here: once more.
+            Err(e) if udp_errors::is_icmp_report(&e) => self.io.try_send_to(datagram, to),
+            r => r,
+        }
+        .map(|_| ())
     }
 
     /// Receives a batch; each `meta[i]` describes `bufs[i]`, which may hold
@@ -215,12 +230,11 @@ fn size_buffers(sock: &std::net::UdpSocket, bytes: usize) {
 /// for these).
 #[cfg(target_os = "linux")]
 pub(crate) fn set_int_option(
-    sock: &std::net::UdpSocket,
+    sock: &impl std::os::fd::AsRawFd,
     level: libc::c_int,
     opt: libc::c_int,
     value: libc::c_int,
 ) {
-    use std::os::fd::AsRawFd;
     // SAFETY: the fd is a valid socket for the duration of the call and the
     // option value is a live c_int of the length passed.
     unsafe {
@@ -253,6 +267,50 @@ mod tests {
         assert_eq!(meta[0].addr, a.local_addr());
         assert_eq!(&buf[..meta[0].len], b"hello");
         assert_eq!(from_codepoint(meta[0].ecn), Ecn::Ect0);
+    }
+
+    /// With the error queue on, Linux reports an earlier datagram's ICMP
+    /// error to whatever call comes next: a send to another, live peer
+    /// must still go out, and a receive must still get what is waiting.
+    #[tokio::test]
+    async fn an_earlier_icmp_error_costs_no_other_datagram() {
+        let a = UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        a.report_unreachable();
+        let b = UdpIo::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut buf = vec![0u8; RECV_BUFFER];
+        for round in 0..2u8 {
+            a.send(closed, Ecn::NotEct, b"nobody", None).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            if round == 0 {
+                // The report is pending: the next send is to someone else.
+                a.send(b.local_addr(), Ecn::NotEct, b"live", None)
+                    .await
+                    .unwrap();
+                let mut bufs = [IoSliceMut::new(&mut buf)];
+                let mut meta = [RecvMeta::default()];
+                b.recv(&mut bufs, &mut meta).await.unwrap();
+                assert_eq!(&buf[..meta[0].len], b"live");
+            } else {
+                // The report is pending: the next call is a receive.
+                b.send(a.local_addr(), Ecn::NotEct, b"waiting", None)
+                    .await
+                    .unwrap();
+                let mut bufs = [IoSliceMut::new(&mut buf)];
+                let mut meta = [RecvMeta::default()];
+                let got = loop {
+                    match a.recv(&mut bufs, &mut meta).await {
+                        Err(e) if crate::udp_errors::is_icmp_report(&e) => continue,
+                        r => break r,
+                    }
+                };
+                got.unwrap();
+                assert_eq!(&buf[..meta[0].len], b"waiting");
+            }
+        }
     }
 
     #[tokio::test]

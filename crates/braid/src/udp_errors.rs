@@ -18,9 +18,42 @@ pub(crate) struct Unreachable {
     pub quoted: Vec<u8>,
 }
 
+/// Whether a failed send or receive only reports an ICMP error of some
+/// earlier datagram: with `IP_RECVERR`, Linux hands the latest such error
+/// to the next system call on the socket, whatever it is for, and anyone
+/// who knows the socket's port can forge one. The call that reports it
+/// consumed it, so the operation is simply tried again.
+pub(crate) fn is_icmp_report(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        matches!(
+            e.raw_os_error(),
+            Some(
+                libc::ECONNREFUSED
+                    | libc::EHOSTUNREACH
+                    | libc::ENETUNREACH
+                    | libc::EHOSTDOWN
+                    | libc::ENONET
+                    | libc::ENOPROTOOPT
+                    | libc::EPROTO
+                    | libc::EMSGSIZE
+                    | libc::EOPNOTSUPP
+                    | libc::EACCES
+                    | libc::ECONNRESET
+            )
+        )
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        e.kind() == io::ErrorKind::ConnectionRefused
+    }
+}
+
 /// Asks the kernel to queue ICMP errors of the socket's sends for
-/// [`read_error`] (both families: a dual-stack socket sends both).
-pub(crate) fn enable(sock: &std::net::UdpSocket) {
+/// [`read_error`] (both families: a dual-stack socket sends both). Only
+/// for a socket whose error queue is drained: queued errors take room
+/// from the receive buffer.
+pub(crate) fn enable(sock: &impl std::os::fd::AsRawFd) {
     #[cfg(target_os = "linux")]
     for (level, opt) in [
         (libc::IPPROTO_IP, libc::IP_RECVERR),

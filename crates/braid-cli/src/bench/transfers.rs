@@ -253,29 +253,23 @@ fn transfer(
         Sink::File => Stdio::piped(),
         Sink::Null => Stdio::null(),
     };
-    let mut recv = recv
-        .stdout(recv_out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot start braid recv")?;
-    listening(&mut recv)?;
+    // Killed, and reaped, if the run ends early.
+    let mut procs = Procs::default();
+    let recv = procs.start("braid recv", recv.stdout(recv_out).stderr(Stdio::piped()))?;
+    said(recv.stderr.take(), "listening on ", "braid recv")?;
     let mut to = listen.clone();
-    let mut relay = None;
+    let mut relay = false;
     if let Via::Relay(flags) = &case.route {
         let rport = super::real::free_udp_port()?;
         to = format!("127.0.0.1:{rport}");
-        let child = Command::new(exe)
-            .args(["relay", "--listen", &to, "--to", &listen])
+        let mut cmd = Command::new(exe);
+        cmd.args(["relay", "--listen", &to, "--to", &listen])
             .args(flags)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot start braid relay")?;
-        relay = Some(child);
-    }
-    if relay.is_some() {
-        // The relay prints nothing to wait for; it binds at once.
-        std::thread::sleep(Duration::from_millis(100));
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let child = procs.start("braid relay", &mut cmd)?;
+        said(child.stdout.take(), "relay ", "braid relay")?;
+        relay = true;
     }
     let mut send = send
         .args(["--to", &to])
@@ -284,15 +278,7 @@ fn transfer(
         .spawn()
         .context("cannot start braid send")?;
     let (sent, send_cpu) = output_and_cpu(&mut send)?;
-    let (received, recv_cpu) = output_and_cpu(&mut recv)?;
-    let relay_cpu = match relay.as_mut() {
-        Some(r) => {
-            // SAFETY: the pid of a child not yet reaped.
-            unsafe { libc::kill(r.id() as libc::pid_t, libc::SIGINT) };
-            Some(output_and_cpu(r)?.1)
-        }
-        None => None,
-    };
+    // A failed sender leaves the receiver waiting: `procs` ends it.
     let s: serde_json::Value = serde_json::from_slice(&sent.stdout).with_context(|| {
         format!(
             "the sender printed no record: {}",
@@ -302,6 +288,15 @@ fn transfer(
     if s["outcome"] != "verified" {
         bail!("the transfer failed: {}", s["error"]["message"]);
     }
+    let (received, recv_cpu) = output_and_cpu(&mut procs.take(0))?;
+    let relay_cpu = if relay {
+        let mut r = procs.take(0);
+        // SAFETY: the pid of a child not yet reaped.
+        unsafe { libc::kill(r.id() as libc::pid_t, libc::SIGINT) };
+        Some(output_and_cpu(&mut r)?.1)
+    } else {
+        None
+    };
     if sink == Sink::File {
         let r: serde_json::Value =
             serde_json::from_slice(&received.stdout).context("the receiver printed no record")?;
@@ -322,27 +317,56 @@ fn transfer(
     })
 }
 
-/// Waits until `recv` says it is listening (its stderr is read from
-/// then on, so it never blocks), or fails with what it said instead.
-fn listening(recv: &mut Child) -> anyhow::Result<()> {
-    let err = recv.stderr.take().context("no stderr")?;
+/// Waits until `from` (a child's output) has a line starting with
+/// `prefix`, then keeps draining it so the child never blocks; fails with
+/// what it said instead if it ends or takes 10 s.
+fn said(from: Option<impl Read + Send + 'static>, prefix: &str, who: &str) -> anyhow::Result<()> {
+    let from = from.context("no output to read")?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead;
-        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(from).lines().map_while(Result::ok) {
             let _ = tx.send(line);
         }
     });
-    let mut said = Vec::new();
+    let mut lines = Vec::new();
     while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
-        if line.starts_with("listening on ") {
-            // Keep draining what else it says.
+        if line.starts_with(prefix) {
             std::thread::spawn(move || while rx.recv().is_ok() {});
             return Ok(());
         }
-        said.push(line);
+        lines.push(line);
     }
-    bail!("braid recv did not start: {}", said.join("; "))
+    bail!("{who} did not start: {}", lines.join("; "))
+}
+
+/// The receiver and relay of one run: killed and reaped if the run ends
+/// before they are taken to be waited for.
+#[derive(Default)]
+struct Procs(Vec<Child>);
+
+impl Procs {
+    fn start(&mut self, what: &str, cmd: &mut Command) -> anyhow::Result<&mut Child> {
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {what}"))?;
+        self.0.push(child);
+        Ok(self.0.last_mut().expect("just pushed"))
+    }
+
+    /// The `i`th still running, no longer ended by `Drop`.
+    fn take(&mut self, i: usize) -> Child {
+        self.0.remove(i)
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// What a child printed, once it exited, and the CPU time (user and

@@ -349,7 +349,9 @@ impl Session {
 
     /// Whether nothing more will happen (closed or failed).
     pub fn is_closed(&self) -> bool {
-        matches!(self.state, State::Closed | State::Failed) && self.close.is_none()
+        matches!(self.state, State::Closed | State::Failed)
+            && self.close.is_none()
+            && self.packets.held_is_empty()
     }
 
     /// Whether the peer proved it completed the handshake (a server's

@@ -56,6 +56,11 @@ impl Packets {
         buf.len() - self.start
     }
 
+    /// Whether no datagram waits for a later batch.
+    pub fn held_is_empty(&self) -> bool {
+        self.held.len() == 0
+    }
+
     /// Datagrams held for a later batch.
     pub fn held_mut(&mut self) -> &mut Held {
         &mut self.held
