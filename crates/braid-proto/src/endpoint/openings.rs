@@ -8,17 +8,22 @@
 //! Per key the listener keeps the newest [`DATES_PER_KEY`] dates, not
 //! just the newest one, so that several sessions a client opens at once
 //! may arrive in any order; anything older than those is refused. At
-//! most [`MAX_KEYS`] keys are remembered (the least recently seen goes),
-//! far more than the session ids an endpoint remembers as closed: to make
-//! it forget a key, an attacker must complete that many handshakes with
-//! keys of its own.
+//! most [`MAX_KEYS`] keys are remembered (the least recently seen goes,
+//! found in logarithmic time), far more than the session ids an endpoint
+//! remembers as closed: to make it forget a key, an attacker must have
+//! that many openings of keys of its own admitted.
+//!
+//! As with WireGuard's timestamps, a client whose clock runs backwards
+//! (or that opens more than [`DATES_PER_KEY`] sessions at once, arriving
+//! out of order) finds its older-dated openings refused, in silence,
+//! until its clock passes the dates the listener keeps.
 
 use crate::PublicKey;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Opening dates remembered per client key.
 pub const DATES_PER_KEY: usize = 8;
-/// Client keys remembered: about 9 MB at most.
+/// Client keys remembered: about 14 MB at most.
 pub const MAX_KEYS: usize = 65_536;
 
 #[derive(Debug, Default)]
@@ -62,6 +67,8 @@ impl KeyDates {
 #[derive(Debug, Default)]
 pub(crate) struct OpeningDates {
     keys: HashMap<PublicKey, KeyDates>,
+    /// The keys by when they were last seen, least recent first.
+    by_seen: BTreeMap<u64, PublicKey>,
     checked: u64,
 }
 
@@ -71,17 +78,14 @@ impl OpeningDates {
     pub fn check(&mut self, key: PublicKey, date: u64) -> bool {
         self.checked += 1;
         if !self.keys.contains_key(&key) && self.keys.len() >= MAX_KEYS {
-            let oldest = self
-                .keys
-                .iter()
-                .min_by_key(|(_, k)| k.seen)
-                .map(|(k, _)| *k);
-            if let Some(oldest) = oldest {
+            if let Some((_, oldest)) = self.by_seen.pop_first() {
                 self.keys.remove(&oldest);
             }
         }
         let k = self.keys.entry(key).or_default();
+        self.by_seen.remove(&k.seen);
         k.seen = self.checked;
+        self.by_seen.insert(k.seen, key);
         k.insert(date)
     }
 }
@@ -132,8 +136,13 @@ mod tests {
             assert!(t.check(PublicKey(k), 1));
         }
         assert_eq!(t.keys.len(), MAX_KEYS);
+        // Key 1 seen again: no longer the least recently seen.
+        let mut one = [0u8; 32];
+        one[..4].copy_from_slice(&1u32.to_be_bytes());
+        assert!(t.check(PublicKey(one), 2));
         assert!(t.check(key(0xff), 1));
-        assert_eq!(t.keys.len(), MAX_KEYS);
+        assert_eq!((t.keys.len(), t.by_seen.len()), (MAX_KEYS, MAX_KEYS));
+        assert!(t.keys.contains_key(&PublicKey(one)));
         // Key 0 was the least recently seen: forgotten, its time passes again.
         assert!(t.check(PublicKey([0; 32]), 1));
     }
