@@ -4,7 +4,7 @@
 //! writes the field, its only signal is loss, and its additive increase,
 //! fixed per time slot whatever the RTT, outruns loss feedback that arrives
 //! an RTT later: on long paths it retransmitted a large share of what it
-//! sent, and behind a shallow queue it fell well below the link (issue 13).
+//! sent, and behind a shallow queue it fell well below the link (measured through real links with `braid link`).
 //! Its slow start doubles per 2^24 ns slot, not per round trip, so by the
 //! first loss of a long path it has overrun any queue. The seed (004)
 //! leaves paths without MB-ECN forwarders open.

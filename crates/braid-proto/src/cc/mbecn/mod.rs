@@ -42,7 +42,7 @@
 //!   one packet per slot.
 //!
 //! The seed's per-slot arithmetic did not hold a short queue or share a
-//! bottleneck at 100 Mbit/s and 2 ms RTT (issue 3's mbecn rows): a slot there
+//! bottleneck at 100 Mbit/s and 2 ms RTT (the mbecn benchmark rows): a slot there
 //! is 2^22 ns (≈36 packets), so +64 KiB per 2^24 ns, scaled with the width,
 //! added 31 Mbit/s per 4 ms, while a queue just over 16 packets (ECE ≤ 32)
 //! cut only 32/8192 = 0.4 % per slot. Two flows seeing the same marks close
