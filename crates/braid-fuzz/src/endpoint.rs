@@ -6,8 +6,8 @@
 
 use braid_proto::wire::Header;
 use braid_proto::{
-    Datagram, DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security,
-    Session, SessionConfig,
+    Datagram, DatagramEvent, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security, Session,
+    SessionConfig,
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -76,12 +76,7 @@ pub fn endpoint(data: &[u8]) {
                         Some(answer) if op % 6 == 1 => {
                             c.handle_datagram(
                                 now,
-                                Datagram {
-                                    path: PathId(0),
-                                    ecn: Ecn::NotEct,
-                                    received_at: now,
-                                    bytes: &mut answer.to_vec(),
-                                },
+                                Datagram::new(now, PathId(0), &mut answer.to_vec()),
                             );
                         }
                         _ => break,
@@ -149,15 +144,7 @@ fn handle(
             let s = sessions
                 .get_mut(&id)
                 .expect("the endpoint knows only our sessions");
-            s.handle_datagram(
-                now,
-                Datagram {
-                    path: PathId(0),
-                    ecn: Ecn::NotEct,
-                    received_at: now,
-                    bytes: &mut d.to_vec(),
-                },
-            );
+            s.handle_datagram(now, Datagram::new(now, PathId(0), &mut d.to_vec()));
             None
         }
     }

@@ -10,7 +10,7 @@ mod endpoint;
 mod pair;
 
 use braid_proto::wire::{Frames, Header};
-use braid_proto::{Datagram, Ecn, Instant, Keypair, PathId, Security, Session, SessionConfig};
+use braid_proto::{Datagram, Instant, Keypair, PathId, Security, Session, SessionConfig};
 
 pub use endpoint::endpoint;
 pub use pair::session_pair;
@@ -64,15 +64,7 @@ pub fn handshake(data: &[u8]) {
     let mut buf = Vec::new();
     if let Ok(mut server) = Session::accept(server_cfg, now, PathId(0), datagrams[0], [1; 32]) {
         for d in &datagrams[1..] {
-            server.handle_datagram(
-                now,
-                Datagram {
-                    path: PathId(0),
-                    ecn: Ecn::NotEct,
-                    received_at: now,
-                    bytes: &mut d.to_vec(),
-                },
-            );
+            server.handle_datagram(now, Datagram::new(now, PathId(0), &mut d.to_vec()));
         }
         drain(&mut server, now, &mut buf);
     }
@@ -81,15 +73,7 @@ pub fn handshake(data: &[u8]) {
     };
     drain(&mut client, now, &mut buf);
     for d in &datagrams {
-        client.handle_datagram(
-            now,
-            Datagram {
-                path: PathId(0),
-                ecn: Ecn::NotEct,
-                received_at: now,
-                bytes: &mut d.to_vec(),
-            },
-        );
+        client.handle_datagram(now, Datagram::new(now, PathId(0), &mut d.to_vec()));
         drain(&mut client, now, &mut buf);
     }
     // Whatever was fed, time still moves on to a verdict.

@@ -3,7 +3,7 @@
 
 use crate::configs;
 use braid_proto::wire::Header;
-use braid_proto::{Datagram, Ecn, Instant, PathId, Session};
+use braid_proto::{Datagram, Instant, PathId, Session};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -151,15 +151,7 @@ pub fn session_pair(data: &[u8]) {
             if to_server {
                 match server.as_mut() {
                     Some(s) => {
-                        s.handle_datagram(
-                            net.now,
-                            Datagram {
-                                path,
-                                ecn: Ecn::NotEct,
-                                received_at: net.now,
-                                bytes: &mut d,
-                            },
-                        );
+                        s.handle_datagram(net.now, Datagram::new(net.now, path, &mut d));
                     }
                     None => {
                         server =
@@ -167,15 +159,7 @@ pub fn session_pair(data: &[u8]) {
                     }
                 }
             } else {
-                client.handle_datagram(
-                    net.now,
-                    Datagram {
-                        path,
-                        ecn: Ecn::NotEct,
-                        received_at: net.now,
-                        bytes: &mut d,
-                    },
-                );
+                client.handle_datagram(net.now, Datagram::new(net.now, path, &mut d));
             }
         } else {
             client.handle_timeout(net.now);

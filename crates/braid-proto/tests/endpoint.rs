@@ -2,8 +2,8 @@
 //! the runtime runs, fed the openings a guesser or a flood would send.
 
 use braid_proto::{
-    Datagram, DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security,
-    Session, SessionConfig, CODE_GUESS_LIMIT,
+    Datagram, DatagramEvent, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security, Session,
+    SessionConfig, CODE_GUESS_LIMIT,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -47,12 +47,7 @@ impl Server {
                 let s = self.sessions.get_mut(&id).unwrap();
                 s.handle_datagram(
                     self.now,
-                    Datagram {
-                        path: PathId(0),
-                        ecn: Ecn::NotEct,
-                        received_at: self.now,
-                        bytes: &mut datagram.to_vec(),
-                    },
+                    Datagram::new(self.now, PathId(0), &mut datagram.to_vec()),
                 );
                 Got::Session(id)
             }
@@ -92,12 +87,7 @@ fn open(server: &mut Server, client: &mut Session, from: SocketAddr, confirm: bo
             Got::Answer(d) => {
                 client.handle_datagram(
                     server.now,
-                    Datagram {
-                        path: PathId(0),
-                        ecn: Ecn::NotEct,
-                        received_at: server.now,
-                        bytes: &mut d.to_vec(),
-                    },
+                    Datagram::new(server.now, PathId(0), &mut d.to_vec()),
                 );
             }
             Got::Nothing => return None,
@@ -110,12 +100,7 @@ fn open(server: &mut Server, client: &mut Session, from: SocketAddr, confirm: bo
                     while let Some(t) = s.poll_transmit(server.now, 1, &mut buf) {
                         client.handle_datagram(
                             server.now,
-                            Datagram {
-                                path: PathId(0),
-                                ecn: Ecn::NotEct,
-                                received_at: server.now,
-                                bytes: &mut buf[..t.size].to_vec(),
-                            },
+                            Datagram::new(server.now, PathId(0), &mut buf[..t.size].to_vec()),
                         );
                     }
                     while let Some(t) = client.poll_transmit(server.now, 1, &mut buf) {
@@ -242,12 +227,7 @@ fn junk_openings_do_not_spend_the_code() {
         };
         c.handle_datagram(
             server.now,
-            Datagram {
-                path: PathId(0),
-                ecn: Ecn::NotEct,
-                received_at: server.now,
-                bytes: &mut retry.to_vec(),
-            },
+            Datagram::new(server.now, PathId(0), &mut retry.to_vec()),
         );
         let t = c.poll_transmit(server.now, 1, &mut buf).unwrap();
         let mut junk = buf[..t.size].to_vec();

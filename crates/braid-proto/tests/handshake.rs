@@ -84,7 +84,7 @@ fn a_wrong_code_ends_the_handshake_at_the_first_answer() {
 /// right code opens nothing. One guess per handshake.
 #[test]
 fn a_code_client_checks_one_answer_per_handshake() {
-    use braid_proto::{Datagram, Ecn, Instant, PathId, Security, Session, SessionError};
+    use braid_proto::{Datagram, Instant, PathId, Security, Session, SessionError};
     let with = |code: &str| SessionConfig {
         security: Security::code(code),
         ..SessionConfig::default()
@@ -109,12 +109,7 @@ fn a_code_client_checks_one_answer_per_handshake() {
     for a in &answers {
         client.handle_datagram(
             Instant::ZERO + MS,
-            Datagram {
-                path: PathId(0),
-                ecn: Ecn::NotEct,
-                received_at: Instant::ZERO + MS,
-                bytes: &mut a.to_vec(),
-            },
+            Datagram::new(Instant::ZERO + MS, PathId(0), &mut a.to_vec()),
         );
     }
     assert_eq!(client.error(), Some(&SessionError::CodeRejected));
@@ -131,12 +126,11 @@ fn a_code_client_checks_one_answer_per_handshake() {
         .unwrap();
     honest.handle_datagram(
         Instant::ZERO + MS,
-        Datagram {
-            path: PathId(0),
-            ecn: Ecn::NotEct,
-            received_at: Instant::ZERO + MS,
-            bytes: &mut answers.last().unwrap().to_vec(),
-        },
+        Datagram::new(
+            Instant::ZERO + MS,
+            PathId(0),
+            &mut answers.last().unwrap().to_vec(),
+        ),
     );
     assert!(honest.is_established() && honest.error().is_none());
 }
@@ -256,7 +250,7 @@ fn repeated_openings_hold_an_unconfirmed_server_for_90_s_at_most() {
 #[test]
 fn every_retry_token_is_kept_but_only_four_answered_at_once() {
     use braid_proto::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
-    use braid_proto::{Datagram, Ecn, Instant, Keypair, PathId, Security, Session};
+    use braid_proto::{Datagram, Instant, Keypair, PathId, Security, Session};
     let token_of = |d: &[u8]| match Frames::new(&d[HEADER_LEN..]).next() {
         Some(Ok(Frame::ClientHello { token, .. })) => token.to_vec(),
         f => panic!("{f:?}"),
@@ -283,15 +277,7 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
         }
         .encode(&mut retry);
         Frame::Retry { token: &[i; 40] }.encode(&mut retry);
-        client.handle_datagram(
-            now,
-            Datagram {
-                path: PathId(0),
-                ecn: Ecn::NotEct,
-                received_at: now,
-                bytes: &mut retry.to_vec(),
-            },
-        );
+        client.handle_datagram(now, Datagram::new(now, PathId(0), &mut retry.to_vec()));
         buf.clear();
         let answered = client.poll_transmit(now, 1, &mut buf).is_some();
         assert_eq!(answered, i <= 4, "retry {i}");

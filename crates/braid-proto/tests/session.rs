@@ -3,7 +3,7 @@
 mod common;
 
 use braid_proto::{
-    Datagram, Ecn, Event, Instant, PathId, PathState, Session, SessionConfig, SessionError,
+    Datagram, Event, Instant, PathId, PathState, Session, SessionConfig, SessionError,
 };
 use common::{Pair, MS};
 use std::collections::BTreeMap;
@@ -108,12 +108,7 @@ fn unknown_controller_is_refused_with_a_clear_error() {
         .expect("the server explains its refusal");
     client.handle_datagram(
         Instant::ZERO + MS,
-        Datagram {
-            path: t.path,
-            ecn: Ecn::NotEct,
-            received_at: Instant::ZERO + MS,
-            bytes: &mut buf[..t.size].to_vec(),
-        },
+        Datagram::new(Instant::ZERO + MS, t.path, &mut buf[..t.size].to_vec()),
     );
     assert_eq!(
         client.error(),
@@ -286,15 +281,8 @@ fn garbage_is_dropped_and_counted() {
     let mut pair = Pair::new(cfg(), cfg(), 10 * MS);
     pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
     let now = pair.now;
-    pair.client.handle_datagram(
-        now,
-        Datagram {
-            path: PathId(0),
-            ecn: Ecn::NotEct,
-            received_at: now,
-            bytes: &mut [1, 2, 3].to_vec(),
-        },
-    );
+    pair.client
+        .handle_datagram(now, Datagram::new(now, PathId(0), &mut [1, 2, 3].to_vec()));
     let mut forged = Vec::new();
     braid_proto::wire::Header {
         version: braid_proto::wire::VERSION,
@@ -306,26 +294,12 @@ fn garbage_is_dropped_and_counted() {
     }
     .encode(&mut forged);
     forged.push(0x3f); // unknown frame type
-    pair.client.handle_datagram(
-        now,
-        Datagram {
-            path: PathId(0),
-            ecn: Ecn::NotEct,
-            received_at: now,
-            bytes: &mut forged.to_vec(),
-        },
-    );
+    pair.client
+        .handle_datagram(now, Datagram::new(now, PathId(0), &mut forged.to_vec()));
     let mut other = forged.clone();
     other[2] ^= 0xff; // another session
-    pair.client.handle_datagram(
-        now,
-        Datagram {
-            path: PathId(0),
-            ecn: Ecn::NotEct,
-            received_at: now,
-            bytes: &mut other.to_vec(),
-        },
-    );
+    pair.client
+        .handle_datagram(now, Datagram::new(now, PathId(0), &mut other.to_vec()));
     let stats = pair.client.stats();
     // Too short for a header; does not open with the keys; another session.
     assert_eq!(stats.malformed_dropped, 1);
@@ -416,12 +390,7 @@ fn a_batch_s_datagrams_open_like_single_ones() {
     for datagram in datagrams {
         assert!(server.handle_datagram(
             now + 10 * MS,
-            Datagram {
-                path: PathId(0),
-                ecn: Ecn::NotEct,
-                received_at: now + 10 * MS,
-                bytes: datagram,
-            }
+            Datagram::new(now + 10 * MS, PathId(0), datagram)
         ));
     }
     let mut got = vec![0u8; data.len() + 1];

@@ -27,6 +27,18 @@ pub struct Datagram<'a> {
     pub bytes: &'a mut [u8],
 }
 
+impl<'a> Datagram<'a> {
+    /// A datagram on `path` that arrived at `now` without an ECN mark.
+    pub fn new(now: Instant, path: PathId, bytes: &'a mut [u8]) -> Datagram<'a> {
+        Datagram {
+            path,
+            ecn: Ecn::NotEct,
+            received_at: now,
+            bytes,
+        }
+    }
+}
+
 /// Where and when an authentic datagram arrived.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Arrival {

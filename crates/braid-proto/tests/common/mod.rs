@@ -1,9 +1,7 @@
 //! Two sessions wired back to back in virtual time.
 #![allow(dead_code)]
 
-use braid_proto::{
-    Datagram, Ecn, Event, Instant, Keypair, PathId, Security, Session, SessionConfig,
-};
+use braid_proto::{Datagram, Event, Instant, Keypair, PathId, Security, Session, SessionConfig};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -133,15 +131,7 @@ impl Pair {
             if to_server {
                 match self.server.as_mut() {
                     Some(s) => {
-                        s.handle_datagram(
-                            self.now,
-                            Datagram {
-                                path,
-                                ecn: Ecn::NotEct,
-                                received_at: self.now,
-                                bytes: &mut bytes,
-                            },
-                        );
+                        s.handle_datagram(self.now, Datagram::new(self.now, path, &mut bytes));
                     }
                     None => {
                         let cfg = self.server_cfg.clone();
@@ -151,15 +141,8 @@ impl Pair {
                     }
                 }
             } else {
-                self.client.handle_datagram(
-                    self.now,
-                    Datagram {
-                        path,
-                        ecn: Ecn::NotEct,
-                        received_at: self.now,
-                        bytes: &mut bytes,
-                    },
-                );
+                self.client
+                    .handle_datagram(self.now, Datagram::new(self.now, path, &mut bytes));
             }
         } else {
             self.client.handle_timeout(self.now);

@@ -15,7 +15,7 @@ use crate::wire::{
     self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
 };
 use crate::Role;
-use crate::{cc, Ecn, Instant};
+use crate::{cc, Instant};
 use crate::{PathId, PublicKey};
 use thiserror::Error;
 
@@ -103,15 +103,7 @@ impl Session {
                 } else {
                     s.events.push_back(Event::Connected);
                 }
-                s.handle_datagram(
-                    now,
-                    Datagram {
-                        path,
-                        ecn: Ecn::NotEct,
-                        received_at: now,
-                        bytes: &mut datagram.to_vec(),
-                    },
-                );
+                s.handle_datagram(now, Datagram::new(now, path, &mut datagram.to_vec()));
             }
             Frame::ClientHello {
                 mode, pake, noise, ..
