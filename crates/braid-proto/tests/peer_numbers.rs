@@ -121,13 +121,7 @@ fn a_cumulative_point_or_fin_never_sent_is_a_violation() {
 /// server refuses it once the pieces outnumber what an honest sender makes.
 #[test]
 fn a_flood_of_one_byte_pieces_ends_the_session() {
-    let mut pair = Pair::new(
-        SessionConfig::insecure(),
-        SessionConfig::insecure(),
-        10 * MS,
-    );
-    pair.client.write(b"hello");
-    pair.drive_until(Duration::from_secs(1), |p| p.received == b"hello");
+    let mut pair = common::greeted_pair();
     for i in 0..20_000u64 {
         // A STREAM frame ends its datagram: one piece each.
         let piece = Frame::Stream {

@@ -8,21 +8,8 @@ mod common;
 
 use braid_proto::wire::{Frame, Header, VERSION};
 use braid_proto::{Instant, PathId, SessionConfig, SessionError, Violation};
-use common::{Pair, MS};
+use common::{greeted_pair, Pair, MS};
 use std::time::Duration;
-
-/// An unprotected pair whose server has received and read "hello".
-fn greeted_pair() -> Pair {
-    let mut pair = Pair::new(
-        SessionConfig::insecure(),
-        SessionConfig::insecure(),
-        10 * MS,
-    );
-    pair.client.write(b"hello");
-    pair.drive_until(Duration::from_secs(1), |p| p.received == b"hello");
-    assert_eq!(pair.received, b"hello");
-    pair
-}
 
 /// Packet numbers far ahead of any the pair has used, yet within the half
 /// of the 32-bit window a truncated number is read as ahead in.

@@ -167,3 +167,16 @@ impl Pair {
         self.server.as_ref().expect("server exists")
     }
 }
+
+/// An unprotected pair whose server has received and read "hello".
+pub fn greeted_pair() -> Pair {
+    let mut pair = Pair::new(
+        SessionConfig::insecure(),
+        SessionConfig::insecure(),
+        10 * MS,
+    );
+    pair.client.write(b"hello");
+    pair.drive_until(Duration::from_secs(1), |p| p.received == b"hello");
+    assert_eq!(pair.received, b"hello");
+    pair
+}
