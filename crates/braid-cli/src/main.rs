@@ -6,6 +6,7 @@ mod failure;
 mod file_io;
 mod human;
 mod keys;
+mod lab;
 mod link_args;
 mod link_cmd;
 mod netns;

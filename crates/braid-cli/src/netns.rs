@@ -27,7 +27,7 @@ pub struct Tun {
 }
 
 impl Tun {
-    fn create(name: &str) -> anyhow::Result<Tun> {
+    pub fn create(name: &str) -> anyhow::Result<Tun> {
         let file = match OpenOptions::new()
             .read(true)
             .write(true)

@@ -4,6 +4,7 @@
 
 mod plots;
 mod published;
+mod reach;
 mod real;
 mod report;
 mod report_html;
@@ -108,6 +109,13 @@ enum BenchMode {
     /// sealed and insecure, direct or through relays, rounds rotated,
     /// medians of goodput and CPU seconds per GB.
     Transfers(transfers::TransfersArgs),
+    /// The NAT lab `braid bench reach` runs in (root): two sites behind NAT
+    /// routers and two relays in network namespaces, kept until Ctrl-C.
+    Lab(Box<crate::lab::LabArgs>),
+    /// NAT traversal in the lab (root): for each pair of NAT kinds, whether
+    /// and how soon a direct path opens, relay goodput and failover, with
+    /// `braid relay --serve`, `braid recv --relay` and `braid send --relay`.
+    Reach(Box<reach::ReachArgs>),
 }
 
 /// A suite and its rows, in order.
@@ -158,6 +166,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.mode {
         Some(BenchMode::Real(real)) => return real::run(real),
         Some(BenchMode::Transfers(t)) => return transfers::run(t),
+        Some(BenchMode::Lab(l)) => return crate::lab::run(*l),
+        Some(BenchMode::Reach(r)) => return reach::run(*r),
         None => {}
     }
     let started = Instant::now();

@@ -1,0 +1,612 @@
+//! `braid bench reach`: braid's rendezvous relays and hole punching in the
+//! NAT lab ([`crate::lab`], root), with this program as users run it:
+//! `braid relay --serve` on the relay hosts, `braid recv --relay` behind
+//! one NAT, `braid send --relay` behind the other, each a process of its
+//! own in its machine's namespace.
+//!
+//! Three parts, every case once per round in an order rotated per round:
+//! the NAT pairs (does a direct path open, how soon, how soon does data
+//! flow over the relays), capacity (goodput through one relay, two relays
+//! on different links, the direct path with and without a relay beside
+//! it) and failover (a relay killed, the direct path cut, a NAT rebinding,
+//! each when 30 % of the file has arrived). `--croc` adds croc beside
+//! braid. The report puts the verdicts first, then medians per case.
+
+mod croc;
+mod procs;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use braid_link::LinkConfig;
+use serde::Serialize;
+
+use crate::lab::{self, Lab, LabConfig, Nat, Node, RELAY};
+use procs::Procs;
+
+/// The port every relay serves on.
+const RELAY_PORT: u16 = 7000;
+/// The port the receiver listens on when it is reached directly.
+const DIRECT_PORT: u16 = 7000;
+/// Failover events happen when this share of the file has arrived.
+const EVENT_AT: f64 = 0.3;
+/// How long a relay or receiver may take to say it is ready.
+const READY_LIMIT: Duration = Duration::from_secs(10);
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    braid_link::units::parse_size(s).map_err(|e| e.to_string())
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Needs root, iproute2, nftables (scripts/install-lab-deps.sh) and \
+/dev/net/tun. The lab: site A (the sender) and site B (the receiver), each one host behind a NAT \
+router on its own uplink, and relay hosts A and B, each on its own link to the public network; \
+`braid bench lab` builds the same lab to look around in."
+)]
+pub struct ReachArgs {
+    /// Rounds: each runs every case once, in an order rotated per round.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Bytes per transfer (e.g. 20MB).
+    #[arg(long, default_value = "20MB", value_parser = parse_size)]
+    size: u64,
+    /// Parts to run (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "pairs,capacity,failover")]
+    parts: Vec<Part>,
+    /// Each site's uplink to the public network: RATE:DELAY[:LOSS[:QUEUE]]
+    /// (one-way delay; queue in packets or bytes).
+    #[arg(long, default_value = "100mbit:10ms:0:300", value_parser = lab::parse_link)]
+    uplink: LinkConfig,
+    /// Each relay's link to the public network: RATE:DELAY[:LOSS[:QUEUE]].
+    #[arg(long, default_value = "40mbit:5ms:0:150", value_parser = lab::parse_link)]
+    relay_link: LinkConfig,
+    /// Also run croc (this executable) with its own relay on relay host A,
+    /// beside braid, on a clean, a lossy and a long uplink.
+    #[arg(long, value_name = "PATH")]
+    croc: Option<PathBuf>,
+    /// A transfer without a verdict after this long counts as failed.
+    #[arg(long, default_value = "90s", value_parser = crate::parse_timeout)]
+    timeout: Duration,
+    /// Seed of the links' randomness.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory: reach.md and reach.json.
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    Pairs,
+    Capacity,
+    Failover,
+}
+
+/// What happens to a transfer under way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// The relay (0: A, 1: B) is killed (SIGKILL).
+    KillRelay(usize),
+    /// The core drops everything between the two sites.
+    CutDirect,
+    /// The site's NAT moves its mappings to its other public address.
+    Rebind(usize),
+}
+
+fn relay_letter(i: usize) -> &'static str {
+    ["A", "B"][i]
+}
+
+/// One setup, run once per round.
+#[derive(Clone, Debug, Serialize)]
+pub struct Case {
+    pub part: Part,
+    pub name: String,
+    /// Site A's (the sender's) and site B's NAT.
+    pub nat: [Nat; 2],
+    /// The relays running and given to both sides (0: A, 1: B).
+    pub relays: Vec<usize>,
+    /// No relay: the receiver listens at a fixed port and the sender is
+    /// given site B's public address (its NAT must be a cone).
+    pub direct_only: bool,
+    pub event: Option<Event>,
+}
+
+impl Case {
+    fn pair(&self) -> String {
+        format!("{}–{}", self.nat[0], self.nat[1])
+    }
+
+    fn relays_text(&self) -> String {
+        if self.relays.is_empty() {
+            return "none".into();
+        }
+        let names: Vec<&str> = self.relays.iter().map(|&r| relay_letter(r)).collect();
+        names.join(" + ")
+    }
+}
+
+/// The NAT pairs, sender's site first.
+pub const PAIRS: [[Nat; 2]; 6] = [
+    [Nat::Cone, Nat::Cone],
+    [Nat::Cone, Nat::Symmetric],
+    [Nat::Restricted, Nat::Restricted],
+    [Nat::Restricted, Nat::Symmetric],
+    [Nat::Symmetric, Nat::Symmetric],
+    [Nat::Firewall, Nat::Cone],
+];
+
+fn cases(parts: &[Part]) -> Vec<Case> {
+    let case = |part, name: &str, nat, relays: &[usize], direct_only, event| Case {
+        part,
+        name: name.to_owned(),
+        nat,
+        relays: relays.to_vec(),
+        direct_only,
+        event,
+    };
+    let (cone, sym, restricted) = (
+        [Nat::Cone, Nat::Cone],
+        [Nat::Symmetric, Nat::Symmetric],
+        [Nat::Restricted, Nat::Restricted],
+    );
+    let mut out = Vec::new();
+    if parts.contains(&Part::Pairs) {
+        for nat in PAIRS {
+            let name = format!("{}–{}", nat[0], nat[1]);
+            out.push(case(Part::Pairs, &name, nat, &[0, 1], false, None));
+        }
+    }
+    if parts.contains(&Part::Capacity) {
+        out.extend([
+            case(Part::Capacity, "one relay", sym, &[0], false, None),
+            case(Part::Capacity, "two relays", sym, &[0, 1], false, None),
+            case(Part::Capacity, "direct alone", cone, &[], true, None),
+            case(Part::Capacity, "direct + relay", cone, &[0], false, None),
+        ]);
+    }
+    if parts.contains(&Part::Failover) {
+        out.extend([
+            case(
+                Part::Failover,
+                "relay A killed, relay B left",
+                sym,
+                &[0, 1],
+                false,
+                Some(Event::KillRelay(0)),
+            ),
+            case(
+                Part::Failover,
+                "relay killed, direct path left",
+                cone,
+                &[0],
+                false,
+                Some(Event::KillRelay(0)),
+            ),
+            case(
+                Part::Failover,
+                "direct path cut, relay left",
+                cone,
+                &[0],
+                false,
+                Some(Event::CutDirect),
+            ),
+            case(
+                Part::Failover,
+                "site A's NAT rebinds",
+                restricted,
+                &[0],
+                false,
+                Some(Event::Rebind(0)),
+            ),
+        ]);
+    }
+    out
+}
+
+/// A relay's part in one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RelayUse {
+    pub relay: usize,
+    /// CPU seconds (user and system) of its whole life.
+    pub cpu_s: f64,
+    pub rss_peak_bytes: u64,
+    /// Bytes it forwarded, as its counters say (or, if they say nothing
+    /// readable, the stream bytes the sender's connections through it
+    /// carried).
+    pub forwarded_bytes: Option<u64>,
+    /// Whether [`RelayUse::forwarded_bytes`] is the relay's own count.
+    pub counted_by_relay: bool,
+    pub killed: bool,
+}
+
+/// One transfer.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Run {
+    pub round: u32,
+    pub case: usize,
+    /// Both sides verified the same BLAKE3 hash.
+    pub verified: bool,
+    pub error: Option<String>,
+    /// The sender's goodput (handshake to the receiver's verdict).
+    pub goodput_mbps: Option<f64>,
+    /// From starting the sender to the receiver's exit with the file.
+    pub wall_s: Option<f64>,
+    /// From the sender's start to its session being open (data can flow):
+    /// when its record arrived less its `duration_s`.
+    pub to_data_s: Option<f64>,
+    /// The sender's `reach.direct.validated_ms`.
+    pub validated_ms: Option<f64>,
+    /// The sender's `reach.relays[].paired_ms`.
+    pub paired_ms: Vec<f64>,
+    /// Of the stream, the share the sender's direct connections carried.
+    pub direct_share: Option<f64>,
+    /// When the event happened, from the sender's start.
+    pub event_at_s: Option<f64>,
+    pub relays: Vec<RelayUse>,
+}
+
+/// What every run needs.
+struct Ctx {
+    exe: PathBuf,
+    work: PathBuf,
+    input: PathBuf,
+    size: u64,
+    timeout: Duration,
+}
+
+pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
+    lab::guard_signals();
+    lab::check_prerequisites()?;
+    let croc_setup = match &args.croc {
+        Some(path) => Some(croc::Croc::find(path)?),
+        None => None,
+    };
+    let exe = std::env::current_exe().context("cannot find this program")?;
+    let work = tempfile::tempdir().context("cannot make a working directory")?;
+    lab::remove_on_signal(work.path());
+    let input = work.path().join("reach.bin");
+    super::real::write_content(&input, args.size)?;
+    let ctx = Ctx {
+        exe,
+        work: work.path().to_owned(),
+        input,
+        size: args.size,
+        timeout: args.timeout,
+    };
+    let config = LabConfig {
+        nat: [Nat::Cone; 2],
+        uplink: [args.uplink.clone(), args.uplink.clone()],
+        relay_link: [args.relay_link.clone(), args.relay_link.clone()],
+        seed: args.seed,
+    };
+    let cases = cases(&args.parts);
+    eprintln!(
+        "braid bench reach: {} per transfer, {} rounds of {} cases, rotated",
+        crate::human::size(args.size),
+        args.rounds,
+        cases.len()
+    );
+    let mut runs = Vec::new();
+    if !cases.is_empty() {
+        let mut lab = Lab::build(config.clone())?;
+        for round in 1..=args.rounds {
+            for i in 0..cases.len() {
+                let c = (i + round as usize - 1) % cases.len();
+                let run = transfer(&ctx, &mut lab, &cases[c], round, c);
+                eprintln!("{}", progress_line(&cases[c], &run));
+                runs.push(run);
+            }
+        }
+    }
+    let croc_rows = match &croc_setup {
+        Some(c) => croc::run(c, &ctx, &config, args.rounds)?,
+        None => Vec::new(),
+    };
+    let report = report::Report::new(&cases, &runs, &config, &args, croc_rows);
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let md = report.markdown();
+    print!("{md}");
+    std::fs::write(args.out.join("reach.md"), &md)?;
+    std::fs::write(
+        args.out.join("reach.json"),
+        serde_json::to_string_pretty(&report.json())? + "\n",
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_line(case: &Case, run: &Run) -> String {
+    let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} ms"));
+    let mut s = format!(
+        "round {}  {:<34} {:<9} goodput {:>6}  direct {:>8}  to data {:>6}",
+        run.round,
+        case.name,
+        if run.verified { "verified" } else { "FAILED" },
+        run.goodput_mbps.map_or("-".into(), |g| format!("{g:.1}")),
+        ms(run.validated_ms),
+        run.to_data_s.map_or("-".into(), |t| format!("{t:.2} s")),
+    );
+    if let Some(e) = &run.error {
+        s += &format!("  ({e})");
+    }
+    s
+}
+
+/// One transfer of `case`; a failure of any kind is the run's error.
+fn transfer(ctx: &Ctx, lab: &mut Lab, case: &Case, round: u32, ci: usize) -> Run {
+    let mut run = Run {
+        round,
+        case: ci,
+        ..Run::default()
+    };
+    if let Err(e) = attempt(ctx, lab, case, &mut run) {
+        run.verified = false;
+        run.error = Some(format!("{e:#}"));
+    }
+    run
+}
+
+fn relay_name(r: usize) -> String {
+    format!("relay {}", relay_letter(r))
+}
+
+fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Result<()> {
+    lab.cut_direct(false)?;
+    for site in 0..2 {
+        lab.set_nat(site, case.nat[site])?;
+    }
+    let out = ctx.work.join(format!("recv-{}-{}", run.round, run.case));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out)?;
+    let code = format!(
+        "{}-amber-walrus",
+        (run.round as usize * 41 + run.case) % 1000
+    );
+    let mut procs = Procs::default();
+    let mut relay_args = Vec::new();
+    for &r in &case.relays {
+        let addr = format!("{}:{RELAY_PORT}", RELAY[r]);
+        let mut cmd = lab.command(Node::relay(r), &ctx.exe)?;
+        cmd.args(["relay", "--serve", &addr]);
+        procs
+            .start(&relay_name(r), cmd)?
+            .wait_for(READY_LIMIT, |l| l.text.starts_with("relay serving on "))?;
+        relay_args.extend(["--relay".to_owned(), addr]);
+    }
+    let mut recv = lab.command(Node::HostB, &ctx.exe)?;
+    recv.args(["recv", "--code", &code, "--json", "--quiet", "--output"])
+        .arg(&out);
+    if case.direct_only {
+        recv.args(["--listen", &format!("0.0.0.0:{DIRECT_PORT}")]);
+    } else {
+        recv.args(&relay_args);
+    }
+    procs
+        .start("braid recv", recv)?
+        .wait_for(READY_LIMIT, |l| l.text.contains("listening"))?;
+    let mut send = lab.command(Node::HostA, &ctx.exe)?;
+    send.arg("send")
+        .arg(&ctx.input)
+        .args(["--code", &code, "--json", "--quiet"]);
+    if case.direct_only {
+        send.args(["--to", &format!("{}:{DIRECT_PORT}", lab.public(1))]);
+    } else {
+        send.args(&relay_args);
+    }
+    let started = Instant::now();
+    procs.start("braid send", send)?;
+    let mut event = case.event;
+    loop {
+        let sender = procs.get("braid send").expect("started");
+        sender.drain();
+        if sender.exited() {
+            break;
+        }
+        if started.elapsed() > ctx.timeout {
+            bail!("no verdict within {} s", ctx.timeout.as_secs());
+        }
+        if let Some(ev) = event {
+            if received(&out) as f64 >= ctx.size as f64 * EVENT_AT {
+                happen(lab, &mut procs, ev, run)?;
+                run.event_at_s = Some(started.elapsed().as_secs_f64());
+                event = None;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let sender = procs.get("braid send").expect("started");
+    sender.finish(Duration::from_secs(5))?;
+    let (said_at, sent) = sender
+        .json()
+        .with_context(|| format!("the sender printed no record: {}", sender.said()))?;
+    let sent_ok = sent["outcome"] == "verified";
+    let receiver = procs.get("braid recv").expect("started");
+    // A failed sender's receiver may wait for ever: a moment only.
+    let limit = Duration::from_secs(if sent_ok { 15 } else { 1 });
+    let got = receiver.finish(limit).ok().and_then(|_| receiver.json());
+    run.wall_s = Some(started.elapsed().as_secs_f64());
+    for &r in &case.relays {
+        if let Some(p) = procs.get(&relay_name(r)) {
+            if !p.exited() {
+                run.relays.push(stop_relay(p, r, &sent)?);
+            }
+        }
+    }
+    run.goodput_mbps = sent["goodput_mbps"].as_f64();
+    if let Some(d) = sent["duration_s"].as_f64() {
+        run.to_data_s = Some((said_at - started).as_secs_f64() - d);
+    }
+    run.validated_ms = sent["reach"]["direct"]["validated_ms"].as_f64();
+    run.paired_ms = sent["reach"]["relays"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["paired_ms"].as_f64()).collect())
+        .unwrap_or_default();
+    run.direct_share = direct_share(&sent);
+    if event.is_some() {
+        bail!(
+            "the transfer ended before {:.0} % had arrived: nothing happened to it",
+            EVENT_AT * 100.0
+        );
+    }
+    if !sent_ok {
+        bail!("the sender failed: {}", sent["error"]["message"]);
+    }
+    let (_, got) = got.context("the receiver printed no record")?;
+    if got["outcome"] != "verified" || got["blake3"] != sent["blake3"] {
+        bail!(
+            "the receiver's record does not match: {}",
+            got["error"]["message"]
+        );
+    }
+    run.verified = true;
+    Ok(())
+}
+
+/// Of the stream, the share a sender's record says its direct connections
+/// carried; `None` for a record that does not say which connection went
+/// which way.
+pub fn direct_share(sent: &serde_json::Value) -> Option<f64> {
+    let conns = sent["connections"].as_array()?;
+    if !conns.iter().any(|c| c["via"].is_string()) {
+        return None;
+    }
+    Some(
+        conns
+            .iter()
+            .filter(|c| c["via"] == "direct")
+            .filter_map(|c| c["share"].as_f64())
+            .fold(0.0, |a, b| a + b),
+    )
+}
+
+/// Bytes the receiver has written so far (its partial file included).
+fn received(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn happen(lab: &mut Lab, procs: &mut Procs, event: Event, run: &mut Run) -> anyhow::Result<()> {
+    match event {
+        Event::KillRelay(r) => {
+            let p = procs
+                .get(&relay_name(r))
+                .context("that relay is not running")?;
+            let usage = procs::usage(p.pid())?;
+            p.signal(libc::SIGKILL);
+            run.relays.push(RelayUse {
+                relay: r,
+                cpu_s: usage.cpu_s,
+                rss_peak_bytes: usage.rss_peak,
+                forwarded_bytes: None,
+                counted_by_relay: false,
+                killed: true,
+            });
+        }
+        Event::CutDirect => lab.cut_direct(true)?,
+        Event::Rebind(site) => {
+            lab.rebind(site)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a relay's CPU time and memory, then stops it (SIGTERM) and reads
+/// the counters it prints.
+fn stop_relay(p: &mut procs::Proc, r: usize, sent: &serde_json::Value) -> anyhow::Result<RelayUse> {
+    let usage = procs::usage(p.pid())?;
+    p.signal(libc::SIGTERM);
+    p.finish(Duration::from_secs(5))?;
+    let counted = p.seen.iter().rev().find_map(|l| forwarded_bytes(&l.text));
+    // Otherwise: what the sender's connections through it carried.
+    let estimate = || {
+        let size = sent["size"].as_u64()? as f64;
+        let addr = RELAY[r].to_string();
+        let share: f64 = sent["connections"]
+            .as_array()?
+            .iter()
+            .filter(|c| {
+                c["remote"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with(&format!("{addr}:")))
+            })
+            .filter_map(|c| c["share"].as_f64())
+            .sum();
+        Some((share * size) as u64)
+    };
+    Ok(RelayUse {
+        relay: r,
+        cpu_s: usage.cpu_s,
+        rss_peak_bytes: usage.rss_peak,
+        forwarded_bytes: counted.or_else(estimate),
+        counted_by_relay: counted.is_some(),
+        killed: false,
+    })
+}
+
+/// The bytes forwarded in a relay's closing counters: the number before
+/// "bytes" on a line that speaks of forwarding.
+fn forwarded_bytes(line: &str) -> Option<u64> {
+    if !line.contains("forwarded") {
+        return None;
+    }
+    let words: Vec<&str> = line
+        .split(|c: char| {
+            c.is_whitespace() || c == ',' || c == ':' || c == '=' || c == '(' || c == ')'
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(2).find_map(|w| {
+        (w[1] == "bytes" || w[1] == "B")
+            .then(|| w[0].replace('_', "").parse().ok())
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_part_has_its_cases_and_pairs_come_first() {
+        let all = cases(&[Part::Pairs, Part::Capacity, Part::Failover]);
+        assert_eq!(all.len(), PAIRS.len() + 4 + 4);
+        assert_eq!(all[0].name, "cone–cone");
+        assert!(all
+            .iter()
+            .filter(|c| c.part == Part::Pairs)
+            .all(|c| c.relays == [0, 1]));
+        // Reaching the receiver without a relay needs a cone in front of it.
+        for c in &all {
+            assert!(!c.direct_only || c.nat[1] == Nat::Cone, "{}", c.name);
+            assert_eq!(c.event.is_some(), c.part == Part::Failover, "{}", c.name);
+        }
+        assert_eq!(cases(&[Part::Failover]).len(), 4);
+    }
+
+    #[test]
+    fn a_relays_forwarded_bytes_are_read_from_its_counters() {
+        assert_eq!(
+            forwarded_bytes("pairs 1, forwarded 20971520 bytes"),
+            Some(20_971_520)
+        );
+        assert_eq!(
+            forwarded_bytes("forwarded: 1234 bytes in 3 pairs"),
+            Some(1234)
+        );
+        assert_eq!(forwarded_bytes("forward: offered 10, delivered 10"), None);
+        assert_eq!(forwarded_bytes("relay serving on 198.18.1.10:7000"), None);
+    }
+}

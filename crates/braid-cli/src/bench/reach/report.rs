@@ -1,0 +1,572 @@
+//! reach.md and reach.json: the verdicts first, then medians per case.
+
+use std::fmt::Write as _;
+
+use braid_link::units::Rate;
+use braid_link::LinkConfig;
+use serde::Serialize;
+
+use super::croc::CrocRow;
+use super::{Case, Part, ReachArgs, Run};
+use crate::bench::stats::median;
+use crate::lab::LabConfig;
+use crate::link_args::Direction;
+
+/// The direct path must be validated within one round trip plus this.
+const DIRECT_SLACK_MS: f64 = 300.0;
+/// ... in at least this share of runs.
+const DIRECT_SHARE: f64 = 0.95;
+/// Data must flow over the relays within this, where no direct path opens.
+const TO_DATA_S: f64 = 2.0;
+/// Goodput through relays, of their links' rates.
+const RELAY_SHARE: f64 = 0.9;
+
+/// Medians of one case.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub case: String,
+    pub part: Part,
+    pub pair: String,
+    pub relays: String,
+    pub runs: usize,
+    pub verified: usize,
+    /// Runs whose sender validated a direct path.
+    pub direct_validated: usize,
+    /// ... within one round trip + 300 ms of pairing.
+    pub direct_in_time: usize,
+    pub validated_ms: Option<f64>,
+    pub to_data_s: Option<f64>,
+    pub to_data_s_worst: Option<f64>,
+    pub goodput_mbps: Option<f64>,
+    pub direct_share: Option<f64>,
+    pub event_at_s: Option<f64>,
+    pub wall_s: Option<f64>,
+    /// Relay CPU seconds per GB forwarded (runs where it lived to the end).
+    pub relay_cpu_s_per_gb: Option<f64>,
+    pub relay_rss_peak_mb: Option<f64>,
+}
+
+/// One target and how it fared; `met` is `None` when there is no target
+/// (a figure shown for what it is) or nothing to judge it by.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    pub target: String,
+    pub measured: String,
+    pub met: Option<bool>,
+}
+
+pub struct Report {
+    pub cases: Vec<Case>,
+    pub runs: Vec<Run>,
+    pub summaries: Vec<Summary>,
+    pub verdicts: Vec<Verdict>,
+    pub notes: Vec<String>,
+    pub lab: Vec<String>,
+    pub size: u64,
+    pub rounds: u32,
+    pub direct_rtt_ms: f64,
+    pub croc: Vec<CrocRow>,
+}
+
+fn mbit(link: &LinkConfig) -> Option<f64> {
+    match link.rate {
+        Some(Rate::BitsPerSec(b)) if link.trace.is_none() => Some(b as f64 / 1e6),
+        _ => None,
+    }
+}
+
+fn describe(link: &LinkConfig) -> String {
+    Direction {
+        config: link.clone(),
+        trace_file: None,
+    }
+    .describe()
+}
+
+fn med(v: impl IntoIterator<Item = f64>) -> Option<f64> {
+    median(&mut v.into_iter().collect::<Vec<_>>())
+}
+
+fn summarise(index: usize, case: &Case, runs: &[Run], direct_limit_ms: f64) -> Summary {
+    let of: Vec<&Run> = runs.iter().filter(|r| r.case == index).collect();
+    let validated: Vec<f64> = of.iter().filter_map(|r| r.validated_ms).collect();
+    let alive: Vec<_> = of
+        .iter()
+        .flat_map(|r| &r.relays)
+        .filter(|u| !u.killed)
+        .collect();
+    Summary {
+        case: case.name.clone(),
+        part: case.part,
+        pair: case.pair(),
+        relays: case.relays_text(),
+        runs: of.len(),
+        verified: of.iter().filter(|r| r.verified).count(),
+        direct_validated: validated.len(),
+        direct_in_time: validated.iter().filter(|&&v| v <= direct_limit_ms).count(),
+        validated_ms: med(validated.iter().copied()),
+        to_data_s: med(of.iter().filter_map(|r| r.to_data_s)),
+        to_data_s_worst: of
+            .iter()
+            .filter_map(|r| r.to_data_s)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        goodput_mbps: med(of
+            .iter()
+            .filter(|r| r.verified)
+            .filter_map(|r| r.goodput_mbps)),
+        direct_share: med(of.iter().filter_map(|r| r.direct_share)),
+        event_at_s: med(of.iter().filter_map(|r| r.event_at_s)),
+        wall_s: med(of.iter().filter(|r| r.verified).filter_map(|r| r.wall_s)),
+        relay_cpu_s_per_gb: med(alive.iter().filter_map(|u| {
+            let gb = u.forwarded_bytes? as f64 / 1e9;
+            (gb > 0.0).then(|| u.cpu_s / gb)
+        })),
+        relay_rss_peak_mb: alive
+            .iter()
+            .map(|u| u.rss_peak_bytes as f64 / 1e6)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+    }
+}
+
+impl Report {
+    pub fn new(
+        cases: &[Case],
+        runs: &[Run],
+        lab: &LabConfig,
+        args: &ReachArgs,
+        croc: Vec<CrocRow>,
+    ) -> Report {
+        let direct_rtt_ms = lab.direct_rtt().as_secs_f64() * 1e3;
+        let limit = direct_rtt_ms + DIRECT_SLACK_MS;
+        let summaries: Vec<Summary> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| summarise(i, c, runs, limit))
+            .collect();
+        let relay_rtt = 2.0
+            * (lab.uplink[0].delay + lab.uplink[1].delay + 2 * lab.relay_link[0].delay)
+                .as_secs_f64()
+            * 1e3;
+        let mut report = Report {
+            cases: cases.to_vec(),
+            runs: runs.to_vec(),
+            summaries,
+            verdicts: Vec::new(),
+            notes: Vec::new(),
+            lab: vec![
+                format!(
+                    "site uplinks (site A sends, site B receives): {}",
+                    describe(&lab.uplink[0])
+                ),
+                format!("relay links (relay A, relay B): {}", describe(&lab.relay_link[0])),
+                format!(
+                    "round trips: {direct_rtt_ms:.0} ms direct between the sites, {relay_rtt:.0} ms through a relay"
+                ),
+            ],
+            size: args.size,
+            rounds: args.rounds,
+            direct_rtt_ms,
+            croc,
+        };
+        report.judge(lab);
+        report
+    }
+
+    fn by_name(&self, name: &str) -> Option<&Summary> {
+        self.summaries.iter().find(|s| s.case == name && s.runs > 0)
+    }
+
+    fn judge(&mut self, lab: &LabConfig) {
+        let limit = self.direct_rtt_ms + DIRECT_SLACK_MS;
+        let mut v = Vec::new();
+        for pair in ["cone–cone", "cone–symmetric"] {
+            if let Some(s) = self.by_name(pair) {
+                let share = s.direct_in_time as f64 / s.runs as f64;
+                v.push(Verdict {
+                    target: format!(
+                        "{pair}: direct path validated within 1 RTT + 300 ms ({limit:.0} ms) in ≥ {:.0} % of runs",
+                        DIRECT_SHARE * 100.0
+                    ),
+                    measured: format!(
+                        "{:.0} % ({} of {}); median {}",
+                        share * 100.0,
+                        s.direct_in_time,
+                        s.runs,
+                        s.validated_ms.map_or("—".into(), |m| format!("{m:.0} ms"))
+                    ),
+                    met: Some(share >= DIRECT_SHARE),
+                });
+            }
+        }
+        if let Some(s) = self.by_name("symmetric–symmetric") {
+            let all = self
+                .runs
+                .iter()
+                .filter(|r| self.cases[r.case].name == s.case)
+                .all(|r| r.to_data_s.is_some_and(|t| t <= TO_DATA_S));
+            v.push(Verdict {
+                target: format!(
+                    "symmetric–symmetric: data flows over the relays within {TO_DATA_S:.0} s of starting the sender, every run"
+                ),
+                measured: match (s.to_data_s, s.to_data_s_worst) {
+                    (Some(m), Some(w)) => format!("median {m:.2} s, worst {w:.2} s"),
+                    _ => "no session opened".into(),
+                },
+                met: Some(all),
+            });
+        }
+        let judged: Vec<&Run> = self
+            .runs
+            .iter()
+            .filter(|r| self.cases[r.case].part != Part::Failover)
+            .collect();
+        if !judged.is_empty() {
+            let failed = judged.iter().filter(|r| !r.verified).count();
+            v.push(Verdict {
+                target: "transfers that failed (NAT pairs and capacity): 0".into(),
+                measured: format!("{failed} of {}", judged.len()),
+                met: Some(failed == 0),
+            });
+        }
+        let relay_mbit = mbit(&lab.relay_link[0]);
+        for (name, links) in [("one relay", 1.0), ("two relays", 2.0)] {
+            let (Some(s), Some(cap)) = (self.by_name(name), relay_mbit) else {
+                continue;
+            };
+            let cap = cap * links;
+            let what = if links > 1.0 {
+                "two relays on different links: goodput of the sum of their links' rates"
+            } else {
+                "one relay: goodput of its link's rate"
+            };
+            v.push(Verdict {
+                target: format!("{what} ≥ {:.0} %", RELAY_SHARE * 100.0),
+                measured: s.goodput_mbps.map_or("no transfer verified".into(), |g| {
+                    format!("{:.1} % ({g:.1} of {cap:.0} Mbit/s)", g / cap * 100.0)
+                }),
+                met: Some(s.goodput_mbps.is_some_and(|g| g >= RELAY_SHARE * cap)),
+            });
+        }
+        if let (Some(alone), Some(both)) =
+            (self.by_name("direct alone"), self.by_name("direct + relay"))
+        {
+            let ratio = both
+                .goodput_mbps
+                .zip(alone.goodput_mbps)
+                .map(|(b, a)| b / a);
+            v.push(Verdict {
+                target: "direct + relay vs direct alone: goodput ≥ 1x".into(),
+                measured: ratio.map_or("no transfer verified".into(), |r| {
+                    format!(
+                        "{r:.2}x ({:.1} vs {:.1} Mbit/s)",
+                        both.goodput_mbps.unwrap_or(0.0),
+                        alone.goodput_mbps.unwrap_or(0.0)
+                    )
+                }),
+                met: Some(ratio.is_some_and(|r| r >= 1.0)),
+            });
+        }
+        for s in self
+            .summaries
+            .iter()
+            .filter(|s| s.part == Part::Failover && s.runs > 0)
+        {
+            let case = self
+                .cases
+                .iter()
+                .find(|c| c.name == s.case)
+                .expect("its case");
+            let targeted = !matches!(case.event, Some(super::Event::Rebind(_)));
+            v.push(Verdict {
+                target: format!(
+                    "{}: the transfer survives{}",
+                    s.case,
+                    if targeted { "" } else { " (no target)" }
+                ),
+                measured: format!("{} of {} verified", s.verified, s.runs),
+                met: targeted.then_some(s.verified == s.runs),
+            });
+        }
+        self.verdicts = v;
+        // Relay cost, for what it is.
+        let alive: Vec<&super::RelayUse> = self
+            .runs
+            .iter()
+            .flat_map(|r| &r.relays)
+            .filter(|u| !u.killed)
+            .collect();
+        let per_gb = med(alive.iter().filter_map(|u| {
+            let gb = u.forwarded_bytes? as f64 / 1e9;
+            (gb > 0.01).then(|| u.cpu_s / gb)
+        }));
+        let rss = alive.iter().map(|u| u.rss_peak_bytes).max();
+        if let (Some(per_gb), Some(rss)) = (per_gb, rss) {
+            let own = alive.iter().all(|u| u.counted_by_relay);
+            self.notes.push(format!(
+                "relay cost: {per_gb:.2} CPU s per GB forwarded (median over {} relay runs that carried over 10 MB; {}), peak RSS {:.1} MB at most",
+                alive.len(),
+                if own {
+                    "bytes as the relays counted them"
+                } else {
+                    "bytes estimated from the sender's connections through each relay, the relay's own count being unreadable"
+                },
+                rss as f64 / 1e6
+            ));
+        }
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut md = String::from("# Reach: NAT traversal and relays in the lab\n\n");
+        let judged: Vec<&Verdict> = self.verdicts.iter().filter(|v| v.met.is_some()).collect();
+        let met = judged.iter().filter(|v| v.met == Some(true)).count();
+        if !judged.is_empty() || !self.croc.is_empty() {
+            let _ = writeln!(md, "**Verdict: {met} of {} targets met.**\n", judged.len());
+        }
+        if !self.verdicts.is_empty() {
+            md.push_str("| target | measured | |\n|---|---|---|\n");
+            for v in &self.verdicts {
+                let mark = match v.met {
+                    Some(true) => "✓",
+                    Some(false) => "✗",
+                    None => "—",
+                };
+                let _ = writeln!(md, "| {} | {} | {mark} |", v.target, v.measured);
+            }
+            md.push('\n');
+        }
+        for n in &self.notes {
+            let _ = writeln!(md, "- {n}");
+        }
+        if let Some(line) = super::croc::summary_line(&self.croc) {
+            let _ = writeln!(md, "- {line}");
+        }
+        let _ = writeln!(
+            md,
+            "\n```sh\n{}\n```\n\n{} per transfer, {} rounds, cases rotated each round, medians \
+             (every run in [reach.json](reach.json)). Each run starts its relays (`braid relay \
+             --serve`), the receiver (`braid recv --relay ... --code`) on site B's host and the \
+             sender (`braid send --relay ...`) on site A's, each a process in its machine's \
+             network namespace. Validated = the sender's `reach.direct.validated_ms`, from the \
+             first pairing to the direct connection's first acknowledgement. To data = from \
+             starting the sender to its session being open (when its record arrived, less its \
+             `duration_s`). Goodput = the sender's, from the handshake to the receiver's verdict.\n",
+            command_line(),
+            crate::human::size(self.size),
+            self.rounds
+        );
+        md.push_str("The lab (`braid bench lab` builds the same one):\n\n");
+        for l in &self.lab {
+            let _ = writeln!(md, "- {l}");
+        }
+        md.push_str(
+            "- NATs (nftables): cone = endpoint-independent mapping and filtering; restricted = \
+             endpoint-independent mapping, address-and-port-dependent filtering (Linux's \
+             masquerade); symmetric = a random port per destination; firewall = no NAT, UDP only \
+             to and from the relays. Site A's NAT is named first.\n",
+        );
+        let f = |v: Option<f64>, d: usize| v.map_or("—".to_owned(), |v| format!("{v:.d$}"));
+        let part = |p: Part| {
+            self.summaries
+                .iter()
+                .filter(move |s| s.part == p && s.runs > 0)
+        };
+        if part(Part::Pairs).next().is_some() {
+            md.push_str("\n## NAT pairs (relays A and B given to both sides)\n\n");
+            md.push_str("| pair | runs | verified | direct validated | within 1 RTT + 300 ms | validated ms | to data s (median / worst) | share direct | goodput Mbit/s |\n|---|---|---|---|---|---|---|---|---|\n");
+            for s in part(Part::Pairs) {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+                    s.case,
+                    s.runs,
+                    s.verified,
+                    s.direct_validated,
+                    s.direct_in_time,
+                    f(s.validated_ms, 0),
+                    f(s.to_data_s, 2),
+                    f(s.to_data_s_worst, 2),
+                    s.direct_share
+                        .map_or("—".into(), |d| format!("{:.0} %", d * 100.0)),
+                    f(s.goodput_mbps, 1)
+                );
+            }
+        }
+        if part(Part::Capacity).next().is_some() {
+            md.push_str("\n## Capacity\n\n| case | NATs | relays | runs | verified | goodput Mbit/s | share direct | relay CPU s/GB | relay peak RSS MB |\n|---|---|---|---|---|---|---|---|---|\n");
+            for s in part(Part::Capacity) {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    s.case,
+                    s.pair,
+                    s.relays,
+                    s.runs,
+                    s.verified,
+                    f(s.goodput_mbps, 1),
+                    s.direct_share
+                        .map_or("—".into(), |d| format!("{:.0} %", d * 100.0)),
+                    f(s.relay_cpu_s_per_gb, 2),
+                    f(s.relay_rss_peak_mb, 1)
+                );
+            }
+        }
+        if part(Part::Failover).next().is_some() {
+            let _ = writeln!(
+                md,
+                "\n## Failover (the event when {:.0} % of the file has arrived)\n\n| case | NATs | relays | runs | survived | event at s | goodput Mbit/s | share direct |\n|---|---|---|---|---|---|---|---|",
+                super::EVENT_AT * 100.0
+            );
+            for s in part(Part::Failover) {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                    s.case,
+                    s.pair,
+                    s.relays,
+                    s.runs,
+                    s.verified,
+                    f(s.event_at_s, 2),
+                    f(s.goodput_mbps, 1),
+                    s.direct_share
+                        .map_or("—".into(), |d| format!("{:.0} %", d * 100.0)),
+                );
+            }
+        }
+        let failures: Vec<String> = self
+            .runs
+            .iter()
+            .filter_map(|r| {
+                let e = r.error.as_ref()?;
+                Some(format!(
+                    "round {}, {}: {e}",
+                    r.round, self.cases[r.case].name
+                ))
+            })
+            .collect();
+        if !failures.is_empty() {
+            md.push_str("\n## Runs that failed\n\n");
+            for f in failures {
+                let _ = writeln!(md, "- {}", crate::text::escape(&f));
+            }
+        }
+        super::croc::markdown(&self.croc, &mut md);
+        md
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "size": self.size,
+            "rounds": self.rounds,
+            "lab": self.lab,
+            "direct_rtt_ms": self.direct_rtt_ms,
+            "verdicts": self.verdicts,
+            "notes": self.notes,
+            "cases": self.cases,
+            "medians": self.summaries,
+            "runs": self.runs,
+            "croc": self.croc,
+        })
+    }
+}
+
+/// This run's command line, as a user would type it.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|a| if a.contains(' ') { format!("{a:?}") } else { a })
+        .collect();
+    format!("braid {}", args.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{cases, RelayUse};
+    use super::*;
+    use crate::lab::Nat;
+    use std::time::Duration;
+
+    fn lab() -> LabConfig {
+        LabConfig {
+            nat: [Nat::Cone; 2],
+            uplink: std::array::from_fn(|_| crate::lab::parse_link("100mbit:10ms").unwrap()),
+            relay_link: std::array::from_fn(|_| crate::lab::parse_link("40mbit:5ms").unwrap()),
+            seed: 1,
+        }
+    }
+
+    fn run(
+        case: usize,
+        round: u32,
+        verified: bool,
+        goodput: f64,
+        validated_ms: Option<f64>,
+    ) -> Run {
+        Run {
+            round,
+            case,
+            verified,
+            goodput_mbps: Some(goodput),
+            validated_ms,
+            to_data_s: Some(0.5),
+            relays: vec![RelayUse {
+                relay: 0,
+                cpu_s: 0.2,
+                rss_peak_bytes: 8_000_000,
+                forwarded_bytes: Some(20_000_000),
+                counted_by_relay: true,
+                killed: false,
+            }],
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_the_figures() {
+        let cases = cases(&[Part::Pairs, Part::Capacity]);
+        let idx = |n: &str| cases.iter().position(|c| c.name == n).unwrap();
+        let cone = idx("cone–cone");
+        let one = idx("one relay");
+        let two = idx("two relays");
+        // 40 ms direct RTT: the limit is 340 ms; one late run of 20 is 95 %.
+        let mut runs: Vec<Run> = (1..=19)
+            .map(|r| run(cone, r, true, 90.0, Some(100.0)))
+            .collect();
+        runs.push(run(cone, 20, true, 90.0, Some(341.0)));
+        runs.push(run(one, 1, true, 36.5, None));
+        runs.push(run(two, 1, false, 0.0, None));
+        let args = <ReachArgs as clap::FromArgMatches>::from_arg_matches(
+            &<ReachArgs as clap::Args>::augment_args(clap::Command::new("t"))
+                .get_matches_from(["t"]),
+        )
+        .unwrap();
+        let r = Report::new(&cases, &runs, &lab(), &args, Vec::new());
+        let verdict = |start: &str| {
+            r.verdicts
+                .iter()
+                .find(|v| v.target.starts_with(start))
+                .unwrap_or_else(|| panic!("no verdict {start}: {:?}", r.verdicts))
+        };
+        assert_eq!(verdict("cone–cone").met, Some(true));
+        assert!(verdict("cone–cone").measured.starts_with("95 % (19 of 20)"));
+        assert_eq!(verdict("one relay").met, Some(true), "36.5 of 40 is 91 %");
+        assert_eq!(verdict("two relays").met, Some(false));
+        assert_eq!(verdict("transfers that failed").measured, "1 of 22");
+        assert_eq!(verdict("transfers that failed").met, Some(false));
+        // No runs, no verdict.
+        assert!(r
+            .verdicts
+            .iter()
+            .all(|v| !v.target.starts_with("symmetric–symmetric")));
+        assert!(
+            r.notes[0].starts_with("relay cost: 10.00 CPU s per GB"),
+            "{}",
+            r.notes[0]
+        );
+        let md = r.markdown();
+        assert!(md.contains("**Verdict: 2 of 4 targets met.**"), "{md}");
+        assert_eq!(
+            r.direct_rtt_ms,
+            Duration::from_millis(40).as_secs_f64() * 1e3
+        );
+    }
+}
