@@ -38,6 +38,24 @@ pub enum Error {
     /// The endpoint the session runs on was shut down.
     #[error("the endpoint was closed")]
     EndpointClosed,
+    /// Every rendezvous relay refused to pair us (the code or key is in
+    /// use by another transfer, or the relay is full).
+    #[error("relay {relay} refused: {refusal}")]
+    RelayRefused {
+        /// The last relay that refused.
+        relay: std::net::SocketAddr,
+        /// Why.
+        refusal: braid_proto::rendezvous::Refusal,
+    },
+    /// No relay paired us with a peer in time: nobody registered under the
+    /// code or key, or no relay answered.
+    #[error("no peer met us at {relays} within {} s: is `braid recv` running with the same relay and code or key?", waited.as_secs_f64())]
+    NoPeerAtRelays {
+        /// The relays tried, as given.
+        relays: String,
+        /// How long we tried.
+        waited: std::time::Duration,
+    },
 }
 
 impl Error {
@@ -88,6 +106,8 @@ impl Error {
             },
             Error::AllPathsDown(_) => io::ErrorKind::NotConnected,
             Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
+            Error::RelayRefused { .. } => io::ErrorKind::ConnectionRefused,
+            Error::NoPeerAtRelays { .. } => io::ErrorKind::TimedOut,
             Error::CodeGuessLimit(_) => io::ErrorKind::PermissionDenied,
             Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::Io { kind, .. } => *kind,

@@ -11,9 +11,11 @@
 //! session on top is sealed end to end: the relay sees ciphertext, and
 //! the handshake binds the two ends, not the relay.
 
+mod punch;
 mod server;
 pub mod wire;
 
+pub use punch::{Puncher, PUNCH_FOR, PUNCH_INTERVAL};
 pub use server::{Handle, Server, ServerConfig, ServerStats};
 pub use wire::{is_rendezvous, Message, Refusal};
 

@@ -266,7 +266,7 @@ fn a_pair_is_held_to_its_rate_and_quota() {
     // Past the quota the pair ends.
     let mut now = at(1_000);
     while s.stats().pairs == 1 {
-        now = now + Duration::from_millis(1);
+        now += Duration::from_millis(1);
         s.handle(now, recv, &[8u8; 1000], &mut Vec::new());
         assert!(now < at(5_000), "the quota never ended the pair");
     }
