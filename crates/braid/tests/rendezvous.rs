@@ -1,7 +1,8 @@
 //! Two ends that know only a relay and a code meet there on loopback: the
 //! session runs through the relay and over the direct path that hole
 //! punching finds, and survives either one going away. A relay that
-//! replays, reorders and injects datagrams changes nothing.
+//! replays, reorders and injects datagrams changes nothing, and sees no
+//! plaintext.
 
 use braid::rendezvous::{
     code_handle, connect_via, Meeting, Reach, Rendezvous, RendezvousRelay, ServerConfig,
@@ -157,6 +158,8 @@ async fn a_sender_without_a_receiver_gives_up_with_a_clear_error() {
 /// What the hostile relay did.
 #[derive(Default)]
 struct Mischief {
+    /// Every datagram it forwarded, as a capture at the relay would show.
+    captured: Vec<Vec<u8>>,
     replayed: u64,
     injected: u64,
     held: u64,
@@ -186,6 +189,7 @@ async fn hostile_relay() -> (SocketAddr, Arc<Mutex<Mischief>>) {
                 let _ = socket.send_to(&r, to).await;
             }
             let Some(to) = to else { continue };
+            m.lock().unwrap().captured.push(datagram.clone());
             n += 1;
             if n.is_multiple_of(7) && held.is_none() {
                 held = Some((to, datagram));
@@ -226,6 +230,17 @@ async fn a_relay_that_replays_reorders_and_injects_changes_nothing() {
     send(&mut s, &data).await.unwrap();
     assert_eq!(got.await.unwrap().unwrap(), data);
     let m = mischief.lock().unwrap();
+    // No 8 bytes of the content in a row appear in anything it carried.
+    let windows: std::collections::HashSet<&[u8]> = data.windows(8).collect();
+    let leaked = m
+        .captured
+        .iter()
+        .flat_map(|d| d.windows(8))
+        .filter(|w| windows.contains(w))
+        .count();
+    let carried: usize = m.captured.iter().map(Vec::len).sum();
+    assert!(carried > data.len(), "the relay carried {carried} bytes");
+    assert_eq!(leaked, 0, "plaintext visible at the relay");
     assert!(
         m.replayed > 10 && m.injected > 10 && m.held > 5,
         "{:?}",

@@ -76,6 +76,8 @@ pub struct ServerStats {
     pub cookies: u64,
     /// Requests refused (busy, unknown handle, full).
     pub refused: u64,
+    /// Ends of pairs that moved to a new address (a NAT rebound).
+    pub rebound: u64,
 }
 
 struct Registration {
@@ -157,13 +159,25 @@ impl Server {
             return self.forward(now, from, datagram.len());
         }
         match Message::decode(datagram) {
-            Some(Message::Register { handle, cookie }) => {
-                if self.cookie_ok(now, from, &cookie, replies) {
+            Some(Message::Register {
+                handle,
+                cookie,
+                token,
+            }) => {
+                if self.cookie_ok(now, from, &cookie, replies)
+                    && !self.rebind(from, handle, token, true, replies)
+                {
                     self.register(now, from, handle, replies);
                 }
             }
-            Some(Message::Join { handle, cookie }) => {
-                if self.cookie_ok(now, from, &cookie, replies) {
+            Some(Message::Join {
+                handle,
+                cookie,
+                token,
+            }) => {
+                if self.cookie_ok(now, from, &cookie, replies)
+                    && !self.rebind(from, handle, token, false, replies)
+                {
                     self.join(now, from, handle, replies);
                 }
             }
@@ -324,6 +338,55 @@ impl Server {
         debug_assert!(2 * paired(from, registered, token).len() <= REQUEST_LEN);
         replies.push((from, paired(from, registered, token)));
         replies.push((registered, paired(registered, from, token)));
+    }
+
+    /// A paired client's refresh from an address in no pair, with its
+    /// pair's token: its NAT rebound, so its end of the pair (the
+    /// registered end for a REGISTER, the joiner for a JOIN) moves to
+    /// `from`, which the cookie showed receives. Only the two ends (and
+    /// we) know the token. Whether it moved.
+    fn rebind(
+        &mut self,
+        from: SocketAddr,
+        handle: Handle,
+        token: [u8; TOKEN_LEN],
+        registered_end: bool,
+        replies: &mut Vec<(SocketAddr, Vec<u8>)>,
+    ) -> bool {
+        if token == [0; TOKEN_LEN] || self.by_addr.contains_key(&from) {
+            return false;
+        }
+        let Some(r) = self.registrations.get_mut(&handle) else {
+            return false;
+        };
+        let Some(p) = r.pair.and_then(|id| self.pairs.get_mut(&id)) else {
+            return false;
+        };
+        if p.token != token {
+            return false;
+        }
+        let end = if registered_end {
+            &mut p.registered
+        } else {
+            &mut p.joiner
+        };
+        let old = std::mem::replace(end, from);
+        let (peer, id) = (
+            if registered_end {
+                p.joiner
+            } else {
+                p.registered
+            },
+            r.pair,
+        );
+        if registered_end {
+            r.addr = from;
+        }
+        self.by_addr.remove(&old);
+        self.by_addr.insert(from, id.expect("paired"));
+        self.stats.rebound += 1;
+        replies.push((from, paired(from, peer, token)));
+        true
     }
 
     fn unpair(&mut self, id: u64) {

@@ -29,8 +29,16 @@ fn request(s: &mut Server, now: Instant, from: SocketAddr, m: Message) -> Replie
         return replies;
     };
     let m = match m {
-        Message::Register { handle, .. } => Message::Register { handle, cookie },
-        Message::Join { handle, .. } => Message::Join { handle, cookie },
+        Message::Register { handle, token, .. } => Message::Register {
+            handle,
+            cookie,
+            token,
+        },
+        Message::Join { handle, token, .. } => Message::Join {
+            handle,
+            cookie,
+            token,
+        },
         other => other,
     };
     let mut replies = Vec::new();
@@ -42,6 +50,7 @@ fn register(handle: Handle) -> Message {
     Message::Register {
         handle,
         cookie: [0; COOKIE_LEN],
+        token: [0; 16],
     }
 }
 
@@ -49,6 +58,7 @@ fn join(handle: Handle) -> Message {
     Message::Join {
         handle,
         cookie: [0; COOKIE_LEN],
+        token: [0; 16],
     }
 }
 
@@ -135,6 +145,7 @@ fn a_cookie_works_only_for_its_own_address_and_for_a_short_time() {
     let with_cookie = Message::Register {
         handle: [9; 32],
         cookie,
+        token: [0; 16],
     }
     .encode();
     for (when, from) in [(at(0), b), (at(60_000), a)] {
@@ -305,4 +316,55 @@ fn handles_name_the_nameplate_only_and_differ_by_kind() {
     );
     let k = crate::Keypair::generate([1; 32]).public();
     assert_ne!(key_handle(&k), code_handle("417-x-y"));
+}
+
+#[test]
+fn an_end_whose_nat_rebound_moves_only_with_its_pairs_token() {
+    let mut s = Server::new(ServerConfig::default(), [10; 32]);
+    let h = code_handle("9-acid-acorn");
+    let (recv, send) = (addr("198.18.1.1:1000"), addr("198.18.2.2:2000"));
+    request(&mut s, at(0), recv, register(h));
+    let r = request(&mut s, at(1), send, join(h));
+    let Message::Paired { token, .. } = decode(&r[0].1) else {
+        panic!()
+    };
+    // The sender's NAT gives it a new port; a stranger tries the same
+    // move without the token, then with a wrong one.
+    let (moved, mallory) = (addr("198.18.2.2:2001"), addr("203.0.113.7:7"));
+    for (from, t) in [(mallory, [0; 16]), (mallory, [1; 16])] {
+        let m = Message::Join {
+            handle: h,
+            cookie: [0; COOKIE_LEN],
+            token: t,
+        };
+        let r = request(&mut s, at(2), from, m);
+        assert_eq!(decode(&r[0].1), Message::Refused(Refusal::Busy));
+    }
+    let m = Message::Join {
+        handle: h,
+        cookie: [0; COOKIE_LEN],
+        token,
+    };
+    let r = request(&mut s, at(3), moved, m);
+    assert_eq!(
+        decode(&r[0].1),
+        Message::Paired {
+            reflexive: moved,
+            peer: recv,
+            token
+        }
+    );
+    assert_eq!(s.stats().rebound, 1);
+    let mut none = Vec::new();
+    assert_eq!(s.handle(at(4), recv, &[8; 100], &mut none), Some(moved));
+    assert_eq!(s.handle(at(4), send, &[8; 100], &mut none), None);
+    // The receiver moves too, by its refresh.
+    let recv2 = addr("198.18.1.1:1001");
+    let m = Message::Register {
+        handle: h,
+        cookie: [0; COOKIE_LEN],
+        token,
+    };
+    request(&mut s, at(5), recv2, m);
+    assert_eq!(s.handle(at(6), moved, &[8; 100], &mut none), Some(recv2));
 }

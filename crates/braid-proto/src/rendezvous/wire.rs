@@ -74,6 +74,9 @@ pub enum Message {
         handle: [u8; HANDLE_LEN],
         /// The relay's proof that we receive at our address (zero at first).
         cookie: [u8; COOKIE_LEN],
+        /// Once paired, the pair's token: a refresh from a new address (a
+        /// NAT rebound) carrying it moves our end of the pair there.
+        token: [u8; TOKEN_LEN],
     },
     /// Client to relay: pair with whoever registered `handle`.
     Join {
@@ -81,6 +84,8 @@ pub enum Message {
         handle: [u8; HANDLE_LEN],
         /// As in [`Message::Register`].
         cookie: [u8; COOKIE_LEN],
+        /// As in [`Message::Register`].
+        token: [u8; TOKEN_LEN],
     },
     /// Relay to client: repeat the request with this cookie.
     Cookie([u8; COOKIE_LEN]),
@@ -136,7 +141,16 @@ impl Message {
         let mut out = Vec::with_capacity(REQUEST_LEN);
         out.extend_from_slice(&MAGIC);
         match self {
-            Message::Register { handle, cookie } | Message::Join { handle, cookie } => {
+            Message::Register {
+                handle,
+                cookie,
+                token,
+            }
+            | Message::Join {
+                handle,
+                cookie,
+                token,
+            } => {
                 out.push(if matches!(self, Message::Register { .. }) {
                     REGISTER
                 } else {
@@ -144,6 +158,7 @@ impl Message {
                 });
                 out.extend_from_slice(handle);
                 out.extend_from_slice(cookie);
+                out.extend_from_slice(token);
                 out.resize(REQUEST_LEN, 0);
             }
             Message::Cookie(c) => {
@@ -192,12 +207,19 @@ impl Message {
                 if datagram.len() < REQUEST_LEN {
                     return None;
                 }
-                let handle = r.array()?;
-                let cookie = r.array()?;
+                let (handle, cookie, token) = (r.array()?, r.array()?, r.array()?);
                 if kind == REGISTER {
-                    Message::Register { handle, cookie }
+                    Message::Register {
+                        handle,
+                        cookie,
+                        token,
+                    }
                 } else {
-                    Message::Join { handle, cookie }
+                    Message::Join {
+                        handle,
+                        cookie,
+                        token,
+                    }
                 }
             }
             COOKIE => Message::Cookie(r.array()?),
@@ -276,10 +298,12 @@ mod tests {
             Message::Register {
                 handle: [1; 32],
                 cookie: [2; COOKIE_LEN],
+                token: [4; TOKEN_LEN],
             },
             Message::Join {
                 handle: [3; 32],
                 cookie: [0; COOKIE_LEN],
+                token: [0; TOKEN_LEN],
             },
             Message::Cookie([9; COOKIE_LEN]),
             Message::Registered {

@@ -22,6 +22,11 @@ use crate::{clock, Session};
 /// [`MAX_RETRY`]. A relay answers within one round trip.
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const MAX_RETRY: Duration = Duration::from_secs(2);
+/// Between refreshes of a registration or a pair: well inside the relay's
+/// 30 s and a NAT's shortest UDP timeouts (RFC 4787 asks for at least
+/// 2 min, some give 30 s), and soon enough after a NAT rebinds that the
+/// relay's connection comes back before the session gives up on it.
+const REFRESH: Duration = Duration::from_secs(5);
 /// Rendezvous messages queued from the socket; more are dropped.
 pub(crate) const INBOX: usize = 64;
 
@@ -74,6 +79,9 @@ impl Reach {
 
 struct RelayState {
     cookie: Option<Vec<u8>>,
+    /// The pair's token, once paired: refreshes carry it, so the relay
+    /// follows us if our NAT rebinds.
+    token: [u8; braid_proto::rendezvous::wire::TOKEN_LEN],
     next: braid_proto::Instant,
     wait: Duration,
     /// Registered (refresh later) or paired (a joiner asks no more).
@@ -201,29 +209,38 @@ async fn run(
         .iter()
         .map(|_| RelayState {
             cookie: None,
+            token: [0; braid_proto::rendezvous::wire::TOKEN_LEN],
             next: now,
             wait: FIRST_RETRY,
             settled: false,
         })
         .collect();
     let mut puncher = Puncher::default();
-    let lifetime_refresh = Duration::from_secs(10);
     loop {
         let now = clock::now();
         for (relay, s) in relays.iter().zip(&mut states) {
-            if s.next > now || (s.settled && role == MeetRole::Join) {
+            if s.next > now {
                 continue;
             }
             let mut cookie = [0u8; braid_proto::rendezvous::wire::COOKIE_LEN];
             if let Some(c) = &s.cookie {
                 cookie.copy_from_slice(c);
             }
+            let token = s.token;
             let request = match role {
-                MeetRole::Register => Message::Register { handle, cookie },
-                MeetRole::Join => Message::Join { handle, cookie },
+                MeetRole::Register => Message::Register {
+                    handle,
+                    cookie,
+                    token,
+                },
+                MeetRole::Join => Message::Join {
+                    handle,
+                    cookie,
+                    token,
+                },
             };
             let _ = io.try_send_to(*relay, &request.encode());
-            s.next = now + if s.settled { lifetime_refresh } else { s.wait };
+            s.next = now + if s.settled { REFRESH } else { s.wait };
             s.wait = (s.wait * 2).min(MAX_RETRY);
         }
         while let Some((to, bytes)) = puncher.poll_transmit(now) {
@@ -243,11 +260,7 @@ async fn run(
             }
             m.changed.notify_waiters();
         }
-        let next_request = states
-            .iter()
-            .filter(|s| !(s.settled && role == MeetRole::Join))
-            .map(|s| s.next)
-            .min();
+        let next_request = states.iter().map(|s| s.next).min();
         let deadline = [next_request, puncher.poll_timeout()]
             .into_iter()
             .flatten()
@@ -281,7 +294,7 @@ async fn run(
             Message::Registered { reflexive, .. } => {
                 s.settled = true;
                 s.wait = FIRST_RETRY;
-                s.next = now + lifetime_refresh;
+                s.next = now + REFRESH;
                 lock(&m.reach).relays[i].reflexive = Some(reflexive);
                 m.changed.notify_waiters();
             }
@@ -290,7 +303,12 @@ async fn run(
                 peer,
                 token,
             } => {
-                s.settled = true;
+                if !s.settled || s.token != token {
+                    s.settled = true;
+                    s.token = token;
+                    s.wait = FIRST_RETRY;
+                    s.next = now + REFRESH;
+                }
                 if direct {
                     puncher.add_peer(now, peer, token);
                 }
