@@ -2,6 +2,7 @@
 //! each controller and several seeds, in parallel, and writes a markdown
 //! and an HTML report, every run's JSON and plots.
 
+mod pairings;
 mod plots;
 mod published;
 mod real;
@@ -108,6 +109,9 @@ enum BenchMode {
     /// sealed and insecure, direct or through relays, rounds rotated,
     /// medians of goodput and CPU seconds per GB.
     Transfers(transfers::TransfersArgs),
+    /// What a rendezvous relay (`braid relay --serve`) costs: memory per
+    /// pair with many concurrent pairs, CPU seconds per GB forwarded.
+    Pairings(pairings::PairingsArgs),
 }
 
 /// A suite and its rows, in order.
@@ -158,6 +162,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.mode {
         Some(BenchMode::Real(real)) => return real::run(real),
         Some(BenchMode::Transfers(t)) => return transfers::run(t),
+        Some(BenchMode::Pairings(p)) => return pairings::run(p),
         None => {}
     }
     let started = Instant::now();
