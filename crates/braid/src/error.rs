@@ -49,13 +49,30 @@ pub enum Error {
     },
     /// No relay paired us with a peer in time: nobody registered under the
     /// code or key, or no relay answered.
-    #[error("no peer met us at {relays} within {} s: is `braid recv` running with the same relay and code or key?", waited.as_secs_f64())]
+    #[error("{}", no_peer_message(relays, *waited, *relays_answered))]
     NoPeerAtRelays {
         /// The relays tried, as given.
         relays: String,
         /// How long we tried.
         waited: std::time::Duration,
+        /// Whether any relay answered at all.
+        relays_answered: bool,
     },
+}
+
+fn no_peer_message(relays: &str, waited: std::time::Duration, answered: bool) -> String {
+    let waited = waited.as_secs_f64();
+    if answered {
+        format!(
+            "no peer met us at {relays} within {waited} s: is `braid recv` running with the \
+             same relay and code or key?"
+        )
+    } else {
+        format!(
+            "no relay answered at {relays} within {waited} s: is `braid relay --serve` running \
+             there, and is UDP to it allowed?"
+        )
+    }
 }
 
 impl Error {

@@ -116,6 +116,10 @@ fn no_pairing(reach: &Reach, relays: &[SocketAddr], waited: Duration) -> Error {
                 .collect::<Vec<_>>()
                 .join(", "),
             waited,
+            relays_answered: reach
+                .relays
+                .iter()
+                .any(|r| r.reflexive.is_some() || r.refused.is_some()),
         },
     }
 }
