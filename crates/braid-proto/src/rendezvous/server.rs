@@ -272,7 +272,7 @@ impl Server {
         replies.push((
             from,
             Message::Registered {
-                reflexive: from,
+                reflexive: canonical(from),
                 lifetime_s,
             }
             .encode(),
@@ -452,9 +452,15 @@ impl Server {
 
 fn paired(reflexive: SocketAddr, peer: SocketAddr, token: [u8; TOKEN_LEN]) -> Vec<u8> {
     Message::Paired {
-        reflexive,
-        peer,
+        reflexive: canonical(reflexive),
+        peer: canonical(peer),
         token,
     }
     .encode()
+}
+
+/// An address as its owner knows it: on a dual-stack relay an IPv4 client
+/// arrives as `::ffff:a.b.c.d`, which is `a.b.c.d` to the client.
+fn canonical(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(a.ip().to_canonical(), a.port())
 }

@@ -368,3 +368,29 @@ fn an_end_whose_nat_rebound_moves_only_with_its_pairs_token() {
     request(&mut s, at(5), recv2, m);
     assert_eq!(s.handle(at(6), moved, &[8; 100], &mut none), Some(recv2));
 }
+
+#[test]
+fn a_dual_stack_relay_reports_ipv4_clients_as_ipv4() {
+    let mut s = Server::new(ServerConfig::default(), [11; 32]);
+    let (recv, send) = (
+        addr("[::ffff:198.18.1.1]:1000"),
+        addr("[::ffff:198.18.2.2]:2000"),
+    );
+    let r = request(&mut s, at(0), recv, register([1; 32]));
+    assert!(
+        matches!(decode(&r[0].1), Message::Registered { reflexive, .. } if reflexive == addr("198.18.1.1:1000"))
+    );
+    let r = request(&mut s, at(1), send, join([1; 32]));
+    let Message::Paired {
+        reflexive, peer, ..
+    } = decode(&r[0].1)
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (reflexive, peer),
+        (addr("198.18.2.2:2000"), addr("198.18.1.1:1000"))
+    );
+    // Forwarding still uses the socket's own form.
+    assert_eq!(s.handle(at(2), send, &[8; 50], &mut Vec::new()), Some(recv));
+}

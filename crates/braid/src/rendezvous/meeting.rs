@@ -73,8 +73,14 @@ impl Reach {
 
     /// Whether `remote` is one of the relays.
     pub fn is_relay(&self, remote: SocketAddr) -> bool {
-        self.relays.iter().any(|r| r.relay == remote)
+        self.relays.iter().any(|r| same_addr(r.relay, remote))
     }
+}
+
+/// Whether two addresses are the same, an IPv4 one and its IPv4-mapped
+/// IPv6 form included.
+fn same_addr(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
 }
 
 struct RelayState {
@@ -282,7 +288,8 @@ async fn run(
             }
             continue;
         }
-        let Some(i) = relays.iter().position(|&r| r == from) else {
+        // A dual-stack socket sees an IPv4 relay as ::ffff:a.b.c.d.
+        let Some(i) = relays.iter().position(|&r| same_addr(r, from)) else {
             continue;
         };
         let s = &mut states[i];
