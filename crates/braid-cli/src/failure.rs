@@ -209,6 +209,11 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
     // The ICMP "port unreachable" of the handshake (RFC 8085 §5.2), which
     // the runtime reports as a refused connection, whichever variant
     // carries it. A socket error of ours with that kind is still ours.
+    match e {
+        braid::Error::RelayRefused { .. } => return Failure::new(Kind::Refused, said),
+        braid::Error::NoPeerAtRelays { .. } => return Failure::new(Kind::NoAnswer, said),
+        _ => {}
+    }
     let refused_connection = e.kind() == std::io::ErrorKind::ConnectionRefused;
     if refused_connection && !matches!(e, braid::Error::Io { .. }) {
         return Failure::new(

@@ -156,6 +156,11 @@ pub struct RecvIdentity {
 }
 
 impl RecvSecurity {
+    /// Whether `resolve` makes up a new code each time.
+    pub fn generates_code(&self) -> bool {
+        !self.insecure && self.key.is_none() && self.code.is_none()
+    }
+
     pub fn resolve(&self) -> anyhow::Result<RecvIdentity> {
         if self.insecure {
             warn_insecure();

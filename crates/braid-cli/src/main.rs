@@ -14,6 +14,7 @@ mod progress;
 mod record;
 mod recv_cmd;
 mod relay_cmd;
+mod rendezvous;
 mod send_cmd;
 mod sim_cmd;
 mod summary;
@@ -52,7 +53,7 @@ enum Command {
     Keygen(keys::KeygenArgs),
     /// Run a scenario file in the deterministic simulator (no FILE: a built-in two-path example).
     Sim(sim_cmd::SimArgs),
-    /// Forward UDP both ways through the simulator's link model in real time (one emulated path per relay).
+    /// Run a rendezvous relay for peers behind NATs (--serve), or an emulated link (--listen, --to).
     Relay(relay_cmd::RelayArgs),
     /// Run a command (iperf3, curl, braid, ...) behind an emulated link, in a network namespace of its own (root).
     Link(link_cmd::LinkCmdArgs),

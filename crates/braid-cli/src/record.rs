@@ -46,6 +46,33 @@ pub struct Record {
     /// Datagrams that did not authenticate (forged, corrupted, or a wrong
     /// key or code).
     pub forged_dropped: u64,
+    /// How the two ends met at rendezvous relays (null without --relay).
+    pub reach: Option<ReachRecord>,
+}
+
+#[derive(Serialize)]
+pub struct ReachRecord {
+    pub relays: Vec<RelayRecord>,
+    /// The direct path hole punching opened, if any.
+    pub direct: Option<DirectRecord>,
+}
+
+#[derive(Serialize)]
+pub struct RelayRecord {
+    pub relay: String,
+    /// Our address as the relay saw it.
+    pub reflexive: Option<String>,
+    /// The peer's address as the relay saw it.
+    pub peer: Option<String>,
+    /// From the start of the meeting to the pairing.
+    pub paired_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+pub struct DirectRecord {
+    pub remote: Option<String>,
+    /// From the first pairing to the first authentic datagram on it.
+    pub validated_ms: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -75,6 +102,8 @@ pub struct ConnectionRecord {
     pub lost_packets: Option<u64>,
     pub timeouts: Option<u64>,
     pub rtt_ms: Option<RttRecord>,
+    /// "relay" through a rendezvous relay, else "direct".
+    pub via: &'static str,
 }
 
 #[derive(Serialize)]
@@ -134,7 +163,30 @@ pub fn record(r: &Report) -> Record {
         ecn_marks: sender_only(s.map(|s| s.ecn_marks)),
         duplicate_packets: s.map(|s| s.duplicate_packets),
         forged_dropped: s.map_or(0, |s| s.forged_dropped),
+        reach: reach(r),
     }
+}
+
+fn reach(r: &Report) -> Option<ReachRecord> {
+    let m = r.reach.as_ref()?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let relays = m
+        .relays
+        .iter()
+        .map(|v| RelayRecord {
+            relay: v.relay.to_string(),
+            reflexive: v.reflexive.map(|a| a.to_string()),
+            peer: v.peer.map(|a| a.to_string()),
+            paired_ms: v
+                .paired_at
+                .map(|t| ms(t.saturating_duration_since(m.started))),
+        })
+        .collect();
+    let direct = r.direct_path().map(|(c, after)| DirectRecord {
+        remote: c.remote.map(|a| a.to_string()),
+        validated_ms: after.map(ms),
+    });
+    Some(ReachRecord { relays, direct })
 }
 
 fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
@@ -167,6 +219,7 @@ fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
             smoothed: ms(p.srtt),
             samples: p.rtt_samples,
         }),
+        via: if r.via_relay(c) { "relay" } else { "direct" },
     }
 }
 

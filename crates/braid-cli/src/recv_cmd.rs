@@ -5,8 +5,10 @@ use crate::progress::Progress;
 use crate::summary::{Report, Side, Written};
 use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
 use crate::UsageError;
+use braid::rendezvous::{Reach, Refusal};
 use braid::{Listener, Session, SessionConfig};
 use clap::Args;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -14,8 +16,19 @@ use std::time::{Duration, Instant, SystemTime};
 #[derive(Args)]
 pub struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7000 (port 0: any free port).
-    #[arg(long, value_name = "ADDR")]
-    listen: String,
+    /// With --relay: optional (default: any address, any free port).
+    #[arg(long, value_name = "ADDR", required_unless_present = "relay")]
+    listen: Option<String>,
+    /// Wait for the sender at this rendezvous relay (`braid relay --serve`)
+    /// instead of being dialled: for a receiver behind a NAT or firewall.
+    /// Repeat to use several relays at once; a direct path is punched too
+    /// where the NATs allow.
+    #[arg(long = "relay", value_name = "ADDR")]
+    relay: Vec<String>,
+    /// With --relay: never open a direct path, so the sender does not
+    /// learn our address from us (the relays still see it).
+    #[arg(long, requires = "relay")]
+    no_direct: bool,
     /// Where to write: a file, a directory (the sender's file name inside
     /// it; a missing one is created if the name ends with /), or - for
     /// stdout. Default: the current directory.
@@ -47,7 +60,15 @@ pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
 struct Setup {
     output: Output,
     mode: Mode,
+    /// The registration at the relays, kept while receiving.
+    meeting: crate::rendezvous::Kept,
 }
+
+/// Codes tried when a relay says a generated code's number is taken.
+const CODE_TRIES: usize = 5;
+/// How long to wait for the relays to confirm a registration before
+/// telling the user what to run on the sender anyway.
+const REGISTER_WAIT: Duration = Duration::from_secs(3);
 
 async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
     let (listener, setup) = match listen(&args).await {
@@ -139,25 +160,90 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
             ));
         }
     }
-    let identity = args.security.resolve().map_err(failure::local)?;
+    let addr = match &args.listen {
+        Some(a) => crate::resolve(a).await?,
+        None => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+    };
+    let mut tries = 0;
+    let (listener, identity, meeting) = loop {
+        let identity = args.security.resolve().map_err(failure::local)?;
+        let meet =
+            crate::rendezvous::meeting(&args.relay, &identity.security, !args.no_direct).await?;
+        let cfg = SessionConfig {
+            security: identity.security.clone(),
+            ..SessionConfig::default()
+        };
+        let listener = Listener::bind(addr, cfg)?;
+        let Some(meet) = meet else {
+            break (listener, identity, None);
+        };
+        let meeting = listener.register_at(&meet);
+        let settled = |r: &Reach| {
+            r.relays
+                .iter()
+                .all(|v| v.reflexive.is_some() || v.refused.is_some())
+        };
+        let _ = tokio::time::timeout(REGISTER_WAIT, meeting.wait_until(settled)).await;
+        let reach = meeting.reach();
+        let taken = reach
+            .relays
+            .iter()
+            .any(|v| v.refused == Some(Refusal::Busy));
+        tries += 1;
+        if taken && args.security.generates_code() && tries < CODE_TRIES {
+            // Another receiver waits under this code's number: pick another.
+            continue;
+        }
+        if taken || reach.relays.iter().all(|v| v.refused.is_some()) {
+            let v = reach
+                .relays
+                .iter()
+                .find(|v| v.refused.is_some())
+                .expect("refused");
+            return Err(braid::Error::RelayRefused {
+                relay: v.relay,
+                refusal: v.refused.expect("refused"),
+            }
+            .into());
+        }
+        break (listener, identity, Some((meeting, meet)));
+    };
     let mode = Mode::of(&identity.security);
-    let addr = crate::resolve(&args.listen).await?;
-    let cfg = SessionConfig {
-        security: identity.security,
-        ..SessionConfig::default()
-    };
-    let listener = Listener::bind(addr, cfg)?;
     let local = listener.local_addr();
-    let host = if local.ip().is_unspecified() {
-        format!("THIS-HOST:{}", local.port())
-    } else {
-        local.to_string()
-    };
     eprintln!("listening on {local}");
-    eprintln!(
-        "on the sender: braid send FILE --to {host} {}",
-        identity.sender_option.as_str()
-    );
+    match &meeting {
+        None => {
+            let host = if local.ip().is_unspecified() {
+                format!("THIS-HOST:{}", local.port())
+            } else {
+                local.to_string()
+            };
+            eprintln!(
+                "on the sender: braid send FILE --to {host} {}",
+                identity.sender_option.as_str()
+            );
+        }
+        Some((meeting, meet)) => {
+            for v in meeting.reach().relays {
+                match v.reflexive {
+                    Some(seen) => eprintln!("waiting at relay {} (it sees us as {seen})", v.relay),
+                    None => eprintln!(
+                        "braid: relay {} has not answered yet; still trying",
+                        v.relay
+                    ),
+                }
+            }
+            let relays: String = meet
+                .relays
+                .iter()
+                .map(|r| format!(" --relay {r}"))
+                .collect();
+            eprintln!(
+                "on the sender: braid send FILE{relays} {}",
+                identity.sender_option.as_str()
+            );
+        }
+    }
     if mode == Mode::Code {
         let reuse = if args.keep {
             "the code stays valid for every transfer; "
@@ -169,7 +255,15 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
             braid::CODE_GUESS_LIMIT
         );
     }
-    Ok((listener, Setup { output, mode }))
+    let meeting = crate::rendezvous::Kept(meeting.map(|(m, _)| m));
+    Ok((
+        listener,
+        Setup {
+            output,
+            mode,
+            meeting,
+        },
+    ))
 }
 
 /// Says on stderr, one line per try, each handshake that failed here (the
@@ -233,6 +327,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
     report.observe(&session);
+    report.reach = setup.meeting.reach();
     let received = transfer::content_received(&session, header.as_ref());
     if let Some(h) = header {
         report.file = Some(h.name);

@@ -1,13 +1,17 @@
-//! `braid relay`: forward UDP between clients and one target through the
-//! simulator's link model, in real time, until Ctrl-C.
+//! `braid relay`: with --serve, a public rendezvous relay that pairs braid
+//! peers by code or key and forwards between them; with --listen and --to,
+//! an emulated link that forwards UDP between clients and one target
+//! through the simulator's link model, in real time. Both run until Ctrl-C.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use braid::relay::{DirectionStats, Relay, RelayConfig};
+use braid::rendezvous::{RendezvousRelay, ServerConfig};
 use braid_link::LinkConfig;
 use clap::Args;
+use std::time::Duration;
 
 use crate::link_args::{describe_both, link_counters, LinkArgs};
 
@@ -19,17 +23,60 @@ Values use the syntax of scenario files (docs/scenarios.md). Run several relays 
 and prints its counters."
 )]
 pub struct RelayArgs {
-    /// Address clients send to, e.g. 127.0.0.1:7001.
-    #[arg(long, value_name = "ADDR")]
-    listen: SocketAddr,
-    /// Address their datagrams are forwarded to; replies go back the same way.
-    #[arg(long, value_name = "ADDR")]
-    to: SocketAddr,
+    /// Run a public rendezvous relay on this address (e.g. 0.0.0.0:7000):
+    /// `braid send --relay` and `braid recv --relay` meet here by code or
+    /// key, learn their public addresses, punch a direct path, and use the
+    /// relay as a path of their session. It forwards only between two
+    /// paired peers and sees only sealed datagrams.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["listen", "to"])]
+    serve: Option<SocketAddr>,
+    #[command(flatten)]
+    limits: ServeLimits,
+    /// Emulated link: the address clients send to, e.g. 127.0.0.1:7001.
+    #[arg(long, value_name = "ADDR", required_unless_present = "serve")]
+    listen: Option<SocketAddr>,
+    /// Emulated link: where their datagrams are forwarded; replies go back the same way.
+    #[arg(long, value_name = "ADDR", required_unless_present = "serve")]
+    to: Option<SocketAddr>,
     #[command(flatten)]
     link: LinkArgs,
 }
 
+/// An operator's bounds on a rendezvous relay.
+#[derive(Args)]
+struct ServeLimits {
+    /// Peers waiting under a code or key at once.
+    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "serve")]
+    max_registrations: usize,
+    /// Pairs forwarding at once.
+    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "serve")]
+    max_pairs: usize,
+    /// Most one pair may be forwarded, both ways together (e.g. 100mbit);
+    /// the excess is dropped. Default: no limit.
+    #[arg(long, value_name = "RATE", requires = "serve")]
+    pair_rate: Option<braid_link::units::Rate>,
+    /// Most one pair may be forwarded in all (e.g. 10GB); then it ends.
+    /// Default: no limit.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "serve")]
+    pair_quota: Option<u64>,
+    /// A pair that forwarded nothing for this long ends.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::parse_timeout, requires = "serve")]
+    pair_idle: Duration,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    braid_link::units::parse_size(s).map_err(|e| e.to_string())
+}
+
 pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
+    if let Some(listen) = args.serve {
+        return serve(listen, &args.limits);
+    }
+    let (Some(listen), Some(to)) = (args.listen, args.to) else {
+        return Err(
+            crate::UsageError::new("give --serve ADDR, or --listen ADDR and --to ADDR").into(),
+        );
+    };
     let links = args.link.links()?;
     let (forward, reverse) = (&links.forward, &links.reverse);
     let cfg = RelayConfig {
@@ -37,7 +84,7 @@ pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
         reverse: reverse.config.clone(),
         seed: links.seed,
         path: links.path,
-        ..RelayConfig::new(args.listen, args.to, LinkConfig::default())
+        ..RelayConfig::new(listen, to, LinkConfig::default())
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -55,6 +102,52 @@ pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
         println!("reverse: {}", counters(&stats.reverse));
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Runs a rendezvous relay until Ctrl-C or SIGTERM, then prints its counters.
+fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
+    let pair_rate = match limits.pair_rate {
+        None => None,
+        Some(braid_link::units::Rate::BitsPerSec(b)) => Some(b / 8),
+        Some(_) => {
+            return Err(
+                crate::UsageError::new("--pair-rate is in bits per second, e.g. 100mbit").into(),
+            )
+        }
+    };
+    let cfg = ServerConfig {
+        max_registrations: limits.max_registrations,
+        max_pairs: limits.max_pairs,
+        pair_rate,
+        pair_quota: limits.pair_quota,
+        pair_idle: limits.pair_idle,
+        ..ServerConfig::default()
+    };
+    crate::block_on(async {
+        let relay = RendezvousRelay::start(listen, cfg)?;
+        println!(
+            "relay serving on {}: peers meet here by code or key; only paired peers are forwarded",
+            relay.local_addr()
+        );
+        // Stopping is how a relay ends: not a failure.
+        let (what, _) = crate::interrupted().await;
+        let s = relay.stats();
+        eprintln!("braid: {what}");
+        println!(
+            "pairs: {} made, {} now; registrations: {} now; forwarded {} datagrams, {}; \
+             dropped {} over a pair's limits, {} from unpaired addresses; {} cookies, {} refusals",
+            s.paired,
+            s.pairs,
+            s.registrations,
+            s.forwarded_datagrams,
+            crate::human::size(s.forwarded_bytes),
+            s.dropped_over_limit,
+            s.dropped_unknown,
+            s.cookies,
+            s.refused,
+        );
+        Ok(ExitCode::SUCCESS)
+    })?
 }
 
 fn counters(d: &DirectionStats) -> String {

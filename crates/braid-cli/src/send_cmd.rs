@@ -23,8 +23,18 @@ pub struct SendArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_name)]
     name: Option<String>,
     /// Receiver address; repeat for several connections (e.g. via several relays).
-    #[arg(long = "to", value_name = "ADDR", required = true)]
+    #[arg(long = "to", value_name = "ADDR", required_unless_present = "relay")]
     to: Vec<String>,
+    /// Meet the receiver at this rendezvous relay (`braid relay --serve`)
+    /// by code or key instead of dialling its address: for a receiver
+    /// behind a NAT or firewall. Repeat to use several relays at once; a
+    /// direct path is punched too where the NATs allow.
+    #[arg(long = "relay", value_name = "ADDR", conflicts_with = "to")]
+    relay: Vec<String>,
+    /// With --relay: never open a direct path, so the receiver does not
+    /// learn our address from us (the relays still see it).
+    #[arg(long, requires = "relay")]
+    no_direct: bool,
     /// Local address to send from; one for all connections, or one per --to.
     #[arg(long = "bind", value_name = "ADDR")]
     bind: Vec<SocketAddr>,
@@ -50,7 +60,11 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     let mut report = Report::new(Side::Send);
     let mut ctx = Context {
         side: Side::Send,
-        peer: args.to.join(", "),
+        peer: if args.relay.is_empty() {
+            args.to.join(", ")
+        } else {
+            format!("the receiver (via {})", args.relay.join(", "))
+        },
         mode: Mode::Code,
     };
     let result = attempt(&args, &mut report, &mut ctx).await;
@@ -80,12 +94,16 @@ async fn attempt(
     let security = args.security.resolve().map_err(failure::local)?;
     ctx.mode = Mode::of(&security);
     report.mode = Some(ctx.mode);
+    let meet = crate::rendezvous::meeting(&args.relay, &security, !args.no_direct).await?;
     let mut remotes = Vec::new();
     for to in &args.to {
         remotes.push(crate::resolve(to).await?);
     }
     report.peer = remotes.first().copied();
     let paths = pair(&remotes, &args.bind)?;
+    if meet.is_some() && args.bind.len() > 1 {
+        return Err(UsageError::new("with --relay, give at most one --bind").into());
+    }
     let (header, input) = open_input(&args.file, args.name.as_deref())
         .await
         .map_err(failure::local)?;
@@ -102,16 +120,29 @@ async fn attempt(
     if let Some(cc) = &args.cc {
         cfg.cc = *cc;
     }
-    let waiting = waiting_notice(&args.to, give_up);
+    let waiting = match &meet {
+        Some(_) => waiting_notice(&args.relay, give_up, true),
+        None => waiting_notice(&args.to, give_up, false),
+    };
     report.started = SystemTime::now();
     let started = Instant::now();
+    let opening = async {
+        match &meet {
+            Some(m) => braid::rendezvous::connect_via(args.bind.first().copied(), m, cfg)
+                .await
+                .map(|(s, meeting)| (s, Some(meeting))),
+            None => braid::connect(&paths, cfg).await.map(|s| (s, None)),
+        }
+    };
     let connected = tokio::select! {
-        s = braid::connect(&paths, cfg) => s.map_err(anyhow::Error::from),
+        s = opening => s.map_err(anyhow::Error::from),
         (what, status) = crate::interrupted() => Err(Failure::err(Kind::Interrupted(status), what)),
         never = waiting => match never {},
     };
     // A failed handshake's duration is how long it tried.
-    let mut session = connected.inspect_err(|_| report.duration = started.elapsed())?;
+    let (mut session, meeting) = connected.inspect_err(|_| report.duration = started.elapsed())?;
+    // Kept while the transfer runs: it adds the connections found later.
+    let meeting = crate::rendezvous::Kept(meeting);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
     let progress = Progress::new(args.report.live(), header.size, "send");
@@ -129,6 +160,7 @@ async fn attempt(
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
     report.observe(&session);
+    report.reach = meeting.reach();
     match outcome {
         Ok(o) => {
             report.bytes = o.bytes;
@@ -215,11 +247,20 @@ fn parse_name(s: &str) -> Result<String, String> {
 /// long as TCP's connect, and a mistyped address should not look like a
 /// hang. Shown with --quiet too: it hides the bar, not reasons. Never
 /// resolves.
-async fn waiting_notice(to: &[String], give_up: Duration) -> std::convert::Infallible {
+async fn waiting_notice(
+    to: &[String],
+    give_up: Duration,
+    relays: bool,
+) -> std::convert::Infallible {
     if give_up > NOTICE_AFTER {
         tokio::time::sleep(NOTICE_AFTER).await;
+        let question = if relays {
+            "is `braid recv` running with the same --relay and code or key?"
+        } else {
+            "is `braid recv` running there?"
+        };
         eprintln!(
-            "braid: no answer from {} after {} s (is `braid recv` running there?); \
+            "braid: no answer from {} after {} s ({question}); \
              trying until {} s (--handshake-timeout)",
             to.join(", "),
             NOTICE_AFTER.as_secs(),

@@ -37,6 +37,8 @@ pub struct Connection {
     pub local: Option<SocketAddr>,
     /// The peer's address (`None`: never heard from).
     pub remote: Option<SocketAddr>,
+    /// When its first authentic datagram arrived.
+    pub answered_at: Option<std::time::Instant>,
     pub stats: PathStats,
 }
 
@@ -83,6 +85,8 @@ pub struct Report {
     pub started: SystemTime,
     pub duration: Duration,
     pub failure: Option<Failure>,
+    /// How the two ends met, when they met at relays.
+    pub reach: Option<braid::rendezvous::Reach>,
 }
 
 impl Report {
@@ -102,7 +106,30 @@ impl Report {
             started: SystemTime::now(),
             duration: Duration::ZERO,
             failure: None,
+            reach: None,
         }
+    }
+
+    /// Whether connection `c` runs through a rendezvous relay.
+    pub fn via_relay(&self, c: &Connection) -> bool {
+        let reach = self.reach.as_ref();
+        c.remote
+            .is_some_and(|r| reach.is_some_and(|m| m.is_relay(r)))
+    }
+
+    /// The first connection that is not a relay's, and how long after the
+    /// first pairing it was first answered: the direct path punched open.
+    pub fn direct_path(&self) -> Option<(&Connection, Option<Duration>)> {
+        let paired = self.reach.as_ref()?.first_paired()?;
+        let c = self
+            .connections
+            .iter()
+            .filter(|c| !self.via_relay(c) && c.answered_at.is_some())
+            .min_by_key(|c| c.answered_at)?;
+        Some((
+            c,
+            c.answered_at.map(|a| a.saturating_duration_since(paired)),
+        ))
     }
 
     /// Takes the session's figures and each connection's addresses.
@@ -119,6 +146,7 @@ impl Report {
                     id,
                     local: route.and_then(|r| r.local).map(|l| concrete(l, remote)),
                     remote,
+                    answered_at: route.and_then(|r| r.answered_at),
                     stats: s,
                 }
             })
@@ -190,8 +218,15 @@ impl Report {
         self.headline(&mut out);
         let shares = self.shares();
         for (c, share) in self.connections.iter().zip(shares) {
-            let _ = writeln!(out, "  {}: {}", c.label(), self.connection_line(c, share));
+            let via = if self.via_relay(c) { " (relay)" } else { "" };
+            let _ = writeln!(
+                out,
+                "  {}{via}: {}",
+                c.label(),
+                self.connection_line(c, share)
+            );
         }
+        self.reach_line(&mut out);
         if let Some(s) = &self.session {
             self.totals(&mut out, s);
         }
@@ -292,6 +327,30 @@ impl Report {
         line
     }
 
+    /// With relays: whether a direct path opened, and when.
+    fn reach_line(&self, out: &mut String) {
+        let Some(reach) = &self.reach else {
+            return;
+        };
+        match self.direct_path() {
+            Some((c, Some(after))) => {
+                let _ = writeln!(
+                    out,
+                    "  direct path to {} open {} after the pairing",
+                    c.label(),
+                    human::duration(after)
+                );
+            }
+            _ if reach.relays.iter().any(|r| r.peer.is_some()) => {
+                let _ = writeln!(
+                    out,
+                    "  no direct path (the NATs or firewalls between did not let one through): relays only"
+                );
+            }
+            _ => {}
+        }
+    }
+
     fn totals(&self, out: &mut String, s: &SessionStats) {
         if self.side == Side::Send {
             if s.retransmitted > 0 || s.timeouts > 0 {
@@ -359,6 +418,7 @@ impl Ended {
                 id,
                 local: None,
                 remote: None,
+                answered_at: None,
                 stats,
             })
             .collect();
@@ -414,12 +474,14 @@ mod tests {
                 id: PathId(0),
                 local: None,
                 remote: Some("127.0.0.1:7000".parse().unwrap()),
+                answered_at: None,
                 stats: path(20_000, 20_000, 30_000_100),
             },
             Connection {
                 id: PathId(1),
                 local: None,
                 remote: Some("127.0.0.1:7999".parse().unwrap()),
+                answered_at: None,
                 stats: path(12, 0, 0),
             },
         ];

@@ -8,12 +8,14 @@
 
 mod endpoint;
 mod pair;
+mod rendezvous;
 
 use braid_proto::wire::{Frames, Header};
 use braid_proto::{Datagram, Instant, Keypair, PathId, Security, Session, SessionConfig};
 
 pub use endpoint::endpoint;
 pub use pair::session_pair;
+pub use rendezvous::rendezvous;
 
 /// The wire decoder: a header and every frame after it.
 pub fn decode(data: &[u8]) {

@@ -90,6 +90,25 @@ fn endpoint_admission() {
     }
 }
 
+/// Rendezvous scripts: random records from six addresses, half of them
+/// well-formed requests echoing the cookies they were given.
+#[test]
+fn rendezvous_relay() {
+    let mut rng = ChaCha8Rng::seed_from_u64(37);
+    let (mut paired, mut forwarded) = (0, 0);
+    for _ in 0..2_000 {
+        let input = random_input(&mut rng, 1_000);
+        let s = braid_fuzz::rendezvous(&input);
+        paired += s.paired;
+        forwarded += s.forwarded_datagrams;
+    }
+    // The scripts reach pairing and forwarding, not only the cookie check.
+    assert!(
+        paired > 100 && forwarded > 100,
+        "{paired} pairs, {forwarded} forwarded"
+    );
+}
+
 #[test]
 fn session_pair_under_attack() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);

@@ -16,6 +16,7 @@ mod error;
 mod ids;
 mod path;
 mod recv_stream;
+pub mod rendezvous;
 mod rtt;
 mod send_stream;
 mod session;

@@ -10,6 +10,7 @@ use crate::session::{Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
+use braid_proto::rendezvous::{self, Message};
 use braid_proto::wire::{Frame, Frames, Header};
 use braid_proto::{
     Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role,
@@ -42,7 +43,8 @@ pub(crate) fn os_seed() -> [u8; 32] {
 }
 
 pub(crate) struct EndpointInner {
-    pub io: Arc<UdpIo>,
+    /// The socket; rendezvous meetings send on it too.
+    pub(crate) io: Arc<UdpIo>,
     /// The session table and admission: the core's sans-IO endpoint.
     table: Mutex<braid_proto::Endpoint<Arc<Shared>>>,
     accepting: Mutex<Option<Accepting>>,
@@ -50,6 +52,8 @@ pub(crate) struct EndpointInner {
     changed: tokio::sync::Notify,
     /// The socket's receive and error tasks.
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Where rendezvous messages go, while a meeting runs on this socket.
+    rendezvous: Mutex<Option<mpsc::Sender<(SocketAddr, Message)>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -59,12 +63,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl EndpointInner {
     /// Ids are 64 random bits: a clash is not worth a code path, and a
     /// session registered on a socket twice (two connections) is one entry.
-    fn register(&self, shared: &Arc<Shared>) {
+    pub(crate) fn register(&self, shared: &Arc<Shared>) {
         lock(&self.table).insert(shared.id, shared.clone());
     }
 
+    /// Rendezvous messages that arrive on this socket from now on.
+    pub(crate) fn take_rendezvous(&self) -> mpsc::Receiver<(SocketAddr, Message)> {
+        let (tx, rx) = mpsc::channel(crate::rendezvous::INBOX);
+        *lock(&self.rendezvous) = Some(tx);
+        rx
+    }
+
     /// A route from this endpoint's socket to `remote`.
-    fn route(self: &Arc<Self>, remote: SocketAddr) -> Route {
+    pub(crate) fn route(self: &Arc<Self>, remote: SocketAddr) -> Route {
         Route {
             socket: self.io.clone(),
             table: self.clone(),
@@ -86,6 +97,14 @@ impl EndpointInner {
         datagram: &mut [u8],
         touched: &mut Vec<Arc<Shared>>,
     ) {
+        if rendezvous::is_rendezvous(datagram) {
+            let message = Message::decode(datagram);
+            if let (Some(tx), Some(m)) = (lock(&self.rendezvous).as_ref(), message) {
+                // A full inbox drops, as a full socket buffer would.
+                let _ = tx.try_send((from, m));
+            }
+            return;
+        }
         let Ok((header, _)) = Header::decode(datagram) else {
             return;
         };
@@ -132,6 +151,11 @@ impl EndpointInner {
                     bytes: datagram,
                 };
                 let authentic = g.proto.handle_datagram(now, datagram);
+                if authentic && before.largest.is_none() {
+                    g.first_heard
+                        .entry(header.path)
+                        .or_insert_with(std::time::Instant::now);
+                }
                 if g.proto.role() == Role::Server {
                     let route = self.route(from);
                     let arrival = Arrival {
@@ -398,7 +422,7 @@ fn is_transient(e: &io::Error) -> bool {
 /// Clones share the socket.
 #[derive(Clone)]
 pub struct Endpoint {
-    inner: Arc<EndpointInner>,
+    pub(crate) inner: Arc<EndpointInner>,
 }
 
 impl Endpoint {
@@ -417,6 +441,7 @@ impl Endpoint {
             accepting: Mutex::new(None),
             changed: tokio::sync::Notify::new(),
             tasks: Mutex::new(Vec::new()),
+            rendezvous: Mutex::new(None),
         });
         let recv = tokio::spawn(recv_loop(inner.io.clone(), Arc::downgrade(&inner)));
         let errors = tokio::spawn(error_loop(inner.io.clone(), Arc::downgrade(&inner)));
@@ -436,6 +461,38 @@ impl Endpoint {
             remotes.iter().map(|&r| (self.clone(), r)).collect();
         open(&paths, cfg).await
     }
+}
+
+impl Session {
+    /// Opens another connection of this session (a client's), from
+    /// `endpoint`'s socket to `remote`: a relay, or a peer's address that
+    /// hole punching found. The server takes it from its first packet and
+    /// challenges the address before sending data there. Returns its id;
+    /// `None` if the session has as many connections as it may, or ended.
+    pub fn add_path(&self, endpoint: &Endpoint, remote: SocketAddr) -> Option<PathId> {
+        add_path(self.shared(), endpoint, remote)
+    }
+}
+
+/// See [`Session::add_path`].
+pub(crate) fn add_path(
+    shared: &Arc<Shared>,
+    endpoint: &Endpoint,
+    remote: SocketAddr,
+) -> Option<PathId> {
+    let mut g = shared.lock();
+    let used = g.proto.path_states();
+    let id = (0..=u8::MAX)
+        .map(PathId)
+        .find(|id| !used.iter().any(|(p, _)| p == id) && !g.routes.contains_key(id))?;
+    if g.done || !g.proto.add_path(clock::now(), id) {
+        return None;
+    }
+    g.routes.insert(id, endpoint.inner.route(remote));
+    drop(g);
+    endpoint.inner.register(shared);
+    shared.wake_driver.notify_one();
+    Some(id)
 }
 
 /// One connection of a session to open: a remote address, and the local

@@ -38,6 +38,41 @@ pub enum Error {
     /// The endpoint the session runs on was shut down.
     #[error("the endpoint was closed")]
     EndpointClosed,
+    /// Every rendezvous relay refused to pair us (the code or key is in
+    /// use by another transfer, or the relay is full).
+    #[error("relay {relay} refused: {refusal}")]
+    RelayRefused {
+        /// The last relay that refused.
+        relay: std::net::SocketAddr,
+        /// Why.
+        refusal: braid_proto::rendezvous::Refusal,
+    },
+    /// No relay paired us with a peer in time: nobody registered under the
+    /// code or key, or no relay answered.
+    #[error("{}", no_peer_message(relays, *waited, *relays_answered))]
+    NoPeerAtRelays {
+        /// The relays tried, as given.
+        relays: String,
+        /// How long we tried.
+        waited: std::time::Duration,
+        /// Whether any relay answered at all.
+        relays_answered: bool,
+    },
+}
+
+fn no_peer_message(relays: &str, waited: std::time::Duration, answered: bool) -> String {
+    let waited = waited.as_secs_f64();
+    if answered {
+        format!(
+            "no peer met us at {relays} within {waited} s: is `braid recv` running with the \
+             same relay and code or key?"
+        )
+    } else {
+        format!(
+            "no relay answered at {relays} within {waited} s: is `braid relay --serve` running \
+             there, and is UDP to it allowed?"
+        )
+    }
 }
 
 impl Error {
@@ -88,6 +123,8 @@ impl Error {
             },
             Error::AllPathsDown(_) => io::ErrorKind::NotConnected,
             Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
+            Error::RelayRefused { .. } => io::ErrorKind::ConnectionRefused,
+            Error::NoPeerAtRelays { .. } => io::ErrorKind::TimedOut,
             Error::CodeGuessLimit(_) => io::ErrorKind::PermissionDenied,
             Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::Io { kind, .. } => *kind,

@@ -41,6 +41,7 @@ mod driver;
 mod endpoint;
 mod error;
 pub mod relay;
+pub mod rendezvous;
 mod route;
 mod session;
 pub mod udp;

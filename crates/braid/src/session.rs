@@ -31,6 +31,8 @@ pub struct PathInfo {
     pub local: Option<SocketAddr>,
     /// The address it sends to: the peer, a relay, or a NAT's mapping.
     pub remote: Option<SocketAddr>,
+    /// When its first authentic datagram arrived.
+    pub answered_at: Option<std::time::Instant>,
 }
 
 /// A connection's previous address after a move (RFC 9000 §9.3.3).
@@ -50,6 +52,8 @@ pub(crate) struct Inner {
     /// The address a connection last moved away from, still validated
     /// for a while: the peer's packets from there move it back at once.
     pub former: Option<Former>,
+    /// When each connection's first authentic datagram arrived.
+    pub first_heard: BTreeMap<PathId, std::time::Instant>,
     reader: Option<Waker>,
     writer: Option<Waker>,
     closer: Option<Waker>,
@@ -116,6 +120,7 @@ impl Shared {
                 routes,
                 candidate: None,
                 former: None,
+                first_heard: BTreeMap::new(),
                 reader: None,
                 writer: None,
                 closer: None,
@@ -133,7 +138,7 @@ impl Shared {
         self.lock().proto.stats()
     }
 
-    fn paths(&self) -> Vec<PathInfo> {
+    pub(crate) fn paths(&self) -> Vec<PathInfo> {
         let g = self.lock();
         g.proto
             .path_states()
@@ -145,6 +150,7 @@ impl Shared {
                     state,
                     local: route.map(|r| r.socket.local_addr()),
                     remote: route.map(|r| r.remote),
+                    answered_at: g.first_heard.get(&id).copied(),
                 }
             })
             .collect()
@@ -190,6 +196,10 @@ pub struct Session {
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>) -> Session {
         Session { shared }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// The session id both sides share.

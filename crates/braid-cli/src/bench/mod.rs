@@ -2,6 +2,7 @@
 //! each controller and several seeds, in parallel, and writes a markdown
 //! and an HTML report, every run's JSON and plots.
 
+mod pairings;
 mod plots;
 mod published;
 mod reach;
@@ -109,6 +110,9 @@ enum BenchMode {
     /// sealed and insecure, direct or through relays, rounds rotated,
     /// medians of goodput and CPU seconds per GB.
     Transfers(transfers::TransfersArgs),
+    /// What a rendezvous relay (`braid relay --serve`) costs: memory per
+    /// pair with many concurrent pairs, CPU seconds per GB forwarded.
+    Pairings(pairings::PairingsArgs),
     /// The NAT lab `braid bench reach` runs in (root): two sites behind NAT
     /// routers and two relays in network namespaces, kept until Ctrl-C.
     Lab(Box<crate::lab::LabArgs>),
@@ -166,6 +170,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.mode {
         Some(BenchMode::Real(real)) => return real::run(real),
         Some(BenchMode::Transfers(t)) => return transfers::run(t),
+        Some(BenchMode::Pairings(p)) => return pairings::run(p),
         Some(BenchMode::Lab(l)) => return crate::lab::run(*l),
         Some(BenchMode::Reach(r)) => return reach::run(*r),
         None => {}

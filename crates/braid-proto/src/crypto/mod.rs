@@ -33,7 +33,7 @@ pub(crate) use handshake::{mode, ClientHandshake, ServerHandshake};
 pub use keys::{KeyError, Keypair, PublicKey};
 pub(crate) use packet::{PacketKeys, UpdatePolicy};
 pub use packet::{AES_GCM_PACKET_LIMIT, TAG_LEN};
-pub(crate) use retry::RetryKey;
+pub(crate) use retry::{RetryKey, RETRY_TOKEN_LEN};
 pub(crate) use rng::SessionRng;
 
 /// How a session authenticates its peer and protects its datagrams: one

@@ -1,0 +1,289 @@
+//! `braid bench pairings`: what a rendezvous relay costs. A `braid relay
+//! --serve` on loopback, as an operator runs it, is given N concurrent
+//! pairs (2N client sockets in this process, each going through the
+//! cookie and the pairing as braid does), every pair's forwarding is
+//! checked both ways, and then a few pairs are flooded with GSO batches of
+//! full-size datagrams. Printed: the relay's memory per pair (resident
+//! memory before and after), its CPU seconds per GB forwarded and its
+//! forwarding rate.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use braid_proto::rendezvous::wire::{Message, COOKIE_LEN, TOKEN_LEN};
+use clap::Args;
+
+#[derive(Args)]
+pub struct PairingsArgs {
+    /// Concurrent pairs to make on one relay.
+    #[arg(long, default_value_t = 1000)]
+    pairs: usize,
+    /// Pairs flooded at once to measure forwarding.
+    #[arg(long, default_value_t = 2)]
+    flooded: usize,
+    /// How long the flood lasts.
+    #[arg(long, default_value = "3s", value_parser = crate::parse_timeout)]
+    flood_for: Duration,
+    /// Write pairings.md here too.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Payload of a flooded datagram: what a sealed braid data datagram is.
+const DATAGRAM: usize = 1444 - 28;
+
+/// The relay child; killed on drop.
+struct RelayChild(Child);
+
+impl Drop for RelayChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn run(args: PairingsArgs) -> anyhow::Result<ExitCode> {
+    let port = UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port();
+    let relay_addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["relay", "--serve", &relay_addr.to_string()])
+        .args(["--max-pairs", &(args.pairs + 10).to_string()])
+        .args(["--max-registrations", &(args.pairs + 10).to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start braid relay --serve")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let relay = RelayChild(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    if !line.starts_with("relay serving on") {
+        bail!("the relay did not start: {line:?}");
+    }
+    let pid = relay.0.id();
+    let idle_rss = rss_kib(pid)?;
+
+    let started = Instant::now();
+    let mut pairs = Vec::with_capacity(args.pairs);
+    for i in 0..args.pairs {
+        pairs.push(pair(relay_addr, i).with_context(|| format!("pair {i}"))?);
+    }
+    let paired_in = started.elapsed();
+    for (i, (recv, send)) in pairs.iter().enumerate() {
+        check_forwarding(relay_addr, recv, send, i)
+            .with_context(|| format!("pair {i} forwards"))?;
+    }
+    let pairs_rss = rss_kib(pid)?;
+    let per_pair = (pairs_rss.saturating_sub(idle_rss)) as f64 * 1024.0 / args.pairs as f64;
+
+    let cpu_before = cpu_seconds(pid)?;
+    let flooded: Vec<_> = pairs.into_iter().take(args.flooded).collect();
+    let forwarded = flood(relay_addr, flooded, args.flood_for)?;
+    let cpu = cpu_seconds(pid)? - cpu_before;
+    let gb = forwarded as f64 / 1e9;
+    let text = format!(
+        "# Rendezvous relay cost\n\n\
+         `braid bench pairings --pairs {n} --flooded {f}` on loopback: one `braid relay --serve`, \
+         {n} concurrent pairs made through the cookie and the pairing, each checked to forward \
+         both ways and only to its own peer; then {f} pairs flooded with GSO batches of \
+         {DATAGRAM}-byte datagrams for {s} s.\n\n\
+         | figure | value |\n|---|---|\n\
+         | pairs made and checked | {n} in {paired:.2} s |\n\
+         | relay memory, idle | {idle:.1} MiB |\n\
+         | relay memory with {n} pairs | {with:.1} MiB |\n\
+         | memory per pair | {per:.0} bytes |\n\
+         | forwarded in the flood | {mb:.0} MB at {rate:.0} Mbit/s |\n\
+         | relay CPU per GB forwarded | {cpg:.2} s |\n",
+        n = args.pairs,
+        f = args.flooded,
+        s = args.flood_for.as_secs_f64(),
+        paired = paired_in.as_secs_f64(),
+        idle = idle_rss as f64 / 1024.0,
+        with = pairs_rss as f64 / 1024.0,
+        per = per_pair,
+        mb = forwarded as f64 / 1e6,
+        rate = forwarded as f64 * 8.0 / args.flood_for.as_secs_f64() / 1e6,
+        cpg = if gb > 0.0 { cpu / gb } else { f64::NAN },
+    );
+    print!("{text}");
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("pairings.md"), &text)?;
+    }
+    drop(relay);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sends `m` from `sock` to the relay until an answer that `want` takes,
+/// echoing the relay's cookie.
+fn ask(
+    sock: &UdpSocket,
+    relay: SocketAddr,
+    make: impl Fn([u8; COOKIE_LEN]) -> Message,
+    want: impl Fn(&Message) -> bool,
+) -> anyhow::Result<Message> {
+    let mut cookie = [0u8; COOKIE_LEN];
+    let mut buf = [0u8; 2048];
+    for _ in 0..20 {
+        sock.send_to(&make(cookie).encode(), relay)?;
+        let Ok(n) = sock.recv(&mut buf) else {
+            continue;
+        };
+        match Message::decode(&buf[..n]) {
+            Some(Message::Cookie(c)) => cookie = c,
+            Some(m) if want(&m) => return Ok(m),
+            other => bail!("unexpected answer {other:?}"),
+        }
+    }
+    bail!("no answer from the relay")
+}
+
+fn socket() -> anyhow::Result<UdpSocket> {
+    let s = UdpSocket::bind("127.0.0.1:0")?;
+    s.set_read_timeout(Some(Duration::from_millis(500)))?;
+    Ok(s)
+}
+
+/// A receiver registered and a sender joined under handle `i`.
+fn pair(relay: SocketAddr, i: usize) -> anyhow::Result<(UdpSocket, UdpSocket)> {
+    let mut handle = [0u8; 32];
+    handle[..8].copy_from_slice(&(i as u64).to_be_bytes());
+    let token = [0u8; TOKEN_LEN];
+    let (recv, send) = (socket()?, socket()?);
+    ask(
+        &recv,
+        relay,
+        |cookie| Message::Register {
+            handle,
+            cookie,
+            token,
+        },
+        |m| matches!(m, Message::Registered { .. }),
+    )?;
+    ask(
+        &send,
+        relay,
+        |cookie| Message::Join {
+            handle,
+            cookie,
+            token,
+        },
+        |m| matches!(m, Message::Paired { .. }),
+    )?;
+    // The receiver's notice of the pairing.
+    let mut buf = [0u8; 256];
+    let n = recv.recv(&mut buf)?;
+    if !matches!(Message::decode(&buf[..n]), Some(Message::Paired { .. })) {
+        bail!("the receiver was not told of its pair");
+    }
+    Ok((recv, send))
+}
+
+/// A datagram each way, carrying the pair's number.
+fn check_forwarding(
+    relay: SocketAddr,
+    recv: &UdpSocket,
+    send: &UdpSocket,
+    i: usize,
+) -> anyhow::Result<()> {
+    let mut buf = [0u8; 64];
+    let msg = (i as u64).to_be_bytes();
+    for (from, to) in [(send, recv), (recv, send)] {
+        from.send_to(&msg, relay)?;
+        let n = to.recv(&mut buf)?;
+        if buf[..n] != msg {
+            bail!("got another pair's datagram");
+        }
+    }
+    Ok(())
+}
+
+/// Floods each pair, sender to receiver, for `how_long`, with GSO batches
+/// of full-size datagrams, as braid sends; returns the bytes the
+/// receivers got. The pairs' sockets are closed and bound again with GSO
+/// and GRO, at the same addresses (the relay knows them by address).
+fn flood(
+    relay: SocketAddr,
+    pairs: Vec<(UdpSocket, UdpSocket)>,
+    how_long: Duration,
+) -> anyhow::Result<u64> {
+    let addrs: Vec<(SocketAddr, SocketAddr)> = pairs
+        .iter()
+        .map(|(r, s)| Ok((r.local_addr()?, s.local_addr()?)))
+        .collect::<std::io::Result<_>>()?;
+    drop(pairs);
+    let received = Arc::new(AtomicU64::new(0));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let until = tokio::time::Instant::now() + how_long;
+        let mut tasks = tokio::task::JoinSet::new();
+        for (recv, send) in addrs {
+            let buffer = braid::udp::DEFAULT_SOCKET_BUFFER;
+            let recv = braid::udp::UdpIo::bind(recv, buffer)?;
+            let send = braid::udp::UdpIo::bind(send, buffer)?;
+            let got = received.clone();
+            tasks.spawn(async move {
+                let mut storage = vec![0u8; 16 * 65536];
+                let mut meta = [quinn_udp::RecvMeta::default(); 16];
+                let drain = until + Duration::from_millis(300);
+                loop {
+                    let mut bufs: Vec<std::io::IoSliceMut<'_>> = storage
+                        .chunks_mut(65536)
+                        .map(std::io::IoSliceMut::new)
+                        .collect();
+                    match tokio::time::timeout_at(drain, recv.recv(&mut bufs, &mut meta)).await {
+                        Ok(Ok(n)) => {
+                            let bytes: usize = meta[..n].iter().map(|m| m.len).sum();
+                            got.fetch_add(bytes as u64, Ordering::Relaxed);
+                        }
+                        Ok(Err(_)) => {}
+                        Err(_) => return,
+                    }
+                }
+            });
+            tasks.spawn(async move {
+                let batch = vec![0x5au8; DATAGRAM * 40];
+                while tokio::time::Instant::now() < until {
+                    let _ = send
+                        .send(relay, braid_proto::Ecn::NotEct, &batch, Some(DATAGRAM))
+                        .await;
+                }
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+        anyhow::Ok(())
+    })?;
+    Ok(received.load(Ordering::Relaxed))
+}
+
+/// Resident memory of `pid`, in KiB.
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .context("no VmRSS")
+}
+
+/// User and system CPU seconds of `pid` so far.
+fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').context("bad stat")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    // SAFETY: sysconf reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Ok((ticks(11) + ticks(12)) as f64 / hz)
+}

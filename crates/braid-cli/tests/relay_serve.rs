@@ -1,0 +1,251 @@
+//! `braid relay --serve` with `braid recv --relay` and `braid send --relay`
+//! as users run them, on loopback: by code and by key, both records saying
+//! how the two ends met, and the errors a user meets.
+
+mod common;
+
+use common::{braid, lines, run, stderr, wait, write_data};
+use serde_json::Value;
+use std::process::{Child, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+/// A running `braid relay --serve`; killed on drop.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve() -> Served {
+    let addr = common::free_port();
+    let mut child = braid()
+        .args(["relay", "--serve", &addr])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = lines(child.stdout.take().unwrap());
+    let line = out.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(line.starts_with("relay serving on "), "{line}");
+    Served { child, addr }
+}
+
+/// A `braid recv --relay` with `extra`; returns it, its stderr lines and
+/// the sender options it printed.
+fn recv_via(relay: &str, dir: &str, extra: &[&str]) -> (Child, Receiver<String>, Vec<String>) {
+    let mut child = braid()
+        .args(["recv", "--relay", relay, "-o", dir, "--json", "--quiet"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let option = loop {
+        let line = err
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("recv said only:\n{said}"));
+        said += &format!("{line}\n");
+        if let Some(rest) = line.strip_prefix("on the sender: braid send FILE ") {
+            break rest.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        }
+    };
+    assert!(said.contains("waiting at relay"), "{said}");
+    (child, err, option)
+}
+
+fn record(bytes: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(bytes);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Both records: verified, the same hash, a relay connection and a direct
+/// one on the sender, the pairing and the direct path's time in `reach`.
+fn check_records(send: &Value, recv: &Value, relay: &str) {
+    for r in [send, recv] {
+        assert_eq!(r["outcome"], "verified", "{r}");
+        assert_eq!(r["reach"]["relays"][0]["relay"], relay, "{r}");
+        assert!(r["reach"]["relays"][0]["paired_ms"].is_number(), "{r}");
+    }
+    assert_eq!(send["blake3"], recv["blake3"]);
+    let via: Vec<&str> = send["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["via"].as_str().unwrap())
+        .collect();
+    assert!(via.contains(&"relay") && via.contains(&"direct"), "{via:?}");
+    assert!(
+        send["reach"]["direct"]["validated_ms"].is_number(),
+        "{send}"
+    );
+}
+
+#[test]
+fn a_code_and_a_relay_are_all_the_two_ends_need() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    let data = write_data(&file, 3_000_000);
+    let out = dir.path().join("out/");
+    let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
+    assert_eq!(option[..2], ["--relay".to_owned(), relay.addr.clone()]);
+    assert_eq!(option[2], "--code");
+    let sent = braid()
+        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
+        .args(&option)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let recv_out = recv.wait_with_output().unwrap();
+    assert!(recv_out.status.success());
+    check_records(
+        &record(&sent.stdout),
+        &record(&recv_out.stdout),
+        &relay.addr,
+    );
+    assert_eq!(std::fs::read(out.join("data.bin")).unwrap(), data);
+}
+
+#[test]
+fn a_receiver_is_found_by_its_public_key_alone() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("r.key");
+    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
+        .status
+        .success());
+    let file = dir.path().join("data.bin");
+    write_data(&file, 1_000_000);
+    let out = dir.path().join("out/");
+    let (recv, _err, option) = recv_via(
+        &relay.addr,
+        out.to_str().unwrap(),
+        &["--key", key.to_str().unwrap()],
+    );
+    assert_eq!(option[2], "--peer");
+    let pubkey = dir.path().join("r.key.pub");
+    let sent = braid()
+        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
+        .args(["--relay", &relay.addr, "--peer", pubkey.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let recv_out = recv.wait_with_output().unwrap();
+    check_records(
+        &record(&sent.stdout),
+        &record(&recv_out.stdout),
+        &relay.addr,
+    );
+}
+
+#[test]
+fn relay_only_opens_no_direct_path() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    write_data(&file, 500_000);
+    let out = dir.path().join("out/");
+    let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &["--no-direct"]);
+    let sent = braid()
+        .args([
+            "send",
+            file.to_str().unwrap(),
+            "--json",
+            "--quiet",
+            "--no-direct",
+        ])
+        .args(&option)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let send = record(&sent.stdout);
+    assert_eq!(send["connections"].as_array().unwrap().len(), 1, "{send}");
+    assert_eq!(send["connections"][0]["via"], "relay");
+    assert!(send["reach"]["direct"].is_null());
+    wait(recv, Duration::from_secs(10));
+}
+
+#[test]
+fn a_sender_with_nobody_waiting_says_so_and_exits_3() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    write_data(&file, 1000);
+    let o = run(&[
+        "send",
+        file.to_str().unwrap(),
+        "--relay",
+        &relay.addr,
+        "--code",
+        "5-acid-acorn",
+        "--handshake-timeout",
+        "1s",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no peer met us at"), "{}", stderr(&o));
+    // A relay address where nothing answers is named as such.
+    let (_silent, nobody) = common::silent_port();
+    let o = run(&[
+        "send",
+        file.to_str().unwrap(),
+        "--relay",
+        &nobody,
+        "--code",
+        "5-acid-acorn",
+        "--handshake-timeout",
+        "1s",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no relay answered"), "{}", stderr(&o));
+}
+
+#[test]
+fn insecure_cannot_meet_at_a_relay_and_recv_needs_listen_or_relay() {
+    let o = run(&["send", "x", "--relay", "127.0.0.1:9", "--insecure"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--relay pairs the two ends"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["recv", "--code", "5-acid-acorn"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn a_taken_code_number_makes_a_second_receiver_pick_another() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let (first, _e1, o1) = recv_via(
+        &relay.addr,
+        dir.path().to_str().unwrap(),
+        &["--code", "5-acid-acorn"],
+    );
+    assert_eq!(o1[3], "5-acid-acorn");
+    // Given the same number, a receiver cannot wait there.
+    let o = braid()
+        .args([
+            "recv",
+            "--relay",
+            &relay.addr,
+            "--code",
+            "5-bacon-badge",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+    let mut first = first;
+    let _ = first.kill();
+    let _ = first.wait();
+}
