@@ -54,15 +54,19 @@ pub struct ReachArgs {
     /// Bytes per transfer (e.g. 20MB).
     #[arg(long, default_value = "20MB", value_parser = parse_size)]
     size: u64,
-    /// Parts to run (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "pairs,capacity,failover")]
+    /// Parts to run (comma-separated); croc only with --croc.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "pairs,capacity,failover,croc"
+    )]
     parts: Vec<Part>,
     /// Each site's uplink to the public network: RATE:DELAY[:LOSS[:QUEUE]]
     /// (one-way delay; queue in packets or bytes).
-    #[arg(long, default_value = "100mbit:10ms:0:300", value_parser = lab::parse_link)]
+    #[arg(long, default_value = "100mbit:10ms:0:400", value_parser = lab::parse_link)]
     uplink: LinkConfig,
     /// Each relay's link to the public network: RATE:DELAY[:LOSS[:QUEUE]].
-    #[arg(long, default_value = "40mbit:5ms:0:150", value_parser = lab::parse_link)]
+    #[arg(long, default_value = "40mbit:5ms:0:250", value_parser = lab::parse_link)]
     relay_link: LinkConfig,
     /// Also run croc (this executable) with its own relay on relay host A,
     /// beside braid, on a clean, a lossy and a long uplink.
@@ -85,6 +89,7 @@ pub enum Part {
     Pairs,
     Capacity,
     Failover,
+    Croc,
 }
 
 /// What happens to a transfer under way.
@@ -265,8 +270,8 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
     lab::guard_signals();
     lab::check_prerequisites()?;
     let croc_setup = match &args.croc {
-        Some(path) => Some(croc::Croc::find(path)?),
-        None => None,
+        Some(path) if args.parts.contains(&Part::Croc) => Some(croc::Croc::find(path)?),
+        _ => None,
     };
     let exe = std::env::current_exe().context("cannot find this program")?;
     let work = tempfile::tempdir().context("cannot make a working directory")?;
@@ -287,14 +292,14 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
     };
     let cases = cases(&args.parts);
-    eprintln!(
-        "braid bench reach: {} per transfer, {} rounds of {} cases, rotated",
-        crate::human::size(args.size),
-        args.rounds,
-        cases.len()
-    );
     let mut runs = Vec::new();
     if !cases.is_empty() {
+        eprintln!(
+            "braid bench reach: {} per transfer, {} rounds of {} cases, rotated",
+            crate::human::size(args.size),
+            args.rounds,
+            cases.len()
+        );
         let mut lab = Lab::build(config.clone())?;
         for round in 1..=args.rounds {
             for i in 0..cases.len() {
@@ -556,22 +561,22 @@ fn stop_relay(p: &mut procs::Proc, r: usize, sent: &serde_json::Value) -> anyhow
     })
 }
 
-/// The bytes forwarded in a relay's closing counters: the number before
-/// "bytes" on a line that speaks of forwarding.
+/// The bytes forwarded in a relay's closing counters: the first size
+/// after "forwarded" ("forwarded 9120 datagrams, 12.3 MB; ..."), three
+/// significant digits as `braid relay --serve` prints it.
 fn forwarded_bytes(line: &str) -> Option<u64> {
-    if !line.contains("forwarded") {
-        return None;
-    }
-    let words: Vec<&str> = line
-        .split(|c: char| {
-            c.is_whitespace() || c == ',' || c == ':' || c == '=' || c == '(' || c == ')'
-        })
-        .filter(|w| !w.is_empty())
+    let (_, rest) = line.split_once("forwarded")?;
+    let words: Vec<&str> = rest
+        .split_whitespace()
+        .map(|w| w.trim_end_matches([',', ';', '.']))
         .collect();
     words.windows(2).find_map(|w| {
-        (w[1] == "bytes" || w[1] == "B")
-            .then(|| w[0].replace('_', "").parse().ok())
-            .flatten()
+        let unit = match w[1] {
+            "bytes" => "B",
+            u @ ("B" | "kB" | "MB" | "GB" | "TB") => u,
+            _ => return None,
+        };
+        braid_link::units::parse_size(&format!("{}{unit}", w[0])).ok()
     })
 }
 
@@ -598,14 +603,14 @@ mod tests {
 
     #[test]
     fn a_relays_forwarded_bytes_are_read_from_its_counters() {
+        let closing = "pairs: 1 made, 0 now; registrations: 0 now; forwarded 15234 datagrams, \
+                       20.1 MB; dropped 0 over a pair's limits, 3 from unpaired addresses";
+        assert_eq!(forwarded_bytes(closing), Some(20_100_000));
         assert_eq!(
-            forwarded_bytes("pairs 1, forwarded 20971520 bytes"),
-            Some(20_971_520)
+            forwarded_bytes("forwarded 2 datagrams, 512 B; dropped 0"),
+            Some(512)
         );
-        assert_eq!(
-            forwarded_bytes("forwarded: 1234 bytes in 3 pairs"),
-            Some(1234)
-        );
+        assert_eq!(forwarded_bytes("forwarded 1234 bytes"), Some(1234));
         assert_eq!(forwarded_bytes("forward: offered 10, delivered 10"), None);
         assert_eq!(forwarded_bytes("relay serving on 198.18.1.10:7000"), None);
     }

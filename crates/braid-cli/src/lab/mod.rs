@@ -529,10 +529,10 @@ pub struct LabArgs {
     #[arg(long, default_value = "restricted")]
     pub b: Nat,
     /// Each site's uplink: RATE:DELAY[:LOSS[:QUEUE]] (one-way delay).
-    #[arg(long, default_value = "100mbit:10ms:0:300", value_parser = parse_link)]
+    #[arg(long, default_value = "100mbit:10ms:0:400", value_parser = parse_link)]
     pub uplink: LinkConfig,
     /// Each relay's link to the core: RATE:DELAY[:LOSS[:QUEUE]].
-    #[arg(long, default_value = "40mbit:5ms:0:150", value_parser = parse_link)]
+    #[arg(long, default_value = "40mbit:5ms:0:250", value_parser = parse_link)]
     pub relay_link: LinkConfig,
     /// Seed of the links' randomness.
     #[arg(long, default_value_t = 1)]

@@ -115,6 +115,12 @@ pub fn command(name: &str, program: impl AsRef<std::ffi::OsStr>) -> anyhow::Resu
             if libc::getppid() != parent {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
+            // The lab blocks SIGINT and SIGTERM to take them on a thread
+            // of its own (`guard_signals`); its programs must not inherit
+            // that, or a SIGTERM would never reach them.
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             Ok(())
         });
     }

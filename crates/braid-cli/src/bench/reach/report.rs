@@ -301,10 +301,14 @@ impl Report {
         }));
         let rss = alive.iter().map(|u| u.rss_peak_bytes).max();
         if let (Some(per_gb), Some(rss)) = (per_gb, rss) {
-            let own = alive.iter().all(|u| u.counted_by_relay);
+            let carried: Vec<_> = alive
+                .iter()
+                .filter(|u| u.forwarded_bytes.is_some_and(|b| b > 10_000_000))
+                .collect();
+            let own = carried.iter().all(|u| u.counted_by_relay);
             self.notes.push(format!(
                 "relay cost: {per_gb:.2} CPU s per GB forwarded (median over {} relay runs that carried over 10 MB; {}), peak RSS {:.1} MB at most",
-                alive.len(),
+                carried.len(),
                 if own {
                     "bytes as the relays counted them"
                 } else {
@@ -319,7 +323,7 @@ impl Report {
         let mut md = String::from("# Reach: NAT traversal and relays in the lab\n\n");
         let judged: Vec<&Verdict> = self.verdicts.iter().filter(|v| v.met.is_some()).collect();
         let met = judged.iter().filter(|v| v.met == Some(true)).count();
-        if !judged.is_empty() || !self.croc.is_empty() {
+        if !judged.is_empty() {
             let _ = writeln!(md, "**Verdict: {met} of {} targets met.**\n", judged.len());
         }
         if !self.verdicts.is_empty() {
