@@ -11,6 +11,7 @@ use std::os::fd::AsRawFd;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
+use std::sync::{RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 const RELAY: [Ipv4Addr; 2] = [Ipv4Addr::new(198, 18, 1, 10), Ipv4Addr::new(198, 18, 2, 10)];
@@ -39,6 +40,14 @@ fn missing() -> Option<String> {
     None
 }
 
+/// Every lab removes the labs of dead processes when it starts: the test
+/// that kills one holds this exclusively, the others share it.
+static LABS: RwLock<()> = RwLock::new(());
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    LABS.read().unwrap_or_else(|e| e.into_inner())
+}
+
 macro_rules! lab_or_skip {
     ($($arg:expr),*) => {
         match missing() {
@@ -46,7 +55,7 @@ macro_rules! lab_or_skip {
                 eprintln!("skipping: the NAT lab cannot run here: {why}");
                 return;
             }
-            None => Lab::start(&[$($arg),*]),
+            None => (shared(), Lab::start(&[$($arg),*])),
         }
     };
 }
@@ -196,10 +205,10 @@ fn reflexive(from: &UdpSocket, relay: &UdpSocket) -> Option<SocketAddr> {
     None
 }
 
-/// Whether anything `from` sends to `to` arrives on `at` within 300 ms.
+/// Whether anything `from` sends to `to` arrives on `at` within 600 ms.
 fn arrives(from: &UdpSocket, to: SocketAddr, at: &UdpSocket) -> bool {
     let mut buf = [0u8; 64];
-    let deadline = Instant::now() + Duration::from_millis(300);
+    let deadline = Instant::now() + Duration::from_millis(600);
     while Instant::now() < deadline {
         from.send_to(b"knock", to).unwrap();
         if at
@@ -249,7 +258,7 @@ fn punch(lab: &Lab) -> [bool; 2] {
 
 #[test]
 fn reflexive_addresses_show_each_kind_of_mapping() {
-    let mut lab = lab_or_skip!("--a", "restricted", "--b", "symmetric");
+    let (_shared, mut lab) = lab_or_skip!("--a", "restricted", "--b", "symmetric");
     let relays = [relay_socket(&lab, 0), relay_socket(&lab, 1)];
     let seen_by = |sock: &UdpSocket| relays.each_ref().map(|r| reflexive(sock, r).unwrap());
 
@@ -277,7 +286,7 @@ fn reflexive_addresses_show_each_kind_of_mapping() {
 
 #[test]
 fn filtering_lets_strangers_in_only_through_a_cone() {
-    let mut lab = lab_or_skip!("--a", "cone", "--b", "restricted");
+    let (_shared, mut lab) = lab_or_skip!("--a", "cone", "--b", "restricted");
     let relays = [relay_socket(&lab, 0), relay_socket(&lab, 1)];
     for (site, open) in [(0, true), (1, false)] {
         let host = host_socket(&lab, site);
@@ -305,7 +314,7 @@ fn filtering_lets_strangers_in_only_through_a_cone() {
 
 #[test]
 fn hole_punching_works_where_a_mapping_can_be_learned() {
-    let mut lab = lab_or_skip!("--a", "cone", "--b", "cone");
+    let (_shared, mut lab) = lab_or_skip!("--a", "cone", "--b", "cone");
     // (site A, site B, whether a direct path opens)
     let pairs = [
         ("cone", "cone", true),
@@ -332,7 +341,7 @@ fn hole_punching_works_where_a_mapping_can_be_learned() {
 
 #[test]
 fn a_rebind_moves_the_mapping_and_a_cut_stops_only_the_direct_path() {
-    let mut lab = lab_or_skip!("--a", "restricted", "--b", "cone");
+    let (_shared, mut lab) = lab_or_skip!("--a", "restricted", "--b", "cone");
     let relay = relay_socket(&lab, 0);
     let a = host_socket(&lab, 0);
     let port = a.local_addr().unwrap().port();
@@ -377,6 +386,7 @@ fn the_lab_leaves_nothing_behind_even_after_kill_9() {
             .filter(|l| l.starts_with(&format!("braid-lab-{pid}-")))
             .count()
     };
+    let _only = LABS.write().unwrap_or_else(|e| e.into_inner());
     let mut first = Lab::start(&[]);
     assert_eq!(listed(first.pid), 7, "seven machines");
     first.child.kill().unwrap();
@@ -396,4 +406,64 @@ fn the_lab_leaves_nothing_behind_even_after_kill_9() {
     let mut third = Lab::start(&[]);
     assert!(third.end().success());
     assert_eq!(listed(third.pid), 0);
+}
+
+/// The whole stack in the lab, as `braid bench reach` runs it (two of its
+/// cases, one small file each): braid's rendezvous relays, hole punching
+/// where both NATs are cones, the relays alone between two symmetric NATs.
+#[test]
+fn bench_reach_punches_between_cones_and_relays_between_symmetric_nats() {
+    if let Some(why) = missing() {
+        eprintln!("skipping: the NAT lab cannot run here: {why}");
+        return;
+    }
+    let _shared = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["bench", "reach", "--cases", "cone-cone,symmetric-symmetric"])
+        .args([
+            "--rounds",
+            "1",
+            "--size",
+            "1MB",
+            "--timeout",
+            "30s",
+            "--out",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("reach.json")).unwrap())
+            .unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{stderr}");
+    for run in runs {
+        let case = &report["cases"][run["case"].as_u64().unwrap() as usize];
+        let name = case["name"].as_str().unwrap();
+        assert_eq!(run["verified"], true, "{name}: {}", run["error"]);
+        let validated = run["validated_ms"].as_f64();
+        match name {
+            "cone–cone" => assert!(validated.is_some(), "no direct path between cones"),
+            "symmetric–symmetric" => {
+                assert_eq!(validated, None, "a direct path between symmetric NATs");
+                assert_eq!(run["direct_share"], 0.0);
+            }
+            other => panic!("unexpected case {other}"),
+        }
+        // Every relay it started was measured and stopped.
+        assert_eq!(run["relays"].as_array().unwrap().len(), 2, "{name}");
+    }
+    let md = std::fs::read_to_string(dir.path().join("reach.md")).unwrap();
+    assert!(md.starts_with("# Reach"), "{md}");
+    assert!(md.contains("**Verdict: "), "{md}");
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(!left.contains(&format!("braid-lab-{pid}-")), "{left}");
 }

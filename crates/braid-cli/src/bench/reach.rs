@@ -54,6 +54,10 @@ pub struct ReachArgs {
     /// Bytes per transfer (e.g. 20MB).
     #[arg(long, default_value = "20MB", value_parser = parse_size)]
     size: u64,
+    /// Only the cases with these names (comma-separated, e.g.
+    /// "cone-cone,one relay"); all of the parts' cases by default.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    cases: Vec<String>,
     /// Parts to run (comma-separated); croc only with --croc.
     #[arg(
         long,
@@ -215,6 +219,28 @@ fn cases(parts: &[Part]) -> Vec<Case> {
     out
 }
 
+/// The cases named in `names` (all for none); a name may be typed with a
+/// plain hyphen for the dash ("cone-cone").
+fn select(all: Vec<Case>, names: &[String]) -> anyhow::Result<Vec<Case>> {
+    if names.is_empty() {
+        return Ok(all);
+    }
+    let norm = |n: &str| n.trim().replace('–', "-");
+    for n in names {
+        if !all.iter().any(|c| norm(&c.name) == norm(n)) {
+            let known: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
+            bail!(
+                "no case {n:?} in these parts; they are: {}",
+                known.join(", ")
+            );
+        }
+    }
+    Ok(all
+        .into_iter()
+        .filter(|c| names.iter().any(|n| norm(n) == norm(&c.name)))
+        .collect())
+}
+
 /// A relay's part in one run.
 #[derive(Clone, Debug, Serialize)]
 pub struct RelayUse {
@@ -291,7 +317,7 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
         relay_link: [args.relay_link.clone(), args.relay_link.clone()],
         seed: args.seed,
     };
-    let cases = cases(&args.parts);
+    let cases = select(cases(&args.parts), &args.cases)?;
     let mut runs = Vec::new();
     if !cases.is_empty() {
         eprintln!(
@@ -599,6 +625,11 @@ mod tests {
             assert_eq!(c.event.is_some(), c.part == Part::Failover, "{}", c.name);
         }
         assert_eq!(cases(&[Part::Failover]).len(), 4);
+        let picked = select(all.clone(), &["cone-cone".into(), "one relay".into()]).unwrap();
+        let names: Vec<&str> = picked.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["cone–cone", "one relay"]);
+        assert_eq!(select(all.clone(), &[]).unwrap().len(), all.len());
+        assert!(select(all, &["cone-firewall".into()]).is_err());
     }
 
     #[test]
