@@ -300,7 +300,7 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let exe = std::env::current_exe().context("cannot find this program")?;
-    let work = tempfile::tempdir().context("cannot make a working directory")?;
+    let work = WorkDir::create()?;
     lab::remove_on_signal(work.path());
     let input = work.path().join("reach.bin");
     super::real::write_content(&input, args.size)?;
@@ -351,6 +351,45 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_string_pretty(&report.json())? + "\n",
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run's files (the file sent, what was received), in
+/// `$TMPDIR/braid-reach-<pid>`: removed on drop, and, if a kill -9 left
+/// it, by the next run.
+struct WorkDir(PathBuf);
+
+const WORK_PREFIX: &str = "braid-reach-";
+
+impl WorkDir {
+    fn create() -> anyhow::Result<WorkDir> {
+        let tmp = std::env::temp_dir();
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name.strip_prefix(WORK_PREFIX) else {
+                    continue;
+                };
+                if pid.parse::<u32>().is_ok() && !Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = tmp.join(format!("{WORK_PREFIX}{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("cannot make a working directory {}", dir.display()))?;
+        Ok(WorkDir(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn progress_line(case: &Case, run: &Run) -> String {
