@@ -1,8 +1,10 @@
 //! The NAT lab (`braid bench lab`): what each kind of NAT router lets
 //! through, checked with plain UDP sockets made in the lab's namespaces
-//! (no braid protocol involved), and that the lab leaves nothing behind.
-//! Needs root, iproute2, nftables and /dev/net/tun; without them each test
-//! says why it skipped.
+//! (no braid protocol involved), that rebinding, cutting the direct path
+//! and taking a hop down do what they say, that the lab leaves nothing
+//! behind, and two cases of `braid bench reach` end to end. Needs root,
+//! iproute2, nftables (scripts/install-lab-deps.sh) and /dev/net/tun;
+//! without them each test says why it skipped.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
