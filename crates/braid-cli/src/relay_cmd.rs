@@ -59,6 +59,9 @@ struct ServeLimits {
     /// Default: no limit.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "serve")]
     pair_quota: Option<u64>,
+    /// Print the counters this often (0: only when stopped).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::parse_duration, requires = "serve")]
+    stats_every: Duration,
     /// A pair that forwarded nothing for this long ends.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::parse_timeout, requires = "serve")]
     pair_idle: Duration,
@@ -129,25 +132,45 @@ fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
             "relay serving on {}: peers meet here by code or key; only paired peers are forwarded",
             relay.local_addr()
         );
+        let every = limits.stats_every;
+        let periodic = async {
+            if every.is_zero() {
+                return std::future::pending().await;
+            }
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                tick.tick().await;
+                println!("{}", serve_counters(&relay.stats()));
+            }
+        };
         // Stopping is how a relay ends: not a failure.
-        let (what, _) = crate::interrupted().await;
-        let s = relay.stats();
+        let (what, _) = tokio::select! {
+            stopped = crate::interrupted() => stopped,
+            never = periodic => never,
+        };
         eprintln!("braid: {what}");
-        println!(
-            "pairs: {} made, {} now; registrations: {} now; forwarded {} datagrams, {}; \
-             dropped {} over a pair's limits, {} from unpaired addresses; {} cookies, {} refusals",
-            s.paired,
-            s.pairs,
-            s.registrations,
-            s.forwarded_datagrams,
-            crate::human::size(s.forwarded_bytes),
-            s.dropped_over_limit,
-            s.dropped_unknown,
-            s.cookies,
-            s.refused,
-        );
+        println!("{}", serve_counters(&relay.stats()));
         Ok(ExitCode::SUCCESS)
     })?
+}
+
+/// A rendezvous relay's counters, on one line.
+fn serve_counters(s: &braid::rendezvous::ServerStats) -> String {
+    format!(
+        "pairs: {} made, {} now; registrations: {} now; forwarded {} datagrams, {}; \
+         dropped {} over a pair's limits, {} from unpaired addresses; {} cookies, {} refusals, \
+         {} ends moved after a NAT rebinding",
+        s.paired,
+        s.pairs,
+        s.registrations,
+        s.forwarded_datagrams,
+        crate::human::size(s.forwarded_bytes),
+        s.dropped_over_limit,
+        s.dropped_unknown,
+        s.cookies,
+        s.refused,
+        s.rebound,
+    )
 }
 
 fn counters(d: &DirectionStats) -> String {

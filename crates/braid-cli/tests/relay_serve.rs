@@ -94,7 +94,8 @@ fn a_code_and_a_relay_are_all_the_two_ends_need() {
     let relay = serve();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("data.bin");
-    let data = write_data(&file, 3_000_000);
+    // Large enough that the transfer outlasts the punching, even on a busy machine.
+    let data = write_data(&file, 20_000_000);
     let out = dir.path().join("out/");
     let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
     assert_eq!(option[..2], ["--relay".to_owned(), relay.addr.clone()]);
@@ -124,7 +125,7 @@ fn a_receiver_is_found_by_its_public_key_alone() {
         .status
         .success());
     let file = dir.path().join("data.bin");
-    write_data(&file, 1_000_000);
+    write_data(&file, 20_000_000);
     let out = dir.path().join("out/");
     let (recv, _err, option) = recv_via(
         &relay.addr,

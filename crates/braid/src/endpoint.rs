@@ -19,7 +19,7 @@ use braid_proto::{
 use quinn_udp::RecvMeta;
 use rand::RngCore;
 use std::collections::BTreeMap;
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -356,14 +356,7 @@ async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
     let mut meta = [RecvMeta::default(); RECV_BATCH];
     let mut touched = Vec::new();
     loop {
-        let received = {
-            let mut bufs: Vec<IoSliceMut<'_>> = storage
-                .chunks_mut(RECV_BUFFER)
-                .map(IoSliceMut::new)
-                .collect();
-            io.recv(&mut bufs, &mut meta).await
-        };
-        let n = match received {
+        let n = match io.recv_into(&mut storage, &mut meta).await {
             Ok(n) => n,
             // ICMP errors of earlier sends and the like: not fatal to a socket.
             Err(e) if is_transient(&e) => continue,

@@ -145,6 +145,20 @@ impl UdpIo {
         .map(|_| ())
     }
 
+    /// [`UdpIo::recv`] into `storage` cut into buffers of [`RECV_BUFFER`]
+    /// bytes: `meta[i]` describes the `i`th.
+    pub(crate) async fn recv_into(
+        &self,
+        storage: &mut [u8],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        let mut bufs: Vec<IoSliceMut<'_>> = storage
+            .chunks_mut(RECV_BUFFER)
+            .map(IoSliceMut::new)
+            .collect();
+        self.recv(&mut bufs, meta).await
+    }
+
     /// Receives a batch; each `meta[i]` describes `bufs[i]`, which may hold
     /// several datagrams of `meta[i].stride` bytes (GRO).
     pub async fn recv(

@@ -92,7 +92,8 @@ async fn two_ends_meet_by_code_and_use_the_relay_and_the_direct_path() {
     let (mut s, meeting) = connect_via(None, &meet(&[relay.local_addr()]), cfg())
         .await
         .unwrap();
-    let data = content(4 << 20);
+    // Large enough that the transfer outlasts the punching, even on a busy machine.
+    let data = content(24 << 20);
     send(&mut s, &data).await.unwrap();
     assert_eq!(got.await.unwrap().unwrap(), data);
     let reach = meeting.reach();

@@ -3,7 +3,6 @@
 //! and forwards. A batch of datagrams from one peer (GRO) goes on to the
 //! other as one batch (GSO), with its ECN mark.
 
-use std::io::IoSliceMut;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -79,17 +78,11 @@ async fn serve(io: Arc<UdpIo>, server: Arc<Mutex<Server>>) {
     let mut runs: Vec<Run> = Vec::new();
     let mut expire = tokio::time::interval(EXPIRE_EVERY);
     loop {
-        let received = {
-            let mut bufs: Vec<IoSliceMut<'_>> = storage
-                .chunks_mut(RECV_BUFFER)
-                .map(IoSliceMut::new)
-                .collect();
-            tokio::select! {
-                r = io.recv(&mut bufs, &mut meta) => r,
-                _ = expire.tick() => {
-                    lock(&server).expire(clock::now());
-                    continue;
-                }
+        let received = tokio::select! {
+            r = io.recv_into(&mut storage, &mut meta) => r,
+            _ = expire.tick() => {
+                lock(&server).expire(clock::now());
+                continue;
             }
         };
         let Ok(n) = received else {
