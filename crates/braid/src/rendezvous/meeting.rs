@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use braid_proto::rendezvous::{Handle, Message, Puncher, Refusal};
+use braid_proto::Ecn;
 use tokio::sync::{mpsc, Notify};
 
 use crate::endpoint::Endpoint;
@@ -245,12 +246,14 @@ async fn run(
                     token,
                 },
             };
-            let _ = io.try_send_to(*relay, &request.encode());
+            // Awaited: a fresh socket is not yet known to be writable, and
+            // a `try_` send would drop the first request.
+            let _ = io.send(*relay, Ecn::NotEct, &request.encode(), None).await;
             s.next = now + if s.settled { REFRESH } else { s.wait };
             s.wait = (s.wait * 2).min(MAX_RETRY);
         }
         while let Some((to, bytes)) = puncher.poll_transmit(now) {
-            let _ = io.try_send_to(to, &bytes);
+            let _ = io.send(to, Ecn::NotEct, &bytes, None).await;
         }
         let mut found = Vec::new();
         while let Some(addr) = puncher.poll_reachable() {
