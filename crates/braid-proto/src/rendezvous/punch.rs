@@ -54,16 +54,32 @@ impl std::fmt::Debug for Puncher {
 }
 
 impl Puncher {
-    /// A relay paired us: punch `peer` with `token`, from now on.
+    /// A relay paired us, or told us the peer moved: punch `peer` with
+    /// `token`, from now on (again, if it was punched before and has gone
+    /// quiet).
     pub fn add_peer(&mut self, now: Instant, peer: SocketAddr, token: [u8; TOKEN_LEN]) {
         if !self.tokens.contains(&token) && self.tokens.len() < MAX_TOKENS {
             self.tokens.push(token);
         }
-        self.add_target(now, peer, token);
+        self.add_target(now, peer, token, true);
     }
 
-    fn add_target(&mut self, now: Instant, addr: SocketAddr, token: [u8; TOKEN_LEN]) {
-        if self.targets.iter().any(|t| t.addr == addr) || self.targets.len() >= MAX_TARGETS {
+    fn add_target(&mut self, now: Instant, addr: SocketAddr, token: [u8; TOKEN_LEN], rearm: bool) {
+        if let Some(t) = self.targets.iter_mut().find(|t| t.addr == addr) {
+            // Punched before: once it has gone quiet, again if asked (a NAT
+            // that rebinds needs a new hole); while it is being punched, as is.
+            if rearm && (t.answered || now >= t.until) {
+                *t = Target {
+                    addr,
+                    token,
+                    next: now,
+                    until: now + PUNCH_FOR,
+                    answered: false,
+                };
+            }
+            return;
+        }
+        if self.targets.len() >= MAX_TARGETS {
             return;
         }
         self.targets.push(Target {
@@ -108,7 +124,7 @@ impl Puncher {
                 ));
             }
             // Its NAT may have given it a new port for us: punch that too.
-            self.add_target(now, from, token);
+            self.add_target(now, from, token, false);
         }
         true
     }
@@ -242,5 +258,30 @@ mod tests {
         let most = (PUNCH_FOR.as_millis() / PUNCH_INTERVAL.as_millis()) as usize + 1;
         assert!(sent <= most, "{sent} punches");
         assert_eq!(a.poll_timeout(), None);
+    }
+}
+
+#[cfg(test)]
+mod rearm_tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_reported_again_after_it_went_quiet_is_punched_again() {
+        let x: SocketAddr = "198.18.1.1:1".parse().unwrap();
+        let mut p = Puncher::default();
+        p.add_peer(Instant::ZERO, x, [1; 16]);
+        assert!(p.poll_transmit(Instant::ZERO).is_some());
+        assert!(p.handle(Instant::ZERO, x, [1; 16], true));
+        assert_eq!(p.poll_reachable(), Some(x));
+        assert_eq!(p.poll_timeout(), None, "answered: quiet");
+        // Its punches do not restart ours; a relay's report does.
+        let later = Instant::ZERO + Duration::from_secs(1);
+        p.handle(later, x, [1; 16], false);
+        assert!(p.poll_transmit(later).is_some(), "the answer");
+        assert!(p.poll_transmit(later).is_none());
+        p.add_peer(later, x, [1; 16]);
+        assert!(p.poll_transmit(later).is_some());
+        assert!(p.handle(later, x, [1; 16], true));
+        assert_eq!(p.poll_reachable(), Some(x), "reachable again");
     }
 }

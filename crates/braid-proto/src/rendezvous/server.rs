@@ -385,7 +385,11 @@ impl Server {
         self.by_addr.remove(&old);
         self.by_addr.insert(from, id.expect("paired"));
         self.stats.rebound += 1;
+        // Both ends learn the new address: the other one punches it, so a
+        // direct path through a NAT that filters by address opens again.
+        // The two answers together fit in the request.
         replies.push((from, paired(from, peer, token)));
+        replies.push((peer, paired(peer, from, token)));
         true
     }
 

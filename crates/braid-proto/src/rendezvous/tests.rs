@@ -354,6 +354,16 @@ fn an_end_whose_nat_rebound_moves_only_with_its_pairs_token() {
             token
         }
     );
+    // The receiver is told where the sender went, to punch it there.
+    assert_eq!(r[1].0, recv);
+    assert_eq!(
+        decode(&r[1].1),
+        Message::Paired {
+            reflexive: recv,
+            peer: moved,
+            token
+        }
+    );
     assert_eq!(s.stats().rebound, 1);
     let mut none = Vec::new();
     assert_eq!(s.handle(at(4), recv, &[8; 100], &mut none), Some(moved));

@@ -26,8 +26,13 @@ const MAX_RETRY: Duration = Duration::from_secs(2);
 /// Between refreshes of a registration or a pair: well inside the relay's
 /// 30 s and a NAT's shortest UDP timeouts (RFC 4787 asks for at least
 /// 2 min, some give 30 s), and soon enough after a NAT rebinds that the
-/// relay's connection comes back before the session gives up on it.
-const REFRESH: Duration = Duration::from_secs(5);
+/// relay's connection comes back within a few of the session's timeouts.
+/// A request a relay answers costs 160 bytes each way.
+const REFRESH: Duration = Duration::from_secs(2);
+/// How often a sender looks at its session's connections: one that
+/// stopped being answered may mean our NAT rebound, and the relays are
+/// asked at once (at most this often) to follow us.
+const CHECK_PATHS: Duration = Duration::from_millis(250);
 /// Rendezvous messages queued from the socket; more are dropped.
 pub(crate) const INBOX: usize = 64;
 
@@ -192,6 +197,18 @@ impl Meeting {
     }
 }
 
+/// Whether the attached session has a connection that stopped being
+/// answered (it carries only probes).
+fn in_trouble(m: &MeetingShared) -> bool {
+    let Some(shared) = lock(&m.session).as_ref().and_then(Weak::upgrade) else {
+        return false;
+    };
+    let paths = shared.paths();
+    paths
+        .iter()
+        .any(|p| p.state == braid_proto::PathState::Probing)
+}
+
 /// Adds a connection to `remote` to the attached session, if it has none there yet.
 fn add(m: &MeetingShared, remote: SocketAddr) {
     let Some(shared) = lock(&m.session).as_ref().and_then(Weak::upgrade) else {
@@ -223,6 +240,7 @@ async fn run(
         })
         .collect();
     let mut puncher = Puncher::default();
+    let mut next_check = now;
     loop {
         let now = clock::now();
         for (relay, s) in relays.iter().zip(&mut states) {
@@ -270,7 +288,19 @@ async fn run(
             m.changed.notify_waiters();
         }
         let next_request = states.iter().map(|s| s.next).min();
-        let deadline = [next_request, puncher.poll_timeout()]
+        if now >= next_check {
+            next_check = now + CHECK_PATHS;
+            if in_trouble(&m) {
+                // Ask the relays now; one that sees us at a new address
+                // moves our end of the pair and tells the peer.
+                for s in states.iter_mut().filter(|s| s.settled) {
+                    s.next = s.next.min(now);
+                }
+                continue;
+            }
+        }
+        let check = lock(&m.session).is_some().then_some(next_check);
+        let deadline = [next_request, puncher.poll_timeout(), check]
             .into_iter()
             .flatten()
             .min();
@@ -319,12 +349,13 @@ async fn run(
                     s.wait = FIRST_RETRY;
                     s.next = now + REFRESH;
                 }
-                if direct {
-                    puncher.add_peer(now, peer, token);
-                }
                 {
                     let mut reach = lock(&m.reach);
                     let view = &mut reach.relays[i];
+                    // New, or moved (its NAT rebound): punch it there.
+                    if direct && view.peer != Some(peer) {
+                        puncher.add_peer(now, peer, token);
+                    }
                     view.reflexive = Some(reflexive);
                     view.peer = Some(peer);
                     view.paired_at.get_or_insert_with(std::time::Instant::now);
