@@ -249,6 +249,47 @@ fn a_dead_path_is_probed_and_its_data_moves_to_the_other() {
     assert!(pair.client.error().is_none());
 }
 
+/// Path 0 goes dark while the client keeps sending on path 1; then the
+/// server (which only acknowledged until then, so no timer of its own
+/// noticed) replies. The reply takes path 1 at once instead of being lost
+/// on path 0, where it would go first, and waiting out its timeouts.
+#[test]
+fn a_reply_avoids_a_path_the_peer_fell_silent_on() {
+    let mut c = cfg();
+    c.paths = 2;
+    let mut pair = Pair::new(c, cfg(), 10 * MS);
+    // Path 1 is the faster: where a reply would go.
+    pair.jitter = Box::new(|_, path, _| {
+        if path == PathId(0) {
+            15 * MS
+        } else {
+            Duration::ZERO
+        }
+    });
+    pair.drive_until(Duration::from_secs(1), |p| p.client.is_established());
+    let data = payload(600_000);
+    assert_eq!(pair.client.write(&data[..300_000]), 300_000);
+    pair.drive_until(Duration::from_secs(5), |p| p.received.len() == 300_000);
+    let both = pair.server().stats();
+    assert!(
+        both.paths.iter().all(|(_, p)| p.packets_received > 10),
+        "both carried data"
+    );
+    pair.drop = Box::new(|_, path, _| path == PathId(0));
+    assert_eq!(pair.client.write(&data[300_000..]), 300_000);
+    pair.client.finish();
+    pair.drive_until(Duration::from_secs(10), |p| p.received.len() == 600_000);
+    let dark = pair.now;
+    let server = pair.server.as_mut().unwrap();
+    assert_eq!(server.write(b"verdict"), 7);
+    server.finish();
+    pair.drive_until(Duration::from_secs(20), |p| p.received_by_client.len() == 7);
+    assert_eq!(pair.received_by_client, b"verdict");
+    let took = pair.now.saturating_duration_since(dark);
+    // Path 1's round trip is 20 ms; path 0's timeouts would take seconds.
+    assert!(took < 100 * MS, "the reply took {took:?}");
+}
+
 #[test]
 fn paths_can_join_and_leave_during_the_session() {
     let mut pair = Pair::new(cfg(), cfg(), 10 * MS);

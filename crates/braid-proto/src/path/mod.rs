@@ -100,6 +100,8 @@ pub(crate) struct Path {
     opening_lag: Option<Duration>,
     /// Whether anything authentic from the peer arrived on this path.
     heard: bool,
+    /// When the peer's latest new packet arrived here.
+    last_received: Option<Instant>,
     /// The packet numbers authenticated here, against replays.
     replay: ReplayWindow,
     /// The address's validation until it completes; `None` once validated.
@@ -145,6 +147,7 @@ impl Path {
             exchange_rtt: None,
             opening_lag: None,
             heard: false,
+            last_received: None,
             replay: ReplayWindow::default(),
             validation: None,
             rtos: RtoCount::default(),
@@ -458,8 +461,14 @@ impl Path {
             Some(Arrival::Late) => self.losses.on_found(),
             None => return false,
         }
+        self.last_received = Some(now);
         self.stats.packets_received += 1;
         true
+    }
+
+    /// When the peer's latest new packet arrived here.
+    pub fn last_received(&self) -> Option<Instant> {
+        self.last_received
     }
 
     /// A received packet carried an ECN CE mark.

@@ -66,10 +66,61 @@ pub(super) fn pick_data_path(
             })
             .collect(),
     };
+    let silent = backlog.map_or(SilentSince::default(), |_| SilentSince::of(paths));
     let (arrival, id) = earliest_ready(paths, now, charge, segment_size, |p| {
-        p.is_validated() && p.can_send_data(charge) && !is_queue_capped(p, charge, blind, &acks)
+        p.is_validated()
+            && p.can_send_data(charge)
+            && !is_queue_capped(p, charge, blind, &acks)
+            && !silent.excludes(p)
     })?;
     (!is_worth_waiting(paths, id, arrival, charge, backlog)).then_some(id)
+}
+
+/// How long a connection may go unheard, behind the one heard from last,
+/// before a bounded backlog (the end of a stream, a reply) avoids it, at
+/// least: more than an ACK delay (10 ms) and than the gaps of a paced
+/// sender on any path worth a reply's wait.
+const SILENT_AFTER_MIN: Duration = Duration::from_millis(50);
+/// Round trips of its own a connection may go unheard (see `SilentSince`).
+const SILENT_AFTER_RTTS: u32 = 4;
+
+/// Connections the peer stopped sending on while it kept sending on
+/// another: at the end of a stream, or for a short reply, data avoids
+/// them. A side that mostly receives (a receiver sending its verdict)
+/// learns of a dead path no other way: its ACKs there elicit nothing, so
+/// no timer of its own fires until its reply is lost there, twice. While
+/// the application may write more than the buffer holds (bulk), nothing
+/// is excluded, so a connection the scheduler left idle is taken up again.
+#[derive(Default)]
+struct SilentSince {
+    /// When the peer was last heard on any usable connection.
+    newest: Option<Instant>,
+}
+
+impl SilentSince {
+    fn of(paths: &BTreeMap<PathId, Path>) -> SilentSince {
+        let newest = paths
+            .values()
+            .filter(|p| p.is_usable())
+            .filter_map(Path::last_received)
+            .max();
+        SilentSince { newest }
+    }
+
+    /// Whether `p` was last heard from long before the newest connection.
+    fn excludes(&self, p: &Path) -> bool {
+        let (Some(newest), Some(last)) = (self.newest, p.last_received()) else {
+            return false;
+        };
+        // A side that only acknowledged has no samples of its own: the
+        // floor alone, not the initial RTO's guess.
+        let rtt = match p.rtt().has_sample() {
+            true => p.rtt().srtt_or(Duration::ZERO),
+            false => Duration::ZERO,
+        };
+        let patience = (rtt * SILENT_AFTER_RTTS).max(SILENT_AFTER_MIN);
+        newest.saturating_duration_since(last) > patience
+    }
 }
 
 /// The connection for a second copy of a segment at the tail of the
