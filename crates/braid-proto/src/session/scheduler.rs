@@ -66,7 +66,7 @@ pub(super) fn pick_data_path(
             })
             .collect(),
     };
-    let silent = backlog.map_or(SilentSince::default(), |_| SilentSince::of(paths));
+    let silent = backlog.map_or(Silence::default(), |_| Silence::of(paths, now));
     let (arrival, id) = earliest_ready(paths, now, charge, segment_size, |p| {
         p.is_validated()
             && p.can_send_data(charge)
@@ -76,51 +76,59 @@ pub(super) fn pick_data_path(
     (!is_worth_waiting(paths, id, arrival, charge, backlog)).then_some(id)
 }
 
-/// How long a connection may go unheard, behind the one heard from last,
-/// before a bounded backlog (the end of a stream, a reply) avoids it, at
-/// least: more than an ACK delay (10 ms) and than the gaps of a paced
-/// sender on any path worth a reply's wait.
+/// How long a connection may go unheard, while another is heard, before
+/// a bounded backlog (the end of a stream, a reply) avoids it, at least:
+/// more than an ACK delay (10 ms) and than the gaps of a paced sender on
+/// any path worth a reply's wait.
 const SILENT_AFTER_MIN: Duration = Duration::from_millis(50);
-/// Round trips of its own a connection may go unheard (see `SilentSince`).
+/// Round trips of its own a connection may go unheard (see `Silence`).
 const SILENT_AFTER_RTTS: u32 = 4;
 
 /// Connections the peer stopped sending on while it kept sending on
 /// another: at the end of a stream, or for a short reply, data avoids
 /// them. A side that mostly receives (a receiver sending its verdict)
 /// learns of a dead path no other way: its ACKs there elicit nothing, so
-/// no timer of its own fires until its reply is lost there, twice. While
-/// the application may write more than the buffer holds (bulk), nothing
-/// is excluded, so a connection the scheduler left idle is taken up again.
+/// no timer of its own fires until its reply is lost there, twice. Only a
+/// connection heard from lately makes others avoidable, so one that died
+/// itself never shuts out the rest. While the application may write more
+/// than the buffer holds (bulk), nothing is excluded, so a connection the
+/// scheduler left idle is taken up again.
 #[derive(Default)]
-struct SilentSince {
-    /// When the peer was last heard on any usable connection.
-    newest: Option<Instant>,
+struct Silence {
+    now: Option<Instant>,
 }
 
-impl SilentSince {
-    fn of(paths: &BTreeMap<PathId, Path>) -> SilentSince {
-        let newest = paths
+impl Silence {
+    fn of(paths: &BTreeMap<PathId, Path>, now: Instant) -> Silence {
+        let alive = paths
             .values()
-            .filter(|p| p.is_usable())
-            .filter_map(Path::last_received)
-            .max();
-        SilentSince { newest }
+            .any(|p| p.is_usable() && heard_lately(p, now));
+        Silence {
+            now: alive.then_some(now),
+        }
     }
 
-    /// Whether `p` was last heard from long before the newest connection.
+    /// Whether `p` went unheard while another connection was heard.
     fn excludes(&self, p: &Path) -> bool {
-        let (Some(newest), Some(last)) = (self.newest, p.last_received()) else {
-            return false;
-        };
-        // A side that only acknowledged has no samples of its own: the
-        // floor alone, not the initial RTO's guess.
-        let rtt = match p.rtt().has_sample() {
-            true => p.rtt().srtt_or(Duration::ZERO),
-            false => Duration::ZERO,
-        };
-        let patience = (rtt * SILENT_AFTER_RTTS).max(SILENT_AFTER_MIN);
-        newest.saturating_duration_since(last) > patience
+        self.now
+            .is_some_and(|now| p.last_received().is_some() && !heard_lately(p, now))
     }
+}
+
+/// Whether the peer's latest packet on `p` came within 4 of its round
+/// trips (at least `SILENT_AFTER_MIN`).
+fn heard_lately(p: &Path, now: Instant) -> bool {
+    let Some(last) = p.last_received() else {
+        return false;
+    };
+    // A side that only acknowledged has no samples of its own: the floor
+    // alone, not the initial RTO's guess.
+    let rtt = match p.rtt().has_sample() {
+        true => p.rtt().srtt_or(Duration::ZERO),
+        false => Duration::ZERO,
+    };
+    let patience = (rtt * SILENT_AFTER_RTTS).max(SILENT_AFTER_MIN);
+    now.saturating_duration_since(last) <= patience
 }
 
 /// The connection for a second copy of a segment at the tail of the
