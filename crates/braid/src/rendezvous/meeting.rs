@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use braid_proto::rendezvous::wire::{COOKIE_LEN, TOKEN_LEN};
 use braid_proto::rendezvous::{Handle, Message, Puncher, Refusal};
 use braid_proto::Ecn;
 use tokio::sync::{mpsc, Notify};
@@ -90,10 +91,11 @@ fn same_addr(a: SocketAddr, b: SocketAddr) -> bool {
 }
 
 struct RelayState {
-    cookie: Option<Vec<u8>>,
+    /// The relay's last cookie (zeros until it gave one).
+    cookie: [u8; COOKIE_LEN],
     /// The pair's token, once paired: refreshes carry it, so the relay
     /// follows us if our NAT rebinds.
-    token: [u8; braid_proto::rendezvous::wire::TOKEN_LEN],
+    token: [u8; TOKEN_LEN],
     next: braid_proto::Instant,
     wait: Duration,
     /// Registered (refresh later) or paired (a joiner asks no more).
@@ -232,8 +234,8 @@ async fn run(
     let mut states: Vec<RelayState> = relays
         .iter()
         .map(|_| RelayState {
-            cookie: None,
-            token: [0; braid_proto::rendezvous::wire::TOKEN_LEN],
+            cookie: [0; COOKIE_LEN],
+            token: [0; TOKEN_LEN],
             next: now,
             wait: FIRST_RETRY,
             settled: false,
@@ -247,11 +249,7 @@ async fn run(
             if s.next > now {
                 continue;
             }
-            let mut cookie = [0u8; braid_proto::rendezvous::wire::COOKIE_LEN];
-            if let Some(c) = &s.cookie {
-                cookie.copy_from_slice(c);
-            }
-            let token = s.token;
+            let (cookie, token) = (s.cookie, s.token);
             let request = match role {
                 MeetRole::Register => Message::Register {
                     handle,
@@ -328,7 +326,7 @@ async fn run(
         let s = &mut states[i];
         match message {
             Message::Cookie(c) => {
-                s.cookie = Some(c.to_vec());
+                s.cookie = c;
                 s.next = now;
             }
             Message::Registered { reflexive, .. } => {
