@@ -16,6 +16,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
+use crate::lab::ns::ip;
+
 const PREFIX: &str = "braid-link-";
 
 /// One end of the link: a TUN device (IP packets, no packet information
@@ -201,22 +203,6 @@ fn remove_stale() {
             remove(name);
         }
     }
-}
-
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .context("cannot run ip")?;
-    if !out.status.success() {
-        bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]
