@@ -181,7 +181,7 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
             Duration::from_nanos(at.as_nanos().saturating_sub(link_now(origin).as_nanos()))
                 .min(MAX_WAIT)
         });
-        wait_readable(&[&ns.inside, &ns.outside], wait);
+        crate::netns::wait_readable(&[&ns.inside, &ns.outside], wait);
     };
     for lane in &mut lanes {
         lane.finish();
@@ -196,22 +196,6 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
 
 fn link_now(origin: std::time::Instant) -> Instant {
     Instant::from_nanos(u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
-}
-
-/// Sleeps until a device has a packet or `wait` has passed.
-fn wait_readable(tuns: &[&Tun; 2], wait: Duration) {
-    let mut fds = tuns.map(|t| libc::pollfd {
-        fd: t.fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    });
-    let ts = libc::timespec {
-        tv_sec: wait.as_secs() as libc::time_t,
-        tv_nsec: libc::c_long::from(wait.subsec_nanos() as i32),
-    };
-    // SAFETY: two live pollfds, a live timespec, no signal mask change.
-    // EINTR (a signal) just ends the wait early.
-    unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
 }
 
 /// The command's status as ours: its code, or 128 + the signal that ended it.

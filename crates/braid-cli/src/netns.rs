@@ -13,6 +13,7 @@ use std::io::{self, Read, Write};
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 
@@ -203,6 +204,22 @@ fn remove_stale() {
             remove(name);
         }
     }
+}
+
+/// Sleeps until one of the devices has a packet or `wait` has passed.
+pub fn wait_readable(tuns: &[&Tun; 2], wait: Duration) {
+    let mut fds = tuns.map(|t| libc::pollfd {
+        fd: t.fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    let ts = libc::timespec {
+        tv_sec: wait.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(wait.subsec_nanos() as i32),
+    };
+    // SAFETY: two live pollfds, a live timespec, no signal mask change.
+    // EINTR (a signal) just ends the wait early.
+    unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
 }
 
 #[cfg(test)]

@@ -56,7 +56,8 @@ pub(crate) struct EndpointInner {
     rendezvous: Mutex<Option<mpsc::Sender<(SocketAddr, Message)>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// A lock whose holder panicked still guards usable state here.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

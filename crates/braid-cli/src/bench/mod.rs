@@ -122,6 +122,15 @@ enum BenchMode {
     Reach(Box<reach::ReachArgs>),
 }
 
+/// This run's command line, as a user would type it.
+pub(super) fn command_line() -> String {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|a| if a.contains(' ') { format!("{a:?}") } else { a })
+        .collect();
+    format!("braid {}", args.join(" "))
+}
+
 /// A suite and its rows, in order.
 pub struct Suite {
     pub name: String,

@@ -19,6 +19,8 @@ use anyhow::{bail, Context};
 use braid_proto::rendezvous::wire::{Message, COOKIE_LEN, TOKEN_LEN};
 use clap::Args;
 
+use super::reach::procs::usage;
+
 #[derive(Args)]
 pub struct PairingsArgs {
     /// Concurrent pairs to make on one relay.
@@ -34,6 +36,8 @@ pub struct PairingsArgs {
     #[arg(long)]
     out: Option<PathBuf>,
 }
+
+const MIB: f64 = 1024.0 * 1024.0;
 
 /// Payload of a flooded datagram: what a sealed braid data datagram is.
 const DATAGRAM: usize = 1444 - 28;
@@ -67,7 +71,7 @@ pub fn run(args: PairingsArgs) -> anyhow::Result<ExitCode> {
         bail!("the relay did not start: {line:?}");
     }
     let pid = relay.0.id();
-    let idle_rss = rss_kib(pid)?;
+    let idle_rss = usage(pid)?.rss;
 
     let started = Instant::now();
     let mut pairs = Vec::with_capacity(args.pairs);
@@ -79,13 +83,13 @@ pub fn run(args: PairingsArgs) -> anyhow::Result<ExitCode> {
         check_forwarding(relay_addr, recv, send, i)
             .with_context(|| format!("pair {i} forwards"))?;
     }
-    let pairs_rss = rss_kib(pid)?;
-    let per_pair = (pairs_rss.saturating_sub(idle_rss)) as f64 * 1024.0 / args.pairs as f64;
+    let pairs_rss = usage(pid)?.rss;
+    let per_pair = pairs_rss.saturating_sub(idle_rss) as f64 / args.pairs as f64;
 
-    let cpu_before = cpu_seconds(pid)?;
+    let cpu_before = usage(pid)?.cpu_s;
     let flooded: Vec<_> = pairs.into_iter().take(args.flooded).collect();
     let forwarded = flood(relay_addr, flooded, args.flood_for)?;
-    let cpu = cpu_seconds(pid)? - cpu_before;
+    let cpu = usage(pid)?.cpu_s - cpu_before;
     let gb = forwarded as f64 / 1e9;
     let text = format!(
         "# Rendezvous relay cost\n\n\
@@ -104,8 +108,8 @@ pub fn run(args: PairingsArgs) -> anyhow::Result<ExitCode> {
         f = args.flooded,
         s = args.flood_for.as_secs_f64(),
         paired = paired_in.as_secs_f64(),
-        idle = idle_rss as f64 / 1024.0,
-        with = pairs_rss as f64 / 1024.0,
+        idle = idle_rss as f64 / MIB,
+        with = pairs_rss as f64 / MIB,
         per = per_pair,
         mb = forwarded as f64 / 1e6,
         rate = forwarded as f64 * 8.0 / args.flood_for.as_secs_f64() / 1e6,
@@ -263,27 +267,4 @@ fn flood(
         anyhow::Ok(())
     })?;
     Ok(received.load(Ordering::Relaxed))
-}
-
-/// Resident memory of `pid`, in KiB.
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .context("no VmRSS")
-}
-
-/// User and system CPU seconds of `pid` so far.
-fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name, which is in parentheses.
-    let rest = stat.rsplit_once(')').context("bad stat")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
-    // SAFETY: sysconf reads a constant of the system.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Ok((ticks(11) + ticks(12)) as f64 / hz)
 }

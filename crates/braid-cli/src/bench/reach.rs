@@ -13,7 +13,7 @@
 //! braid. The report puts the verdicts first, then medians per case.
 
 mod croc;
-mod procs;
+pub(super) mod procs;
 mod report;
 
 use std::path::{Path, PathBuf};

@@ -454,7 +454,7 @@ fn markdown(summaries: &[Summary], args: &TransfersArgs) -> String {
             Sink::Null => "/dev/null",
         }
     );
-    let _ = writeln!(md, "```sh\n{}\n```\n", command_line());
+    let _ = writeln!(md, "```sh\n{}\n```\n", super::command_line());
     md.push_str(
         "| case | runs | goodput Mbit/s | CPU s/GB sender | CPU s/GB receiver | CPU s/GB relay | goodput vs first | CPU vs first |\n|---|---|---|---|---|---|---|---|\n",
     );
@@ -474,15 +474,6 @@ fn markdown(summaries: &[Summary], args: &TransfersArgs) -> String {
         );
     }
     md
-}
-
-/// This run's command line, as a user would type it.
-fn command_line() -> String {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .map(|a| if a.contains(' ') { format!("{a:?}") } else { a })
-        .collect();
-    format!("braid {}", args.join(" "))
 }
 
 #[cfg(test)]

@@ -123,23 +123,8 @@ fn forward(a: &Tun, b: &Tun, lanes: &mut [Lane; 2], stop: &AtomicBool, state: &A
         let wait = due.map_or(MAX_WAIT, |at| {
             Duration::from_nanos(at.as_nanos().saturating_sub(now().as_nanos())).min(MAX_WAIT)
         });
-        wait_readable(a, b, wait);
+        crate::netns::wait_readable(&[a, b], wait);
     }
-}
-
-/// Sleeps until a device has a packet or `wait` has passed.
-fn wait_readable(a: &Tun, b: &Tun, wait: Duration) {
-    let mut fds = [a, b].map(|t| libc::pollfd {
-        fd: t.fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    });
-    let ts = libc::timespec {
-        tv_sec: wait.as_secs() as libc::time_t,
-        tv_nsec: libc::c_long::from(wait.subsec_nanos() as i32),
-    };
-    // SAFETY: two live pollfds, a live timespec, no signal mask change.
-    unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
 }
 
 /// One direction: its link and the packets it has yet to deliver.

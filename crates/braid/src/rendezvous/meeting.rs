@@ -8,7 +8,7 @@
 //! is the NAT mapping the direct connection will use.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use braid_proto::rendezvous::wire::{COOKIE_LEN, TOKEN_LEN};
@@ -16,7 +16,7 @@ use braid_proto::rendezvous::{Handle, Message, Puncher, Refusal};
 use braid_proto::Ecn;
 use tokio::sync::{mpsc, Notify};
 
-use crate::endpoint::Endpoint;
+use crate::endpoint::{lock, Endpoint};
 use crate::session::Shared;
 use crate::{clock, Session};
 
@@ -108,10 +108,6 @@ pub(crate) struct MeetingShared {
     /// The session to add connections to (a sender's, once open).
     session: Mutex<Option<Weak<Shared>>>,
     endpoint: Endpoint,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A rendezvous in progress; dropping it stops asking and punching.

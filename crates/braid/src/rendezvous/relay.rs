@@ -4,12 +4,13 @@
 //! other as one batch (GSO), with its ECN mark.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use braid_proto::rendezvous::{Server, ServerConfig, ServerStats};
 use quinn_udp::RecvMeta;
 
+use crate::endpoint::lock;
 use crate::udp::{self, UdpIo, RECV_BATCH, RECV_BUFFER};
 use crate::{clock, Error, Result};
 
@@ -28,10 +29,6 @@ impl Drop for RendezvousRelay {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-fn lock(m: &Mutex<Server>) -> MutexGuard<'_, Server> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl RendezvousRelay {

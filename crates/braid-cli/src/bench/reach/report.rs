@@ -354,7 +354,7 @@ impl Report {
              first pairing to the direct connection's first acknowledgement. To data = from \
              starting the sender to its session being open (when its record arrived, less its \
              `duration_s`). Goodput = the sender's, from the handshake to the receiver's verdict.\n",
-            command_line(),
+            crate::bench::command_line(),
             crate::human::size(self.size),
             self.rounds
         );
@@ -471,15 +471,6 @@ impl Report {
             "croc": self.croc,
         })
     }
-}
-
-/// This run's command line, as a user would type it.
-fn command_line() -> String {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .map(|a| if a.contains(' ') { format!("{a:?}") } else { a })
-        .collect();
-    format!("braid {}", args.join(" "))
 }
 
 #[cfg(test)]
