@@ -36,6 +36,8 @@ pub struct DemoArgs {
     /// No live progress.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    observe: crate::observe::ObserveArgs,
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {

@@ -10,6 +10,7 @@ mod lab;
 mod link_args;
 mod link_cmd;
 mod netns;
+mod observe;
 mod progress;
 mod record;
 mod recv_cmd;

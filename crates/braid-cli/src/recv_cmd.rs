@@ -44,6 +44,8 @@ pub struct RecvArgs {
     security: crate::keys::RecvSecurity,
     #[command(flatten)]
     report: crate::ReportArgs,
+    #[command(flatten)]
+    observe: crate::observe::ObserveArgs,
 }
 
 /// How long a stopped `--keep` receiver waits for its transfers to end.

@@ -50,6 +50,8 @@ pub struct SendArgs {
     security: crate::keys::SendSecurity,
     #[command(flatten)]
     report: crate::ReportArgs,
+    #[command(flatten)]
+    observe: crate::observe::ObserveArgs,
 }
 
 pub fn run(args: SendArgs) -> anyhow::Result<ExitCode> {
