@@ -24,6 +24,10 @@ pub struct SimArgs {
     /// Also draw the run's plots (window per connection, throughput per flow) into DIR, as SVG and PNG.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Also write each session's qlog (JSON-SEQ, .sqlog) into DIR, in
+    /// virtual time; open them in qvis. See docs/observability.md.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -38,7 +42,18 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let result = braid_sim::run(&scenario, args.seed);
+    let seed = args.seed.unwrap_or(scenario.seed);
+    let sim = braid_sim::Sim::new(scenario, seed);
+    let result = match &args.qlog {
+        Some(dir) => {
+            let (result, files) = sim.with_qlog(dir)?.run_with_qlog();
+            for file in files? {
+                eprintln!("braid sim: qlog {}", file.display());
+            }
+            result
+        }
+        None => sim.run(),
+    };
     if let Some(dir) = &args.plot {
         for file in crate::bench::plot_run(&result, dir)? {
             eprintln!(

@@ -85,6 +85,9 @@ pub struct SessionConfig {
     pub packet_threshold: u32,
     /// Interval of the per-connection time series; `None` disables sampling.
     pub sample_interval: Option<Duration>,
+    /// Record the session's events for [`Session::drain_trace`](crate::Session::drain_trace)
+    /// (qlog); off by default, and then free.
+    pub trace: bool,
     /// Longest interval between probes of a connection that seems down.
     pub max_probe_interval: Duration,
     /// Initial congestion window of each connection by id, packets of `segment_size`
@@ -145,6 +148,7 @@ impl Default for SessionConfig {
             max_ack_delay: Duration::from_millis(10),
             packet_threshold: 3,
             sample_interval: Some(Duration::from_millis(100)),
+            trace: false,
             max_probe_interval: Duration::from_secs(1),
             initial_windows: Vec::new(),
             security: Security::default(),

@@ -22,6 +22,7 @@ mod send_stream;
 mod session;
 mod stats;
 mod time;
+pub mod trace;
 mod varint;
 pub mod wire;
 

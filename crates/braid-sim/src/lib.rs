@@ -11,6 +11,7 @@
 pub mod content;
 mod flow_error;
 mod published;
+mod qlog_files;
 pub mod report;
 pub mod scenario;
 mod sim;

@@ -3,6 +3,7 @@
 
 use crate::content::Transfer;
 use crate::flow_error::FlowError;
+use crate::qlog_files::QlogFiles;
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
 use braid_link::seeds::{self, Side};
@@ -91,6 +92,8 @@ pub struct Sim {
     /// Datagrams the simulator delivered, for the speed report.
     delivered_datagrams: u64,
     events: u64,
+    /// The sessions' qlog files, when asked for.
+    qlog: Option<QlogFiles>,
 }
 
 /// Events one run may process before it is declared a livelock.
@@ -98,9 +101,10 @@ const MAX_EVENTS: u64 = 200_000_000;
 
 /// The configuration of a flow's sessions: the file's, with one connection
 /// per path of the flow, sampled at the scenario's interval.
-fn session_config(spec: &FlowSpec, sample_interval: Duration) -> SessionConfig {
+fn session_config(spec: &FlowSpec, sample_interval: Duration, trace: bool) -> SessionConfig {
     let mut cfg = spec.session.clone();
     cfg.sample_interval = Some(sample_interval);
+    cfg.trace = trace;
     cfg.paths = spec.paths.len().min(255) as u8;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
     cfg
@@ -160,6 +164,7 @@ impl Sim {
             buf: Vec::with_capacity(2048),
             delivered_datagrams: 0,
             events: 0,
+            qlog: None,
         };
         for i in 0..sim.flows.len() {
             let at = Instant::ZERO + sim.flows[i].spec.start;
@@ -185,9 +190,48 @@ impl Sim {
         self.queue.push(Reverse((at, self.seq, action)));
     }
 
+    /// Also writes each session's qlog into `dir` (see
+    /// [`Sim::run_with_qlog`]).
+    pub fn with_qlog(mut self, dir: &std::path::Path) -> std::io::Result<Sim> {
+        let name = self
+            .scenario
+            .name
+            .clone()
+            .unwrap_or_else(|| "scenario".into());
+        self.qlog = Some(QlogFiles::new(dir, &name)?);
+        Ok(self)
+    }
+
+    /// Runs as [`Sim::run`], and returns the qlog files written (none
+    /// without [`Sim::with_qlog`]) or the first error writing them.
+    pub fn run_with_qlog(mut self) -> (RunResult, std::io::Result<Vec<std::path::PathBuf>>) {
+        let wall = std::time::Instant::now();
+        self.run_events();
+        let files = match self.qlog.take() {
+            Some(mut q) => {
+                for (i, f) in self.flows.iter_mut().enumerate() {
+                    if let Some(s) = f.client.session.as_mut() {
+                        q.drain(i, Side::Client, s);
+                    }
+                    if let Some(s) = f.server.session.as_mut() {
+                        q.drain(i, Side::Server, s);
+                    }
+                }
+                q.finish()
+            }
+            None => Ok(Vec::new()),
+        };
+        (self.finish(wall.elapsed()), files)
+    }
+
     /// Runs to completion or the time limit and reports.
     pub fn run(mut self) -> RunResult {
         let wall = std::time::Instant::now();
+        self.run_events();
+        self.finish(wall.elapsed())
+    }
+
+    fn run_events(&mut self) {
         let limit = Instant::ZERO + self.scenario.time_limit;
         while let Some(Reverse((at, _, action))) = self.queue.pop() {
             if at > limit {
@@ -208,7 +252,6 @@ impl Sim {
                 break;
             }
         }
-        self.finish(wall.elapsed())
     }
 
     fn dispatch(&mut self, action: Action) {
@@ -256,7 +299,11 @@ impl Sim {
                         s.handle_datagram(now, datagram);
                     }
                     (Side::Server, None) => {
-                        let mut cfg = session_config(&f.spec, self.scenario.sample_interval);
+                        let mut cfg = session_config(
+                            &f.spec,
+                            self.scenario.sample_interval,
+                            self.qlog.is_some(),
+                        );
                         if f.spec.sealed {
                             cfg.security = Security::server(flow_identity(self.seed, flow));
                         }
@@ -282,7 +329,7 @@ impl Sim {
         let session_id = seeds::session_id(self.seed, flow);
         let f = &mut self.flows[flow];
         f.started_at = Some(self.now);
-        let mut cfg = session_config(&f.spec, self.scenario.sample_interval);
+        let mut cfg = session_config(&f.spec, self.scenario.sample_interval, self.qlog.is_some());
         if f.spec.sealed {
             cfg.security = Security::pinned(flow_identity(self.seed, flow).public());
         }
@@ -390,6 +437,9 @@ impl Sim {
         let mut connected = false;
         while let Some(ev) = s.poll_event() {
             connected |= ev == Event::Connected;
+        }
+        if let Some(q) = self.qlog.as_mut() {
+            q.drain(flow, side, s);
         }
         let keep_series = side == Side::Client || spec.bytes == 0;
         let samples: Vec<PathSample> = if keep_series {

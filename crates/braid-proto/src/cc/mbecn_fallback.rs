@@ -121,6 +121,10 @@ impl Controller for MbEcnWithFallback {
         self.decider().in_slow_start()
     }
 
+    fn state_name(&self) -> &'static str {
+        self.decider().state_name()
+    }
+
     fn window(&self) -> u64 {
         self.decider().window()
     }

@@ -255,6 +255,15 @@ pub trait Controller: Send + fmt::Debug {
     /// Starts from a configured window instead of the algorithm's initial
     /// one; a no-op for controllers whose window follows a model (BBR, MB-ECN).
     fn set_initial_window(&mut self, _bytes: u64) {}
+    /// The controller's state in qlog's words (`slow_start`,
+    /// `congestion_avoidance`) or the algorithm's own (BBR's modes).
+    fn state_name(&self) -> &'static str {
+        if self.in_slow_start() {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        }
+    }
     /// Snapshot for stats.
     fn metrics(&self) -> ControllerMetrics {
         ControllerMetrics {

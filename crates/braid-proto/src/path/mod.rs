@@ -28,6 +28,7 @@ pub(crate) use validation::{Candidate, PathResponses};
 use crate::cc::Controller;
 use crate::rtt::{Exchange, RtoConfig, RttEstimator};
 use crate::stats::{PathSample, PathState, PathStats};
+use crate::trace::PathTrace;
 use crate::wire::AckFrame;
 use crate::{Instant, PathId};
 use ack_owed::{AcksOwed, Arrival};
@@ -110,6 +111,8 @@ pub(crate) struct Path {
     rtos: RtoCount,
     /// A server's: when its first and latest answers went on this path.
     answers_sent: Option<Exchange>,
+    /// Its events for the session's log, and what the log last said of it.
+    pub trace: PathTrace,
 }
 
 impl Path {
@@ -152,6 +155,7 @@ impl Path {
             validation: None,
             rtos: RtoCount::default(),
             answers_sent: None,
+            trace: PathTrace::default(),
         }
     }
 
@@ -543,6 +547,21 @@ impl Path {
     // ---- statistics ------------------------------------------------------
 
     /// Refreshes the snapshot fields of `stats`.
+    /// Its figures for the session's log.
+    pub fn trace_metrics(&self) -> crate::trace::Metrics {
+        let rtt = self.rtt.has_sample();
+        crate::trace::Metrics {
+            cwnd: Some(self.cc.window()),
+            in_flight: Some(self.in_flight()),
+            srtt: rtt.then(|| self.rtt.srtt_or(Duration::ZERO)),
+            latest_rtt: rtt.then(|| self.rtt.latest()),
+            min_rtt: rtt.then(|| self.rtt.min()),
+            rttvar: rtt.then(|| self.rtt.rttvar()),
+            pacing_rate: self.pacing_rate().map(|r| r as u64),
+            ssthresh: self.cc.metrics().ssthresh,
+        }
+    }
+
     pub fn snapshot(&self, cfg: &RtoConfig) -> PathStats {
         let mut s = self.stats;
         s.state = self.state;

@@ -17,6 +17,7 @@ use crate::cc::{Acked, Cause, CongestionEvent};
 use crate::rtt::RtoConfig;
 use crate::send_stream::SendStream;
 use crate::stats::PathState;
+use crate::trace::{EventKind, LossTimer, LossTrigger};
 use crate::wire::AckFrame;
 use crate::Instant;
 use std::time::Duration;
@@ -56,6 +57,14 @@ impl Path {
     /// The tail-loss probe fired: returns the segment to probe with when
     /// there is nothing new to send (the newest one in flight here).
     pub fn on_tlp(&mut self, now: Instant) -> Option<u64> {
+        let timer = LossTimer::TailLossProbe;
+        (self.trace.tracer).record(
+            now,
+            EventKind::TimerExpired {
+                path: self.id,
+                timer,
+            },
+        );
         self.tlp_fired = Some(now);
         self.tlp_credit = true;
         self.stats.tail_loss_probes += 1;
@@ -86,9 +95,17 @@ impl Path {
     /// The retransmission timer fired: everything in flight is lost. Returns
     /// whether the path just started probing (two expiries in a row).
     pub fn on_rto(&mut self, now: Instant, send: &mut SendStream) -> bool {
+        let timer = LossTimer::Rto;
+        (self.trace.tracer).record(
+            now,
+            EventKind::TimerExpired {
+                path: self.id,
+                timer,
+            },
+        );
         self.stats.timeouts += 1;
         let newest = self.sent.newest().map(|p| p.sent_at);
-        let count = self.declare_all_lost(send);
+        let count = self.declare_all_lost(now, LossTrigger::Timeout, send);
         self.tlp_fired = None;
         self.tlp_credit = false;
         self.backoffs += 1;
@@ -105,8 +122,8 @@ impl Path {
     }
 
     /// The path is closed: all it had in flight must travel elsewhere.
-    pub fn close(&mut self, send: &mut SendStream) {
-        self.declare_all_lost(send);
+    pub fn close(&mut self, now: Instant, send: &mut SendStream) {
+        self.declare_all_lost(now, LossTrigger::PathClosed, send);
         self.state = PathState::Closed;
         self.acks.on_path_closed();
         self.pending.probe = false;
@@ -131,6 +148,9 @@ impl Path {
         let lost_before = self.stats.lost_bytes;
         let srtt = self.rtt.srtt_or(Duration::ZERO);
         let acked = self.sent.on_ack(now, &ack.ranges, srtt);
+        if self.trace.tracer.is_on() {
+            self.trace_acked(now, &acked.newly, acked.spurious.len());
+        }
         self.on_spurious_losses(now, &acked.spurious, send);
         let mut out = AckOutcome {
             spurious: acked.spurious.len() as u64,
@@ -169,6 +189,26 @@ impl Path {
             self.cc.on_rate_sample(now, &s);
         }
         out
+    }
+
+    /// Records the newly acknowledged packets as runs of consecutive numbers.
+    fn trace_acked(&mut self, now: Instant, newly: &[(u64, SentPacket)], spurious: usize) {
+        let path = self.id;
+        let mut runs = newly.iter().map(|&(pn, _)| pn).peekable();
+        while let Some(first) = runs.next() {
+            let mut last = first;
+            while runs.peek() == Some(&(last + 1)) {
+                last += 1;
+                runs.next();
+            }
+            let kind = EventKind::PacketsAcked { path, first, last };
+            self.trace.tracer.record(now, kind);
+        }
+        for _ in 0..spurious {
+            self.trace
+                .tracer
+                .record(now, EventKind::SpuriousLoss { path });
+        }
     }
 
     /// Packets declared lost arrived after all: their data is delivered.
@@ -251,11 +291,11 @@ impl Path {
     /// Declares lost what the threshold rules say is; arms the loss timer for the rest.
     pub fn detect_losses(&mut self, now: Instant, send: &mut SendStream) -> u64 {
         let lost = self.sent.detect_losses(now, &self.rtt);
-        let Some(newest) = lost.last().map(|p| p.sent_at) else {
+        let Some(newest) = lost.last().map(|(_, p)| p.sent_at) else {
             return 0;
         };
-        for p in &lost {
-            self.on_lost(p, send);
+        for (pn, p) in &lost {
+            self.on_lost(now, *pn, p, LossTrigger::Threshold, send);
         }
         let count = lost.len() as u64;
         self.signal_congestion(now, Cause::Loss, newest, count);
@@ -263,15 +303,31 @@ impl Path {
     }
 
     /// Declares everything in flight lost; returns how many packets were.
-    fn declare_all_lost(&mut self, send: &mut SendStream) -> u64 {
+    fn declare_all_lost(&mut self, now: Instant, why: LossTrigger, send: &mut SendStream) -> u64 {
         let lost = self.sent.declare_all_lost();
-        for p in &lost {
-            self.on_lost(p, send);
+        for (pn, p) in &lost {
+            self.on_lost(now, *pn, p, why, send);
         }
         lost.len() as u64
     }
 
-    fn on_lost(&mut self, p: &SentPacket, send: &mut SendStream) {
+    fn on_lost(
+        &mut self,
+        now: Instant,
+        pn: u64,
+        p: &SentPacket,
+        trigger: LossTrigger,
+        send: &mut SendStream,
+    ) {
+        self.trace.tracer.record(
+            now,
+            EventKind::PacketLost {
+                path: self.id,
+                pn,
+                bytes: p.segment.map_or(0, |_| p.charge),
+                trigger,
+            },
+        );
         self.stats.lost_packets += 1;
         self.stats.lost_bytes += p.charge;
         self.losses.on_lost();

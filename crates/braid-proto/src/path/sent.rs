@@ -170,7 +170,7 @@ impl SentPackets {
 
     /// Declares lost what the threshold rules say is, oldest first, and
     /// arms the loss timer for the rest.
-    pub fn detect_losses(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<SentPacket> {
+    pub fn detect_losses(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<(u64, SentPacket)> {
         self.loss_deadline = None;
         let mut lost = Vec::new();
         let Some(largest) = self.largest_acked else {
@@ -187,7 +187,7 @@ impl SentPackets {
                 self.loss_deadline = Some(p.sent_at + delay);
                 break;
             }
-            lost.push(self.declare_lost(pn));
+            lost.push((pn, self.declare_lost(pn)));
         }
         self.forget_old_losses(now, rtt);
         lost
@@ -195,10 +195,10 @@ impl SentPackets {
 
     /// Declares everything in flight lost, oldest first (a retransmission
     /// timeout, or the path closed).
-    pub fn declare_all_lost(&mut self) -> Vec<SentPacket> {
+    pub fn declare_all_lost(&mut self) -> Vec<(u64, SentPacket)> {
         let mut lost = Vec::with_capacity(self.sent.len());
         while let Some((&pn, _)) = self.sent.first_key_value() {
-            lost.push(self.declare_lost(pn));
+            lost.push((pn, self.declare_lost(pn)));
         }
         self.loss_deadline = None;
         lost
@@ -270,9 +270,9 @@ mod tests {
         rtt
     }
 
-    fn pns(lost: &[SentPacket]) -> Vec<u64> {
+    fn pns(lost: &[(u64, SentPacket)]) -> Vec<u64> {
         lost.iter()
-            .map(|p| p.sent_at.as_nanos() / 1_000_000)
+            .map(|(_, p)| p.sent_at.as_nanos() / 1_000_000)
             .collect()
     }
 
@@ -315,7 +315,8 @@ mod tests {
         assert_eq!(lost.len(), 8);
         let acked = s.on_ack(at(60), &[(2, 2)], 100 * MS);
         assert!(acked.newly.is_empty());
-        assert_eq!(pns(&acked.spurious), [2]);
+        let spurious: Vec<_> = acked.spurious.iter().map(|&p| (0, p)).collect();
+        assert_eq!(pns(&spurious), [2]);
         // Packet 2 arrived 9 packets behind the largest: reordering, not loss.
         assert_eq!(s.packet_threshold, 9);
         assert_eq!((s.reo_mult, s.reo_raised_at), (1, Some(at(60))));

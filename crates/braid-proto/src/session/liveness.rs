@@ -45,6 +45,12 @@ impl Liveness {
         self.progress_at = now;
     }
 
+    /// The latest time the session knows of: its last send or arrival
+    /// (for dating what happens between calls that bring the time).
+    pub fn latest(&self) -> Instant {
+        self.last_send.max(self.last_recv)
+    }
+
     /// The connection the peer was last heard on.
     pub fn last_recv_path(&self) -> PathId {
         self.last_recv_path

@@ -35,6 +35,7 @@ mod stats;
 mod streams;
 mod tail_copy;
 mod timers;
+mod trace;
 mod transmit;
 mod unreachable;
 mod validation;
@@ -151,6 +152,8 @@ pub struct Session {
     ack_copies: ack_copy::AckCopies,
     /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
     tail_copy_checked: Option<i64>,
+    /// The event log, when the configuration asks for one.
+    trace: trace::SessionTrace,
 }
 
 impl Session {
@@ -217,7 +220,7 @@ impl Session {
         );
         let mut recv = RecvStream::new(cfg.recv_window);
         recv.set_max_window(cfg.max_window);
-        Session {
+        let mut s = Session {
             role,
             session_id,
             state: State::Established,
@@ -239,8 +242,11 @@ impl Session {
             challenges: validation::Challenges::default(),
             ack_copies: ack_copy::AckCopies::default(),
             tail_copy_checked: None,
+            trace: trace::SessionTrace::new(cfg.trace),
             cfg,
-        }
+        };
+        s.trace_parameters(now);
+        s
     }
 
     fn cc_context(&self) -> CcContext {
@@ -282,6 +288,7 @@ impl Session {
             self.epoch,
         );
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
+        path.trace.tracer = crate::trace::Tracer::new(self.is_tracing());
         self.paths.insert(id, path);
     }
 
@@ -318,6 +325,7 @@ impl Session {
         self.streams.recv.set_window(recv_window);
         self.streams.recv.set_max_window(self.cfg.max_window);
         self.reset_controllers();
+        self.trace_parameters(self.liveness.latest());
     }
 
     // ---- getters -------------------------------------------------------

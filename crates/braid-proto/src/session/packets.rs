@@ -51,6 +51,11 @@ impl Packets {
         self.number = pn;
     }
 
+    /// The number of the datagram being written.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
     /// Bytes of the datagram written so far into `buf`.
     pub fn len(&self, buf: &[u8]) -> usize {
         buf.len() - self.start

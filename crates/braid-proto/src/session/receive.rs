@@ -6,6 +6,7 @@ use crate::error::{SessionError, Violation};
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
 use crate::stats::PathState;
+use crate::trace::EventKind;
 use crate::wire::{AckFrame, Frame, Frames, Header, HEADER_LEN, VERSION};
 use crate::PathId;
 use crate::Role;
@@ -205,6 +206,7 @@ impl Session {
         if !self.record_arrival(arrival, header, scan.ack_eliciting) {
             return false;
         }
+        self.trace_received(now, path, header.packet_number, len, payload);
         self.on_peer_heard(now, path);
         if scan.ack_eliciting {
             self.extend_drain(now);
@@ -216,6 +218,7 @@ impl Session {
             self.handle_frame(now, path, frame);
         }
         self.check_progress(now);
+        self.gather_trace(now);
         true
     }
 
@@ -324,6 +327,7 @@ impl Session {
                 if let Some(p) = self.paths.get_mut(&path) {
                     p.cc_mut().on_ece(now, level);
                 }
+                self.trace_event(now, EventKind::MbEcn { path, level });
             }
             Frame::Hello(_) => {
                 if self.role == Role::Server {
@@ -368,7 +372,7 @@ impl Session {
                 }
             }
             Frame::Close { code, reason } => self.on_close(code, reason),
-            Frame::PathClose { path: closed } => self.on_path_closed(closed),
+            Frame::PathClose { path: closed } => self.on_path_closed(now, closed),
             Frame::PathChallenge(data) => self.on_path_challenge(path, data),
             Frame::PathResponse(data) => self.on_path_response(now, path, data),
             Frame::Padding
@@ -400,8 +404,13 @@ impl Session {
             return self.violation(Violation::AckDataNeverSent);
         }
         let acked_before = self.streams.send.acked_bytes;
+        let delivered_before = self.streams.send.delivered_on(path);
         let p = self.paths.get_mut(&path).expect("path exists");
         let outcome = p.on_ack_frame(now, ack, &mut self.streams.send);
+        let bytes = self.streams.send.delivered_on(path) - delivered_before;
+        if bytes > 0 {
+            self.trace_event(now, EventKind::StreamAcked { path, bytes });
+        }
         if outcome.revived {
             self.events.push_back(Event::PathUp(path));
         }
@@ -427,14 +436,14 @@ impl Session {
         self.state = State::Closed;
     }
 
-    pub(super) fn on_path_closed(&mut self, id: PathId) {
+    pub(super) fn on_path_closed(&mut self, now: Instant, id: PathId) {
         let Some(p) = self.paths.get_mut(&id) else {
             return;
         };
         if p.state() == PathState::Closed {
             return;
         }
-        p.close(&mut self.streams.send);
+        p.close(now, &mut self.streams.send);
         self.events.push_back(Event::PathClosed(id));
         self.normalize_windows();
         if self.paths.values().all(|p| p.state() == PathState::Closed) {

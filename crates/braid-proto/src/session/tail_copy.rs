@@ -18,6 +18,7 @@
 
 use super::{scheduler, Session, Transmit};
 use crate::time::micros_i64;
+use crate::trace::EventKind;
 use crate::{Instant, PathId};
 use std::time::Duration;
 
@@ -88,6 +89,7 @@ impl Session {
             .tail()
             .find(|&(_, path, due)| path != id && self.is_tail_overdue(path, due, now_us))?;
         let pending = self.streams.send.copy_of(offset)?;
+        self.trace_event(now, EventKind::TailCopy { path: id, offset });
         self.send_segment(now, id, pending, buf)
     }
 }

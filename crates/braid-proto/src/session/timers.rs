@@ -167,6 +167,12 @@ impl Session {
 
     /// Runs every timer that has expired by `now`; an early call does nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.fire_due(now);
+        self.gather_trace(now);
+    }
+
+    /// Fires the timers due at `now`, in order.
+    fn fire_due(&mut self, now: Instant) {
         let mut round = Round::default();
         for timer in self.timers() {
             if matches!(timer, Timer::Sample) && round.any_rto && self.after_timeouts(now) {

@@ -142,6 +142,7 @@ impl Session {
             packet_number: pn,
         }
         .encode(buf);
+        self.trace_payload_starts(buf.len());
         self.packets.set_number(pn);
         self.liveness.on_sent(now);
         pn
@@ -149,6 +150,7 @@ impl Session {
 
     /// Seals the datagram (once the session has keys) and accounts for it.
     fn finish_packet(&mut self, path: PathId, buf: &mut Vec<u8>) -> Transmit {
+        self.trace_frames(buf);
         self.seal_packet(buf);
         self.account_packet(path, buf)
     }
@@ -161,6 +163,7 @@ impl Session {
     /// A handshake datagram: it travels in clear, its content authenticated
     /// (or not) by the handshake itself.
     fn finish_clear_packet(&mut self, path: PathId, buf: &[u8]) -> Transmit {
+        self.trace_frames(buf);
         self.account_packet(path, buf)
     }
 
@@ -169,6 +172,7 @@ impl Session {
         self.charge_amplification(path, size);
         let p = self.paths.get_mut(&path).expect("path exists");
         p.on_datagram_sent(size);
+        self.trace_sent(path, size);
         Transmit {
             path,
             size,
@@ -295,7 +299,7 @@ impl Session {
         } else if p.pending.close {
             Frame::PathClose { path: id }.encode(buf);
             let t = self.finish_packet(id, buf);
-            self.on_path_closed(id);
+            self.on_path_closed(now, id);
             return Some(t);
         } else {
             p.pending.probe = false;
@@ -369,9 +373,11 @@ impl Session {
         if let Some((id, data)) = self.due_candidate_challenge(now) {
             self.start_packet(now, id, buf);
             Frame::PathChallenge(data).encode(buf);
+            self.trace_frames(buf);
             self.seal_packet(buf);
             // Not the connection's address: its credit is the candidate's.
             let size = self.packets.len(buf);
+            self.trace_sent(id, size);
             self.on_candidate_challenge_sent(now, size);
             self.paths
                 .get_mut(&id)

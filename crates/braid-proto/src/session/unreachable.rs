@@ -34,7 +34,7 @@ impl Session {
         if last && self.is_handshaking() {
             self.fail(SessionError::NothingListening);
         }
-        self.on_path_closed(path);
+        self.on_path_closed(self.liveness.latest(), path);
         true
     }
 }

@@ -5,6 +5,7 @@
 
 use super::{Event, Session};
 use crate::path::{Candidate, PathResponses};
+use crate::trace::EventKind;
 use crate::Instant;
 use crate::PathId;
 
@@ -127,6 +128,8 @@ impl Session {
             .get_mut(&path)
             .is_some_and(|p| p.on_path_response(now, data));
         if validated {
+            tracing::debug!(path = path.0, "connection validated");
+            self.trace_event(now, EventKind::PathValidated { path });
             self.events.push_back(Event::PathUp(path));
         } else {
             self.counters.unexpected += 1;
@@ -200,7 +203,7 @@ impl Session {
             .filter_map(|p| p.take_expired_validation(now).then_some(p.id()))
             .collect();
         for id in dead {
-            self.on_path_closed(id);
+            self.on_path_closed(now, id);
         }
     }
 }

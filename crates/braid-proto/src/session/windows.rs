@@ -4,6 +4,7 @@
 
 use super::Session;
 use crate::path::Path;
+use crate::trace::EventKind;
 use std::time::Duration;
 
 impl Session {
@@ -72,13 +73,20 @@ impl Session {
             return;
         }
         let scale = target / sum;
+        let now = self.liveness.latest();
         for p in self
             .paths
             .values_mut()
             .filter(|p| p.is_usable() && p.cc().is_normalized())
         {
             let w = (weight(p) * scale) as u64;
+            let old = p.cc().window();
             p.cc_mut().set_window(w);
+            let new = p.cc().window();
+            if new != old {
+                let path = p.id();
+                (p.trace.tracer).record(now, EventKind::WindowNormalised { path, old, new });
+            }
         }
     }
 }

@@ -728,6 +728,15 @@ impl Controller for Bbr {
         self.mode == BbrMode::Startup
     }
 
+    fn state_name(&self) -> &'static str {
+        match self.mode {
+            BbrMode::Startup => "startup",
+            BbrMode::Drain => "drain",
+            BbrMode::ProbeBw => "probe_bw",
+            BbrMode::ProbeRtt => "probe_rtt",
+        }
+    }
+
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -1,0 +1,202 @@
+//! The session's side of its event log (see [`crate::trace`]): what it
+//! records itself (datagrams, its own choices, its life), and the
+//! connections' events and changed figures it gathers after every input.
+
+use super::{Session, State};
+use crate::error::SessionError;
+use crate::trace::{EventKind, FrameSummary, Metrics, Parameters, TraceEvent, Tracer};
+use crate::{Instant, PathId};
+
+/// The session's recorder and what it needs between calls.
+#[derive(Debug, Default)]
+pub(super) struct SessionTrace {
+    pub tracer: Tracer,
+    /// Where the datagram being written starts its frames.
+    payload_at: usize,
+    /// The frames of the datagram being written, read before sealing.
+    frames: FrameSummary,
+    /// The connection the previous stream segment went on.
+    last_data_path: Option<PathId>,
+    /// The life stage last recorded.
+    stage: &'static str,
+}
+
+impl SessionTrace {
+    pub fn new(on: bool) -> SessionTrace {
+        SessionTrace {
+            tracer: Tracer::new(on),
+            ..SessionTrace::default()
+        }
+    }
+}
+
+impl Session {
+    /// Moves the events recorded since the last call into `out`, oldest
+    /// first; nothing unless [`SessionConfig::trace`](crate::SessionConfig::trace)
+    /// is set. Call it after every input, as with samples: past
+    /// [`TRACE_CAPACITY`](crate::trace::TRACE_CAPACITY) undrained events
+    /// the rest are only counted.
+    pub fn drain_trace(&mut self, out: &mut Vec<TraceEvent>) {
+        if !self.trace.tracer.is_on() {
+            return;
+        }
+        let now = self.liveness.latest();
+        self.gather_trace(now);
+        self.trace.tracer.drain(now, out);
+    }
+
+    /// Whether the session records its events.
+    pub(super) fn is_tracing(&self) -> bool {
+        self.trace.tracer.is_on()
+    }
+
+    /// The settings, as the log's `parameters_set`.
+    pub(super) fn trace_parameters(&mut self, now: Instant) {
+        if !self.is_tracing() {
+            return;
+        }
+        let p = Parameters {
+            role: self.role,
+            session_id: self.session_id,
+            cc: self.cfg.cc.name(),
+            paths: self.cfg.paths,
+            segment_size: self.cfg.segment_size,
+            max_ack_delay: self.cfg.max_ack_delay,
+            sealed: self.cfg.security.is_sealed(),
+            recv_window: self.cfg.recv_window,
+        };
+        self.trace.tracer.record(now, EventKind::Parameters(p));
+    }
+
+    /// A datagram's frames start at `at` in the buffer being written.
+    pub(super) fn trace_payload_starts(&mut self, at: usize) {
+        self.trace.payload_at = at;
+    }
+
+    /// Reads the frames of the datagram in `buf` before it is sealed.
+    pub(super) fn trace_frames(&mut self, buf: &[u8]) {
+        if self.is_tracing() {
+            let payload = buf.get(self.trace.payload_at..).unwrap_or_default();
+            self.trace.frames = FrameSummary::of(payload);
+        }
+    }
+
+    /// The datagram just written went out on `path`.
+    pub(super) fn trace_sent(&mut self, path: PathId, size: usize) {
+        if !self.is_tracing() {
+            return;
+        }
+        let now = self.liveness.latest();
+        let frames = std::mem::take(&mut self.trace.frames).on_path(path);
+        let pn = self.packets.number();
+        if let Some(of) = frames.ack_copy_of(path) {
+            let copy = EventKind::AckCopy { of, via: path };
+            self.trace.tracer.record(now, copy);
+        }
+        if frames.stream.is_some() && self.trace.last_data_path != Some(path) {
+            let previous = self.trace.last_data_path.replace(path);
+            let pick = EventKind::SchedulerPick { path, previous };
+            self.trace.tracer.record(now, pick);
+        }
+        let sent = EventKind::PacketSent {
+            path,
+            pn,
+            size,
+            frames,
+        };
+        self.trace.tracer.record(now, sent);
+    }
+
+    /// An authentic datagram arrived.
+    pub(super) fn trace_received(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        pn: u64,
+        size: usize,
+        payload: &[u8],
+    ) {
+        if self.is_tracing() {
+            let frames = FrameSummary::of(payload).on_path(path);
+            let kind = EventKind::PacketReceived {
+                path,
+                pn,
+                size,
+                frames,
+            };
+            self.trace.tracer.record(now, kind);
+        }
+    }
+
+    /// Records `kind` now, if recording.
+    pub(super) fn trace_event(&mut self, now: Instant, kind: EventKind) {
+        self.trace.tracer.record(now, kind);
+    }
+
+    /// Gathers the connections' events, then reports what changed since
+    /// the last time: connection states, controller states, figures, and
+    /// the session's own stage.
+    pub(super) fn gather_trace(&mut self, now: Instant) {
+        if !self.is_tracing() {
+            return;
+        }
+        let tracer = &mut self.trace.tracer;
+        for p in self.paths.values_mut() {
+            let path = p.id();
+            let mut t = std::mem::take(&mut p.trace);
+            t.tracer.move_into(tracer);
+            if p.state() != t.state {
+                t.state = p.state();
+                tracer.record(
+                    now,
+                    EventKind::PathState {
+                        path,
+                        state: t.state,
+                    },
+                );
+            }
+            let new = p.cc().state_name();
+            if new != t.cc_state {
+                let old = std::mem::replace(&mut t.cc_state, new);
+                tracer.record(now, EventKind::CongestionState { path, old, new });
+            }
+            let m = p.trace_metrics();
+            let metrics = Metrics::changed(&t.metrics, &m);
+            if !metrics.is_empty() {
+                t.metrics = m;
+                tracer.record(now, EventKind::Metrics { path, metrics });
+            }
+            p.trace = t;
+        }
+        let stage = match self.state {
+            State::Handshaking { .. } => "handshaking",
+            State::Established => "established",
+            State::Draining { .. } => "draining",
+            State::Closed if self.error.is_none() => "closed",
+            State::Closed | State::Failed => "failed",
+        };
+        if stage != self.trace.stage {
+            self.trace.stage = stage;
+            self.trace_stage(now, stage);
+        }
+    }
+
+    /// The session entered `stage`; an end says why.
+    fn trace_stage(&mut self, now: Instant, stage: &'static str) {
+        let tracer = &mut self.trace.tracer;
+        tracer.record(now, EventKind::SessionState { new: stage });
+        let closed = match (&self.error, stage) {
+            (None, "closed") => (0, "both directions finished".to_owned(), false),
+            (Some(SessionError::PeerAborted { code, reason }), _) => (*code, reason.clone(), true),
+            (Some(e), _) => (1, e.to_string(), false),
+            _ => return,
+        };
+        let (code, reason, remote) = closed;
+        let kind = EventKind::Closed {
+            code,
+            reason,
+            remote,
+        };
+        tracer.record(now, kind);
+    }
+}
