@@ -110,13 +110,13 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     // Sealed, as a real transfer: the receiver's key, pinned by the sender.
     let key = braid::random_keypair();
     let pinned = Security::pinned(key.public());
-    let listener = Listener::bind(
-        localhost,
-        SessionConfig {
-            security: Security::server(key),
-            ..SessionConfig::default()
-        },
-    )?;
+    let mut server_cfg = SessionConfig {
+        security: Security::server(key),
+        ..SessionConfig::default()
+    };
+    args.observe.configure(&mut server_cfg);
+    let listener = Listener::bind(localhost, server_cfg)?;
+    let observe = args.observe.clone();
     let mut relays = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let mut cfg = RelayConfig::new(localhost, listener.local_addr(), plan.link.clone());
@@ -139,6 +139,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
 
     let receiver = tokio::spawn(async move {
         let mut session = listener.accept().await?;
+        let recording = observe.record(&session, "recv", "braid demo (receiver)");
         let result =
             transfer::receive(&mut session, &Output::Discard, false, &Progress::disabled()).await;
         if result.is_ok() {
@@ -146,6 +147,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         } else {
             crate::linger(&session).await;
         }
+        recording.finish(&session).await;
         let config = session.config();
         anyhow::Ok((result, session.stats(), config))
     });
@@ -157,11 +159,13 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     if let Some(cc) = &args.cc {
         cfg.cc = *cc;
     }
+    args.observe.configure(&mut cfg);
     let paths: Vec<PathSpec> = relays
         .iter()
         .map(|r| PathSpec::to(r.local_addr()))
         .collect();
     let mut session = braid::connect(&paths, cfg).await?;
+    let recording = args.observe.record(&session, "send", "braid demo (sender)");
     let header = Header {
         name: "demo.bin".into(),
         size: Some(args.size),
@@ -181,6 +185,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     progress.finish();
     let _ = multi.clear();
     crate::linger(&session).await;
+    recording.finish(&session).await;
     let config = session.config();
     let (delivered, elapsed, error) = match &result {
         Ok(o) => (o.bytes, o.elapsed, None),

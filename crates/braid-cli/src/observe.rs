@@ -1,6 +1,8 @@
 //! What a transfer records besides its summary: a qlog per session, plots
 //! of its connections, and the live view.
 
+use braid::Session;
+use braid_proto::SessionConfig;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -11,4 +13,45 @@ pub struct ObserveArgs {
     /// session and side; open it in qvis. See docs/observability.md.
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<PathBuf>,
+}
+
+impl ObserveArgs {
+    /// What the sessions must record for these options.
+    pub fn configure(&self, cfg: &mut SessionConfig) {
+        cfg.trace |= self.qlog.is_some();
+    }
+
+    /// Starts the qlog of `session`, if asked for: `DIR/ID-SIDE.sqlog`,
+    /// the session id shared by both sides' files.
+    pub fn record(&self, session: &Session, side: &str, title: &str) -> Recording {
+        let Some(dir) = &self.qlog else {
+            return Recording { file: None };
+        };
+        let file = dir.join(format!("{:016x}-{side}.sqlog", session.id()));
+        let started = std::fs::create_dir_all(dir).and_then(|()| session.write_qlog(&file, title));
+        match started {
+            Ok(()) => Recording { file: Some(file) },
+            Err(e) => {
+                eprintln!("braid: cannot write the qlog {}: {e}", file.display());
+                Recording { file: None }
+            }
+        }
+    }
+}
+
+/// A qlog being written.
+#[must_use = "finish it, or the file may be cut short at exit"]
+pub struct Recording {
+    file: Option<PathBuf>,
+}
+
+impl Recording {
+    /// Ends the file and says where it is (on stderr, as the summary).
+    pub async fn finish(self, session: &Session) {
+        let Some(file) = self.file else { return };
+        match session.finish_qlog().await {
+            Ok(()) => eprintln!("braid: qlog {}", file.display()),
+            Err(e) => eprintln!("braid: the qlog {} is incomplete: {e}", file.display()),
+        }
+    }
 }

@@ -171,10 +171,11 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
         let identity = args.security.resolve().map_err(failure::local)?;
         let meet =
             crate::rendezvous::meeting(&args.relay, &identity.security, !args.no_direct).await?;
-        let cfg = SessionConfig {
+        let mut cfg = SessionConfig {
             security: identity.security.clone(),
             ..SessionConfig::default()
         };
+        args.observe.configure(&mut cfg);
         let listener = Listener::bind(addr, cfg)?;
         let Some(meet) = meet else {
             break (listener, identity, None);
@@ -308,6 +309,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let mut report = Report::new(Side::Recv);
     report.mode = Some(setup.mode);
     report.started = SystemTime::now();
+    let recording = args.observe.record(&session, "recv", "braid recv");
     let progress = Progress::new(bar && args.report.live(), None, "recv");
     let watch = progress.watch(session.monitor(), Side::Recv);
     let started = Instant::now();
@@ -328,6 +330,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
+    recording.finish(&session).await;
     report.observe(&session);
     report.reach = setup.meeting.reach();
     let received = transfer::content_received(&session, header.as_ref());

@@ -122,6 +122,7 @@ async fn attempt(
     if let Some(cc) = &args.cc {
         cfg.cc = *cc;
     }
+    args.observe.configure(&mut cfg);
     let waiting = match &meet {
         Some(_) => waiting_notice(&args.relay, give_up, true),
         None => waiting_notice(&args.to, give_up, false),
@@ -147,6 +148,8 @@ async fn attempt(
     let meeting = crate::rendezvous::Kept(meeting);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
+    let title = format!("braid send {}", header.name);
+    let recording = args.observe.record(&session, "send", &title);
     let progress = Progress::new(args.report.live(), header.size, "send");
     let watch = progress.watch(session.monitor(), Side::Send);
     let monitor = session.monitor();
@@ -161,6 +164,7 @@ async fn attempt(
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
+    recording.finish(&session).await;
     report.observe(&session);
     report.reach = meeting.reach();
     match outcome {

@@ -30,13 +30,10 @@ fn scenario() -> Scenario {
 fn records(file: &Path) -> (Value, Vec<Value>) {
     let text = std::fs::read_to_string(file).unwrap();
     assert!(text.starts_with('\u{1e}'), "JSON-SEQ records start with RS");
-    let mut records = text
-        .split('\u{1e}')
-        .skip(1)
-        .map(|r| {
-            assert!(r.ends_with('\n'), "a record ends with a newline: {r}");
-            serde_json::from_str::<Value>(r).unwrap_or_else(|e| panic!("{e}: {r}"))
-        });
+    let mut records = text.split('\u{1e}').skip(1).map(|r| {
+        assert!(r.ends_with('\n'), "a record ends with a newline: {r}");
+        serde_json::from_str::<Value>(r).unwrap_or_else(|e| panic!("{e}: {r}"))
+    });
     let header = records.next().unwrap();
     (header, records.collect())
 }
@@ -61,7 +58,9 @@ fn the_qlog_holds_every_packet_and_loss_of_the_run_and_changes_nothing() {
         "recording must not change the run"
     );
     assert_eq!(files.len(), 2, "{files:?}");
-    let client = files.iter().find(|f| f.to_string_lossy().ends_with("-client.sqlog"));
+    let client = files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("-client.sqlog"));
     let (header, events) = records(client.unwrap());
     assert_eq!(header["qlog_version"], "0.3");
     assert_eq!(header["qlog_format"], "JSON-SEQ");
@@ -86,18 +85,34 @@ fn the_qlog_holds_every_packet_and_loss_of_the_run_and_changes_nothing() {
     assert_eq!(flow.forward.paths.len(), 2);
     for p in &flow.forward.paths {
         let n = |name: &str| count.get(&(name.to_owned(), u64::from(p.path))).copied();
-        assert_eq!(n("transport:packet_sent"), Some(p.packets_sent), "path {}", p.path);
-        assert_eq!(n("recovery:packet_lost").unwrap_or(0), p.lost_packets, "path {}", p.path);
+        assert_eq!(
+            n("transport:packet_sent"),
+            Some(p.packets_sent),
+            "path {}",
+            p.path
+        );
+        assert_eq!(
+            n("recovery:packet_lost").unwrap_or(0),
+            p.lost_packets,
+            "path {}",
+            p.path
+        );
         assert!(n("recovery:metrics_updated").unwrap() > 10);
         assert!(n("recovery:packets_acked").unwrap() > 10);
     }
-    assert!(flow.forward.paths[0].lost_packets > 0, "the lossy path lost packets");
+    assert!(
+        flow.forward.paths[0].lost_packets > 0,
+        "the lossy path lost packets"
+    );
 }
 
 #[test]
 fn a_qlog_is_the_same_for_the_same_seed() {
     let run = |dir: &Path| {
-        let (_, files) = Sim::new(scenario(), 3).with_qlog(dir).unwrap().run_with_qlog();
+        let (_, files) = Sim::new(scenario(), 3)
+            .with_qlog(dir)
+            .unwrap()
+            .run_with_qlog();
         files
             .unwrap()
             .iter()

@@ -25,7 +25,7 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
     let mut batches = Vec::new();
     loop {
         let now = clock::now();
-        let (deadline, sent, finished) = {
+        let (deadline, sent, finished, trace) = {
             let mut g = shared.lock();
             g.proto.handle_timeout(now);
             let sent = take_burst(&mut g, now, &mut spare, &mut batches);
@@ -34,9 +34,14 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 // No subscriber is fine.
                 let _ = shared.samples.send(sample);
             }
-            (g.proto.poll_timeout(), sent, g.proto.is_closed())
+            let trace = g.take_trace();
+            (g.proto.poll_timeout(), sent, g.proto.is_closed(), trace)
         };
         shared.changed.notify_waiters();
+        if let Some((qlog, events)) = trace {
+            // Closed only by finish_qlog, which reports the writer's error.
+            let _ = qlog.send(events).await;
+        }
         for (t, socket, remote, buf) in batches.drain(..) {
             let sent = socket.send(remote, t.ecn, &buf, t.segment_size).await;
             // A refusal reported on the socket is an earlier datagram's

@@ -40,6 +40,7 @@ pub mod clock;
 mod driver;
 mod endpoint;
 mod error;
+mod qlog;
 pub mod relay;
 pub mod rendezvous;
 mod route;

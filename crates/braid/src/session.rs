@@ -63,9 +63,25 @@ pub(crate) struct Inner {
     finish_requested: bool,
     /// The driver has stopped; nothing more will happen.
     pub done: bool,
+    /// Where the core's events go, once the application asked for a qlog.
+    pub qlog: Option<crate::qlog::QlogSink>,
 }
 
 impl Inner {
+    /// The core's events since the last call, and where to send them, if
+    /// a qlog is being written.
+    pub(crate) fn take_trace(
+        &mut self,
+    ) -> Option<(
+        tokio::sync::mpsc::Sender<Vec<braid_proto::trace::TraceEvent>>,
+        Vec<braid_proto::trace::TraceEvent>,
+    )> {
+        let sink = self.qlog.as_ref()?;
+        let mut batch = Vec::new();
+        self.proto.drain_trace(&mut batch);
+        (!batch.is_empty()).then(|| (sink.sender(), batch))
+    }
+
     /// Turns the core's events into errors and wakes whoever can now progress.
     pub(crate) fn process_events(&mut self) {
         while let Some(event) = self.proto.poll_event() {
@@ -127,6 +143,7 @@ impl Shared {
                 error: None,
                 finish_requested: false,
                 done: false,
+                qlog: None,
             }),
             wake_driver: Notify::new(),
             changed: Notify::new(),
@@ -291,6 +308,57 @@ impl Session {
 }
 
 impl Session {
+    /// Writes the session's qlog (JSON-SEQ, for qvis) to `file`, titled
+    /// `title`: the events since the session opened (the core keeps
+    /// [`TRACE_CAPACITY`](braid_proto::trace::TRACE_CAPACITY) of them until
+    /// a file takes them), then everything until it ends. Needs
+    /// [`SessionConfig::trace`]; call [`Session::finish_qlog`] at the end.
+    pub fn write_qlog(&self, file: &std::path::Path, title: &str) -> io::Result<()> {
+        let mut g = self.shared.lock();
+        if !g.proto.config().trace {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a qlog needs SessionConfig::trace",
+            ));
+        }
+        if g.qlog.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "the session already writes a qlog",
+            ));
+        }
+        // The wall clock when the session's clock started.
+        let since = clock::now().saturating_duration_since(g.proto.created_at());
+        let reference = clock::wall().saturating_sub(since);
+        let header = braid_proto::trace::qlog::QlogHeader {
+            title: title.to_owned(),
+            role: g.proto.role(),
+            session_id: g.proto.session_id(),
+            epoch: g.proto.created_at(),
+            reference_unix_ms: reference.as_secs_f64() * 1000.0,
+        };
+        g.qlog = Some(crate::qlog::QlogSink::create(file, header)?);
+        drop(g);
+        self.shared.wake_driver.notify_one();
+        Ok(())
+    }
+
+    /// Ends the qlog file with the events so far and waits until it is
+    /// written; the first error writing it, if any. Nothing to do without
+    /// [`Session::write_qlog`].
+    pub async fn finish_qlog(&self) -> io::Result<()> {
+        let (sink, last) = {
+            let mut g = self.shared.lock();
+            let Some(sink) = g.qlog.take() else {
+                return Ok(());
+            };
+            let mut last = Vec::new();
+            g.proto.drain_trace(&mut last);
+            (sink, last)
+        };
+        sink.close(last).await
+    }
+
     /// A handle that observes the session (stats, paths, samples) without
     /// owning it, for progress displays running beside the reader or writer.
     pub fn monitor(&self) -> Monitor {

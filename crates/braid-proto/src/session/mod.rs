@@ -330,6 +330,11 @@ impl Session {
 
     // ---- getters -------------------------------------------------------
 
+    /// When the session was created: the origin of its event log's times.
+    pub fn created_at(&self) -> Instant {
+        self.epoch
+    }
+
     /// Which side this is.
     pub fn role(&self) -> Role {
         self.role
