@@ -38,6 +38,11 @@ use std::time::Duration;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log the protocol's decisions on stderr: -v handshakes, connections,
+    /// timeouts and ends; -vv also each loss. RUST_LOG (e.g.
+    /// RUST_LOG=braid_proto=trace) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Subcommand)]
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
+    install_log(cli.verbose);
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::run(args),
         Command::Send(args) => send_cmd::run(args),
@@ -92,6 +98,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A `tracing` subscriber on stderr when RUST_LOG or -v asks for one; none
+/// otherwise, so that disabled logging costs nothing.
+fn install_log(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
+        _ => match verbose {
+            0 => return,
+            1 => EnvFilter::new("braid=debug,braid_proto=debug,braid_cli=debug"),
+            _ => EnvFilter::new("braid=trace,braid_proto=trace,braid_cli=trace"),
+        },
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 /// A command line that cannot work, found after parsing (exit status 2).

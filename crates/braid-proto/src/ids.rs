@@ -33,3 +33,22 @@ pub enum Role {
     /// It accepted.
     Server,
 }
+
+impl Role {
+    /// `client` or `server`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+        }
+    }
+}
+
+/// A session id as the logs print it: 16 hex digits.
+pub(crate) struct Hex(pub u64);
+
+impl std::fmt::Display for Hex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}

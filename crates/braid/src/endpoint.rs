@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
+use tracing::Instrument as _;
 
 /// Accepted sessions waiting for `Listener::accept`.
 const ACCEPT_BACKLOG: usize = 256;
@@ -136,6 +137,13 @@ impl EndpointInner {
                 shared
             }
             Some(DatagramEvent::Known(shared)) => {
+                let span = tracing::debug_span!(
+                    parent: &shared.span,
+                    "path",
+                    id = header.path.0,
+                    from = %from
+                );
+                let _in_path = span.enter();
                 let mut g = shared.lock();
                 let before = Arrival {
                     largest: g.proto.largest_received(header.path),
@@ -196,7 +204,7 @@ impl EndpointInner {
     /// session is established and handed to `Listener::accept` (a full
     /// backlog aborts it when the handle is dropped).
     fn on_accepted(self: &Arc<Self>, shared: &Arc<Shared>) {
-        tokio::spawn(drive(shared.clone()));
+        tokio::spawn(drive(shared.clone()).instrument(shared.span.clone()));
         let (endpoint, shared) = (Arc::downgrade(self), shared.clone());
         tokio::spawn(async move {
             let confirmed = shared.wait_for(|g| g.proto.is_peer_confirmed()).await;
@@ -564,7 +572,7 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
     for (e, _) in paths {
         e.inner.register(&shared);
     }
-    tokio::spawn(drive(shared.clone()));
+    tokio::spawn(drive(shared.clone()).instrument(shared.span.clone()));
     let session = Session::new(shared.clone());
     shared
         .wait_for(|g| g.proto.is_established() && !g.proto.is_handshaking())

@@ -125,11 +125,19 @@ pub(crate) struct Shared {
     pub changed: Notify,
     pub samples: broadcast::Sender<PathSample>,
     pub id: u64,
+    /// The `tracing` span its driver and its datagrams' handling run in.
+    pub span: tracing::Span,
 }
 
 impl Shared {
     pub(crate) fn new(proto: braid_proto::Session, routes: BTreeMap<PathId, Route>) -> Arc<Shared> {
+        let span = tracing::info_span!(
+            "session",
+            id = %format_args!("{:016x}", proto.session_id()),
+            role = proto.role().name()
+        );
         Arc::new(Shared {
+            span,
             id: proto.session_id(),
             inner: Mutex::new(Inner {
                 proto,

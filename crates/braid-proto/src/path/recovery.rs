@@ -298,6 +298,7 @@ impl Path {
             self.on_lost(now, *pn, p, LossTrigger::Threshold, send);
         }
         let count = lost.len() as u64;
+        tracing::trace!(path = self.id.0, count, "packets declared lost");
         self.signal_congestion(now, Cause::Loss, newest, count);
         count
     }

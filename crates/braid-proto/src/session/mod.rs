@@ -491,7 +491,33 @@ impl Session {
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let event = self.events.pop_front()?;
+        self.log_event(&event);
+        Some(event)
+    }
+
+    /// The application's events, as `tracing` events too.
+    fn log_event(&self, event: &Event) {
+        let session = crate::ids::Hex(self.session_id);
+        let role = self.role.name();
+        match event {
+            Event::Connected => tracing::debug!(%session, role, "handshake complete"),
+            Event::PathUp(p) => {
+                tracing::info!(%session, role, path = p.0, "connection carries data")
+            }
+            Event::PathDown(p) => {
+                tracing::info!(%session, role, path = p.0, "connection stopped answering; probing it")
+            }
+            Event::PathClosed(p) => tracing::info!(%session, role, path = p.0, "connection closed"),
+            Event::SendFinished => {
+                tracing::debug!(%session, role, "everything sent was acknowledged")
+            }
+            Event::RecvFinished => {
+                tracing::debug!(%session, role, "the peer's stream was read to its end")
+            }
+            Event::Closed => tracing::debug!(%session, role, "session closed"),
+            Event::Failed(e) => tracing::info!(%session, role, error = %e, "session ended"),
+        }
     }
 
     // ---- internals -------------------------------------------------------

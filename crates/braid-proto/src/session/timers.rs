@@ -279,6 +279,13 @@ impl Session {
     /// give-up rules, then the path backs off and probes.
     fn on_rto_timeout(&mut self, now: Instant, id: PathId) {
         let p = self.paths.get_mut(&id).expect("a timer's path exists");
+        tracing::debug!(
+            session = %crate::ids::Hex(self.session_id),
+            path = id.0,
+            rto_ms = p.rtt().rto(&self.cfg.rto, 0).as_millis() as u64,
+            in_flight = p.in_flight(),
+            "retransmission timeout"
+        );
         p.count_rto(self.cfg.silent_limit.unwrap_or(u32::MAX));
         if p.on_rto(now, &mut self.streams.send) {
             self.events.push_back(super::Event::PathDown(id));
@@ -296,6 +303,7 @@ impl Session {
         else {
             return;
         };
+        tracing::debug!(session = %crate::ids::Hex(self.session_id), attempt = attempts + 1, "no answer yet: hello again");
         for p in self.paths.values_mut() {
             p.pending.hello = true;
         }

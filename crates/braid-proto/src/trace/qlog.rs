@@ -45,10 +45,7 @@ impl<W: Write> QlogWriter<W> {
     /// Starts the file with its header.
     pub fn new(mut out: W, header: &QlogHeader) -> io::Result<QlogWriter<W>> {
         let mut line = String::with_capacity(512);
-        let vantage = match header.role {
-            Role::Client => "client",
-            Role::Server => "server",
-        };
+        let vantage = header.role.name();
         let _ = write!(
             line,
             "\x1e{{\"qlog_version\":\"0.3\",\"qlog_format\":\"JSON-SEQ\",\"title\":"
@@ -147,10 +144,7 @@ fn data(s: &mut String, sep: &str, kind: &EventKind) {
     match kind {
         Parameters(p) => {
             let owner = "local";
-            let role = match p.role {
-                Role::Client => "client",
-                Role::Server => "server",
-            };
+            let role = p.role.name();
             let _ = write!(
                 s,
                 "\"owner\":\"{owner}\",\"braid_role\":\"{role}\",\"braid_session_id\":\"{:016x}\",\

@@ -213,6 +213,7 @@ impl Session {
     }
 
     fn refuse(&mut self, code: CloseCode, reason: String) {
+        tracing::info!(session = %crate::ids::Hex(self.session_id), reason = %reason, "refused the peer's opening");
         let code = code.value();
         self.close = Some(Close::new(code, reason.clone()));
         self.fail(SessionError::LocallyAborted { code, reason });
