@@ -10,14 +10,25 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
 use std::thread::JoinHandle;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Batches in the channel before the driver waits for the writer.
-const BATCHES: usize = 64;
+const BATCHES: usize = 16;
+/// Events gathered before they go to the writer: each batch costs a
+/// wake-up of its thread, which at every driver turn cost more than the
+/// formatting itself.
+const BATCH_EVENTS: usize = 4096;
+/// Longest events wait for a batch to fill.
+const BATCH_WAIT: Duration = Duration::from_millis(500);
 
 pub(crate) struct QlogSink {
     tx: mpsc::Sender<Vec<TraceEvent>>,
     writer: JoinHandle<io::Result<()>>,
+    /// Events not yet handed over.
+    pending: Vec<TraceEvent>,
+    /// When the last batch went.
+    sent_at: std::time::Instant,
 }
 
 impl QlogSink {
@@ -36,17 +47,36 @@ impl QlogSink {
                 }
                 w.flush()
             })?;
-        Ok(QlogSink { tx, writer })
+        Ok(QlogSink {
+            tx,
+            writer,
+            pending: Vec::with_capacity(BATCH_EVENTS),
+            sent_at: std::time::Instant::now(),
+        })
     }
 
-    /// A sender for a batch the driver took under the lock.
-    pub(crate) fn sender(&self) -> mpsc::Sender<Vec<TraceEvent>> {
-        self.tx.clone()
+    /// Gathers the session's new events; a full (or old enough) batch to
+    /// send, with the sender to send it on, once the lock is released.
+    pub(crate) fn gather(
+        &mut self,
+        proto: &mut braid_proto::Session,
+    ) -> Option<(mpsc::Sender<Vec<TraceEvent>>, Vec<TraceEvent>)> {
+        proto.drain_trace(&mut self.pending);
+        let due = self.pending.len() >= BATCH_EVENTS
+            || (!self.pending.is_empty() && self.sent_at.elapsed() >= BATCH_WAIT);
+        if !due {
+            return None;
+        }
+        self.sent_at = std::time::Instant::now();
+        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH_EVENTS));
+        Some((self.tx.clone(), batch))
     }
 
     /// Ends the file after `last`; returns the first error writing it.
     /// (Dropped instead, the writer still finishes the file, unwaited.)
-    pub(crate) async fn close(self, last: Vec<TraceEvent>) -> io::Result<()> {
+    pub(crate) async fn close(mut self, last: Vec<TraceEvent>) -> io::Result<()> {
+        self.pending.extend(last);
+        let last = self.pending;
         if !last.is_empty() {
             // The writer may have stopped on an error, reported below.
             let _ = self.tx.send(last).await;

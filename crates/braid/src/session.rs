@@ -76,10 +76,7 @@ impl Inner {
         tokio::sync::mpsc::Sender<Vec<braid_proto::trace::TraceEvent>>,
         Vec<braid_proto::trace::TraceEvent>,
     )> {
-        let sink = self.qlog.as_ref()?;
-        let mut batch = Vec::new();
-        self.proto.drain_trace(&mut batch);
-        (!batch.is_empty()).then(|| (sink.sender(), batch))
+        self.qlog.as_mut()?.gather(&mut self.proto)
     }
 
     /// Turns the core's events into errors and wakes whoever can now progress.

@@ -38,6 +38,10 @@ pub struct TransfersArgs {
     /// standard output to /dev/null); BLAKE3-verified either way.
     #[arg(long, value_enum, default_value_t = Sink::File)]
     sink: Sink,
+    /// Run each case twice, the second time with both sides writing a
+    /// qlog (`--qlog`), to show what recording costs.
+    #[arg(long)]
+    qlog: bool,
     /// Output directory: transfers.md and transfers.json.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -94,6 +98,8 @@ impl std::fmt::Display for Via {
 struct Case {
     kind: Protection,
     via: String,
+    /// Both sides write a qlog.
+    qlog: bool,
     #[serde(skip)]
     route: Via,
 }
@@ -104,7 +110,8 @@ impl Case {
             Protection::Sealed => "sealed",
             Protection::Insecure => "insecure",
         };
-        format!("{kind}, {}", self.via)
+        let qlog = if self.qlog { ", qlog" } else { "" };
+        format!("{kind}, {}{qlog}", self.via)
     }
 }
 
@@ -152,8 +159,16 @@ pub fn run(args: TransfersArgs) -> anyhow::Result<ExitCode> {
             args.via.iter().map(move |v| Case {
                 kind,
                 via: v.to_string(),
+                qlog: false,
                 route: v.clone(),
             })
+        })
+        .flat_map(|c| {
+            let recorded = args.qlog.then(|| Case {
+                qlog: true,
+                ..c.clone()
+            });
+            std::iter::once(c).chain(recorded)
         })
         .collect();
     eprintln!(
@@ -239,6 +254,13 @@ fn transfer(
     };
     let mut send = Command::new(exe);
     send.arg("send").arg(input).args(["--quiet", "--json"]);
+    let qlog = work.join("qlog");
+    if case.qlog {
+        // Each run's files replace the last's: the disk holds one run.
+        let _ = std::fs::remove_dir_all(&qlog);
+        recv.arg("--qlog").arg(&qlog);
+        send.arg("--qlog").arg(&qlog);
+    }
     match case.kind {
         Protection::Sealed => {
             recv.arg("--key").arg(key);

@@ -89,22 +89,22 @@ impl<W: Write> QlogWriter<W> {
 
 /// One event as a JSON-SEQ record: RS, the JSON object, newline.
 pub fn format_event(s: &mut String, epoch: Instant, event: &TraceEvent) {
-    let us = event.at.saturating_duration_since(epoch).as_micros();
-    let _ = write!(s, "\x1e{{\"time\":{}.{:03},", us / 1000, us % 1000);
+    s.push_str("\x1e{\"time\":");
+    push_ms(s, event.at.saturating_duration_since(epoch));
     let (name, path) = name_and_path(&event.kind);
     match path {
         Some(p) => {
-            let _ = write!(
-                s,
-                "\"group_id\":\"path {}\",\"name\":\"{name}\",\"data\":{{\"path_id\":{}",
-                p.0, p.0
-            );
+            s.push_str(",\"group_id\":\"path ");
+            push_u64(s, p.0.into());
+            s.push_str("\",\"name\":\"");
+            s.push_str(name);
+            s.push_str("\",\"data\":{\"path_id\":");
+            push_u64(s, p.0.into());
         }
         None => {
-            let _ = write!(
-                s,
-                "\"group_id\":\"session\",\"name\":\"{name}\",\"data\":{{"
-            );
+            s.push_str(",\"group_id\":\"session\",\"name\":\"");
+            s.push_str(name);
+            s.push_str("\",\"data\":{");
         }
     }
     // Each arm starts with a comma when it follows a path_id.
@@ -165,11 +165,13 @@ fn data(s: &mut String, sep: &str, kind: &EventKind) {
         | PacketReceived {
             pn, size, frames, ..
         } => {
-            let _ = write!(
-                s,
-                "{sep}\"header\":{{\"packet_type\":\"1RTT\",\"packet_number\":{pn}}},\
-                 \"raw\":{{\"length\":{size}}},\"frames\":["
-            );
+            // The log's most frequent lines: written without `fmt`.
+            s.push_str(sep);
+            s.push_str("\"header\":{\"packet_type\":\"1RTT\",\"packet_number\":");
+            push_u64(s, *pn);
+            s.push_str("},\"raw\":{\"length\":");
+            push_u64(s, *size as u64);
+            s.push_str("},\"frames\":[");
             write_frames(s, frames);
             s.push(']');
         }
@@ -285,11 +287,11 @@ fn write_frames(s: &mut String, f: &FrameSummary) {
     }
     if let Some(d) = &f.stream {
         comma(s);
-        let _ = write!(
-            s,
-            "{{\"frame_type\":\"stream\",\"stream_id\":0,\"offset\":{},\"length\":{},\"fin\":{}}}",
-            d.offset, d.len, d.fin
-        );
+        s.push_str("{\"frame_type\":\"stream\",\"stream_id\":0,\"offset\":");
+        push_u64(s, d.offset);
+        s.push_str(",\"length\":");
+        push_u64(s, d.len);
+        s.push_str(if d.fin { ",\"fin\":true}" } else { ",\"fin\":false}" });
     }
 }
 
@@ -324,6 +326,25 @@ fn write_metrics(s: &mut String, sep: &str, m: &Metrics) {
     if let Some(v) = m.ssthresh {
         field(s, "ssthresh", format_args!("{v}"));
     }
+}
+
+fn push_u64(s: &mut String, v: u64) {
+    s.push_str(itoa::Buffer::new().format(v));
+}
+
+/// A duration in ms with µs precision, as a JSON number.
+fn push_ms(s: &mut String, d: Duration) {
+    let us = d.as_micros().min(u128::from(u64::MAX)) as u64;
+    push_u64(s, us / 1000);
+    let frac = us % 1000;
+    s.push('.');
+    if frac < 100 {
+        s.push('0');
+    }
+    if frac < 10 {
+        s.push('0');
+    }
+    push_u64(s, frac);
 }
 
 /// A duration in ms with µs precision, as a JSON number.
