@@ -2,6 +2,7 @@
 //! generated stream, all in this process on loopback, so anyone can watch
 //! braid split one transfer over very different paths.
 
+use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::summary::{Ended, Side};
 use crate::transfer::{self, Header, Output};
@@ -102,6 +103,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if plans.len() > 255 {
         bail!("at most 255 paths");
     }
+    crate::plot::ready(args.observe.plot.as_deref())?;
     crate::block_on(demo(args, plans))?
 }
 
@@ -166,6 +168,8 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         .collect();
     let mut session = braid::connect(&paths, cfg).await?;
     let recording = args.observe.record(&session, "send", "braid demo (sender)");
+    // The sender's view: the paths' windows and shares are its own.
+    let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
     let header = Header {
         name: "demo.bin".into(),
         size: Some(args.size),
@@ -186,6 +190,9 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     let _ = multi.clear();
     crate::linger(&session).await;
     recording.finish(&session).await;
+    if let Some(r) = recorder {
+        r.write().await;
+    }
     let config = session.config();
     let (delivered, elapsed, error) = match &result {
         Ok(o) => (o.bytes, o.elapsed, None),

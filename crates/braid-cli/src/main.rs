@@ -11,6 +11,7 @@ mod link_args;
 mod link_cmd;
 mod netns;
 mod observe;
+mod plot;
 mod progress;
 mod record;
 mod recv_cmd;
@@ -65,6 +66,8 @@ enum Command {
     Link(link_cmd::LinkCmdArgs),
     /// Run the scenario suites with every controller and several seeds; write reports and plots.
     Bench(bench::BenchArgs),
+    /// Draw a run's window, in-flight, throughput and RTT per connection from a series JSON or a qlog.
+    Plot(plot::PlotArgs),
     /// A file over kernel TCP, timed as `braid send` times itself (`braid bench real` runs it).
     #[command(hide = true)]
     TcpSend(tcp_file::TcpSendArgs),
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Command::Relay(args) => relay_cmd::run(args),
         Command::Link(args) => link_cmd::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Plot(args) => plot::run(args),
         Command::TcpSend(args) => tcp_file::send(args),
     };
     match result {

@@ -13,6 +13,12 @@ pub struct ObserveArgs {
     /// session and side; open it in qvis. See docs/observability.md.
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<PathBuf>,
+    /// Draw the session's window, bytes in flight, throughput and smoothed
+    /// RTT per connection into DIR (SVG and PNG) when it ends, and write
+    /// its samples there as a series JSON for `braid plot`. See
+    /// docs/observability.md.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 impl ObserveArgs {

@@ -1,6 +1,7 @@
 //! `braid recv`: accept a transfer from `braid send`, verify it, and keep it.
 
 use crate::failure::{self, Context, Failure, Kind, Mode};
+use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::summary::{Report, Side, Written};
 use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
@@ -154,6 +155,7 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
         .into());
     }
     let output = Output::parse(&args.output).map_err(failure::local)?;
+    crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
     if let Output::File(path) = &output {
         if path.exists() && !args.overwrite {
             return Err(Failure::err(
@@ -312,6 +314,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let recording = args.observe.record(&session, "recv", "braid recv");
     let progress = Progress::new(bar && args.report.live(), None, "recv");
     let watch = progress.watch(session.monitor(), Side::Recv);
+    let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Recv);
     let started = Instant::now();
     let mut header = None;
     let receiving = transfer::receive_telling(
@@ -331,6 +334,9 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
     recording.finish(&session).await;
+    if let Some(r) = recorder {
+        r.write().await;
+    }
     report.observe(&session);
     report.reach = setup.meeting.reach();
     let received = transfer::content_received(&session, header.as_ref());

@@ -1,6 +1,7 @@
 //! `braid send`: one file (or stdin) to a `braid recv`, over one or more connections.
 
 use crate::failure::{self, Context, Failure, Kind, Mode};
+use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::summary::{Report, Side};
 use crate::transfer::{self, Header, CLOSE_INTERRUPTED};
@@ -94,6 +95,7 @@ async fn attempt(
     ctx: &mut Context,
 ) -> anyhow::Result<Session> {
     let security = args.security.resolve().map_err(failure::local)?;
+    crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
     ctx.mode = Mode::of(&security);
     report.mode = Some(ctx.mode);
     let meet = crate::rendezvous::meeting(&args.relay, &security, !args.no_direct).await?;
@@ -146,6 +148,7 @@ async fn attempt(
     let (mut session, meeting) = connected.inspect_err(|_| report.duration = started.elapsed())?;
     // Kept while the transfer runs: it adds the connections found later.
     let meeting = crate::rendezvous::Kept(meeting);
+    let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
     let title = format!("braid send {}", header.name);
@@ -165,6 +168,9 @@ async fn attempt(
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
     recording.finish(&session).await;
+    if let Some(r) = recorder {
+        r.write().await;
+    }
     report.observe(&session);
     report.reach = meeting.reach();
     match outcome {

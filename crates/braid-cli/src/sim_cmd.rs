@@ -21,7 +21,9 @@ pub struct SimArgs {
     /// With --json, include each connection's time series.
     #[arg(long, requires = "json")]
     series: bool,
-    /// Also draw the run's plots (window per connection, throughput per flow) into DIR, as SVG and PNG.
+    /// Also draw the run's plots (window, bytes in flight, throughput and
+    /// smoothed RTT per connection) into DIR, as SVG and PNG; see
+    /// docs/observability.md.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     /// Also write each session's qlog (JSON-SEQ, .sqlog) into DIR, in
@@ -55,12 +57,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         None => sim.run(),
     };
     if let Some(dir) = &args.plot {
-        for file in crate::bench::plot_run(&result, dir)? {
-            eprintln!(
-                "braid sim: plot {}",
-                dir.join(file.rsplit('/').next().unwrap_or(&file)).display()
-            );
-        }
+        crate::plot::write_run(&result, dir, "braid sim")?;
     }
     if args.json {
         println!("{}", serde_json::to_string(&result.to_json(args.series))?);

@@ -29,6 +29,10 @@ pub(crate) struct QlogSink {
     pending: Vec<TraceEvent>,
     /// When the last batch went.
     sent_at: std::time::Instant,
+    /// Emptied batches coming back: a fresh one each time cost the
+    /// session's thread a page fault per page (large allocations are new
+    /// mappings).
+    spare: std::sync::mpsc::Receiver<Vec<TraceEvent>>,
 }
 
 impl QlogSink {
@@ -37,13 +41,16 @@ impl QlogSink {
         let out = BufWriter::with_capacity(1 << 20, File::create(file)?);
         let mut w = QlogWriter::new(out, &header)?;
         let (tx, mut rx) = mpsc::channel::<Vec<TraceEvent>>(BATCHES);
+        let (give_back, spare) = std::sync::mpsc::sync_channel(BATCHES);
         let writer = std::thread::Builder::new()
             .name("braid-qlog".into())
             .spawn(move || {
-                while let Some(batch) = rx.blocking_recv() {
+                while let Some(mut batch) = rx.blocking_recv() {
                     for event in &batch {
                         w.write(event)?;
                     }
+                    batch.clear();
+                    let _ = give_back.try_send(batch);
                 }
                 w.flush()
             })?;
@@ -52,6 +59,7 @@ impl QlogSink {
             writer,
             pending: Vec::with_capacity(BATCH_EVENTS),
             sent_at: std::time::Instant::now(),
+            spare,
         })
     }
 
@@ -68,7 +76,8 @@ impl QlogSink {
             return None;
         }
         self.sent_at = std::time::Instant::now();
-        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH_EVENTS));
+        let fresh = (self.spare.try_recv()).unwrap_or_else(|_| Vec::with_capacity(BATCH_EVENTS));
+        let batch = std::mem::replace(&mut self.pending, fresh);
         Some((self.tx.clone(), batch))
     }
 

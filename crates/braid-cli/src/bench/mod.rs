@@ -14,8 +14,6 @@ mod stats;
 mod targets;
 mod transfers;
 
-pub use plots::plot_run;
-
 use anyhow::Context as _;
 use braid_proto::cc::Algorithm;
 use clap::Args;
