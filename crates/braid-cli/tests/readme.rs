@@ -349,6 +349,7 @@ fn every_braid_command_in_the_user_docs_parses() {
         "docs/emulation.md",
         "docs/scenarios.md",
         "docs/measurements.md",
+        "docs/observability.md",
     ] {
         found.extend(commands_in(file, false));
     }
