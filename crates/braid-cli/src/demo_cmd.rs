@@ -174,20 +174,51 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         name: "demo.bin".into(),
         size: Some(args.size),
     };
-    let live = !args.quiet && std::io::stderr().is_terminal();
-    let multi = MultiProgress::with_draw_target(if live {
+    let wanted = !args.quiet && std::io::stderr().is_terminal();
+    // The live view by default: the demo is there to see braid work.
+    let view = || crate::live::Setup {
+        side: Side::Send,
+        title: "braid demo".into(),
+        notes: plans.iter().map(|p| p.spec.clone()).collect(),
+        relays: Vec::new(),
+    };
+    let live = Progress::live_view(
+        wanted && args.observe.live.unwrap_or(true),
+        Some(args.size),
+        view,
+    );
+    let lines_wanted = wanted && live.is_none();
+    let multi = MultiProgress::with_draw_target(if lines_wanted {
         ProgressDrawTarget::stderr_with_hz(8)
     } else {
         ProgressDrawTarget::hidden()
     });
-    let progress = Progress::in_multi(&multi, live, Some(args.size), "demo");
-    let segment_size = u64::from(session.config().segment_size.max(1));
-    let lines = path_lines(&multi, &plans, session.monitor(), segment_size);
+    let progress =
+        live.unwrap_or_else(|| Progress::in_multi(&multi, lines_wanted, Some(args.size), "demo"));
+    let lines = if progress.is_live() {
+        progress.watch(session.monitor(), Side::Send)
+    } else {
+        let segment_size = u64::from(session.config().segment_size.max(1));
+        Some(path_lines(&multi, &plans, session.monitor(), segment_size))
+    };
     let content = Generated::new(args.size);
-    let result = transfer::send(&mut session, &header, content, &progress).await;
-    lines.abort();
+    let interrupted = tokio::select! {
+        r = transfer::send(&mut session, &header, content, &progress) => Ok(r),
+        // Handled, so that the live view gives the terminal back.
+        stop = crate::interrupted() => Err(stop),
+    };
+    if let Some(l) = lines {
+        l.abort();
+    }
     progress.finish();
     let _ = multi.clear();
+    let result = match interrupted {
+        Ok(r) => r,
+        Err((what, status)) => {
+            eprintln!("braid: demo {what}");
+            return Ok(ExitCode::from(status));
+        }
+    };
     crate::linger(&session).await;
     recording.finish(&session).await;
     if let Some(r) = recorder {

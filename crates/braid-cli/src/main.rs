@@ -9,6 +9,7 @@ mod keys;
 mod lab;
 mod link_args;
 mod link_cmd;
+mod live;
 mod netns;
 mod observe;
 mod plot;

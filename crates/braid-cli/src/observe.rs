@@ -19,6 +19,18 @@ pub struct ObserveArgs {
     /// docs/observability.md.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Show each connection's rate, window, RTT and losses live, full
+    /// screen, instead of the progress bar (on a terminal; not with
+    /// --quiet, --json or recv --keep). The default for `demo` on a
+    /// terminal; --live=false there keeps the plain lines.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub live: Option<bool>,
 }
 
 impl ObserveArgs {

@@ -1,10 +1,11 @@
 //! A progress bar on a terminal (bytes, rate, ETA, each connection's share;
-//! decimal units as in the summary),
-//! and nothing at all when stderr is not a terminal. The sender's bar
-//! counts bytes the receiver acknowledged, not bytes handed to the
-//! transport (which run a window ahead), so its rate and ETA are the
+//! decimal units as in the summary), or the live view in its place
+//! (`--live`), and nothing at all when stderr is not a terminal. The
+//! sender's bar counts bytes the receiver acknowledged, not bytes handed to
+//! the transport (which run a window ahead), so its rate and ETA are the
 //! transfer's.
 
+use crate::live::{self, Live};
 use crate::summary::Side;
 use braid::Monitor;
 use braid_proto::PathId;
@@ -18,23 +19,65 @@ const REFRESH: Duration = Duration::from_millis(250);
 #[derive(Clone)]
 pub struct Progress {
     bar: Option<ProgressBar>,
+    live: Option<Live>,
 }
 
 impl Progress {
     /// A bar labelled `prefix` if `wanted` and stderr is a terminal.
     pub fn new(wanted: bool, total: Option<u64>, prefix: &str) -> Progress {
         if !wanted || !std::io::stderr().is_terminal() {
-            return Progress { bar: None };
+            return Progress::disabled();
         }
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(8));
         bar.set_style(style(total.is_some()));
         bar.set_prefix(prefix.to_owned());
-        Progress { bar: Some(bar) }
+        Progress {
+            bar: Some(bar),
+            live: None,
+        }
+    }
+
+    /// The live view if `live` too and it can take the terminal, else
+    /// [`Progress::new`]'s bar.
+    pub fn with_live(
+        wanted: bool,
+        live: bool,
+        total: Option<u64>,
+        prefix: &str,
+        setup: impl FnOnce() -> live::Setup,
+    ) -> Progress {
+        Progress::live_view(wanted && live, total, setup)
+            .unwrap_or_else(|| Progress::new(wanted, total, prefix))
+    }
+
+    /// The live view if `wanted`, stderr is a terminal and the view could
+    /// take it.
+    pub fn live_view(
+        wanted: bool,
+        total: Option<u64>,
+        setup: impl FnOnce() -> live::Setup,
+    ) -> Option<Progress> {
+        if !wanted || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let live = Live::start(setup(), total).ok()?;
+        Some(Progress {
+            bar: None,
+            live: Some(live),
+        })
     }
 
     /// No bar at all.
     pub fn disabled() -> Progress {
-        Progress { bar: None }
+        Progress {
+            bar: None,
+            live: None,
+        }
+    }
+
+    /// Whether the live view is up (it replaces any other live lines).
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
     }
 
     /// A bar drawn among other lines of `multi`, if `wanted`.
@@ -55,6 +98,9 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.set_position(n);
         }
+        if let Some(l) = &self.live {
+            l.set_position(n);
+        }
     }
 
     /// The total became known (the receiver read the header): show the ETA.
@@ -63,12 +109,19 @@ impl Progress {
             b.set_length(n);
             b.set_style(style(true));
         }
+        if let Some(l) = &self.live {
+            l.set_length(n);
+        }
     }
 
-    /// Clears the bar so the summary prints on a clean line.
+    /// Clears the bar, or leaves the live view, so the summary prints on
+    /// a clean line.
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
+        }
+        if let Some(l) = &self.live {
+            l.finish();
         }
     }
 
@@ -76,11 +129,14 @@ impl Progress {
     /// session's acknowledged bytes less the `skip` that precede the
     /// content, at most `cap`) until the returned guard is dropped.
     pub fn follow_acked(&self, monitor: Monitor, skip: u64, cap: u64) -> Option<Following> {
-        let bar = self.bar.clone()?;
+        if self.bar.is_none() && self.live.is_none() {
+            return None;
+        }
+        let shown = self.clone();
         let task = tokio::spawn(async move {
             loop {
                 let acked = monitor.stats().bytes_acked.saturating_sub(skip).min(cap);
-                bar.set_position(acked);
+                shown.set_position(acked);
                 tokio::time::sleep(ACKED_REFRESH).await;
             }
         });
@@ -88,7 +144,11 @@ impl Progress {
     }
 
     /// Shows each connection's share of the traffic until the task is aborted.
+    /// With the live view: draws it until aborted or finished.
     pub fn watch(&self, monitor: Monitor, side: Side) -> Option<tokio::task::JoinHandle<()>> {
+        if let Some(l) = &self.live {
+            return Some(l.watch(monitor));
+        }
         let bar = self.bar.clone()?;
         Some(tokio::spawn(async move {
             let mut last: Vec<(PathId, u64)> = Vec::new();

@@ -312,7 +312,17 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     report.mode = Some(setup.mode);
     report.started = SystemTime::now();
     let recording = args.observe.record(&session, "recv", "braid recv");
-    let progress = Progress::new(bar && args.report.live(), None, "recv");
+    let view = || crate::live::Setup {
+        side: Side::Recv,
+        title: "braid recv".into(),
+        notes: Vec::new(),
+        relays: setup
+            .meeting
+            .reach()
+            .map_or_else(Vec::new, |r| r.relays.iter().map(|v| v.relay).collect()),
+    };
+    let live = args.observe.live.unwrap_or(false);
+    let progress = Progress::with_live(bar && args.report.live(), live, None, "recv", view);
     let watch = progress.watch(session.monitor(), Side::Recv);
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Recv);
     let started = Instant::now();

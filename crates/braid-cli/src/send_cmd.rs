@@ -153,7 +153,14 @@ async fn attempt(
     let started = Instant::now();
     let title = format!("braid send {}", header.name);
     let recording = args.observe.record(&session, "send", &title);
-    let progress = Progress::new(args.report.live(), header.size, "send");
+    let view = || crate::live::Setup {
+        side: Side::Send,
+        title: format!("braid send {}", crate::text::escape(&header.name)),
+        notes: Vec::new(),
+        relays: meet.as_ref().map_or_else(Vec::new, |m| m.relays.clone()),
+    };
+    let live = args.observe.live.unwrap_or(false);
+    let progress = Progress::with_live(args.report.live(), live, header.size, "send", view);
     let watch = progress.watch(session.monitor(), Side::Send);
     let monitor = session.monitor();
     let outcome = tokio::select! {

@@ -523,6 +523,7 @@ mod tests {
         let case = |kind, via: &str| Case {
             kind,
             via: via.into(),
+            qlog: false,
             route: via.parse().unwrap(),
         };
         let cases = [

@@ -291,7 +291,11 @@ fn write_frames(s: &mut String, f: &FrameSummary) {
         push_u64(s, d.offset);
         s.push_str(",\"length\":");
         push_u64(s, d.len);
-        s.push_str(if d.fin { ",\"fin\":true}" } else { ",\"fin\":false}" });
+        s.push_str(if d.fin {
+            ",\"fin\":true}"
+        } else {
+            ",\"fin\":false}"
+        });
     }
 }
 
