@@ -202,6 +202,7 @@ impl Session {
         for id in 0..s.cfg.paths {
             s.insert_path(PathId(id), now);
         }
+        s.trace_parameters(now);
         Ok(s)
     }
 
@@ -220,7 +221,7 @@ impl Session {
         );
         let mut recv = RecvStream::new(cfg.recv_window);
         recv.set_max_window(cfg.max_window);
-        let mut s = Session {
+        Session {
             role,
             session_id,
             state: State::Established,
@@ -244,9 +245,7 @@ impl Session {
             tail_copy_checked: None,
             trace: trace::SessionTrace::new(cfg.trace),
             cfg,
-        };
-        s.trace_parameters(now);
-        s
+        }
     }
 
     fn cc_context(&self) -> CcContext {
@@ -289,6 +288,9 @@ impl Session {
         );
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
         path.trace.tracer = crate::trace::Tracer::new(self.is_tracing());
+        // A connection's first event: qvis opens the first group it meets.
+        let state = path.state();
+        (self.trace.tracer).record(now, crate::trace::EventKind::PathState { path: id, state });
         self.paths.insert(id, path);
     }
 

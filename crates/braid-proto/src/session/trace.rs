@@ -19,6 +19,8 @@ pub(super) struct SessionTrace {
     last_data_path: Option<PathId>,
     /// The life stage last recorded.
     stage: &'static str,
+    /// The settings last recorded.
+    parameters: Option<Parameters>,
 }
 
 impl SessionTrace {
@@ -65,7 +67,10 @@ impl Session {
             sealed: self.cfg.security.is_sealed(),
             recv_window: self.cfg.recv_window,
         };
-        self.trace.tracer.record(now, EventKind::Parameters(p));
+        if self.trace.parameters.as_ref() != Some(&p) {
+            self.trace.parameters = Some(p.clone());
+            self.trace.tracer.record(now, EventKind::Parameters(p));
+        }
     }
 
     /// A datagram's frames start at `at` in the buffer being written.

@@ -85,6 +85,7 @@ impl Session {
         let mut s = Session::new(Role::Server, cfg, header.session_id, now, seed);
         let sealed = s.cfg.security.is_sealed();
         s.insert_path(path, now);
+        s.trace_parameters(now);
         s.on_opening(now, path);
         s.start_validation(now, path, datagram.len(), false);
         match first {
