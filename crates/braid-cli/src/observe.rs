@@ -39,13 +39,13 @@ impl ObserveArgs {
         cfg.trace |= self.qlog.is_some();
     }
 
-    /// Starts the qlog of `session`, if asked for: `DIR/ID-SIDE.sqlog`,
-    /// the session id shared by both sides' files.
+    /// Starts the qlog of `session`, if asked for: `DIR/SIDE-ID.sqlog`,
+    /// the session id shared by both sides' files (as the plots' names).
     pub fn record(&self, session: &Session, side: &str, title: &str) -> Recording {
         let Some(dir) = &self.qlog else {
             return Recording { file: None };
         };
-        let file = dir.join(format!("{:016x}-{side}.sqlog", session.id()));
+        let file = dir.join(format!("{side}-{:016x}.sqlog", session.id()));
         let started = std::fs::create_dir_all(dir).and_then(|()| session.write_qlog(&file, title));
         match started {
             Ok(()) => Recording { file: Some(file) },

@@ -225,6 +225,7 @@ impl Path {
 
     /// Replaces the controller (once the negotiated parameters are known).
     pub fn set_cc(&mut self, cc: Box<dyn Controller>) {
+        self.trace.stale = true;
         self.cc = cc;
     }
 

@@ -123,6 +123,7 @@ impl Path {
 
     /// The path is closed: all it had in flight must travel elsewhere.
     pub fn close(&mut self, now: Instant, send: &mut SendStream) {
+        self.trace.stale = true;
         self.declare_all_lost(now, LossTrigger::PathClosed, send);
         self.state = PathState::Closed;
         self.acks.on_path_closed();
@@ -346,6 +347,7 @@ impl Path {
         sent_at: Instant,
         packets: u64,
     ) {
+        self.trace.stale = true;
         let event = CongestionEvent {
             cause,
             sent_at,

@@ -288,6 +288,7 @@ impl Session {
         );
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
         path.trace.tracer = crate::trace::Tracer::new(self.is_tracing());
+        path.trace.stale = true;
         // A connection's first event: qvis opens the first group it meets.
         let state = path.state();
         (self.trace.tracer).record(now, crate::trace::EventKind::PathState { path: id, state });

@@ -326,6 +326,7 @@ impl Session {
             Frame::Ece(level) => {
                 if let Some(p) = self.paths.get_mut(&path) {
                     p.cc_mut().on_ece(now, level);
+                    p.trace.stale = true;
                 }
                 self.trace_event(now, EventKind::MbEcn { path, level });
             }

@@ -147,6 +147,13 @@ impl Session {
         }
         let tracer = &mut self.trace.tracer;
         for p in self.paths.values_mut() {
+            // Figures change with the connection's own events (ACKs,
+            // losses, timers, normalisation) or where marked stale; a
+            // receiver's connections have none per datagram.
+            if !p.trace.stale && p.trace.tracer.is_empty() {
+                continue;
+            }
+            p.trace.stale = false;
             let path = p.id();
             let mut t = std::mem::take(&mut p.trace);
             t.tracer.move_into(tracer);

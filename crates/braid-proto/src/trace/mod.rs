@@ -290,6 +290,8 @@ pub(crate) struct PathTrace {
     pub metrics: Metrics,
     pub cc_state: &'static str,
     pub state: PathState,
+    /// Its figures may have changed without an event of its own.
+    pub stale: bool,
 }
 
 /// The recorder each session and connection holds.
@@ -313,6 +315,11 @@ impl Tracer {
     #[inline]
     pub fn is_on(&self) -> bool {
         self.on
+    }
+
+    /// Whether nothing waits to be moved.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.dropped == 0
     }
 
     /// Records `kind` at `at`, if recording.
