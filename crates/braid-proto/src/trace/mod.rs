@@ -11,6 +11,7 @@
 
 mod frames;
 pub mod qlog;
+pub mod spill;
 
 pub use frames::{AckSummary, FrameSummary, StreamRange};
 
