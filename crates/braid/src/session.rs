@@ -316,8 +316,10 @@ impl Session {
     /// Writes the session's qlog (JSON-SEQ, for qvis) to `file`, titled
     /// `title`: the events since the session opened (the core keeps
     /// [`TRACE_CAPACITY`](braid_proto::trace::TRACE_CAPACITY) of them until
-    /// a file takes them), then everything until it ends. Needs
-    /// [`SessionConfig::trace`]; call [`Session::finish_qlog`] at the end.
+    /// a file takes them), then everything until it ends. The events wait
+    /// in a compact spill beside `file` and the JSON is written when they
+    /// end: call [`Session::finish_qlog`] (a dropped session's file is
+    /// still written, unwaited). Needs [`SessionConfig::trace`].
     pub fn write_qlog(&self, file: &std::path::Path, title: &str) -> io::Result<()> {
         let mut g = self.shared.lock();
         if !g.proto.config().trace {
