@@ -212,3 +212,61 @@ impl Session {
         tracer.record(now, kind);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::{EventKind, TraceEvent};
+    use crate::wire::{Header, VERSION};
+    use crate::{Datagram, Instant, Keypair, PathId, Security, Session, SessionConfig};
+
+    /// A sealed client that records its events, its opening sent.
+    fn client() -> Session {
+        let cfg = SessionConfig {
+            security: Security::pinned(Keypair::generate([7; 32]).public()),
+            trace: true,
+            ..SessionConfig::default()
+        };
+        let mut s = Session::connect(cfg, 42, Instant::ZERO, [1; 32]).unwrap();
+        let mut buf = Vec::new();
+        while s.poll_transmit(Instant::ZERO, 1, &mut buf).is_some() {
+            buf.clear();
+        }
+        s
+    }
+
+    #[test]
+    fn forged_datagrams_leave_nothing_in_the_log() {
+        let mut s = client();
+        let mut before = Vec::new();
+        s.drain_trace(&mut before);
+        assert!(before.iter().any(|e| matches!(e.kind, EventKind::PacketSent { .. })));
+        for i in 0..2000u64 {
+            // Our session's id and a plausible number, then bytes that
+            // open with no key: what an off-path attacker can send.
+            let mut d = Vec::new();
+            Header {
+                version: VERSION,
+                key_phase: false,
+                mbecn: 0,
+                session_id: 42,
+                path: PathId((i % 3) as u8),
+                packet_number: i,
+            }
+            .encode(&mut d);
+            d.extend((0..100 + i % 1200).map(|b| (b * 31 + i) as u8));
+            let at = Instant::from_nanos(i * 1000);
+            s.handle_datagram(at, Datagram::new(at, PathId((i % 3) as u8), &mut d));
+            s.handle_datagram(at, Datagram::new(at, PathId(0), &mut [0xff; 40]));
+        }
+        let mut after: Vec<TraceEvent> = Vec::new();
+        s.drain_trace(&mut after);
+        assert!(s.stats().forged_dropped + s.stats().malformed_dropped > 0);
+        assert!(
+            after
+                .iter()
+                .all(|e| !matches!(e.kind, EventKind::PacketReceived { .. })),
+            "{after:?}"
+        );
+        assert!(after.len() < 10, "{} events from forgeries: {after:?}", after.len());
+    }
+}
