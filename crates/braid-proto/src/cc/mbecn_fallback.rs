@@ -125,6 +125,10 @@ impl Controller for MbEcnWithFallback {
         self.decider().state_name()
     }
 
+    fn rate_slot(&self) -> Option<(u64, std::time::Duration)> {
+        self.decider().rate_slot()
+    }
+
     fn window(&self) -> u64 {
         self.decider().window()
     }

@@ -264,6 +264,11 @@ pub trait Controller: Send + fmt::Debug {
             "congestion_avoidance"
         }
     }
+    /// A rate-slot controller's slot now (MB-ECN): bytes allowed per
+    /// slot and the slot's width; `None` for window controllers.
+    fn rate_slot(&self) -> Option<(u64, Duration)> {
+        None
+    }
     /// Snapshot for stats.
     fn metrics(&self) -> ControllerMetrics {
         ControllerMetrics {

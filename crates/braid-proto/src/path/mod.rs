@@ -560,6 +560,8 @@ impl Path {
             rttvar: rtt.then(|| self.rtt.rttvar()),
             pacing_rate: self.pacing_rate().map(|r| r as u64),
             ssthresh: self.cc.metrics().ssthresh,
+            slot_budget: self.cc.rate_slot().map(|s| s.0),
+            slot_width: self.cc.rate_slot().map(|s| s.1),
         }
     }
 

@@ -239,7 +239,9 @@ mod tests {
         let mut s = client();
         let mut before = Vec::new();
         s.drain_trace(&mut before);
-        assert!(before.iter().any(|e| matches!(e.kind, EventKind::PacketSent { .. })));
+        assert!(before
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::PacketSent { .. })));
         for i in 0..2000u64 {
             // Our session's id and a plausible number, then bytes that
             // open with no key: what an off-path attacker can send.
@@ -267,6 +269,10 @@ mod tests {
                 .all(|e| !matches!(e.kind, EventKind::PacketReceived { .. })),
             "{after:?}"
         );
-        assert!(after.len() < 10, "{} events from forgeries: {after:?}", after.len());
+        assert!(
+            after.len() < 10,
+            "{} events from forgeries: {after:?}",
+            after.len()
+        );
     }
 }

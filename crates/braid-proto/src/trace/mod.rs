@@ -232,6 +232,10 @@ pub struct Metrics {
     pub pacing_rate: Option<u64>,
     /// Slow-start threshold, bytes.
     pub ssthresh: Option<u64>,
+    /// MB-ECN: bytes the controller allows per rate slot.
+    pub slot_budget: Option<u64>,
+    /// MB-ECN: the rate slot's width.
+    pub slot_width: Option<Duration>,
 }
 
 impl Metrics {
@@ -253,6 +257,8 @@ impl Metrics {
             rttvar: diff(then.rttvar, now.rttvar),
             pacing_rate: diff(then.pacing_rate, now.pacing_rate),
             ssthresh: diff(then.ssthresh, now.ssthresh),
+            slot_budget: diff(then.slot_budget, now.slot_budget),
+            slot_width: diff(then.slot_width, now.slot_width),
         }
     }
 

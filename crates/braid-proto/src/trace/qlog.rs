@@ -330,6 +330,12 @@ fn write_metrics(s: &mut String, sep: &str, m: &Metrics) {
     if let Some(v) = m.ssthresh {
         field(s, "ssthresh", format_args!("{v}"));
     }
+    if let Some(v) = m.slot_budget {
+        field(s, "braid_slot_budget", format_args!("{v}"));
+    }
+    if let Some(v) = m.slot_width {
+        field(s, "braid_slot_width", format_args!("{}", ms(v)));
+    }
 }
 
 fn push_u64(s: &mut String, v: u64) {

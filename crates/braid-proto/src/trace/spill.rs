@@ -369,6 +369,8 @@ impl Writer<'_> {
             d(m.rttvar),
             m.pacing_rate,
             m.ssthresh,
+            m.slot_budget,
+            d(m.slot_width),
         ] {
             self.opt(v);
         }
@@ -459,6 +461,8 @@ impl<'b> Reader<'_, 'b> {
             rttvar: d(self.opt()?),
             pacing_rate: self.opt()?,
             ssthresh: self.opt()?,
+            slot_budget: self.opt()?,
+            slot_width: d(self.opt()?),
         })
     }
 }
@@ -540,6 +544,7 @@ mod tests {
                     cwnd: Some(0),
                     srtt: Some(Duration::from_micros(20_500)),
                     pacing_rate: Some(u64::from(u32::MAX) * 4),
+                    slot_width: Some(Duration::from_nanos(1 << 24)),
                     ..Metrics::default()
                 },
             },

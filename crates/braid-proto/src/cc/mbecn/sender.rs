@@ -293,6 +293,10 @@ impl Controller for MbEcn {
         Algorithm::MbEcn
     }
 
+    fn rate_slot(&self) -> Option<(u64, Duration)> {
+        Some((self.budget, Duration::from_nanos(1 << self.slot_shift)))
+    }
+
     fn on_sent(&mut self, now: Instant, bytes: u64) {
         self.roll(now);
         self.slot_packets += 1;
