@@ -174,10 +174,10 @@ mod tests {
                 kind: if i % 3 == 0 {
                     EventKind::Metrics {
                         path: PathId((i % 2) as u8),
-                        metrics: Metrics {
+                        metrics: Box::new(Metrics {
                             cwnd: Some(i * 1380),
                             ..Metrics::default()
-                        },
+                        }),
                     }
                 } else {
                     EventKind::PacketsAcked {

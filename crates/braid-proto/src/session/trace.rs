@@ -69,7 +69,7 @@ impl Session {
         };
         if self.trace.parameters.as_ref() != Some(&p) {
             self.trace.parameters = Some(p.clone());
-            self.trace.tracer.record(now, EventKind::Parameters(p));
+            (self.trace.tracer).record(now, EventKind::Parameters(Box::new(p)));
         }
     }
 
@@ -176,6 +176,7 @@ impl Session {
             let metrics = Metrics::changed(&t.metrics, &m);
             if !metrics.is_empty() {
                 t.metrics = m;
+                let metrics = Box::new(metrics);
                 tracer.record(now, EventKind::Metrics { path, metrics });
             }
             p.trace = t;

@@ -45,7 +45,7 @@ pub struct FrameSummary {
     /// The STREAM frame, if any (at most one per datagram).
     pub stream: Option<StreamRange>,
     /// The ACK (or copied ACK) frame, if any; the first if several.
-    pub ack: Option<AckSummary>,
+    pub ack: Option<Box<AckSummary>>,
     /// Other frames present, as bits of [`FrameSummary::KINDS`].
     pub others: u16,
 }
@@ -83,11 +83,11 @@ impl FrameSummary {
                     continue;
                 }
                 Frame::Ack(ack) if s.ack.is_none() => {
-                    s.ack = Some(AckSummary::of(PathId(u8::MAX), ack));
+                    s.ack = Some(Box::new(AckSummary::of(PathId(u8::MAX), ack)));
                     continue;
                 }
                 Frame::PathAck { path, ack } if s.ack.is_none() => {
-                    s.ack = Some(AckSummary::of(path, ack));
+                    s.ack = Some(Box::new(AckSummary::of(path, ack)));
                     continue;
                 }
                 Frame::Ack(_) | Frame::PathAck { .. } => continue,

@@ -39,7 +39,7 @@ pub struct TraceEvent {
 #[non_exhaustive]
 pub enum EventKind {
     /// The session's settings (qlog `parameters_set`), once at its start.
-    Parameters(Parameters),
+    Parameters(Box<Parameters>),
     /// A datagram went out (qlog `packet_sent`).
     PacketSent {
         /// The connection.
@@ -101,7 +101,7 @@ pub enum EventKind {
         /// The connection.
         path: PathId,
         /// What changed.
-        metrics: Metrics,
+        metrics: Box<Metrics>,
     },
     /// A connection's controller changed state (qlog
     /// `congestion_state_updated`).

@@ -166,7 +166,7 @@ pub fn decode(input: &mut &[u8]) -> Option<TraceEvent> {
     let mut r = Reader(input);
     let at = Instant::from_nanos(r.u()?);
     let kind = match r.u()? {
-        0 => EventKind::Parameters(Parameters {
+        0 => EventKind::Parameters(Box::new(Parameters {
             role: if r.u()? == 1 {
                 Role::Server
             } else {
@@ -179,7 +179,7 @@ pub fn decode(input: &mut &[u8]) -> Option<TraceEvent> {
             max_ack_delay: r.dur()?,
             sealed: r.u()? == 1,
             recv_window: r.u()?,
-        }),
+        })),
         1 => {
             let (path, pn, size, frames) = r.packet()?;
             EventKind::PacketSent {
@@ -220,7 +220,7 @@ pub fn decode(input: &mut &[u8]) -> Option<TraceEvent> {
         },
         7 => EventKind::Metrics {
             path: r.path()?,
-            metrics: r.metrics()?,
+            metrics: Box::new(r.metrics()?),
         },
         8 => EventKind::CongestionState {
             path: r.path()?,
@@ -434,12 +434,12 @@ impl<'b> Reader<'_, 'b> {
                 for _ in 0..n {
                     ranges.push((self.u()?, self.u()?));
                 }
-                Some(AckSummary {
+                Some(Box::new(AckSummary {
                     path,
                     ranges,
                     ack_delay_us,
                     cumulative,
-                })
+                }))
             }
         };
         let frames = FrameSummary {
@@ -493,17 +493,17 @@ mod tests {
                 len: 1380,
                 fin: true,
             }),
-            ack: Some(AckSummary {
+            ack: Some(Box::new(AckSummary {
                 path: PathId(2),
                 ranges: vec![(50, 60), (3, 9)],
                 ack_delay_us: 2500,
                 cumulative: 77,
-            }),
+            })),
             others: 0b1010,
         };
         let p = PathId(1);
         for kind in [
-            EventKind::Parameters(Parameters {
+            EventKind::Parameters(Box::new(Parameters {
                 role: Role::Server,
                 session_id: u64::MAX - 5,
                 cc: "cubic",
@@ -512,7 +512,7 @@ mod tests {
                 max_ack_delay: Duration::from_millis(10),
                 sealed: true,
                 recv_window: 1 << 22,
-            }),
+            })),
             EventKind::PacketSent {
                 path: p,
                 pn: 9,
@@ -540,13 +540,13 @@ mod tests {
             EventKind::StreamAcked { path: p, bytes: 5 },
             EventKind::Metrics {
                 path: p,
-                metrics: Metrics {
+                metrics: Box::new(Metrics {
                     cwnd: Some(0),
                     srtt: Some(Duration::from_micros(20_500)),
                     pacing_rate: Some(u64::from(u32::MAX) * 4),
                     slot_width: Some(Duration::from_nanos(1 << 24)),
                     ..Metrics::default()
-                },
+                }),
             },
             EventKind::CongestionState {
                 path: p,
