@@ -77,7 +77,25 @@ fn send_and_recv_each_write_a_qlog_of_the_same_session() {
         .map(|f| f["length"].as_u64().unwrap())
         .sum();
     assert!(stream_bytes >= 2_000_000, "{stream_bytes}");
-    assert!(count(&send, "recovery:metrics_updated") > 10);
+    // Each connection that had packets acknowledged reported its window
+    // and RTT.
+    let acked: std::collections::BTreeSet<u64> = send
+        .iter()
+        .filter(|e| e["name"] == "recovery:packets_acked")
+        .map(|e| e["data"]["path_id"].as_u64().unwrap())
+        .collect();
+    assert!(!acked.is_empty());
+    for path in &acked {
+        let reported = |field: &str| {
+            send.iter().any(|e| {
+                e["name"] == "recovery:metrics_updated"
+                    && e["data"]["path_id"] == *path
+                    && e["data"][field].is_number()
+            })
+        };
+        assert!(reported("congestion_window"), "path {path}");
+        assert!(reported("smoothed_rtt"), "path {path}");
+    }
     assert!(count(&send, "transport:parameters_set") >= 1);
 }
 
