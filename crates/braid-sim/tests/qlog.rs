@@ -20,6 +20,8 @@ queue = 100
 [[flow]]
 cc = "cubic"
 bytes = "2MB"
+# Both ways: ACKs ride on data, whose frames the log notes as written.
+reverse_bytes = "1MB"
 "#;
 
 fn scenario() -> Scenario {

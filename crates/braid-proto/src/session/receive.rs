@@ -206,7 +206,8 @@ impl Session {
         if !self.record_arrival(arrival, header, scan.ack_eliciting) {
             return false;
         }
-        self.trace_received(now, path, header.packet_number, len, payload);
+        // Where the arrival goes in the log: before what its frames do.
+        let mut traced = self.trace_arrival_slot();
         self.on_peer_heard(now, path);
         if scan.ack_eliciting {
             self.extend_drain(now);
@@ -215,7 +216,13 @@ impl Session {
             if matches!(self.state, State::Failed | State::Closed) {
                 break;
             }
+            if let Some((_, frames)) = traced.as_mut() {
+                frames.note(&frame);
+            }
             self.handle_frame(now, path, frame);
+        }
+        if let Some((slot, frames)) = traced {
+            self.trace_received(now, slot, (path, header.packet_number, len), frames);
         }
         self.check_progress(now);
         self.gather_trace(now);

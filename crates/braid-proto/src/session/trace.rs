@@ -5,6 +5,7 @@
 use super::{Session, State};
 use crate::error::SessionError;
 use crate::trace::{EventKind, FrameSummary, Metrics, Parameters, TraceEvent, Tracer};
+use crate::wire::{AckFrame, Frame};
 use crate::{Instant, PathId};
 
 /// The session's recorder and what it needs between calls.
@@ -13,8 +14,11 @@ pub(super) struct SessionTrace {
     pub tracer: Tracer,
     /// Where the datagram being written starts its frames.
     payload_at: usize,
-    /// The frames of the datagram being written, read before sealing.
+    /// The frames of the datagram being written: noted as they are
+    /// written for a data packet, else read back before sealing.
     frames: FrameSummary,
+    /// `frames` was noted as the datagram was written.
+    noted: bool,
     /// The connection the previous stream segment went on.
     last_data_path: Option<PathId>,
     /// The life stage last recorded.
@@ -76,14 +80,51 @@ impl Session {
     /// A datagram's frames start at `at` in the buffer being written.
     pub(super) fn trace_payload_starts(&mut self, at: usize) {
         self.trace.payload_at = at;
+        if self.is_tracing() {
+            self.trace.frames = FrameSummary::default();
+            self.trace.noted = false;
+        }
     }
 
-    /// Reads the frames of the datagram in `buf` before it is sealed.
-    pub(super) fn trace_frames(&mut self, buf: &[u8]) {
+    /// The datagram being written carries `ack` of connection `path`
+    /// (and an MB-ECN level before it, if `ece`).
+    pub(super) fn trace_ack_written(&mut self, path: PathId, ack: &AckFrame, ece: bool) {
         if self.is_tracing() {
-            let payload = buf.get(self.trace.payload_at..).unwrap_or_default();
+            self.trace.frames.note(&Frame::PathAck {
+                path,
+                ack: ack.clone(),
+            });
+            if ece {
+                self.trace.frames.note(&Frame::Ece(0));
+            }
+        }
+    }
+
+    /// The datagram being written ends with stream data: its frames are
+    /// all noted.
+    pub(super) fn trace_stream_written(&mut self, offset: u64, len: u32, fin: bool) {
+        if self.is_tracing() {
+            let len = u64::from(len);
+            self.trace.frames.stream = Some(crate::trace::StreamRange { offset, len, fin });
+            self.trace.noted = true;
+        }
+    }
+
+    /// Reads the frames of the datagram in `buf` before it is sealed,
+    /// unless they were noted as it was written.
+    pub(super) fn trace_frames(&mut self, path: PathId, buf: &[u8]) {
+        if !self.is_tracing() {
+            return;
+        }
+        let payload = buf.get(self.trace.payload_at..).unwrap_or_default();
+        if !self.trace.noted {
             self.trace.frames = FrameSummary::of(payload);
         }
+        debug_assert_eq!(
+            self.trace.frames.clone().on_path(path),
+            FrameSummary::of(payload).on_path(path),
+            "the frames noted as written are the frames written"
+        );
     }
 
     /// The datagram just written went out on `path`.
@@ -112,25 +153,30 @@ impl Session {
         self.trace.tracer.record(now, sent);
     }
 
-    /// An authentic datagram arrived.
+    /// When recording, where an authentic datagram's arrival goes in the
+    /// log, and the summary its frames fill as they are handled (read once,
+    /// not again for the log).
+    pub(super) fn trace_arrival_slot(&self) -> Option<(usize, FrameSummary)> {
+        self.is_tracing()
+            .then(|| (self.trace.tracer.len(), FrameSummary::default()))
+    }
+
+    /// An authentic datagram `(path, number, size)` arrived; its event goes
+    /// at `slot`, before what its frames did.
     pub(super) fn trace_received(
         &mut self,
         now: Instant,
-        path: PathId,
-        pn: u64,
-        size: usize,
-        payload: &[u8],
+        slot: usize,
+        (path, pn, size): (PathId, u64, usize),
+        frames: FrameSummary,
     ) {
-        if self.is_tracing() {
-            let frames = FrameSummary::of(payload).on_path(path);
-            let kind = EventKind::PacketReceived {
-                path,
-                pn,
-                size,
-                frames,
-            };
-            self.trace.tracer.record(now, kind);
-        }
+        let kind = EventKind::PacketReceived {
+            path,
+            pn,
+            size,
+            frames: frames.on_path(path),
+        };
+        self.trace.tracer.record_at(slot, now, kind);
     }
 
     /// Records `kind` now, if recording.

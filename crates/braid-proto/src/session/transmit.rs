@@ -150,7 +150,7 @@ impl Session {
 
     /// Seals the datagram (once the session has keys) and accounts for it.
     fn finish_packet(&mut self, path: PathId, buf: &mut Vec<u8>) -> Transmit {
-        self.trace_frames(buf);
+        self.trace_frames(path, buf);
         self.seal_packet(buf);
         self.account_packet(path, buf)
     }
@@ -163,7 +163,7 @@ impl Session {
     /// A handshake datagram: it travels in clear, its content authenticated
     /// (or not) by the handshake itself.
     fn finish_clear_packet(&mut self, path: PathId, buf: &[u8]) -> Transmit {
-        self.trace_frames(buf);
+        self.trace_frames(path, buf);
         self.account_packet(path, buf)
     }
 
@@ -189,7 +189,8 @@ impl Session {
     fn push_ack(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>, alone: bool) {
         let max_data = self.streams.recv.max_data();
         let p = self.paths.get_mut(&path).expect("path exists");
-        if let Some(level) = p.take_ece() {
+        let ece = p.take_ece();
+        if let Some(level) = ece {
             Frame::Ece(level).encode(buf);
         }
         let mut ack = p.ack_frame(
@@ -201,8 +202,12 @@ impl Session {
         if alone {
             ack.rx_times = p.ack_rx_times();
         }
-        Frame::Ack(ack).encode(buf);
+        let frame = Frame::Ack(ack);
+        frame.encode(buf);
         p.on_ack_sent(now, alone);
+        if let Frame::Ack(ack) = &frame {
+            self.trace_ack_written(path, ack, ece.is_some());
+        }
         self.streams.on_window_advertised();
         self.on_own_ack_sent(now, path);
     }
@@ -373,7 +378,7 @@ impl Session {
         if let Some((id, data)) = self.due_candidate_challenge(now) {
             self.start_packet(now, id, buf);
             Frame::PathChallenge(data).encode(buf);
-            self.trace_frames(buf);
+            self.trace_frames(id, buf);
             self.seal_packet(buf);
             // Not the connection's address: its credit is the candidate's.
             let size = self.packets.len(buf);
@@ -469,6 +474,7 @@ impl Session {
         self.streams
             .send
             .read_segment(pending.offset, pending.len, buf);
+        self.trace_stream_written(pending.offset, pending.len, pending.fin);
         debug_assert_eq!(
             buf.len() - frame_start,
             wire::stream_frame_overhead(pending.offset) + pending.len as usize

@@ -73,41 +73,47 @@ impl FrameSummary {
     pub fn of(payload: &[u8]) -> FrameSummary {
         let mut s = FrameSummary::default();
         for frame in Frames::new(payload).flatten() {
-            let bit = match frame {
-                Frame::Stream { offset, fin, data } => {
-                    s.stream = Some(StreamRange {
-                        offset,
-                        len: data.len() as u64,
-                        fin,
-                    });
-                    continue;
-                }
-                Frame::Ack(ack) if s.ack.is_none() => {
-                    s.ack = Some(Box::new(AckSummary::of(PathId(u8::MAX), ack)));
-                    continue;
-                }
-                Frame::PathAck { path, ack } if s.ack.is_none() => {
-                    s.ack = Some(Box::new(AckSummary::of(path, ack)));
-                    continue;
-                }
-                Frame::Ack(_) | Frame::PathAck { .. } => continue,
-                Frame::Ping => 0,
-                Frame::Padding => 1,
-                Frame::Close { .. } => 2,
-                Frame::PathChallenge(_) => 3,
-                Frame::PathResponse(_) => 4,
-                Frame::Hello(_) => 5,
-                Frame::HelloAck(_) => 6,
-                Frame::ClientHello { .. } => 7,
-                Frame::ServerHello { .. } => 8,
-                Frame::Retry { .. } => 9,
-                Frame::PathClose { .. } => 10,
-                Frame::Ece(_) => 11,
-                Frame::Blocked(_) => 12,
-            };
-            s.others |= 1 << bit;
+            s.note(&frame);
         }
         s
+    }
+
+    /// Adds one frame of the datagram (an own-connection ACK is
+    /// attributed by [`FrameSummary::on_path`]).
+    pub fn note(&mut self, frame: &Frame<'_>) {
+        let bit = match frame {
+            Frame::Stream { offset, fin, data } => {
+                self.stream = Some(StreamRange {
+                    offset: *offset,
+                    len: data.len() as u64,
+                    fin: *fin,
+                });
+                return;
+            }
+            Frame::Ack(ack) if self.ack.is_none() => {
+                self.ack = Some(Box::new(AckSummary::of(PathId(u8::MAX), ack.clone())));
+                return;
+            }
+            Frame::PathAck { path, ack } if self.ack.is_none() => {
+                self.ack = Some(Box::new(AckSummary::of(*path, ack.clone())));
+                return;
+            }
+            Frame::Ack(_) | Frame::PathAck { .. } => return,
+            Frame::Ping => 0,
+            Frame::Padding => 1,
+            Frame::Close { .. } => 2,
+            Frame::PathChallenge(_) => 3,
+            Frame::PathResponse(_) => 4,
+            Frame::Hello(_) => 5,
+            Frame::HelloAck(_) => 6,
+            Frame::ClientHello { .. } => 7,
+            Frame::ServerHello { .. } => 8,
+            Frame::Retry { .. } => 9,
+            Frame::PathClose { .. } => 10,
+            Frame::Ece(_) => 11,
+            Frame::Blocked(_) => 12,
+        };
+        self.others |= 1 << bit;
     }
 
     /// The same summary with an own-connection ACK attributed to `path`.

@@ -329,6 +329,25 @@ impl Tracer {
         self.events.is_empty() && self.dropped == 0
     }
 
+    /// Events waiting to be moved or drained.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Records `kind` at `at` as the `index`th event waiting (before
+    /// those recorded since), if recording.
+    pub fn record_at(&mut self, index: usize, at: Instant, kind: EventKind) {
+        if !self.on {
+            return;
+        }
+        if self.events.len() >= TRACE_CAPACITY {
+            self.dropped += 1;
+            return;
+        }
+        let index = index.min(self.events.len());
+        self.events.insert(index, TraceEvent { at, kind });
+    }
+
     /// Records `kind` at `at`, if recording.
     #[inline]
     pub fn record(&mut self, at: Instant, kind: EventKind) {
