@@ -120,7 +120,7 @@ impl QlogSink {
         &mut self,
         proto: &mut braid_proto::Session,
     ) -> Option<(mpsc::Sender<Vec<TraceEvent>>, Vec<TraceEvent>)> {
-        proto.drain_trace(&mut self.pending);
+        self.take_events(proto);
         let due = self.pending.len() >= BATCH_EVENTS
             || (!self.pending.is_empty() && self.sent_at.elapsed() >= BATCH_WAIT);
         if !due {
@@ -132,10 +132,15 @@ impl QlogSink {
         Some((self.tx.clone(), batch))
     }
 
-    /// Ends the file after `last`; returns the first error writing it.
-    /// (Dropped instead, the writer still finishes the file, unwaited.)
-    pub(crate) async fn close(mut self, last: Vec<TraceEvent>) -> io::Result<()> {
-        self.pending.extend(last);
+    /// Takes the session's events recorded since the last call.
+    pub(crate) fn take_events(&mut self, proto: &mut braid_proto::Session) {
+        proto.drain_trace(&mut self.pending);
+    }
+
+    /// Ends the file after the events taken; returns the first error
+    /// writing it. (Dropped instead, the writer still finishes the file,
+    /// unwaited.)
+    pub(crate) async fn close(self) -> io::Result<()> {
         let last = self.pending;
         if !last.is_empty() {
             // The writer may have stopped on an error, reported below.
@@ -203,7 +208,7 @@ mod tests {
                 sink.tx.send(batch).await.unwrap();
             }
         }
-        sink.close(Vec::new()).await.unwrap();
+        sink.close().await.unwrap();
         let mut direct = QlogWriter::new(Vec::new(), &header()).unwrap();
         for e in &events {
             direct.write(e).unwrap();

@@ -354,16 +354,15 @@ impl Session {
     /// written; the first error writing it, if any. Nothing to do without
     /// [`Session::write_qlog`].
     pub async fn finish_qlog(&self) -> io::Result<()> {
-        let (sink, last) = {
+        let sink = {
             let mut g = self.shared.lock();
-            let Some(sink) = g.qlog.take() else {
+            let Some(mut sink) = g.qlog.take() else {
                 return Ok(());
             };
-            let mut last = Vec::new();
-            g.proto.drain_trace(&mut last);
-            (sink, last)
+            sink.take_events(&mut g.proto);
+            sink
         };
-        sink.close(last).await
+        sink.close().await
     }
 
     /// A handle that observes the session (stats, paths, samples) without

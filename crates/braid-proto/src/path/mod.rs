@@ -547,10 +547,10 @@ impl Path {
 
     // ---- statistics ------------------------------------------------------
 
-    /// Refreshes the snapshot fields of `stats`.
     /// Its figures for the session's log.
     pub fn trace_metrics(&self) -> crate::trace::Metrics {
         let rtt = self.rtt.has_sample();
+        let slot = self.cc.rate_slot();
         crate::trace::Metrics {
             cwnd: Some(self.cc.window()),
             in_flight: Some(self.in_flight()),
@@ -560,11 +560,12 @@ impl Path {
             rttvar: rtt.then(|| self.rtt.rttvar()),
             pacing_rate: self.pacing_rate().map(|r| r as u64),
             ssthresh: self.cc.metrics().ssthresh,
-            slot_budget: self.cc.rate_slot().map(|s| s.0),
-            slot_width: self.cc.rate_slot().map(|s| s.1),
+            slot_budget: slot.map(|s| s.0),
+            slot_width: slot.map(|s| s.1),
         }
     }
 
+    /// Refreshes the snapshot fields of `stats`.
     pub fn snapshot(&self, cfg: &RtoConfig) -> PathStats {
         let mut s = self.stats;
         s.state = self.state;

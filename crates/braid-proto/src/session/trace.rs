@@ -90,10 +90,7 @@ impl Session {
     /// (and an MB-ECN level before it, if `ece`).
     pub(super) fn trace_ack_written(&mut self, path: PathId, ack: &AckFrame, ece: bool) {
         if self.is_tracing() {
-            self.trace.frames.note(&Frame::PathAck {
-                path,
-                ack: ack.clone(),
-            });
+            self.trace.frames.note_ack(path, ack);
             if ece {
                 self.trace.frames.note(&Frame::Ece(0));
             }
@@ -119,6 +116,7 @@ impl Session {
         let payload = buf.get(self.trace.payload_at..).unwrap_or_default();
         if !self.trace.noted {
             self.trace.frames = FrameSummary::of(payload);
+            return;
         }
         debug_assert_eq!(
             self.trace.frames.clone().on_path(path),

@@ -29,10 +29,10 @@ pub struct AckSummary {
 }
 
 impl AckSummary {
-    fn of(path: PathId, ack: AckFrame) -> AckSummary {
+    fn of(path: PathId, ack: &AckFrame) -> AckSummary {
         AckSummary {
             path,
-            ranges: ack.ranges,
+            ranges: ack.ranges.clone(),
             ack_delay_us: ack.ack_delay_us,
             cumulative: ack.cumulative,
         }
@@ -90,15 +90,8 @@ impl FrameSummary {
                 });
                 return;
             }
-            Frame::Ack(ack) if self.ack.is_none() => {
-                self.ack = Some(Box::new(AckSummary::of(PathId(u8::MAX), ack.clone())));
-                return;
-            }
-            Frame::PathAck { path, ack } if self.ack.is_none() => {
-                self.ack = Some(Box::new(AckSummary::of(*path, ack.clone())));
-                return;
-            }
-            Frame::Ack(_) | Frame::PathAck { .. } => return,
+            Frame::Ack(ack) => return self.note_ack(PathId(u8::MAX), ack),
+            Frame::PathAck { path, ack } => return self.note_ack(*path, ack),
             Frame::Ping => 0,
             Frame::Padding => 1,
             Frame::Close { .. } => 2,
@@ -114,6 +107,14 @@ impl FrameSummary {
             Frame::Blocked(_) => 12,
         };
         self.others |= 1 << bit;
+    }
+
+    /// Adds an ACK of connection `path`'s packets (`PathId(u8::MAX)`: the
+    /// connection the datagram travels on); only the first ACK is kept.
+    pub fn note_ack(&mut self, path: PathId, ack: &AckFrame) {
+        if self.ack.is_none() {
+            self.ack = Some(Box::new(AckSummary::of(path, ack)));
+        }
     }
 
     /// The same summary with an own-connection ACK attributed to `path`.
