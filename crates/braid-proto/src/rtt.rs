@@ -94,9 +94,27 @@ pub struct RttEstimator {
     rttvar: Duration,
     latest: Duration,
     min: Duration,
+    /// The least sample of each way the ACKs came back: on the connection
+    /// itself, or copied onto a faster one (`session::ack_copy`). A copy's
+    /// round trip is the connection's way out and the fast one's way back,
+    /// shorter than its own; once copies stop, the connection's own is
+    /// what its ACKs take again.
+    route_min: [Duration; 2],
+    /// Which way the latest sample came.
+    route: AckRoute,
     max: Duration,
     sum_nanos: u128,
     samples: u64,
+}
+
+/// Which way an ACK came back (see [`RttEstimator::min`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AckRoute {
+    /// On the connection whose packets it acknowledges.
+    #[default]
+    Own,
+    /// Copied onto another connection.
+    Copy,
 }
 
 impl Default for RttEstimator {
@@ -106,6 +124,8 @@ impl Default for RttEstimator {
             rttvar: Duration::ZERO,
             latest: Duration::ZERO,
             min: Duration::MAX,
+            route_min: [Duration::MAX; 2],
+            route: AckRoute::Own,
             max: Duration::ZERO,
             sum_nanos: 0,
             samples: 0,
@@ -118,11 +138,19 @@ impl RttEstimator {
     /// the peer's reported hold time, removed when that keeps the sample
     /// above the minimum (RFC 9002 §5.3).
     pub fn update(&mut self, measured: Duration, ack_delay: Duration) {
+        self.update_via(AckRoute::Own, measured, ack_delay);
+    }
+
+    /// [`Self::update`] for an ACK that came back by `route`.
+    pub fn update_via(&mut self, route: AckRoute, measured: Duration, ack_delay: Duration) {
         self.min = self.min.min(measured);
+        let min = &mut self.route_min[route as usize];
+        *min = (*min).min(measured);
+        self.route = route;
         self.max = self.max.max(measured);
         self.sum_nanos += measured.as_nanos();
         self.samples += 1;
-        let adjusted = if measured >= self.min + ack_delay {
+        let adjusted = if measured >= self.min() + ack_delay {
             measured - ack_delay
         } else {
             measured
@@ -169,12 +197,13 @@ impl RttEstimator {
         })
     }
 
-    /// Smallest raw sample, zero before any.
+    /// Smallest raw sample of the way the latest ACK came back (see
+    /// [`AckRoute`]), zero before any.
     pub fn min(&self) -> Duration {
         if self.samples == 0 {
             Duration::ZERO
         } else {
-            self.min
+            self.route_min[self.route as usize]
         }
     }
 
@@ -268,6 +297,25 @@ mod tests {
         rtt.update(100 * MS, Duration::ZERO);
         assert_eq!(rtt.rto(&cfg, 0), 500 * MS);
         assert_eq!(rtt.rto(&cfg, 1), 1500 * MS);
+    }
+
+    /// A slow connection whose ACKs come back copied on a fast one has
+    /// the copies' shorter minimum while they come, and its own again when
+    /// they stop (the report keeps the least of all).
+    #[test]
+    fn each_way_back_has_its_own_minimum() {
+        let mut rtt = RttEstimator::default();
+        rtt.update(500 * MS, Duration::ZERO);
+        for _ in 0..5 {
+            rtt.update_via(AckRoute::Copy, 260 * MS, Duration::ZERO);
+        }
+        assert_eq!(rtt.min(), 260 * MS);
+        rtt.update(510 * MS, Duration::ZERO);
+        assert_eq!(rtt.min(), 500 * MS, "the copies stopped");
+        assert_eq!(rtt.min_avg_max().unwrap().0, 260 * MS);
+        // The ACK delay is judged against the way's own minimum.
+        rtt.update(530 * MS, 20 * MS);
+        assert_eq!(rtt.latest(), 510 * MS);
     }
 
     #[test]

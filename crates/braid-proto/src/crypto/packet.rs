@@ -201,6 +201,13 @@ impl PacketKeys {
         }
     }
 
+    /// Whether a new phase could start at `now` (see [`Self::prepare_seal`]),
+    /// whether or not one is due.
+    pub fn can_step(&mut self, now: Instant) -> bool {
+        self.expire(now);
+        self.peer_has_phase && self.open_prev.is_none()
+    }
+
     /// Whether the previous phase's key may still open a datagram at `now`.
     fn prev_usable(&self, now: Instant) -> Option<&LessSafeKey> {
         self.open_prev

@@ -216,15 +216,20 @@ impl AcksOwed {
             .collect()
     }
 
-    /// An ACK went out, `with_rx_times` if it carried the receive times.
-    /// `forget_after` is the path's minimum RTT when ranges reported long
-    /// enough may be dropped from later ACKs (see [`AckFloor`]), `None` to
-    /// keep them all.
-    pub fn on_sent(&mut self, now: Instant, forget_after: Option<Duration>, with_rx_times: bool) {
-        if let Some((largest, min_rtt)) = self.received.max().zip(forget_after) {
-            if let Some(floor) = self.ack_floor.on_ack_sent(now, largest, min_rtt) {
-                self.received.forget_below(floor);
-                self.forgotten_below = self.forgotten_below.max(floor);
+    /// An ACK went out in our packet `pn` at `now`, `with_rx_times` if it
+    /// carried the receive times. `forget_after` is the path's minimum RTT
+    /// while our data is in flight, when ranges reported long enough may
+    /// be dropped from later ACKs unheard (see [`AckFloor`]).
+    pub fn on_sent(
+        &mut self,
+        now: Instant,
+        pn: u64,
+        forget_after: Option<Duration>,
+        with_rx_times: bool,
+    ) {
+        if let Some(largest) = self.received.max() {
+            if let Some(floor) = self.ack_floor.on_ack_sent(now, pn, largest, forget_after) {
+                self.forget_below(floor);
             }
         }
         self.unacked_eliciting = 0;
@@ -238,6 +243,32 @@ impl AcksOwed {
         }
     }
 
+    /// The peer acknowledged `ranges` of our packets (validated): ranges
+    /// our ACK frames in them reported need not be listed again.
+    pub fn on_peer_ack(&mut self, ranges: &[(u64, u64)]) {
+        if let Some(floor) = self.ack_floor.on_peer_ack(ranges) {
+            self.forget_below(floor);
+        }
+    }
+
+    fn forget_below(&mut self, floor: u64) {
+        self.received.forget_below(floor);
+        self.forgotten_below = self.forgotten_below.max(floor);
+    }
+
+    /// Whether the ACK-only packet leaving now should carry a PING, so that
+    /// the peer acknowledges it (see [`AckFloor`]); `in_flight` says whether
+    /// a packet of ours the peer will acknowledge is on its way anyway.
+    pub fn wants_ping(&self, now: Instant, in_flight: bool, rtt: Duration) -> bool {
+        self.ack_floor
+            .wants_ping(now, self.received.len(), in_flight, rtt)
+    }
+
+    /// The ACK packet leaving now carries a PING.
+    pub fn on_ping_sent(&mut self, now: Instant) {
+        self.ack_floor.on_ping_sent(now);
+    }
+
     /// The path closed: nothing more is owed on it.
     pub fn on_path_closed(&mut self) {
         self.deadline = None;
@@ -249,7 +280,6 @@ impl AcksOwed {
 mod tests {
     use super::*;
 
-    const MS: Duration = Duration::from_millis(1);
     const DELAY: Duration = Duration::from_millis(25);
 
     fn at(ms: u64) -> Instant {
@@ -269,7 +299,7 @@ mod tests {
         assert_eq!(acks.deadline(), Some(at(10) + DELAY));
         assert!(!acks.is_due(at(34)) && !acks.is_urgent(at(34)));
         assert!(acks.is_due(at(35)) && acks.is_urgent(at(35)));
-        acks.on_sent(at(35), None, true);
+        acks.on_sent(at(100), 100, None, true);
         assert!(!acks.is_owed() && acks.deadline().is_none());
     }
 
@@ -287,10 +317,10 @@ mod tests {
         let dated = vec![(2, 12_000), (1, 11_000), (0, 10_000)];
         assert_eq!(frame(&acks).rx_times, dated);
         // An ACK riding on data has no room for them: still owed.
-        acks.on_sent(at(100), None, false);
-        for _ in 0..RX_TIME_REPORTS {
+        acks.on_sent(at(100), 100, None, false);
+        for pn in 0..u64::from(RX_TIME_REPORTS) {
             assert_eq!(frame(&acks).rx_times, dated, "one lost ACK loses nothing");
-            acks.on_sent(at(100), None, true);
+            acks.on_sent(at(100), 101 + pn, None, true);
         }
         assert!(frame(&acks).rx_times.is_empty());
         // Only the first MAX_RX_TIMES packets are dated.
@@ -309,14 +339,14 @@ mod tests {
         receive(&mut acks, at(0), 0);
         receive(&mut acks, at(1), 1);
         assert!(acks.is_due(at(1)) && !acks.is_urgent(at(1)));
-        acks.on_sent(at(1), None, true);
+        acks.on_sent(at(100), 100, None, true);
         receive(&mut acks, at(2), 3);
         assert!(acks.is_due(at(2)), "a gap");
-        acks.on_sent(at(2), None, true);
+        acks.on_sent(at(100), 101, None, true);
         receive(&mut acks, at(3), 2);
         assert!(acks.is_due(at(3)), "reordering");
         // A packet that elicits no ACK is recorded but owes none.
-        acks.on_sent(at(3), None, true);
+        acks.on_sent(at(100), 102, None, true);
         assert_eq!(
             acks.on_received(at(4), 4, false, DELAY, 2),
             Some(Arrival::Beyond { holes: 0 })
@@ -354,21 +384,26 @@ mod tests {
     }
 
     #[test]
-    fn reported_ranges_are_forgotten_only_while_we_send() {
+    fn ranges_are_forgotten_once_the_peer_acknowledged_an_ack_reporting_them() {
         let mut acks = AcksOwed::new(at(0));
         for pn in [0, 2, 4] {
             receive(&mut acks, at(pn), pn);
         }
-        for i in 0..20 {
-            acks.on_sent(at(10 + i), None, true);
-        }
-        assert_eq!(acks.range_count(), 3, "kept: nothing of ours in flight");
-        for i in 0..20 {
-            acks.on_sent(at(30 + i), Some(MS), true);
-        }
-        assert!(acks.range_count() < 3);
+        // Our packet 10 reports 0, 2 and 4; packet 11 the same plus 6.
+        acks.on_sent(at(100), 10, None, true);
+        receive(&mut acks, at(6), 6);
+        acks.on_sent(at(100), 11, None, true);
+        assert_eq!(acks.range_count(), 4);
+        acks.on_peer_ack(&[(12, 12)]);
+        assert_eq!(acks.range_count(), 4, "no frame of ours acknowledged");
+        acks.on_peer_ack(&[(10, 10)]);
+        assert_eq!(acks.range_count(), 1, "kept: 6, above the frame's largest");
+        assert_eq!(acks.frame(at(7), at(0), 0, false, 0).ranges, [(6, 6)]);
         // A late packet below the floor counts as received, not as news.
-        assert!(receive(&mut acks, at(60), 1));
-        assert!(!acks.is_owed());
+        assert_eq!(
+            acks.on_received(at(8), 3, true, DELAY, 2),
+            Some(Arrival::Late)
+        );
+        assert_eq!(acks.range_count(), 1);
     }
 }

@@ -40,9 +40,43 @@ impl WindowedMin {
     }
 }
 
+/// What the samples so far allow of the clock offset. A sample's reverse
+/// delay less offset `r`, over a round trip `rtt`, says the offset's
+/// negation lies in `[r - rtt, r]` (each direction takes between nothing
+/// and the whole round trip); honest samples all contain it. A sample that
+/// shares no point with the others is a forged (or broken) receive time:
+/// it is moved to the nearest value that does, so one absurd timestamp
+/// cannot become the minimum for a whole window, and a peer skewing its
+/// stamps moves the estimate by at most a round trip per window (the
+/// bounds start over each window, as clocks drift).
+#[derive(Debug, Clone, Copy, Default)]
+struct OffsetBounds {
+    /// Lowest and highest values of the offset's negation, µs, and since when.
+    range: Option<(i64, i64, Instant)>,
+}
+
+impl OffsetBounds {
+    /// The sample `reverse` (µs) over `rtt_us`, moved within the bounds.
+    fn admit(&mut self, now: Instant, reverse: i64, rtt_us: i64) -> i64 {
+        let rtt_us = rtt_us.max(0);
+        let Some((lo, hi, since)) = self.range else {
+            self.range = Some((reverse.saturating_sub(rtt_us), reverse, now));
+            return reverse;
+        };
+        let r = reverse.clamp(lo, hi.saturating_add(rtt_us));
+        self.range = Some(if now >= since + MIN_WINDOW {
+            (r.saturating_sub(rtt_us), r, now)
+        } else {
+            (lo.max(r.saturating_sub(rtt_us)), hi.min(r), since)
+        });
+        r
+    }
+}
+
 /// Reverse-path queueing estimate of one connection.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AckPathDelay {
+    offset: OffsetBounds,
     reverse_min: WindowedMin,
     /// Smoothed excess of the reverse delay over its minimum, µs.
     smoothed_us: Option<f64>,
@@ -62,7 +96,9 @@ impl AckPathDelay {
         most: Duration,
     ) {
         let rtt_us = crate::time::micros_i64(rtt_adjusted);
-        let reverse = rtt_us.saturating_sub(forward_us);
+        let reverse = self
+            .offset
+            .admit(now, rtt_us.saturating_sub(forward_us), rtt_us);
         let base = self.reverse_min.update(now, reverse);
         let most = crate::time::micros_i64(most);
         let excess = reverse.saturating_sub(base).clamp(0, most) as f64;
@@ -136,6 +172,32 @@ mod tests {
             sample(&mut d, t0 + ms(i), ms(30), i64::MIN);
         }
         assert!(d.get() <= ms(10), "{:?}", d.get());
+    }
+
+    /// A forged receive time far from the others moves the ACK path's base,
+    /// which the scheduler compares across connections, by at most a round
+    /// trip, and not past the minimum's window.
+    #[test]
+    fn a_forged_receive_time_moves_the_base_by_at_most_a_round_trip() {
+        let mut d = AckPathDelay::default();
+        let t0 = Instant::ZERO;
+        sample(&mut d, t0, ms(30), 15_000);
+        let honest = d.reverse_base_us().unwrap();
+        assert_eq!(honest, 15_000);
+        for forged in [i64::MAX, (1 << 62) - 1, 10_000_000_000] {
+            sample(&mut d, t0 + ms(1), ms(30), forged);
+        }
+        let base = d.reverse_base_us().unwrap();
+        assert!(
+            base >= honest - 30_000,
+            "base {base} µs after forged receive times"
+        );
+        // Skewed stamps for 100 s: a round trip per window at most.
+        for i in 1..=100 {
+            sample(&mut d, t0 + ms(1000 * i), ms(30), 4_000_000_000);
+        }
+        let base = d.reverse_base_us().unwrap();
+        assert!(base >= honest - 30_000 * 11, "base {base} µs");
     }
 
     #[test]

@@ -534,15 +534,34 @@ impl Path {
         self.acks.rx_times(self.epoch)
     }
 
-    /// An ACK went out; `with_rx_times` if it carried the receive times.
-    pub fn on_ack_sent(&mut self, now: Instant, with_rx_times: bool) {
-        // Only while our data shares the link with these ACKs: on an idle
-        // return path the full history costs nothing, and its late reports
-        // of packets an RTO declared lost undo the timeout, which on a very
-        // lossy path multiplied the RTOs.
+    /// An ACK went out in our packet `pn`; `with_rx_times` if it carried
+    /// the receive times.
+    pub fn on_ack_sent(&mut self, now: Instant, pn: u64, with_rx_times: bool) {
+        // Reported ranges are dropped unheard only while our data shares
+        // the link with these ACKs: on an idle return path the full
+        // history costs nothing, and its late reports of packets an RTO
+        // declared lost undo the timeout, which on a very lossy path
+        // multiplied the RTOs.
         let sending = self.in_flight() > 0 && self.rtt.has_sample();
         self.acks
-            .on_sent(now, sending.then(|| self.rtt.min()), with_rx_times);
+            .on_sent(now, pn, sending.then(|| self.rtt.min()), with_rx_times);
+    }
+
+    /// Whether an ACK-only packet leaving now should carry a PING, so that
+    /// the peer acknowledges it and the ranges it reports can be forgotten:
+    /// once a round trip, when nothing else of ours will be acknowledged.
+    pub fn ack_wants_ping(&self, now: Instant, default_rtt: Duration) -> bool {
+        let rtt = if self.rtt.has_sample() {
+            self.rtt.srtt_or(default_rtt)
+        } else {
+            self.exchange_rtt.unwrap_or(default_rtt)
+        };
+        self.acks.wants_ping(now, self.has_in_flight(), rtt)
+    }
+
+    /// The ACK packet leaving now carries a PING.
+    pub fn on_ack_ping_sent(&mut self, now: Instant) {
+        self.acks.on_ping_sent(now);
     }
 
     // ---- statistics ------------------------------------------------------

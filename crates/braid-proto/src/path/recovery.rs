@@ -14,7 +14,7 @@ use super::delivery_rate::AckSample;
 use super::sent::SentPacket;
 use super::{micros_since, AckError, Path};
 use crate::cc::{Acked, Cause, CongestionEvent};
-use crate::rtt::RtoConfig;
+use crate::rtt::{AckRoute, RtoConfig};
 use crate::send_stream::SendStream;
 use crate::stats::PathState;
 use crate::trace::{EventKind, LossTimer, LossTrigger};
@@ -140,12 +140,15 @@ impl Path {
         &mut self,
         now: Instant,
         ack: &AckFrame,
+        route: AckRoute,
+        max_ack_delay: Duration,
         send: &mut SendStream,
     ) -> AckOutcome {
         debug_assert!(
             ack.ranges.iter().all(|&(_, hi)| hi < self.numbers.next()),
             "validated by validate_ack"
         );
+        self.acks.on_peer_ack(&ack.ranges);
         let lost_before = self.stats.lost_bytes;
         let srtt = self.rtt.srtt_or(Duration::ZERO);
         let acked = self.sent.on_ack(now, &ack.ranges, srtt);
@@ -169,7 +172,7 @@ impl Path {
         // larger one in the ACK would be newly acknowledged or already so).
         let rx_us = is_new_largest.then_some(ack.rx_timestamp_us);
         if is_new_largest && largest_pn == ack.largest() {
-            self.on_rtt_sample(now, ack, largest.sent_at);
+            self.on_rtt_sample(now, ack, route, max_ack_delay, largest.sent_at);
         }
         // A frame filling a hole below an earlier largest shows reordering:
         // its receive time is not its packets'.
@@ -226,11 +229,19 @@ impl Path {
     }
 
     /// The ACK's largest packet, sent at `sent_at`, gives an RTT sample and
-    /// a one-way delay sample of the ACK path.
-    fn on_rtt_sample(&mut self, now: Instant, ack: &AckFrame, sent_at: Instant) {
-        let delay = Duration::from_micros(ack.ack_delay_us).min(Duration::from_secs(1));
+    /// a one-way delay sample of the ACK path. The reported ACK delay counts
+    /// up to the peer's declared limit (RFC 9002 §5.3).
+    fn on_rtt_sample(
+        &mut self,
+        now: Instant,
+        ack: &AckFrame,
+        route: AckRoute,
+        max_ack_delay: Duration,
+        sent_at: Instant,
+    ) {
+        let delay = Duration::from_micros(ack.ack_delay_us).min(max_ack_delay);
         let rtt = now - sent_at;
-        self.rtt.update(rtt, delay);
+        self.rtt.update_via(route, rtt, delay);
         let forward = ack.rx_timestamp_us as i64 - micros_since(sent_at, self.epoch) as i64;
         let most = rtt.saturating_sub(self.rtt.min());
         self.ack_path
@@ -420,8 +431,37 @@ mod tests {
                 ranges: ranges.to_vec(),
                 ..AckFrame::default()
             };
-            self.path.on_ack_frame(now, &ack, &mut self.stream)
+            self.path
+                .on_ack_frame(now, &ack, AckRoute::Own, MAX_ACK_DELAY, &mut self.stream)
         }
+    }
+
+    /// A peer that reports long ACK delays cannot shrink our RTT samples
+    /// by more than the limit it declared.
+    #[test]
+    fn a_reported_ack_delay_counts_only_up_to_the_peers_limit() {
+        let mut f = Fixture::new();
+        // The first sample sets the minimum: 100 ms.
+        let pns = f.send(at(0), 1);
+        f.ack(at(100), &[(pns[0], pns[0])]);
+        // Then 300 ms round trips, each ACK claiming it was held 190 ms.
+        for i in 1..40u64 {
+            let pns = f.send(at(1000 * i), 1);
+            let ack = AckFrame {
+                ranges: vec![(pns[0], pns[0])],
+                ack_delay_us: 190_000,
+                ..AckFrame::default()
+            };
+            let now = at(1000 * i + 300);
+            f.path
+                .on_ack_frame(now, &ack, AckRoute::Own, MAX_ACK_DELAY, &mut f.stream);
+        }
+        let srtt = f.path.rtt().srtt_or(Duration::ZERO);
+        // Taking the claims at face value would leave 110 ms.
+        assert!(
+            srtt > 300 * MS - MAX_ACK_DELAY - 5 * MS,
+            "smoothed RTT {srtt:?}: the peer's claimed delays were taken off"
+        );
     }
 
     #[test]
@@ -461,7 +501,8 @@ mod tests {
             ce_count: (1 << 62) - 1,
             ..AckFrame::default()
         };
-        f.path.on_ack_frame(at(100), &ack, &mut f.stream);
+        f.path
+            .on_ack_frame(at(100), &ack, AckRoute::Own, MAX_ACK_DELAY, &mut f.stream);
         let stats = f.path.snapshot(&RtoConfig::default());
         assert_eq!(stats.ecn_marks, 6);
     }

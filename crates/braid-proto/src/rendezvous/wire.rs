@@ -349,7 +349,7 @@ mod tests {
         let mut unknown = MAGIC.to_vec();
         unknown.push(99);
         assert_eq!(Message::decode(&unknown), None);
-        // A braid packet (version 8) is not one.
+        // A braid packet (any version) is not one.
         let mut packet = vec![8u8; 40];
         packet[1] = 0;
         assert!(!is_rendezvous(&packet));

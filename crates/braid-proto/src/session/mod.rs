@@ -66,6 +66,10 @@ pub use transmit::Transmit;
 
 /// Keep-alive interval while the peer is in the middle of its stream.
 const MID_STREAM_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
+/// The most ACK delay a peer may declare (RFC 9000 §18.2 allows up to
+/// 2^14 ms; a claim above a second would let its reports shrink our RTT
+/// samples by that much).
+const MAX_PEER_ACK_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +158,9 @@ pub struct Session {
     tail_copy_checked: Option<i64>,
     /// The event log, when the configuration asks for one.
     trace: trace::SessionTrace,
+    /// The longest the peer says it delays an ACK: what an RTT sample may
+    /// lose to a reported ACK delay. Ours until the handshake tells.
+    peer_max_ack_delay: std::time::Duration,
 }
 
 impl Session {
@@ -244,8 +251,15 @@ impl Session {
             ack_copies: ack_copy::AckCopies::default(),
             tail_copy_checked: None,
             trace: trace::SessionTrace::new(cfg.trace),
+            peer_max_ack_delay: cfg.max_ack_delay,
             cfg,
         }
+    }
+
+    /// The peer's handshake stated its ACK delay limit, `us` µs: a claim,
+    /// so at most [`MAX_PEER_ACK_DELAY`].
+    fn on_peer_max_ack_delay(&mut self, us: u64) {
+        self.peer_max_ack_delay = std::time::Duration::from_micros(us).min(MAX_PEER_ACK_DELAY);
     }
 
     fn cc_context(&self) -> CcContext {

@@ -5,6 +5,7 @@ use super::{CloseCode, Event, Session, State};
 use crate::error::{SessionError, Violation};
 use crate::path::AckError;
 use crate::recv_stream::RecvError;
+use crate::rtt::AckRoute;
 use crate::stats::PathState;
 use crate::trace::EventKind;
 use crate::wire::{AckFrame, Frame, Frames, Header, HEADER_LEN, VERSION};
@@ -365,7 +366,7 @@ impl Session {
                     Err(RecvError::Fragmented) => self.violation(Violation::TooFragmented),
                 }
             }
-            Frame::Ack(ack) => self.on_ack(now, path, &ack),
+            Frame::Ack(ack) => self.on_ack(now, path, &ack, AckRoute::Own),
             Frame::PathAck { path: acked, ack } => {
                 // A copy for a connection we closed or never had: the
                 // original, if any, is what counts.
@@ -374,7 +375,12 @@ impl Session {
                     .get(&acked)
                     .is_some_and(|p| p.state() != PathState::Closed)
                 {
-                    self.on_ack(now, acked, &ack);
+                    let route = if acked == path {
+                        AckRoute::Own
+                    } else {
+                        AckRoute::Copy
+                    };
+                    self.on_ack(now, acked, &ack, route);
                 } else {
                     self.counters.unexpected += 1;
                 }
@@ -392,7 +398,7 @@ impl Session {
 
     /// An ACK of connection `path`'s packets, which arrived on it or, as a
     /// copy, on another connection.
-    fn on_ack(&mut self, now: Instant, path: PathId, ack: &AckFrame) {
+    fn on_ack(&mut self, now: Instant, path: PathId, ack: &AckFrame, route: AckRoute) {
         if !self.is_established() {
             self.counters.unexpected += 1;
             return;
@@ -414,7 +420,13 @@ impl Session {
         let acked_before = self.streams.send.acked_bytes;
         let delivered_before = self.streams.send.delivered_on(path);
         let p = self.paths.get_mut(&path).expect("path exists");
-        let outcome = p.on_ack_frame(now, ack, &mut self.streams.send);
+        let outcome = p.on_ack_frame(
+            now,
+            ack,
+            route,
+            self.peer_max_ack_delay,
+            &mut self.streams.send,
+        );
         let bytes = self.streams.send.delivered_on(path) - delivered_before;
         if bytes > 0 {
             self.trace_event(now, EventKind::StreamAcked { path, bytes });
@@ -480,6 +492,7 @@ mod tests {
             segment_size: 1200,
             send_window: 1 << 20,
             recv_window: 1 << 20,
+            max_ack_delay_us: 10_000,
             cc: "cubic".into(),
         }
     }

@@ -361,7 +361,13 @@ mod tests {
             rx_times: Vec::new(),
         };
         let mut stream = SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0);
-        p.on_ack_frame(at(rtt_ms), &ack, &mut stream);
+        p.on_ack_frame(
+            at(rtt_ms),
+            &ack,
+            crate::rtt::AckRoute::Own,
+            MS * 10,
+            &mut stream,
+        );
         assert_eq!(p.rtt().min(), Duration::from_millis(rtt_ms));
         p
     }

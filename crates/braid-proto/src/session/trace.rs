@@ -88,11 +88,20 @@ impl Session {
 
     /// The datagram being written carries `ack` of connection `path`
     /// (and an MB-ECN level before it, if `ece`).
-    pub(super) fn trace_ack_written(&mut self, path: PathId, ack: &AckFrame, ece: bool) {
+    pub(super) fn trace_ack_written(
+        &mut self,
+        path: PathId,
+        ack: &AckFrame,
+        ece: bool,
+        ping: bool,
+    ) {
         if self.is_tracing() {
             self.trace.frames.note_ack(path, ack);
             if ece {
                 self.trace.frames.note(&Frame::Ece(0));
+            }
+            if ping {
+                self.trace.frames.note(&Frame::Ping);
             }
         }
     }

@@ -106,20 +106,19 @@ impl Session {
         self.transmit_ack(now, buf)
     }
 
-    /// Sealed sessions: starts a new key phase if one is due (see
-    /// `PacketKeys::prepare_seal`), before any header of this datagram is
-    /// written; and ends the session if the key has sealed all AES-GCM
+    /// Sealed sessions: ends the session if the key has sealed all AES-GCM
     /// allows and no new phase could start (a peer that never takes one).
+    /// A phase starts as a packet does (see `start_packet`), so that a
+    /// side never counts a phase the peer saw no packet of.
     fn prepare_keys(&mut self, now: Instant) {
-        let policy = UpdatePolicy {
-            packets: self.cfg.key_update_packets,
-            interval: self.cfg.key_update_interval,
-        };
         let Some(keys) = self.packets.keys_mut() else {
             return;
         };
-        keys.prepare_seal(now, policy);
-        if keys.is_exhausted() && self.close.is_none() && self.error.is_none() {
+        if keys.is_exhausted()
+            && !keys.can_step(now)
+            && self.close.is_none()
+            && self.error.is_none()
+        {
             self.abort(
                 CloseCode::Security.into(),
                 "AEAD usage limit reached: the peer never took a new key phase",
@@ -130,9 +129,18 @@ impl Session {
     fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
         let pn = p.take_packet_number(&mut self.rng);
-        // Clear handshake datagrams carry the bit too, unread: the
-        // handshake authenticates them, not the packet keys.
-        let key_phase = self.packets.keys().is_some_and(|k| k.phase_bit());
+        // A new key phase starts, if one is due (see
+        // `PacketKeys::prepare_seal`), before the header names it. Clear
+        // handshake datagrams carry the bit too, unread: the handshake
+        // authenticates them, not the packet keys.
+        let policy = UpdatePolicy {
+            packets: self.cfg.key_update_packets,
+            interval: self.cfg.key_update_interval,
+        };
+        let key_phase = self
+            .packets
+            .keys_mut()
+            .is_some_and(|k| k.prepare_seal(now, policy));
         Header {
             version: VERSION,
             key_phase,
@@ -199,14 +207,20 @@ impl Session {
             self.streams.recv.is_fin_received(),
             max_data,
         );
+        let mut ping = false;
         if alone {
             ack.rx_times = p.ack_rx_times();
+            ping = p.ack_wants_ping(now, self.cfg.rto.initial_rto);
+            if ping {
+                Frame::Ping.encode(buf);
+                p.on_ack_ping_sent(now);
+            }
         }
         let frame = Frame::Ack(ack);
         frame.encode(buf);
-        p.on_ack_sent(now, alone);
+        p.on_ack_sent(now, self.packets.number(), alone);
         if let Frame::Ack(ack) = &frame {
-            self.trace_ack_written(path, ack, ece.is_some());
+            self.trace_ack_written(path, ack, ece.is_some(), ping);
         }
         self.streams.on_window_advertised();
         self.on_own_ack_sent(now, path);

@@ -31,6 +31,9 @@ pub struct Hello {
     pub send_window: u64,
     /// Receive window, bytes.
     pub recv_window: u64,
+    /// Longest the sender delays an ACK, µs: the peer subtracts at most
+    /// this much of a reported ACK delay from an RTT sample.
+    pub max_ack_delay_us: u64,
     /// Congestion controller name.
     pub cc: String,
 }
@@ -137,6 +140,9 @@ pub(super) mod ty {
     pub const PATH_CHALLENGE: u64 = 0x0e;
     pub const PATH_RESPONSE: u64 = 0x0f;
     pub const PATH_ACK: u64 = 0x10;
+    /// STREAM frames with a length, which other frames may follow.
+    pub const STREAM_LEN: u64 = 0x11;
+    pub const STREAM_FIN_LEN: u64 = 0x12;
 }
 
 /// Whether a payload's first frame is of a type that travels in clear (a
@@ -204,8 +210,18 @@ impl Frame<'_> {
                 buf.push(path.0);
                 encode_ack(ack, buf);
             }
+            // With its length: a frame written after it would otherwise
+            // be read as its data. Data packets use the shorter form that
+            // runs to the end of the datagram (`encode_stream_header`).
             Frame::Stream { offset, fin, data } => {
-                encode_stream_header(buf, *offset, *fin);
+                let t = if *fin {
+                    ty::STREAM_FIN_LEN
+                } else {
+                    ty::STREAM_LEN
+                };
+                varint::write(buf, t);
+                varint::write(buf, *offset);
+                varint::write(buf, data.len() as u64);
                 buf.extend_from_slice(data);
             }
             Frame::Hello(h) | Frame::HelloAck(h) => {
@@ -220,6 +236,7 @@ impl Frame<'_> {
                 buf.extend_from_slice(&h.segment_size.to_be_bytes());
                 varint::write(buf, h.send_window);
                 varint::write(buf, h.recv_window);
+                varint::write(buf, h.max_ack_delay_us);
                 let name = &h.cc.as_bytes()[..h.cc.len().min(MAX_CC_NAME)];
                 buf.push(name.len() as u8);
                 buf.extend_from_slice(name);
@@ -321,9 +338,15 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
                 ack: decode_ack(input)?,
             }
         }
-        ty::STREAM | ty::STREAM_FIN => {
+        ty::STREAM | ty::STREAM_FIN | ty::STREAM_LEN | ty::STREAM_FIN_LEN => {
             let offset = var(input)?;
-            let data = std::mem::take(input);
+            let data = if matches!(t, ty::STREAM_LEN | ty::STREAM_FIN_LEN) {
+                let len = usize::try_from(var(input)?)
+                    .map_err(|_| DecodeError::Malformed(FrameKind::Stream))?;
+                take(input, len)?
+            } else {
+                std::mem::take(input)
+            };
             let len = data.len();
             if offset
                 .checked_add(len as u64)
@@ -333,7 +356,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
             Frame::Stream {
                 offset,
-                fin: t == ty::STREAM_FIN,
+                fin: matches!(t, ty::STREAM_FIN | ty::STREAM_FIN_LEN),
                 data,
             }
         }
@@ -343,6 +366,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             let segment_size = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
             let send_window = var(input)?;
             let recv_window = var(input)?;
+            let max_ack_delay_us = var(input)?;
             let name_len = usize::from(u8_(input)?);
             if name_len > MAX_CC_NAME {
                 return Err(DecodeError::Malformed(FrameKind::Hello));
@@ -356,6 +380,7 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
                 segment_size,
                 send_window,
                 recv_window,
+                max_ack_delay_us,
                 cc,
             };
             if t == ty::HELLO {

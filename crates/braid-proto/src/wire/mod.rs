@@ -152,6 +152,7 @@ mod tests {
                 segment_size: 1380,
                 send_window: 4 << 20,
                 recv_window: 8 << 20,
+                max_ack_delay_us: 10_000,
                 cc: "cubic".into(),
             }),
             Frame::HelloAck(Hello {
@@ -160,6 +161,7 @@ mod tests {
                 segment_size: 1024,
                 send_window: 1,
                 recv_window: 2,
+                max_ack_delay_us: 0,
                 cc: String::new(),
             }),
             Frame::Close {
@@ -248,9 +250,22 @@ mod tests {
         }
     }
 
+    /// Written with [`Frame::encode`], a STREAM frame carries its length,
+    /// so frames after it are read as frames, not as its data.
+    #[test]
+    fn frames_after_a_stream_frame_round_trip() {
+        let mut frames = stream_frames();
+        frames.extend(sample_frames());
+        frames.extend(stream_frames());
+        let buf = encode_all(&frames);
+        let (_, payload) = Header::decode(&buf).unwrap();
+        let decoded: Vec<_> = Frames::new(payload).collect::<Result<_, _>>().unwrap();
+        assert_eq!(decoded, frames);
+    }
+
     #[test]
     fn every_truncation_is_an_error_not_a_panic() {
-        for frame in sample_frames() {
+        for frame in sample_frames().into_iter().chain(stream_frames()) {
             let buf = encode_all(std::slice::from_ref(&frame));
             for cut in 0..buf.len() {
                 let Ok((_, payload)) = Header::decode(&buf[..cut]) else {
@@ -264,13 +279,16 @@ mod tests {
                 assert!(decoded.is_err(), "{frame:?} cut at {cut} decoded");
             }
         }
-        // A STREAM frame's data runs to the end: cut within its data, it is
-        // a shorter frame (the AEAD tag, not the frame, guards the length).
+        // A data packet's STREAM frame runs to the end: cut within its
+        // data, it is a shorter frame (the AEAD tag, not the frame, guards
+        // the length).
         for frame in stream_frames() {
             let Frame::Stream { offset, fin, data } = frame else {
                 unreachable!()
             };
-            let buf = encode_all(std::slice::from_ref(&frame));
+            let mut buf = encode_all(&[]);
+            encode_stream_header(&mut buf, offset, fin);
+            buf.extend_from_slice(data);
             let data_at = buf.len() - data.len();
             for cut in HEADER_LEN + 1..buf.len() {
                 let decoded: Result<Vec<_>, _> = Frames::new(&buf[HEADER_LEN..cut]).collect();

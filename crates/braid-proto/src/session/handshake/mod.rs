@@ -209,6 +209,7 @@ impl Session {
             .max(*SessionConfig::SEGMENT_SIZE_RANGE.start());
         let send_window = negotiated_window(hello.send_window, self.cfg.send_window, segment_size);
         let recv_window = negotiated_window(hello.recv_window, self.cfg.recv_window, segment_size);
+        self.on_peer_max_ack_delay(hello.max_ack_delay_us);
         self.apply_negotiated(segment_size, send_window, recv_window, paths, cc);
         Ok(())
     }
@@ -228,6 +229,7 @@ impl Session {
             segment_size: self.cfg.segment_size,
             send_window: self.cfg.send_window,
             recv_window: self.cfg.recv_window,
+            max_ack_delay_us: self.cfg.max_ack_delay.as_micros() as u64,
             cc: self.cfg.cc.name().to_owned(),
         }
     }
@@ -370,6 +372,7 @@ impl Session {
         let segment_size = h.segment_size.min(self.cfg.segment_size);
         let send_window = negotiated_window(h.send_window, self.cfg.send_window, segment_size);
         let recv_window = negotiated_window(h.recv_window, self.cfg.recv_window, segment_size);
+        self.on_peer_max_ack_delay(h.max_ack_delay_us);
         // Connections the server will not take are closed on our side.
         let keep = h.paths.min(self.cfg.paths);
         self.paths.retain(|&id, _| id.0 < keep);
