@@ -4,7 +4,7 @@
 //! with an ACK riding along when one is owed there.
 
 use super::batch::Batch;
-use super::{scheduler, Close, CloseCode, Session, State};
+use super::{scheduler, CloseCode, Session, State};
 use crate::crypto::UpdatePolicy;
 use crate::path::Path;
 use crate::send_stream::Pending;
@@ -212,8 +212,11 @@ impl Session {
         self.on_own_ack_sent(now, path);
     }
 
+    /// A copy of our CLOSE, when one is due (see `close`).
     fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let Close { code, reason, left } = self.close.take()?;
+        if self.close.as_ref().is_none_or(|c| c.left == 0) {
+            return None;
+        }
         let path = if self
             .paths
             .get(&self.liveness.last_recv_path())
@@ -229,17 +232,21 @@ impl Session {
         // A client without our answer could not open a sealed CLOSE: the
         // answer goes first (a refusal travels inside it).
         if let Some(answer) = self.handshake.server_mut().and_then(|s| s.take_answer()) {
-            self.close = Some(Close { code, reason, left });
             self.start_packet(now, path, buf);
             buf.extend_from_slice(answer.frame());
             return Some(self.finish_clear_packet(path, buf));
         }
-        if left > 1 {
-            self.close = Some(Close {
-                code,
-                reason: reason.clone(),
-                left: left - 1,
-            });
+        // Only a peer that confirmed the handshake can open our answers.
+        let (linger, period, gap) = (
+            self.handshake.is_done(),
+            self.closing_period(),
+            self.answer_gap(),
+        );
+        let close = self.close.as_mut().expect("checked");
+        close.on_sent(now, linger, period, gap);
+        let (code, reason) = (close.code, close.reason.clone());
+        if close.is_spent() {
+            self.close = None;
         }
         self.start_packet(now, path, buf);
         Frame::Close {
