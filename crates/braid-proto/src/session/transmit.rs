@@ -330,11 +330,13 @@ impl Session {
     }
 
     /// The segment a probe on `id` carries instead of a bare PING: the
-    /// oldest lost one, when no connection is active to carry it. As TCP
-    /// retransmits at an RTO, the probe then both tests the path and
-    /// repairs the stream; bare PINGs cost a round trip per repair, which
-    /// on one lossy connection can outlast the peer's patience (a receiver's
-    /// verdict waited 8 s in `tests/ending.rs`, another never arrived).
+    /// oldest lost one, else new data (RFC 9002 §6.2.4), when no connection
+    /// is active to carry it. As TCP retransmits at an RTO, the probe then
+    /// both tests the path and moves the stream; bare PINGs cost a round
+    /// trip per segment, which on one lossy connection can outlast the
+    /// peer's patience (a receiver's verdict waited 8 s in
+    /// `tests/ending.rs`, another never arrived), and an answer written
+    /// while the connection probes waited for a PING's ACK first.
     fn probe_carries(&self, id: PathId) -> Option<Pending> {
         let p = &self.paths[&id];
         let only_probe =
@@ -354,10 +356,7 @@ impl Session {
         {
             return None;
         }
-        self.streams
-            .send
-            .peek()
-            .filter(|pending| pending.retransmission)
+        self.streams.send.peek()
     }
 
     /// Whether a control or ACK-only packet fits `id`'s amplification credit.
