@@ -154,11 +154,12 @@ impl Session {
         packet_number: u64,
         payload: &[u8],
     ) -> bool {
-        let Some(p) = self.paths.get_mut(&path) else {
+        let Some(p) = self.paths.get_mut(&path).filter(|p| p.is_usable()) else {
+            self.counters.unexpected += 1;
             return false;
         };
         // A replayed packet must not buy an answer either.
-        if !p.is_usable() || !p.on_authenticated(packet_number) {
+        if !p.on_authenticated(packet_number) {
             self.counters.duplicate_packets += 1;
             return false;
         }
