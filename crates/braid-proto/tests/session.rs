@@ -132,6 +132,9 @@ fn abort_surfaces_as_an_error_on_the_other_side() {
             reason: "user pressed ctrl-c".into()
         }
     );
+    // The client stays to answer the server's packets for three RTOs.
+    assert!(!pair.client.is_closed());
+    pair.drive_until(Duration::from_secs(10), |p| p.client.is_closed());
     assert!(pair.client.is_closed());
 }
 

@@ -1,8 +1,23 @@
-//! How a session ends on purpose: the codes the core puts in CLOSE frames
-//! and the CLOSE still to send.
+//! How a session ends on purpose: the codes the core puts in CLOSE frames,
+//! the CLOSE we send, and the periods after a CLOSE (RFC 9000 §10.2).
+//!
+//! The side that closes enters a closing period of three retransmission
+//! timeouts: it answers the peer's authentic packets with its CLOSE again,
+//! ever less often, and discards everything else, so that a peer whose
+//! copies were all lost still learns why rather than finding us silent.
+//! The side that receives a CLOSE drains for as long: it sends nothing.
+//! The application hears of the end at once; only the driver stays.
 
-/// Times a CLOSE frame is sent when aborting (it is not retransmitted otherwise).
+use super::Session;
+use crate::wire::{Frame, Frames};
+use crate::{Instant, PathId};
+use std::time::Duration;
+
+/// Times a CLOSE frame is sent back to back when the session closes.
 const CLOSE_REPEATS: u32 = 3;
+
+/// Answers at most in one closing period, however many packets arrive.
+const MAX_ANSWERS: u32 = 12;
 
 /// The codes the core sends in CLOSE frames, as [`SessionError::PeerAborted`]
 /// and [`SessionError::LocallyAborted`] report them. An application's own
@@ -50,7 +65,8 @@ impl From<CloseCode> for u64 {
     }
 }
 
-/// A CLOSE frame still to send.
+/// The CLOSE we send: its copies still due, and how it answers the peer
+/// during the closing period.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Close {
     /// The close code on the wire (the core's [`CloseCode`] or an
@@ -58,8 +74,19 @@ pub(super) struct Close {
     pub code: u64,
     /// The reason text.
     pub reason: String,
-    /// Times it is still to be sent.
+    /// Copies due now.
     pub left: u32,
+    /// When the closing period ends, from the first copy sent; `None`
+    /// before it, and for a session the peer never confirmed (a refused
+    /// opening), which ends once its copies are out.
+    until: Option<Instant>,
+    /// Answers sent to the peer's packets, the last one's time and the
+    /// wait before the next: it doubles with each answer.
+    answers: u32,
+    last_answer: Option<Instant>,
+    gap: Duration,
+    /// The peer closed too: nothing more to answer.
+    peer_closed: bool,
 }
 
 impl Close {
@@ -69,7 +96,121 @@ impl Close {
             code,
             reason,
             left: CLOSE_REPEATS,
+            until: None,
+            answers: 0,
+            last_answer: None,
+            gap: Duration::ZERO,
+            peer_closed: false,
         }
+    }
+
+    /// A copy went out at `now`. The first one opens a closing period of
+    /// `period` when `linger`, with answers at least `gap` apart at first.
+    pub fn on_sent(&mut self, now: Instant, linger: bool, period: Duration, gap: Duration) {
+        self.left = self.left.saturating_sub(1);
+        if linger && self.until.is_none() {
+            self.until = Some(now + period);
+            self.gap = gap.max(Duration::from_millis(1));
+        }
+    }
+
+    /// Whether nothing more is to be sent or answered (no closing period).
+    pub fn is_spent(&self) -> bool {
+        self.left == 0 && self.until.is_none()
+    }
+
+    /// When the closing period ends, if it started.
+    pub fn until(&self) -> Option<Instant> {
+        self.until
+    }
+
+    /// An authentic packet from the peer arrived at `now`: one more copy
+    /// is due if the last answer is old enough (the first answer goes at
+    /// once), the period is not over, and the peer has not closed too.
+    fn on_peer_packet(&mut self, now: Instant, carries_close: bool) {
+        self.peer_closed |= carries_close;
+        let in_period = self.until.is_some_and(|until| now < until);
+        let waited = self.last_answer.is_none_or(|last| now >= last + self.gap);
+        if self.peer_closed || !in_period || !waited || self.answers >= MAX_ANSWERS {
+            return;
+        }
+        if self.last_answer.is_some() {
+            self.gap = self.gap.saturating_mul(2);
+        }
+        self.last_answer = Some(now);
+        self.answers += 1;
+        self.left = self.left.max(1);
+    }
+}
+
+impl Session {
+    /// An authentic packet arrived on `path` while we close: it moves
+    /// nothing but the replay window and perhaps another copy of our
+    /// CLOSE. Returns whether it was fresh (not a replay).
+    pub(super) fn on_packet_while_closing(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        packet_number: u64,
+        payload: &[u8],
+    ) -> bool {
+        let Some(p) = self.paths.get_mut(&path).filter(|p| p.is_usable()) else {
+            self.counters.unexpected += 1;
+            return false;
+        };
+        // A replayed packet must not buy an answer either.
+        if !p.on_authenticated(packet_number) {
+            self.counters.duplicate_packets += 1;
+            return false;
+        }
+        let carries_close = Frames::new(payload)
+            .flatten()
+            .any(|f| matches!(f, Frame::Close { .. }));
+        let Some(close) = self.close.as_mut() else {
+            return false;
+        };
+        close.on_peer_packet(now, carries_close);
+        // The answer goes back where the packet came from.
+        self.liveness.on_heard(now, path);
+        true
+    }
+
+    /// The peer's CLOSE arrived: the session drains, sending nothing, for
+    /// the closing period's length, when the peer confirmed the handshake
+    /// (a refused opening ends at once).
+    pub(super) fn enter_draining(&mut self) {
+        self.state = super::State::Closed;
+        if self.handshake.is_done() && self.close.is_none() {
+            self.drain_after_close = Some(self.liveness.latest() + self.closing_period());
+        }
+    }
+
+    /// How long closing and draining last: three of the largest
+    /// retransmission timeouts (RFC 9000 §10.2's three PTOs).
+    pub(super) fn closing_period(&self) -> Duration {
+        self.largest_rto() * 3
+    }
+
+    /// The smallest smoothed RTT: the first wait between answers.
+    pub(super) fn answer_gap(&self) -> Duration {
+        self.paths
+            .values()
+            .filter(|p| p.rtt().has_sample())
+            .map(|p| p.rtt().srtt_or(Duration::ZERO))
+            .min()
+            .unwrap_or(self.cfg.rto.initial_rto)
+    }
+
+    /// When the closing or draining period ends, if one runs.
+    pub(super) fn ending_deadline(&self) -> Option<Instant> {
+        let closing = self.close.as_ref().and_then(Close::until);
+        closing.or(self.drain_after_close)
+    }
+
+    /// The closing or draining period is over: nothing more will happen.
+    pub(super) fn end_closing(&mut self) {
+        self.close = None;
+        self.drain_after_close = None;
     }
 }
 

@@ -133,8 +133,11 @@ pub struct Session {
     streams: Streams,
     events: VecDeque<Event>,
     error: Option<SessionError>,
-    /// CLOSE frame to send.
+    /// Our CLOSE: the copies to send, and the closing period in which it
+    /// answers the peer (`close`).
     close: Option<Close>,
+    /// When the draining period that followed the peer's CLOSE ends.
+    drain_after_close: Option<Instant>,
     /// Origin of every connection's ACK timestamps: one clock for all of
     /// them, so the peer's receive times compare across connections. It is
     /// also when the session was created.
@@ -237,6 +240,7 @@ impl Session {
             events: VecDeque::new(),
             error: None,
             close: None,
+            drain_after_close: None,
             epoch: now,
             liveness: Liveness::new(now),
             sampler: Sampler::new(now, cfg.sample_interval),
@@ -377,10 +381,13 @@ impl Session {
         matches!(self.state, State::Established | State::Draining { .. })
     }
 
-    /// Whether nothing more will happen (closed or failed).
+    /// Whether nothing more will happen (closed or failed, and any closing
+    /// or draining period over). The application hears of the end earlier,
+    /// from [`Event::Failed`]; the driver runs until this.
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed | State::Failed)
             && self.close.is_none()
+            && self.drain_after_close.is_none()
             && self.packets.held_is_empty()
     }
 

@@ -184,6 +184,9 @@ impl Session {
             self.counters.malformed += 1;
             return false;
         };
+        if self.close.is_some() {
+            return self.on_packet_while_closing(now, path, header.packet_number, payload);
+        }
         // A handshaking client can use nothing but the answer (or a refusal):
         // acknowledging data it could not keep would lose that data.
         if self.is_handshaking() && !scan.handshake && !self.cfg.security.is_sealed() {
@@ -453,7 +456,7 @@ impl Session {
             _ => SessionError::PeerAborted { code, reason },
         };
         self.fail(err);
-        self.state = State::Closed;
+        self.enter_draining();
     }
 
     pub(super) fn on_path_closed(&mut self, now: Instant, id: PathId) {

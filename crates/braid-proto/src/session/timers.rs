@@ -33,6 +33,8 @@ pub(super) enum Timer {
     Handshake,
     /// The client's HELLO is sent again.
     Hello,
+    /// The closing or draining period after a CLOSE ends.
+    Closing,
     /// A closed session stops answering.
     Drain,
     /// Nothing received for the idle timeout.
@@ -70,6 +72,7 @@ impl Session {
     /// acts on them.
     pub(super) fn timers(&self) -> Vec<Timer> {
         let mut all = vec![
+            Timer::Closing,
             Timer::Handshake,
             Timer::Hello,
             Timer::Drain,
@@ -97,7 +100,12 @@ impl Session {
     /// When `timer` is due, if it is set.
     pub(super) fn deadline(&self, timer: Timer) -> Option<Instant> {
         match self.state {
-            State::Closed | State::Failed => return None,
+            State::Closed | State::Failed => {
+                return match timer {
+                    Timer::Closing => self.ending_deadline(),
+                    _ => None,
+                }
+            }
             State::Handshaking {
                 started,
                 next_hello,
@@ -117,7 +125,7 @@ impl Session {
         }
         let path = |id: PathId| self.paths.get(&id);
         match timer {
-            Timer::Handshake | Timer::Hello => None,
+            Timer::Handshake | Timer::Hello | Timer::Closing => None,
             Timer::Drain => match self.state {
                 State::Draining { until } => Some(until),
                 _ => None,
@@ -204,6 +212,10 @@ impl Session {
                 return self.end(err);
             }
             Timer::Hello => self.resend_hello(now),
+            Timer::Closing => {
+                self.end_closing();
+                return Flow::Break(());
+            }
             Timer::Drain => {
                 self.state = State::Closed;
                 self.events.push_back(super::Event::Closed);

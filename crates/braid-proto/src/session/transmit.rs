@@ -4,7 +4,7 @@
 //! with an ACK riding along when one is owed there.
 
 use super::batch::Batch;
-use super::{scheduler, Close, CloseCode, Session, State};
+use super::{scheduler, CloseCode, Session, State};
 use crate::crypto::UpdatePolicy;
 use crate::path::Path;
 use crate::send_stream::Pending;
@@ -226,8 +226,11 @@ impl Session {
         self.on_own_ack_sent(now, path);
     }
 
+    /// A copy of our CLOSE, when one is due (see `close`).
     fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let Close { code, reason, left } = self.close.take()?;
+        if self.close.as_ref().is_none_or(|c| c.left == 0) {
+            return None;
+        }
         let path = if self
             .paths
             .get(&self.liveness.last_recv_path())
@@ -243,17 +246,21 @@ impl Session {
         // A client without our answer could not open a sealed CLOSE: the
         // answer goes first (a refusal travels inside it).
         if let Some(answer) = self.handshake.server_mut().and_then(|s| s.take_answer()) {
-            self.close = Some(Close { code, reason, left });
             self.start_packet(now, path, buf);
             buf.extend_from_slice(answer.frame());
             return Some(self.finish_clear_packet(path, buf));
         }
-        if left > 1 {
-            self.close = Some(Close {
-                code,
-                reason: reason.clone(),
-                left: left - 1,
-            });
+        // Only a peer that confirmed the handshake can open our answers.
+        let (linger, period, gap) = (
+            self.handshake.is_done(),
+            self.closing_period(),
+            self.answer_gap(),
+        );
+        let close = self.close.as_mut().expect("checked");
+        close.on_sent(now, linger, period, gap);
+        let (code, reason) = (close.code, close.reason.clone());
+        if close.is_spent() {
+            self.close = None;
         }
         self.start_packet(now, path, buf);
         Frame::Close {
@@ -337,11 +344,13 @@ impl Session {
     }
 
     /// The segment a probe on `id` carries instead of a bare PING: the
-    /// oldest lost one, when no connection is active to carry it. As TCP
-    /// retransmits at an RTO, the probe then both tests the path and
-    /// repairs the stream; bare PINGs cost a round trip per repair, which
-    /// on one lossy connection can outlast the peer's patience (a receiver's
-    /// verdict waited 8 s in `tests/ending.rs`, another never arrived).
+    /// oldest lost one, else new data (RFC 9002 §6.2.4), when no connection
+    /// is active to carry it. As TCP retransmits at an RTO, the probe then
+    /// both tests the path and moves the stream; bare PINGs cost a round
+    /// trip per segment, which on one lossy connection can outlast the
+    /// peer's patience (a receiver's verdict waited 8 s in
+    /// `tests/ending.rs`, another never arrived), and an answer written
+    /// while the connection probes waited for a PING's ACK first.
     fn probe_carries(&self, id: PathId) -> Option<Pending> {
         let p = &self.paths[&id];
         let only_probe =
@@ -361,10 +370,7 @@ impl Session {
         {
             return None;
         }
-        self.streams
-            .send
-            .peek()
-            .filter(|pending| pending.retransmission)
+        self.streams.send.peek()
     }
 
     /// Whether a control or ACK-only packet fits `id`'s amplification credit.
