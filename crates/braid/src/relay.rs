@@ -13,7 +13,7 @@
 //! the events of [`LinkConfig::events`] are relative to [`Relay::start`].
 
 use std::collections::HashMap;
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{self, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -298,44 +298,109 @@ impl Direction {
         }
     }
 
-    /// Offers a datagram received now to the link and, if the link delivers
-    /// it, schedules it to be sent from `via` to `to`.
-    fn offer(&self, shared: &Shared, datagram: &[u8], ecn: Ecn, to: SocketAddr, via: &Arc<UdpIo>) {
-        let has_header = datagram.len() >= wire::HEADER_LEN;
-        let level = match datagram.get(wire::MBECN_OFFSET) {
-            Some(&b) if has_header => b,
-            _ => 0,
-        };
-        let size = u32::try_from(datagram.len())
-            .unwrap_or(u32::MAX)
-            .saturating_add(IP_UDP_OVERHEAD);
-        let mut s = self.lock();
-        // Read under the lock so that offers reach the link in time order.
-        let now = shared.now();
-        let Offer::Deliver {
-            at,
-            ecn,
-            mbecn,
-            duplicate_at,
-            ..
-        } = s.link.offer(now, size, ecn, level)
-        else {
-            return;
-        };
-        let mut datagram: Box<[u8]> = datagram.into();
-        if has_header {
-            wire::mark_mbecn(&mut datagram, mbecn);
-        }
+    /// Offers the datagrams of one receive buffer (`stride` bytes each, the
+    /// last may be shorter), received now from one sender, to the link,
+    /// under one lock. Those the link delivers at once, with nothing held
+    /// before them, go out straight from `buf` (marked in place, several
+    /// per GSO call): an unimpaired link costs no copy, allocation or queue.
+    /// The rest wait in the queue for [`deliver`]. Sends from `via` to `to`.
+    async fn forward(
+        &self,
+        shared: &Shared,
+        received: Received<'_>,
+        to: SocketAddr,
+        via: &Arc<UdpIo>,
+        runs: &mut Vec<Run>,
+    ) {
+        let Received { buf, stride, ecn } = received;
+        runs.clear();
+        let stride = if stride == 0 { buf.len() } else { stride };
         let mut earliest = false;
-        if let Some(dup) = duplicate_at {
-            earliest |= s.push(dup, to, via, ecn, datagram.clone());
+        {
+            let mut s = self.lock();
+            // Read under the lock so that offers reach the link in time order.
+            let now = shared.now();
+            let mut start = 0;
+            for datagram in split_batch_mut(buf, stride) {
+                let len = datagram.len();
+                let (begin, end) = (start, start + len);
+                start = end;
+                let has_header = len >= wire::HEADER_LEN;
+                let level = match datagram.get(wire::MBECN_OFFSET) {
+                    Some(&b) if has_header => b,
+                    _ => 0,
+                };
+                let size = u32::try_from(len)
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(IP_UDP_OVERHEAD);
+                let Offer::Deliver {
+                    at,
+                    ecn,
+                    mbecn,
+                    duplicate_at,
+                    ..
+                } = s.link.offer(now, size, ecn, level)
+                else {
+                    continue;
+                };
+                if has_header {
+                    wire::mark_mbecn(datagram, mbecn);
+                }
+                let direct = at <= now && duplicate_at.is_none() && s.pending.next_at().is_none();
+                if direct {
+                    s.sent += 1;
+                    match runs.last_mut() {
+                        // Contiguous and the same codepoint: one GSO call
+                        // (only a buffer's last datagram is short).
+                        Some(r) if r.end == begin && r.ecn == ecn => r.end = end,
+                        _ => runs.push(Run {
+                            start: begin,
+                            end,
+                            ecn,
+                        }),
+                    }
+                    continue;
+                }
+                let datagram: Box<[u8]> = (&*datagram).into();
+                if let Some(dup) = duplicate_at {
+                    earliest |= s.push(dup, to, via, ecn, datagram.clone());
+                }
+                earliest |= s.push(at, to, via, ecn, datagram);
+            }
         }
-        earliest |= s.push(at, to, via, ecn, datagram);
-        drop(s);
         if earliest {
             self.wake.notify_one();
         }
+        let mut failed = 0;
+        for r in runs.iter() {
+            let contents = &buf[r.start..r.end];
+            let segment = (contents.len() > stride).then_some(stride);
+            if via.send(to, r.ecn, contents, segment).await.is_err() {
+                failed += contents.len().div_ceil(stride.max(1)).max(1) as u64;
+            }
+        }
+        if failed > 0 {
+            let mut s = self.lock();
+            s.sent = s.sent.saturating_sub(failed);
+            s.send_errors += failed;
+        }
     }
+}
+
+/// One receive buffer's datagrams, all from one sender.
+struct Received<'a> {
+    /// One datagram, or several of `stride` bytes (the last may be shorter).
+    buf: &'a mut [u8],
+    stride: usize,
+    ecn: Ecn,
+}
+
+/// Datagrams of a receive buffer sent on together: `start..end` of it.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    start: usize,
+    end: usize,
+    ecn: Ecn,
 }
 
 impl DirectionState {
@@ -408,9 +473,10 @@ async fn serve_clients(
     let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
     let mut activity = 0u64;
     let mut receiver = Receiver::new(udp::RECV_BATCH);
+    let mut runs = Vec::new();
     loop {
-        let received = receiver.recv(&listen).await;
-        for (from, ecn, datagram) in received {
+        let n = receiver.recv(&listen).await;
+        for (from, received) in receiver.buffers(n) {
             activity += 1;
             if !clients.contains_key(&from) {
                 if clients.len() >= MAX_CLIENTS {
@@ -449,7 +515,8 @@ async fn serve_clients(
             client.last_active = activity;
             shared
                 .forward
-                .offer(&shared, datagram, ecn, to, &client.upstream);
+                .forward(&shared, received, to, &client.upstream, &mut runs)
+                .await;
         }
     }
 }
@@ -482,74 +549,76 @@ async fn serve_replies(
     to: SocketAddr,
 ) {
     let mut receiver = Receiver::new(UPSTREAM_BATCH);
+    let mut runs = Vec::new();
     loop {
-        for (from, ecn, datagram) in receiver.recv(&upstream).await {
+        let n = receiver.recv(&upstream).await;
+        for (from, received) in receiver.buffers(n) {
             // Only the target may answer: the relay is not an open proxy.
             if from == to {
                 shared
                     .reverse
-                    .offer(&shared, datagram, ecn, client, &listen);
+                    .forward(&shared, received, client, &listen, &mut runs)
+                    .await;
             }
         }
     }
 }
 
-/// Receive buffers for one socket.
+/// Receive buffers for one socket, in one allocation.
 struct Receiver {
-    buffers: Vec<Vec<u8>>,
+    storage: Vec<u8>,
     meta: Vec<RecvMeta>,
-    filled: usize,
 }
 
 impl Receiver {
     fn new(batch: usize) -> Receiver {
         Receiver {
-            buffers: vec![vec![0; udp::RECV_BUFFER]; batch],
+            storage: vec![0; batch * udp::RECV_BUFFER],
             meta: vec![RecvMeta::default(); batch],
-            filled: 0,
         }
     }
 
-    /// Waits for a batch and yields its datagrams: sender, ECN codepoint
-    /// and contents.
-    async fn recv(
-        &mut self,
-        socket: &UdpIo,
-    ) -> impl Iterator<Item = (SocketAddr, Ecn, &[u8])> + '_ {
+    /// Waits for a batch; returns how many buffers it filled.
+    async fn recv(&mut self, socket: &UdpIo) -> usize {
         loop {
-            let mut bufs: Vec<IoSliceMut<'_>> = self
-                .buffers
-                .iter_mut()
-                .map(|b| IoSliceMut::new(b))
-                .collect();
-            match socket.recv(&mut bufs, &mut self.meta).await {
-                Ok(n) => {
-                    self.filled = n;
-                    break;
-                }
+            match socket.recv_into(&mut self.storage, &mut self.meta).await {
+                Ok(n) => return n,
                 // Errors such as ICMP reports of an earlier send concern
                 // one datagram; pause briefly in case one keeps recurring.
                 Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
             }
         }
-        self.buffers
-            .iter()
+    }
+
+    /// The first `n` buffers, with their sender.
+    fn buffers(&mut self, n: usize) -> impl Iterator<Item = (SocketAddr, Received<'_>)> + '_ {
+        self.storage
+            .chunks_mut(udp::RECV_BUFFER)
             .zip(&self.meta)
-            .take(self.filled)
-            .flat_map(|(buf, meta)| {
-                let filled = buf.get(..meta.len).unwrap_or_default();
-                let ecn = udp::from_codepoint(meta.ecn);
-                split_batch(filled, meta.stride).map(move |d| (meta.addr, ecn, d))
+            .take(n)
+            .map(|(buf, meta)| {
+                let len = meta.len.min(buf.len());
+                let received = Received {
+                    buf: &mut buf[..len],
+                    stride: meta.stride,
+                    ecn: udp::from_codepoint(meta.ecn),
+                };
+                (meta.addr, received)
             })
     }
 }
 
 /// The datagrams of a receive buffer that holds `stride`-byte datagrams
 /// (the last may be shorter), including a single empty one.
-fn split_batch(buf: &[u8], stride: usize) -> impl Iterator<Item = &[u8]> {
-    let empty = buf.is_empty().then_some(buf);
+fn split_batch_mut(buf: &mut [u8], stride: usize) -> impl Iterator<Item = &mut [u8]> {
     let stride = if stride == 0 { buf.len() } else { stride };
-    buf.chunks(stride.max(1)).chain(empty)
+    let empty = buf.is_empty();
+    let (chunks, tail): (_, &mut [u8]) = if empty {
+        (None, buf)
+    } else {
+        (Some(buf.chunks_mut(stride.max(1))), &mut [])
+    };
+    chunks.into_iter().flatten().chain(empty.then_some(tail))
 }
 
 /// Waits shorter than this finish in a thread's `nanosleep`: tokio's timer
@@ -726,10 +795,12 @@ mod tests {
 
     #[test]
     fn batches_split_by_stride() {
-        let buf: Vec<u8> = (0..10).collect();
-        let parts: Vec<&[u8]> = split_batch(&buf, 4).collect();
-        assert_eq!(parts, [&buf[..4], &buf[4..8], &buf[8..]]);
-        assert_eq!(split_batch(&buf, 0).count(), 1);
-        assert_eq!(split_batch(&[], 0).collect::<Vec<_>>(), [&[] as &[u8]]);
+        let mut buf: Vec<u8> = (0..10).collect();
+        let whole = buf.clone();
+        let parts: Vec<Vec<u8>> = split_batch_mut(&mut buf, 4).map(|d| d.to_vec()).collect();
+        assert_eq!(parts, [&whole[..4], &whole[4..8], &whole[8..]]);
+        assert_eq!(split_batch_mut(&mut buf, 0).count(), 1);
+        let none: Vec<Vec<u8>> = split_batch_mut(&mut [], 0).map(|d| d.to_vec()).collect();
+        assert_eq!(none, [Vec::<u8>::new()]);
     }
 }
