@@ -98,7 +98,12 @@ impl Inner {
         if failed || self.proto.readable() > 0 || self.proto.is_recv_finished() {
             wake(&mut self.reader);
         }
-        if failed || self.proto.writable() > 0 {
+        // A blocked writer waits for a good part of the buffer, not for each
+        // acknowledgement's few kilobytes: fewer, larger writes and fewer
+        // wake-ups of it and of the driver. Never more than the buffer holds,
+        // which it frees entirely once all is acknowledged.
+        let low_water = WRITE_LOW_WATER.min(self.proto.send_buffer_limit()).max(1);
+        if failed || self.proto.writable() >= low_water {
             wake(&mut self.writer);
         }
         if failed || self.proto.is_send_finished() {
@@ -106,6 +111,9 @@ impl Inner {
         }
     }
 }
+
+/// Free send-buffer bytes that wake a blocked writer.
+const WRITE_LOW_WATER: u64 = 256 * 1024;
 
 fn wake(w: &mut Option<Waker>) {
     if let Some(w) = w.take() {
