@@ -98,12 +98,7 @@ impl Inner {
         if failed || self.proto.readable() > 0 || self.proto.is_recv_finished() {
             wake(&mut self.reader);
         }
-        // A blocked writer waits for a good part of the buffer, not for each
-        // acknowledgement's few kilobytes: fewer, larger writes and fewer
-        // wake-ups of it and of the driver. Never more than the buffer holds,
-        // which it frees entirely once all is acknowledged.
-        let low_water = WRITE_LOW_WATER.min(self.proto.send_buffer_limit()).max(1);
-        if failed || self.proto.writable() >= low_water {
+        if failed || self.proto.writable() > 0 {
             wake(&mut self.writer);
         }
         if failed || self.proto.is_send_finished() {
@@ -111,9 +106,6 @@ impl Inner {
         }
     }
 }
-
-/// Free send-buffer bytes that wake a blocked writer.
-const WRITE_LOW_WATER: u64 = 256 * 1024;
 
 fn wake(w: &mut Option<Waker>) {
     if let Some(w) = w.take() {

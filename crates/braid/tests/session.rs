@@ -49,44 +49,6 @@ async fn graceful_close_delivers_everything_both_ways() {
         .unwrap();
 }
 
-/// A blocked writer is woken once a good part of the send buffer is free;
-/// a buffer smaller than that part must still wake it, or the transfer
-/// would stall.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_send_buffer_smaller_than_the_writers_wake_up_still_delivers() {
-    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
-    let to = listener.local_addr();
-    let data = pattern(4 << 20);
-    let len = data.len();
-    let server = tokio::spawn(async move {
-        let mut s = listener.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        s.shutdown().await.unwrap();
-        got
-    });
-    let cfg = SessionConfig {
-        send_window: 16 * 1024,
-        recv_window: 16 * 1024,
-        max_window: 64 * 1024,
-        ..client_cfg()
-    };
-    let mut s = connect(&[PathSpec::to(to)], cfg).await.unwrap();
-    let sent = async {
-        s.write_all(&data).await.unwrap();
-        s.shutdown().await.unwrap();
-    };
-    tokio::time::timeout(Duration::from_secs(30), sent)
-        .await
-        .expect("the writer stalled");
-    let got = tokio::time::timeout(Duration::from_secs(30), server)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(got.len(), len);
-    assert!(got == pattern(len), "stream content differs");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_connections_on_one_socket_share_the_stream() {
     let listener = Listener::bind(localhost(), server_cfg()).unwrap();

@@ -421,11 +421,6 @@ impl Session {
         }
     }
 
-    /// Bytes the send buffer holds at most now (it only grows).
-    pub fn send_buffer_limit(&self) -> u64 {
-        self.streams.send.buffer_limit()
-    }
-
     /// Ends our direction of the stream after what was written (graceful close).
     pub fn finish(&mut self) {
         self.streams.send.finish();
