@@ -8,6 +8,9 @@
 //! arrival time the link computed. Datagrams are opaque bytes: the only
 //! change the relay makes is OR-ing the link's MB-ECN level into the byte
 //! at [`wire::MBECN_OFFSET`] of datagrams long enough to hold a braid header.
+//! What the link delivers at once (an unimpaired link) leaves straight from
+//! the receive buffers, consecutive GRO batches joined into one GSO send
+//! (`udp_gather`); only delayed datagrams are copied into the queue.
 //!
 //! Link instants count from the relay's start, so a trace's time 0 and
 //! the events of [`LinkConfig::events`] are relative to [`Relay::start`].
@@ -28,6 +31,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::udp::{self, UdpIo, MAX_GSO_BYTES};
+use crate::udp_gather;
 use crate::{Error, Result};
 
 /// Clients served at once; a new client beyond this replaces the one that
@@ -301,10 +305,11 @@ impl Direction {
     /// Offers the datagrams of one receive buffer (`stride` bytes each, the
     /// last may be shorter), received now from one sender, to the link,
     /// under one lock. Those the link delivers at once, with nothing held
-    /// before them, go out straight from `buf` (marked in place, several
-    /// per GSO call): an unimpaired link costs no copy, allocation or queue.
-    /// The rest wait in the queue for [`deliver`]. Sends from `via` to `to`.
-    async fn forward(
+    /// before them, are marked in place and added to `runs`, to go out
+    /// straight from the receive buffers ([`send_runs`]): an unimpaired
+    /// link costs no copy, allocation or queue. The rest wait in the queue
+    /// for [`deliver`]. Sends from `via` to `to`.
+    fn offer_buffer(
         &self,
         shared: &Shared,
         received: Received<'_>,
@@ -312,77 +317,69 @@ impl Direction {
         via: &Arc<UdpIo>,
         runs: &mut Vec<Run>,
     ) {
-        let Received { buf, stride, ecn } = received;
-        runs.clear();
+        let Received {
+            buf,
+            offset,
+            stride,
+            ecn,
+        } = received;
         let stride = if stride == 0 { buf.len() } else { stride };
         let mut earliest = false;
-        {
-            let mut s = self.lock();
-            // Read under the lock so that offers reach the link in time order.
-            let now = shared.now();
-            let mut start = 0;
-            for datagram in split_batch_mut(buf, stride) {
-                let len = datagram.len();
-                let (begin, end) = (start, start + len);
-                start = end;
-                let has_header = len >= wire::HEADER_LEN;
-                let level = match datagram.get(wire::MBECN_OFFSET) {
-                    Some(&b) if has_header => b,
-                    _ => 0,
-                };
-                let size = u32::try_from(len)
-                    .unwrap_or(u32::MAX)
-                    .saturating_add(IP_UDP_OVERHEAD);
-                let Offer::Deliver {
-                    at,
-                    ecn,
-                    mbecn,
-                    duplicate_at,
-                    ..
-                } = s.link.offer(now, size, ecn, level)
-                else {
-                    continue;
-                };
-                if has_header {
-                    wire::mark_mbecn(datagram, mbecn);
-                }
-                let direct = at <= now && duplicate_at.is_none() && s.pending.next_at().is_none();
-                if direct {
-                    s.sent += 1;
-                    match runs.last_mut() {
-                        // Contiguous and the same codepoint: one GSO call
-                        // (only a buffer's last datagram is short).
-                        Some(r) if r.end == begin && r.ecn == ecn => r.end = end,
-                        _ => runs.push(Run {
-                            start: begin,
-                            end,
-                            ecn,
-                        }),
-                    }
-                    continue;
-                }
-                let datagram: Box<[u8]> = (&*datagram).into();
-                if let Some(dup) = duplicate_at {
-                    earliest |= s.push(dup, to, via, ecn, datagram.clone());
-                }
-                earliest |= s.push(at, to, via, ecn, datagram);
+        let mut s = self.lock();
+        // Read under the lock so that offers reach the link in time order.
+        let now = shared.now();
+        let mut start = offset;
+        for datagram in split_batch_mut(buf, stride) {
+            let (begin, end) = (start, start + datagram.len());
+            start = end;
+            let has_header = datagram.len() >= wire::HEADER_LEN;
+            let level = match datagram.get(wire::MBECN_OFFSET) {
+                Some(&b) if has_header => b,
+                _ => 0,
+            };
+            let size = u32::try_from(datagram.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(IP_UDP_OVERHEAD);
+            let Offer::Deliver {
+                at,
+                ecn,
+                mbecn,
+                duplicate_at,
+                ..
+            } = s.link.offer(now, size, ecn, level)
+            else {
+                continue;
+            };
+            if has_header {
+                wire::mark_mbecn(datagram, mbecn);
             }
+            let direct = at <= now && duplicate_at.is_none() && s.pending.next_at().is_none();
+            if direct {
+                s.sent += 1;
+                match runs.last_mut() {
+                    // Contiguous and the same codepoint: one GSO call
+                    // (only a buffer's last datagram is short).
+                    Some(r) if r.end == begin && r.ecn == ecn => r.end = end,
+                    _ => runs.push(Run {
+                        via: Arc::clone(via),
+                        to,
+                        ecn,
+                        start: begin,
+                        end,
+                        stride,
+                    }),
+                }
+                continue;
+            }
+            let datagram: Box<[u8]> = (&*datagram).into();
+            if let Some(dup) = duplicate_at {
+                earliest |= s.push(dup, to, via, ecn, datagram.clone());
+            }
+            earliest |= s.push(at, to, via, ecn, datagram);
         }
+        drop(s);
         if earliest {
             self.wake.notify_one();
-        }
-        let mut failed = 0;
-        for r in runs.iter() {
-            let contents = &buf[r.start..r.end];
-            let segment = (contents.len() > stride).then_some(stride);
-            if via.send(to, r.ecn, contents, segment).await.is_err() {
-                failed += contents.len().div_ceil(stride.max(1)).max(1) as u64;
-            }
-        }
-        if failed > 0 {
-            let mut s = self.lock();
-            s.sent = s.sent.saturating_sub(failed);
-            s.send_errors += failed;
         }
     }
 }
@@ -391,16 +388,82 @@ impl Direction {
 struct Received<'a> {
     /// One datagram, or several of `stride` bytes (the last may be shorter).
     buf: &'a mut [u8],
+    /// Where `buf` starts in the receiver's storage.
+    offset: usize,
     stride: usize,
     ecn: Ecn,
 }
 
-/// Datagrams of a receive buffer sent on together: `start..end` of it.
-#[derive(Debug, Clone, Copy)]
+/// Datagrams sent on together, straight from the receiver's storage:
+/// `start..end` of it.
+#[derive(Debug)]
 struct Run {
+    via: Arc<UdpIo>,
+    to: SocketAddr,
+    ecn: Ecn,
     start: usize,
     end: usize,
-    ecn: Ecn,
+    stride: usize,
+}
+
+impl Run {
+    /// Whether `next` may follow this run in one GSO call: same socket,
+    /// destination, codepoint and stride, and this run whole segments.
+    fn joins(&self, next: &Run) -> bool {
+        Arc::ptr_eq(&self.via, &next.via)
+            && self.to == next.to
+            && self.ecn == next.ecn
+            && self.stride == next.stride
+            && (self.end - self.start).is_multiple_of(self.stride.max(1))
+    }
+}
+
+/// Sends `runs` (taken from `storage`), several in one call where they
+/// join; counts what the socket refused against `dir`.
+async fn send_runs(dir: &Direction, storage: &[u8], runs: &mut Vec<Run>) {
+    let mut failed = 0u64;
+    let mut rest = &runs[..];
+    while let Some(first) = rest.first() {
+        let stride = first.stride.max(1);
+        let max_segments = first.via.max_gso_segments().min(MAX_GSO_BYTES / stride);
+        let (mut n, mut bytes) = (1, first.end - first.start);
+        while n < rest.len().min(udp_gather::MAX_PARTS) {
+            let next = &rest[n];
+            let len = next.end - next.start;
+            if !rest[n - 1].joins(next) || (bytes + len).div_ceil(stride) > max_segments {
+                break;
+            }
+            bytes += len;
+            n += 1;
+        }
+        let group = &rest[..n];
+        let part = |r: &Run| &storage[r.start..r.end];
+        let gathered = if n > 1 {
+            let parts: Vec<&[u8]> = group.iter().map(part).collect();
+            udp_gather::send_gathered(&first.via, first.to, first.ecn, &parts, stride)
+                .await
+                .is_ok()
+        } else {
+            false
+        };
+        if !gathered {
+            // One run, or a system without gathered sends: part by part.
+            for r in group {
+                let contents = part(r);
+                let segment = (contents.len() > stride).then_some(stride);
+                if r.via.send(r.to, r.ecn, contents, segment).await.is_err() {
+                    failed += contents.len().div_ceil(stride).max(1) as u64;
+                }
+            }
+        }
+        rest = &rest[n..];
+    }
+    runs.clear();
+    if failed > 0 {
+        let mut s = dir.lock();
+        s.sent = s.sent.saturating_sub(failed);
+        s.send_errors += failed;
+    }
 }
 
 impl DirectionState {
@@ -515,9 +578,9 @@ async fn serve_clients(
             client.last_active = activity;
             shared
                 .forward
-                .forward(&shared, received, to, &client.upstream, &mut runs)
-                .await;
+                .offer_buffer(&shared, received, to, &client.upstream, &mut runs);
         }
+        send_runs(&shared.forward, &receiver.storage, &mut runs).await;
     }
 }
 
@@ -557,10 +620,10 @@ async fn serve_replies(
             if from == to {
                 shared
                     .reverse
-                    .forward(&shared, received, client, &listen, &mut runs)
-                    .await;
+                    .offer_buffer(&shared, received, client, &listen, &mut runs);
             }
         }
+        send_runs(&shared.reverse, &receiver.storage, &mut runs).await;
     }
 }
 
@@ -596,10 +659,12 @@ impl Receiver {
             .chunks_mut(udp::RECV_BUFFER)
             .zip(&self.meta)
             .take(n)
-            .map(|(buf, meta)| {
+            .enumerate()
+            .map(|(i, (buf, meta))| {
                 let len = meta.len.min(buf.len());
                 let received = Received {
                     buf: &mut buf[..len],
+                    offset: i * udp::RECV_BUFFER,
                     stride: meta.stride,
                     ecn: udp::from_codepoint(meta.ecn),
                 };

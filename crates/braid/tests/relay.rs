@@ -157,16 +157,24 @@ async fn full_loss_delivers_nothing_and_counts_drops() {
     assert_eq!(relay.stats().forward.sent, 0);
 }
 
-/// An unimpaired link forwards straight from the receive buffer: GSO
-/// batches (arriving as GRO batches) leave whole, every datagram intact,
-/// in order, the short last one of a batch included, and counted as sent.
+/// An unimpaired link forwards straight from the receive buffers: GSO
+/// batches (arriving as GRO batches, joined again where they can) leave
+/// with every datagram intact, in order, with its ECN codepoint, a short
+/// last one of a batch included, and counted as sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unimpaired_link_forwards_batches_intact_and_in_order() {
-    let sink = socket().await;
-    let relay = start(sink.local_addr().unwrap(), LinkConfig::default());
+    for short_tail in [true, false] {
+        forward_batches(short_tail).await;
+    }
+}
+
+async fn forward_batches(short_tail: bool) {
+    let sink = UdpIo::bind(loopback(), 1 << 20).unwrap();
+    let relay = start(sink.local_addr(), LinkConfig::default());
     let client = UdpIo::bind(loopback(), 1 << 20).unwrap();
     let segs = client.max_gso_segments().clamp(1, 8) as u32;
-    let (batches, len, short) = (5u32, 1200, 700);
+    let (batches, len) = (20u32, 1200);
+    let short = if short_tail { 700 } else { len };
     let mut next = 0u32;
     for _ in 0..batches {
         let mut batch = Vec::new();
@@ -178,13 +186,27 @@ async fn an_unimpaired_link_forwards_batches_intact_and_in_order() {
             batch.extend_from_slice(&d);
         }
         client
-            .send(relay.local_addr(), Ecn::NotEct, &batch, Some(len))
+            .send(relay.local_addr(), Ecn::Ect0, &batch, Some(len))
             .await
             .unwrap();
     }
-    for want in 0..next {
-        let (d, _) = recv(&sink, PATIENCE).await.expect("datagram lost");
-        assert_eq!(number(&d), want);
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let mut buf = vec![0u8; udp::RECV_BUFFER];
+    while got.len() < next as usize {
+        let mut bufs = [std::io::IoSliceMut::new(&mut buf)];
+        let mut meta = [RecvMeta::default()];
+        tokio::time::timeout(PATIENCE, sink.recv(&mut bufs, &mut meta))
+            .await
+            .expect("datagrams lost")
+            .unwrap();
+        let m = meta[0];
+        assert_eq!(udp::from_codepoint(m.ecn), Ecn::Ect0);
+        let stride = if m.stride == 0 { m.len } else { m.stride };
+        got.extend(buf[..m.len].chunks(stride).map(<[u8]>::to_vec));
+    }
+    for (want, d) in got.iter().enumerate() {
+        let want = want as u32;
+        assert_eq!(number(d), want);
         let last = want % segs == segs - 1;
         assert_eq!(d.len(), if last { short } else { len });
         assert!(d[HEADER_PAD..].iter().all(|&b| b == want as u8));
