@@ -4,7 +4,8 @@
 //!
 //! ```sh
 //! cargo run --release --manifest-path bench/loopback/Cargo.toml -- \
-//!     [--mib 512] [--rounds 5] [--json OUT.json] [--only KIND,...] [--no-perf]
+//!     [--mib 512] [--rounds 5] [--json OUT.json] [--only KIND,...] [--no-perf] \
+//!     [--quinn-perf PATH]
 //! ```
 //!
 //! Every transfer is two child processes of this binary (hidden
@@ -16,6 +17,7 @@ mod braid_peer;
 mod measure;
 mod peer;
 mod quinn_peer;
+mod quinn_perf;
 mod quinn_plain;
 mod run;
 mod tcp_peer;
@@ -32,11 +34,14 @@ struct Options {
     json: Option<String>,
     kinds: Vec<Kind>,
     perf: bool,
+    /// quinn's perf binary (`--quinn-perf` or `$QUINN_PERF`), if it exists.
+    quinn_perf: Option<std::path::PathBuf>,
 }
 
 fn usage() -> &'static str {
     "loopback-bench [--mib 512] [--rounds 5] [--json OUT.json] \
-     [--only braid-sealed,braid-insecure,quinn-tls,quinn-plain,tcp] [--no-perf]"
+     [--only braid-sealed,braid-insecure,quinn-tls,quinn-plain,quinn-perf,tcp] [--no-perf] \
+     [--quinn-perf PATH (else $QUINN_PERF)]"
 }
 
 fn parse_args(args: &[String]) -> Result<Options> {
@@ -46,7 +51,9 @@ fn parse_args(args: &[String]) -> Result<Options> {
         json: None,
         kinds: Kind::ALL.to_vec(),
         perf: true,
+        quinn_perf: None,
     };
+    let mut quinn_perf = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().with_context(|| format!("{a} needs a value"));
@@ -61,12 +68,22 @@ fn parse_args(args: &[String]) -> Result<Options> {
                     .collect::<Result<_>>()?
             }
             "--no-perf" => o.perf = false,
+            "--quinn-perf" => quinn_perf = Some(value()?.clone()),
             "-h" | "--help" => {
                 println!("{}", usage());
                 std::process::exit(0);
             }
             _ => bail!("unknown argument {a:?}\nusage: {}", usage()),
         }
+    }
+    o.quinn_perf = quinn_perf::locate(quinn_perf.as_deref());
+    if o.quinn_perf.is_none() && o.kinds.contains(&Kind::QuinnPerf) {
+        println!(
+            "quinn-perf skipped: no quinn perf binary (--quinn-perf PATH or ${}; \
+             bench/loopback/build-quinn-perf.sh builds one)",
+            quinn_perf::ENV
+        );
+        o.kinds.retain(|&k| k != Kind::QuinnPerf);
     }
     if o.mib == 0 || o.rounds == 0 || o.kinds.is_empty() {
         bail!("--mib, --rounds and --only must not be zero or empty");
@@ -101,6 +118,7 @@ fn child(args: &[String]) -> Result<()> {
                     Kind::BraidInsecure => braid_peer::serve(false, bytes).await,
                     Kind::QuinnTls => quinn_peer::serve(true, bytes).await,
                     Kind::QuinnPlain => quinn_peer::serve(false, bytes).await,
+                    Kind::QuinnPerf => bail!("quinn-perf runs quinn's own binary"),
                     Kind::Tcp => tcp_peer::serve(bytes).await,
                 }
             }
@@ -111,6 +129,7 @@ fn child(args: &[String]) -> Result<()> {
                     Kind::BraidInsecure => braid_peer::send(false, addr, extra, bytes).await,
                     Kind::QuinnTls => quinn_peer::send(true, addr, extra, bytes).await,
                     Kind::QuinnPlain => quinn_peer::send(false, addr, extra, bytes).await,
+                    Kind::QuinnPerf => bail!("quinn-perf runs quinn's own binary"),
                     Kind::Tcp => tcp_peer::send(addr, bytes).await,
                 }
             }
@@ -290,7 +309,12 @@ fn bench(o: Options) -> Result<()> {
         let len = order.len();
         order.rotate_left(round % len);
         for kind in order {
-            let t = rt.block_on(run::transfer(kind, bytes, perf, limit));
+            let t = match (&o.quinn_perf, kind) {
+                (Some(exe), Kind::QuinnPerf) => {
+                    rt.block_on(quinn_perf::transfer(exe, bytes, limit))
+                }
+                _ => rt.block_on(run::transfer(kind, bytes, perf, limit)),
+            };
             let run = Run::new(round, kind, bytes, t);
             println!("{}", run.line());
             runs.push(run);
@@ -355,6 +379,8 @@ fn print_table(table: &[Medians]) {
     let pairs = [
         (Kind::BraidSealed, Kind::BraidInsecure),
         (Kind::BraidInsecure, Kind::QuinnPlain),
+        (Kind::BraidSealed, Kind::QuinnPerf),
+        (Kind::QuinnTls, Kind::QuinnPerf),
     ];
     let mut first = true;
     for (a, b) in pairs {

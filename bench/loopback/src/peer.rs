@@ -19,15 +19,18 @@ pub enum Kind {
     QuinnTls,
     /// quinn, same handshake, 1-RTT packets unprotected.
     QuinnPlain,
+    /// quinn's own `perf` tool, server and client (built outside the bench).
+    QuinnPerf,
     Tcp,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::BraidSealed,
         Kind::BraidInsecure,
         Kind::QuinnTls,
         Kind::QuinnPlain,
+        Kind::QuinnPerf,
         Kind::Tcp,
     ];
 
@@ -37,6 +40,7 @@ impl Kind {
             Kind::BraidInsecure => "braid-insecure",
             Kind::QuinnTls => "quinn-tls",
             Kind::QuinnPlain => "quinn-plain",
+            Kind::QuinnPerf => "quinn-perf",
             Kind::Tcp => "tcp",
         }
     }

@@ -47,6 +47,7 @@ mod route;
 mod session;
 pub mod udp;
 mod udp_errors;
+mod udp_gather;
 
 pub use braid_proto::{
     CloseCode, ConfigError, EndpointConfig, EndpointStats, Keypair, PathId, PathSample, PathState,

@@ -8,12 +8,15 @@
 //! arrival time the link computed. Datagrams are opaque bytes: the only
 //! change the relay makes is OR-ing the link's MB-ECN level into the byte
 //! at [`wire::MBECN_OFFSET`] of datagrams long enough to hold a braid header.
+//! What the link delivers at once (an unimpaired link) leaves straight from
+//! the receive buffers, consecutive GRO batches joined into one GSO send
+//! (`udp_gather`); only delayed datagrams are copied into the queue.
 //!
 //! Link instants count from the relay's start, so a trace's time 0 and
 //! the events of [`LinkConfig::events`] are relative to [`Relay::start`].
 
 use std::collections::HashMap;
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{self, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -28,6 +31,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::udp::{self, UdpIo, MAX_GSO_BYTES};
+use crate::udp_gather;
 use crate::{Error, Result};
 
 /// Clients served at once; a new client beyond this replaces the one that
@@ -298,43 +302,167 @@ impl Direction {
         }
     }
 
-    /// Offers a datagram received now to the link and, if the link delivers
-    /// it, schedules it to be sent from `via` to `to`.
-    fn offer(&self, shared: &Shared, datagram: &[u8], ecn: Ecn, to: SocketAddr, via: &Arc<UdpIo>) {
-        let has_header = datagram.len() >= wire::HEADER_LEN;
-        let level = match datagram.get(wire::MBECN_OFFSET) {
-            Some(&b) if has_header => b,
-            _ => 0,
-        };
-        let size = u32::try_from(datagram.len())
-            .unwrap_or(u32::MAX)
-            .saturating_add(IP_UDP_OVERHEAD);
+    /// Offers the datagrams of one receive buffer (`stride` bytes each, the
+    /// last may be shorter), received now from one sender, to the link,
+    /// under one lock. Those the link delivers at once, with nothing held
+    /// before them, are marked in place and added to `runs`, to go out
+    /// straight from the receive buffers ([`send_runs`]): an unimpaired
+    /// link costs no copy, allocation or queue. The rest wait in the queue
+    /// for [`deliver`]. Sends from `via` to `to`.
+    fn offer_buffer(
+        &self,
+        shared: &Shared,
+        received: Received<'_>,
+        to: SocketAddr,
+        via: &Arc<UdpIo>,
+        runs: &mut Vec<Run>,
+    ) {
+        let Received {
+            buf,
+            offset,
+            stride,
+            ecn,
+        } = received;
+        let stride = if stride == 0 { buf.len() } else { stride };
+        let mut earliest = false;
         let mut s = self.lock();
         // Read under the lock so that offers reach the link in time order.
         let now = shared.now();
-        let Offer::Deliver {
-            at,
-            ecn,
-            mbecn,
-            duplicate_at,
-            ..
-        } = s.link.offer(now, size, ecn, level)
-        else {
-            return;
-        };
-        let mut datagram: Box<[u8]> = datagram.into();
-        if has_header {
-            wire::mark_mbecn(&mut datagram, mbecn);
+        let mut start = offset;
+        for datagram in split_batch_mut(buf, stride) {
+            let (begin, end) = (start, start + datagram.len());
+            start = end;
+            let has_header = datagram.len() >= wire::HEADER_LEN;
+            let level = match datagram.get(wire::MBECN_OFFSET) {
+                Some(&b) if has_header => b,
+                _ => 0,
+            };
+            let size = u32::try_from(datagram.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(IP_UDP_OVERHEAD);
+            let Offer::Deliver {
+                at,
+                ecn,
+                mbecn,
+                duplicate_at,
+                ..
+            } = s.link.offer(now, size, ecn, level)
+            else {
+                continue;
+            };
+            if has_header {
+                wire::mark_mbecn(datagram, mbecn);
+            }
+            let direct = at <= now && duplicate_at.is_none() && s.pending.next_at().is_none();
+            if direct {
+                s.sent += 1;
+                match runs.last_mut() {
+                    // Contiguous and the same codepoint: one GSO call
+                    // (only a buffer's last datagram is short).
+                    Some(r) if r.end == begin && r.ecn == ecn => r.end = end,
+                    _ => runs.push(Run {
+                        via: Arc::clone(via),
+                        to,
+                        ecn,
+                        start: begin,
+                        end,
+                        stride,
+                    }),
+                }
+                continue;
+            }
+            let datagram: Box<[u8]> = (&*datagram).into();
+            if let Some(dup) = duplicate_at {
+                earliest |= s.push(dup, to, via, ecn, datagram.clone());
+            }
+            earliest |= s.push(at, to, via, ecn, datagram);
         }
-        let mut earliest = false;
-        if let Some(dup) = duplicate_at {
-            earliest |= s.push(dup, to, via, ecn, datagram.clone());
-        }
-        earliest |= s.push(at, to, via, ecn, datagram);
         drop(s);
         if earliest {
             self.wake.notify_one();
         }
+    }
+}
+
+/// One receive buffer's datagrams, all from one sender.
+struct Received<'a> {
+    /// One datagram, or several of `stride` bytes (the last may be shorter).
+    buf: &'a mut [u8],
+    /// Where `buf` starts in the receiver's storage.
+    offset: usize,
+    stride: usize,
+    ecn: Ecn,
+}
+
+/// Datagrams sent on together, straight from the receiver's storage:
+/// `start..end` of it.
+#[derive(Debug)]
+struct Run {
+    via: Arc<UdpIo>,
+    to: SocketAddr,
+    ecn: Ecn,
+    start: usize,
+    end: usize,
+    stride: usize,
+}
+
+impl Run {
+    /// Whether `next` may follow this run in one GSO call: same socket,
+    /// destination, codepoint and stride, and this run whole segments.
+    fn joins(&self, next: &Run) -> bool {
+        Arc::ptr_eq(&self.via, &next.via)
+            && self.to == next.to
+            && self.ecn == next.ecn
+            && self.stride == next.stride
+            && (self.end - self.start).is_multiple_of(self.stride.max(1))
+    }
+}
+
+/// Sends `runs` (taken from `storage`), several in one call where they
+/// join; counts what the socket refused against `dir`.
+async fn send_runs(dir: &Direction, storage: &[u8], runs: &mut Vec<Run>) {
+    let mut failed = 0u64;
+    let mut rest = &runs[..];
+    while let Some(first) = rest.first() {
+        let stride = first.stride.max(1);
+        let max_segments = first.via.max_gso_segments().min(MAX_GSO_BYTES / stride);
+        let (mut n, mut bytes) = (1, first.end - first.start);
+        while n < rest.len().min(udp_gather::MAX_PARTS) {
+            let next = &rest[n];
+            let len = next.end - next.start;
+            if !rest[n - 1].joins(next) || (bytes + len).div_ceil(stride) > max_segments {
+                break;
+            }
+            bytes += len;
+            n += 1;
+        }
+        let group = &rest[..n];
+        let part = |r: &Run| &storage[r.start..r.end];
+        let gathered = if n > 1 {
+            let parts: Vec<&[u8]> = group.iter().map(part).collect();
+            udp_gather::send_gathered(&first.via, first.to, first.ecn, &parts, stride)
+                .await
+                .is_ok()
+        } else {
+            false
+        };
+        if !gathered {
+            // One run, or a system without gathered sends: part by part.
+            for r in group {
+                let contents = part(r);
+                let segment = (contents.len() > stride).then_some(stride);
+                if r.via.send(r.to, r.ecn, contents, segment).await.is_err() {
+                    failed += contents.len().div_ceil(stride).max(1) as u64;
+                }
+            }
+        }
+        rest = &rest[n..];
+    }
+    runs.clear();
+    if failed > 0 {
+        let mut s = dir.lock();
+        s.sent = s.sent.saturating_sub(failed);
+        s.send_errors += failed;
     }
 }
 
@@ -408,9 +536,10 @@ async fn serve_clients(
     let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
     let mut activity = 0u64;
     let mut receiver = Receiver::new(udp::RECV_BATCH);
+    let mut runs = Vec::new();
     loop {
-        let received = receiver.recv(&listen).await;
-        for (from, ecn, datagram) in received {
+        let n = receiver.recv(&listen).await;
+        for (from, received) in receiver.buffers(n) {
             activity += 1;
             if !clients.contains_key(&from) {
                 if clients.len() >= MAX_CLIENTS {
@@ -449,8 +578,9 @@ async fn serve_clients(
             client.last_active = activity;
             shared
                 .forward
-                .offer(&shared, datagram, ecn, to, &client.upstream);
+                .offer_buffer(&shared, received, to, &client.upstream, &mut runs);
         }
+        send_runs(&shared.forward, &receiver.storage, &mut runs).await;
     }
 }
 
@@ -482,74 +612,78 @@ async fn serve_replies(
     to: SocketAddr,
 ) {
     let mut receiver = Receiver::new(UPSTREAM_BATCH);
+    let mut runs = Vec::new();
     loop {
-        for (from, ecn, datagram) in receiver.recv(&upstream).await {
+        let n = receiver.recv(&upstream).await;
+        for (from, received) in receiver.buffers(n) {
             // Only the target may answer: the relay is not an open proxy.
             if from == to {
                 shared
                     .reverse
-                    .offer(&shared, datagram, ecn, client, &listen);
+                    .offer_buffer(&shared, received, client, &listen, &mut runs);
             }
         }
+        send_runs(&shared.reverse, &receiver.storage, &mut runs).await;
     }
 }
 
-/// Receive buffers for one socket.
+/// Receive buffers for one socket, in one allocation.
 struct Receiver {
-    buffers: Vec<Vec<u8>>,
+    storage: Vec<u8>,
     meta: Vec<RecvMeta>,
-    filled: usize,
 }
 
 impl Receiver {
     fn new(batch: usize) -> Receiver {
         Receiver {
-            buffers: vec![vec![0; udp::RECV_BUFFER]; batch],
+            storage: vec![0; batch * udp::RECV_BUFFER],
             meta: vec![RecvMeta::default(); batch],
-            filled: 0,
         }
     }
 
-    /// Waits for a batch and yields its datagrams: sender, ECN codepoint
-    /// and contents.
-    async fn recv(
-        &mut self,
-        socket: &UdpIo,
-    ) -> impl Iterator<Item = (SocketAddr, Ecn, &[u8])> + '_ {
+    /// Waits for a batch; returns how many buffers it filled.
+    async fn recv(&mut self, socket: &UdpIo) -> usize {
         loop {
-            let mut bufs: Vec<IoSliceMut<'_>> = self
-                .buffers
-                .iter_mut()
-                .map(|b| IoSliceMut::new(b))
-                .collect();
-            match socket.recv(&mut bufs, &mut self.meta).await {
-                Ok(n) => {
-                    self.filled = n;
-                    break;
-                }
+            match socket.recv_into(&mut self.storage, &mut self.meta).await {
+                Ok(n) => return n,
                 // Errors such as ICMP reports of an earlier send concern
                 // one datagram; pause briefly in case one keeps recurring.
                 Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
             }
         }
-        self.buffers
-            .iter()
+    }
+
+    /// The first `n` buffers, with their sender.
+    fn buffers(&mut self, n: usize) -> impl Iterator<Item = (SocketAddr, Received<'_>)> + '_ {
+        self.storage
+            .chunks_mut(udp::RECV_BUFFER)
             .zip(&self.meta)
-            .take(self.filled)
-            .flat_map(|(buf, meta)| {
-                let filled = buf.get(..meta.len).unwrap_or_default();
-                let ecn = udp::from_codepoint(meta.ecn);
-                split_batch(filled, meta.stride).map(move |d| (meta.addr, ecn, d))
+            .take(n)
+            .enumerate()
+            .map(|(i, (buf, meta))| {
+                let len = meta.len.min(buf.len());
+                let received = Received {
+                    buf: &mut buf[..len],
+                    offset: i * udp::RECV_BUFFER,
+                    stride: meta.stride,
+                    ecn: udp::from_codepoint(meta.ecn),
+                };
+                (meta.addr, received)
             })
     }
 }
 
 /// The datagrams of a receive buffer that holds `stride`-byte datagrams
 /// (the last may be shorter), including a single empty one.
-fn split_batch(buf: &[u8], stride: usize) -> impl Iterator<Item = &[u8]> {
-    let empty = buf.is_empty().then_some(buf);
+fn split_batch_mut(buf: &mut [u8], stride: usize) -> impl Iterator<Item = &mut [u8]> {
     let stride = if stride == 0 { buf.len() } else { stride };
-    buf.chunks(stride.max(1)).chain(empty)
+    let empty = buf.is_empty();
+    let (chunks, tail): (_, &mut [u8]) = if empty {
+        (None, buf)
+    } else {
+        (Some(buf.chunks_mut(stride.max(1))), &mut [])
+    };
+    chunks.into_iter().flatten().chain(empty.then_some(tail))
 }
 
 /// Waits shorter than this finish in a thread's `nanosleep`: tokio's timer
@@ -726,10 +860,12 @@ mod tests {
 
     #[test]
     fn batches_split_by_stride() {
-        let buf: Vec<u8> = (0..10).collect();
-        let parts: Vec<&[u8]> = split_batch(&buf, 4).collect();
-        assert_eq!(parts, [&buf[..4], &buf[4..8], &buf[8..]]);
-        assert_eq!(split_batch(&buf, 0).count(), 1);
-        assert_eq!(split_batch(&[], 0).collect::<Vec<_>>(), [&[] as &[u8]]);
+        let mut buf: Vec<u8> = (0..10).collect();
+        let whole = buf.clone();
+        let parts: Vec<Vec<u8>> = split_batch_mut(&mut buf, 4).map(|d| d.to_vec()).collect();
+        assert_eq!(parts, [&whole[..4], &whole[4..8], &whole[8..]]);
+        assert_eq!(split_batch_mut(&mut buf, 0).count(), 1);
+        let none: Vec<Vec<u8>> = split_batch_mut(&mut [], 0).map(|d| d.to_vec()).collect();
+        assert_eq!(none, [Vec::<u8>::new()]);
     }
 }

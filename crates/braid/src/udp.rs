@@ -63,6 +63,11 @@ impl UdpIo {
         udp_errors::enable(&self.io);
     }
 
+    /// The tokio socket, for system calls quinn-udp does not make.
+    pub(crate) fn tokio_socket(&self) -> &tokio::net::UdpSocket {
+        &self.io
+    }
+
     /// Datagrams one GSO send may carry (1 without GSO).
     pub fn max_gso_segments(&self) -> usize {
         self.state.max_gso_segments()

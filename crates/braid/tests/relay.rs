@@ -157,6 +157,70 @@ async fn full_loss_delivers_nothing_and_counts_drops() {
     assert_eq!(relay.stats().forward.sent, 0);
 }
 
+/// An unimpaired link forwards straight from the receive buffers: GSO
+/// batches (arriving as GRO batches, joined again where they can) leave
+/// with every datagram intact, in order, with its ECN codepoint, a short
+/// last one of a batch included, and counted as sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unimpaired_link_forwards_batches_intact_and_in_order() {
+    for short_tail in [true, false] {
+        forward_batches(short_tail).await;
+    }
+}
+
+async fn forward_batches(short_tail: bool) {
+    let sink = UdpIo::bind(loopback(), 1 << 20).unwrap();
+    let relay = start(sink.local_addr(), LinkConfig::default());
+    let client = UdpIo::bind(loopback(), 1 << 20).unwrap();
+    let segs = client.max_gso_segments().clamp(1, 8) as u32;
+    let (batches, len) = (20u32, 1200);
+    let short = if short_tail { 700 } else { len };
+    let mut next = 0u32;
+    for _ in 0..batches {
+        let mut batch = Vec::new();
+        for i in 0..segs {
+            let mut d = vec![0u8; if i + 1 == segs { short } else { len }];
+            d[2..6].copy_from_slice(&next.to_be_bytes());
+            d[HEADER_PAD..].iter_mut().for_each(|b| *b = next as u8);
+            next += 1;
+            batch.extend_from_slice(&d);
+        }
+        client
+            .send(relay.local_addr(), Ecn::Ect0, &batch, Some(len))
+            .await
+            .unwrap();
+    }
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let mut buf = vec![0u8; udp::RECV_BUFFER];
+    while got.len() < next as usize {
+        let mut bufs = [std::io::IoSliceMut::new(&mut buf)];
+        let mut meta = [RecvMeta::default()];
+        tokio::time::timeout(PATIENCE, sink.recv(&mut bufs, &mut meta))
+            .await
+            .expect("datagrams lost")
+            .unwrap();
+        let m = meta[0];
+        assert_eq!(udp::from_codepoint(m.ecn), Ecn::Ect0);
+        let stride = if m.stride == 0 { m.len } else { m.stride };
+        got.extend(buf[..m.len].chunks(stride).map(<[u8]>::to_vec));
+    }
+    for (want, d) in got.iter().enumerate() {
+        let want = want as u32;
+        assert_eq!(number(d), want);
+        let last = want % segs == segs - 1;
+        assert_eq!(d.len(), if last { short } else { len });
+        assert!(d[HEADER_PAD..].iter().all(|&b| b == want as u8));
+    }
+    let s = wait_for(&relay, |s| s.forward.sent == u64::from(next)).await;
+    assert_eq!(
+        (s.forward.send_errors, s.forward.link.delivered),
+        (0, u64::from(next))
+    );
+}
+
+/// Past any braid header, so the relay's MB-ECN byte is not in the pattern.
+const HEADER_PAD: usize = 64;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mbecn_writes_the_queue_depth_into_the_header() {
     let sink = socket().await;
