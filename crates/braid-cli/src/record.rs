@@ -111,6 +111,8 @@ pub struct RttRecord {
     pub min: f64,
     pub avg: f64,
     pub max: f64,
+    /// 95th percentile of the raw samples, within ±2.2 %.
+    pub p95: f64,
     pub smoothed: f64,
     pub samples: u64,
 }
@@ -216,6 +218,7 @@ fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
             min: ms(p.rtt_min),
             avg: ms(p.rtt_avg),
             max: ms(p.rtt_max),
+            p95: ms(p.rtt_p95),
             smoothed: ms(p.srtt),
             samples: p.rtt_samples,
         }),

@@ -6,6 +6,12 @@
 //! write returns, with the socket buffer and the path still full (its
 //! receiver had counted 48.3 of 50 MB then, at 50 Mbit/s and RTT 40 ms).
 //!
+//! The sender also samples the kernel's RTT (`tcpi_rtt` of TCP_INFO, its
+//! smoothed RTT, the figure `ss -ti` shows) every [`RTT_SAMPLE_EVERY`] while
+//! it sends and waits, and reports their 95th percentile, for comparison
+//! with braid's raw RTT samples. Smoothing shaves the peaks, so if anything
+//! the kernel's figure is the lower one.
+//!
 //! The sender is a hidden subcommand (`braid tcp-send`), to run inside
 //! `braid link`; the receiver is [`receive_one`], in the bench's process.
 
@@ -21,6 +27,8 @@ use clap::Args;
 
 /// What the receiver answers once it has read the expected byte count.
 const VERDICT_OK: &[u8] = b"OK\n";
+/// How often the sender reads TCP_INFO's RTT.
+const RTT_SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
 #[derive(Args)]
 pub struct TcpSendArgs {
@@ -35,7 +43,7 @@ pub struct TcpSendArgs {
 }
 
 /// Sends the file, waits for the verdict and prints one JSON object:
-/// bytes, seconds, goodput_mbps, data_segments, retransmitted.
+/// bytes, seconds, goodput_mbps, data_segments, retransmitted, rtt_p95_ms.
 pub fn send(args: TcpSendArgs) -> anyhow::Result<ExitCode> {
     let json = transfer(&args)?;
     println!("{json}");
@@ -50,6 +58,7 @@ fn transfer(args: &TcpSendArgs) -> anyhow::Result<serde_json::Value> {
     let mut stream =
         TcpStream::connect(args.to).with_context(|| format!("cannot connect to {}", args.to))?;
     set_congestion(&stream, &args.cc)?;
+    let sampler = RttSampler::start(&stream)?;
     let bytes = std::io::copy(&mut file, &mut stream).context("sending")?;
     stream.shutdown(Shutdown::Write)?;
     let mut verdict = Vec::new();
@@ -65,13 +74,55 @@ fn transfer(args: &TcpSendArgs) -> anyhow::Result<serde_json::Value> {
         );
     }
     let info = tcp_info(&stream)?;
+    let rtt_p95_ms = sampler.p95_ms();
     Ok(serde_json::json!({
         "bytes": bytes,
         "seconds": seconds,
         "goodput_mbps": bytes as f64 * 8.0 / 1e6 / seconds,
         "data_segments": info.tcpi_data_segs_out,
         "retransmitted": info.tcpi_total_retrans,
+        "rtt_p95_ms": rtt_p95_ms,
     }))
+}
+
+/// Reads the connection's smoothed RTT every [`RTT_SAMPLE_EVERY`] on a
+/// thread of its own until [`Self::p95_ms`].
+struct RttSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<u32>>,
+}
+
+impl RttSampler {
+    fn start(stream: &TcpStream) -> anyhow::Result<Self> {
+        let stream = stream.try_clone()?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut us = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                match tcp_info(&stream) {
+                    Ok(info) if info.tcpi_rtt > 0 => us.push(info.tcpi_rtt),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+                std::thread::sleep(RTT_SAMPLE_EVERY);
+            }
+            us
+        });
+        Ok(RttSampler { stop, thread })
+    }
+
+    /// Nearest-rank 95th percentile of the samples, ms; `None` without any.
+    fn p95_ms(self) -> Option<f64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut us = self.thread.join().ok()?;
+        if us.is_empty() {
+            return None;
+        }
+        let rank = (us.len() * 95).div_ceil(100).max(1) - 1;
+        let (_, x, _) = us.select_nth_unstable(rank);
+        Some(f64::from(*x) / 1e3)
+    }
 }
 
 /// Accepts one connection and reads it to its end within `limit`, and
@@ -197,6 +248,8 @@ mod tests {
         assert!(seconds > 0.0 && seconds < 10.0, "{sent}");
         assert!((goodput - 24.0 / seconds).abs() < 1e-6 * goodput, "{sent}");
         assert!(sent["data_segments"].as_u64().unwrap() > 0, "{sent}");
+        // Sampled from the handshake on.
+        assert!(sent["rtt_p95_ms"].as_f64().unwrap() > 0.0, "{sent}");
 
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let to = listener.local_addr().unwrap();

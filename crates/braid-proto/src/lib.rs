@@ -18,6 +18,7 @@ mod path;
 mod recv_stream;
 pub mod rendezvous;
 mod rtt;
+mod rtt_histogram;
 mod send_stream;
 mod session;
 mod stats;

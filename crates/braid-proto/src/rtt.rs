@@ -5,6 +5,7 @@
 //! avoids spurious timeouts on long paths, so it is configuration), clamped to
 //! `[min_rto, max_rto]` and multiplied by the backoff factor per expiry.
 
+use crate::rtt_histogram::RttHistogram;
 use crate::Instant;
 use std::time::Duration;
 
@@ -105,6 +106,8 @@ pub struct RttEstimator {
     max: Duration,
     sum_nanos: u128,
     samples: u64,
+    /// Raw samples, for the percentiles in reports.
+    histogram: RttHistogram,
 }
 
 /// Which way an ACK came back (see [`RttEstimator::min`]).
@@ -129,6 +132,7 @@ impl Default for RttEstimator {
             max: Duration::ZERO,
             sum_nanos: 0,
             samples: 0,
+            histogram: RttHistogram::default(),
         }
     }
 }
@@ -150,6 +154,7 @@ impl RttEstimator {
         self.max = self.max.max(measured);
         self.sum_nanos += measured.as_nanos();
         self.samples += 1;
+        self.histogram.record(measured);
         let adjusted = if measured >= self.min() + ack_delay {
             measured - ack_delay
         } else {
@@ -195,6 +200,11 @@ impl RttEstimator {
             let avg = Duration::from_nanos((self.sum_nanos / u128::from(self.samples)) as u64);
             (self.min, avg, self.max)
         })
+    }
+
+    /// 95th percentile of the raw samples (within ±2.2 %); `None` before any.
+    pub fn p95(&self) -> Option<Duration> {
+        self.histogram.quantile(0.95)
     }
 
     /// Smallest raw sample of the way the latest ACK came back (see

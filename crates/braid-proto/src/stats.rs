@@ -72,6 +72,8 @@ pub struct PathStats {
     pub rtt_max: Duration,
     /// RTT samples taken.
     pub rtt_samples: u64,
+    /// 95th percentile of the raw RTT samples (within ±2.2 %); zero before any.
+    pub rtt_p95: Duration,
 }
 
 /// Session-wide counters; per-connection detail is in `paths`.

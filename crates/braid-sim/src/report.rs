@@ -121,6 +121,9 @@ pub struct RttMs {
     pub min: f64,
     pub avg: f64,
     pub max: f64,
+    /// 95th percentile of the raw samples (within ±2.2 %); with several
+    /// connections, the highest of theirs.
+    pub p95: f64,
 }
 
 /// One connection's share of a direction.
@@ -227,6 +230,7 @@ impl Delivery {
             min: f64::INFINITY,
             avg: 0.0,
             max: 0.0,
+            p95: 0.0,
         };
         let mut samples = 0u64;
         let mut d = Delivery {
@@ -261,6 +265,7 @@ impl Delivery {
             if p.rtt_samples > 0 {
                 rtt.min = rtt.min.min(ms(p.rtt_min));
                 rtt.max = rtt.max.max(ms(p.rtt_max));
+                rtt.p95 = rtt.p95.max(ms(p.rtt_p95));
                 rtt.avg += ms(p.rtt_avg) * p.rtt_samples as f64;
                 samples += p.rtt_samples;
             }

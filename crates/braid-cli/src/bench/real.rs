@@ -130,7 +130,18 @@ struct RealRun {
     goodput_mbps: Option<f64>,
     /// Retransmitted packets (braid) or segments (TCP) per packet sent, %.
     retransmit_pct: Option<f64>,
+    /// 95th percentile RTT, ms: of braid's raw samples, of the kernel's
+    /// smoothed RTT every 10 ms for TCP (see `tcp_file`); none for iperf3.
+    #[serde(default)]
+    rtt_p95_ms: Option<f64>,
     error: Option<String>,
+}
+
+/// What one transfer measured.
+struct Measured {
+    goodput_mbps: f64,
+    retransmit_pct: f64,
+    rtt_p95_ms: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -140,6 +151,12 @@ struct RealRow {
     bytes: u64,
     /// The simulator's goodput for this file with braid's controller.
     sim_mbps: f64,
+    /// Its retransmitted share of packets, % (the data direction).
+    #[serde(default)]
+    sim_retransmit_pct: Option<f64>,
+    /// Its 95th percentile RTT, ms.
+    #[serde(default)]
+    sim_rtt_p95_ms: Option<f64>,
     runs: Vec<RealRun>,
 }
 
@@ -151,6 +168,10 @@ impl RealRow {
 
     fn median_retransmits(&self, kind: Kind) -> Option<f64> {
         self.median_of(kind, |r| r.retransmit_pct)
+    }
+
+    fn median_rtt_p95(&self, kind: Kind) -> Option<f64> {
+        self.median_of(kind, |r| r.rtt_p95_ms)
     }
 
     fn median_of(&self, kind: Kind, field: impl Fn(&RealRun) -> Option<f64>) -> Option<f64> {
@@ -250,8 +271,8 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         }
         sc.flows[0].session.cc = args.cc;
         let bytes = sc.flows[0].bytes;
-        let sim_mbps =
-            simulated_as_sent(sc.clone()).with_context(|| format!("{}", file.display()))?;
+        let sim = simulated_as_sent(sc.clone()).with_context(|| format!("{}", file.display()))?;
+        let sim_mbps = sim.goodput_mbps;
         let input = work.path().join("in.bin");
         write_content(&input, bytes)?;
         let link = crate::link_args::Direction {
@@ -265,6 +286,8 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
             link,
             bytes,
             sim_mbps,
+            sim_retransmit_pct: Some(sim.retransmit_pct),
+            sim_rtt_p95_ms: sim.rtt_p95_ms,
             runs: Vec::new(),
         };
         for round in 1..=args.rounds {
@@ -287,8 +310,9 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
                     kind.name(),
                     match (&r.goodput_mbps, &r.error) {
                         (Some(g), _) => format!(
-                            "{g:.1} Mbit/s, {:.2} % retransmitted",
-                            r.retransmit_pct.unwrap_or(0.0)
+                            "{g:.1} Mbit/s, {:.2} % retransmitted, p95 RTT {}",
+                            r.retransmit_pct.unwrap_or(0.0),
+                            r.rtt_p95_ms.map_or("-".into(), |v| format!("{v:.0} ms"))
                         ),
                         (None, e) => format!("failed: {}", e.as_deref().unwrap_or("?")),
                     }
@@ -366,11 +390,12 @@ impl RunContext<'_> {
             Kind::Braid => self.braid(),
         };
         match result {
-            Ok((goodput, retrans)) => RealRun {
+            Ok(m) => RealRun {
                 round,
                 kind,
-                goodput_mbps: Some(goodput),
-                retransmit_pct: Some(retrans),
+                goodput_mbps: Some(m.goodput_mbps),
+                retransmit_pct: Some(m.retransmit_pct),
+                rtt_p95_ms: m.rtt_p95_ms,
                 error: None,
             },
             Err(e) => RealRun {
@@ -378,6 +403,7 @@ impl RunContext<'_> {
                 kind,
                 goodput_mbps: None,
                 retransmit_pct: None,
+                rtt_p95_ms: None,
                 error: Some(format!("{e:#}")),
             },
         }
@@ -408,7 +434,7 @@ impl RunContext<'_> {
     }
 
     /// The row's file over kernel TCP, timed as braid's (see [`crate::tcp_file`]).
-    fn tcp_file(&self, cc: &str) -> anyhow::Result<(f64, f64)> {
+    fn tcp_file(&self, cc: &str) -> anyhow::Result<Measured> {
         let listener = std::net::TcpListener::bind("0.0.0.0:0")?;
         let port = listener.local_addr()?.port();
         // A little past the link's own limit, so that a sender finishing
@@ -430,10 +456,14 @@ impl RunContext<'_> {
         let goodput = v["goodput_mbps"].as_f64().context("no goodput")?;
         let segments = v["data_segments"].as_f64().unwrap_or(0.0);
         let retrans = v["retransmitted"].as_f64().unwrap_or(0.0);
-        Ok((goodput, 100.0 * retrans / segments.max(1.0)))
+        Ok(Measured {
+            goodput_mbps: goodput,
+            retransmit_pct: 100.0 * retrans / segments.max(1.0),
+            rtt_p95_ms: v["rtt_p95_ms"].as_f64(),
+        })
     }
 
-    fn iperf3(&self, cc: &str) -> anyhow::Result<(f64, f64)> {
+    fn iperf3(&self, cc: &str) -> anyhow::Result<Measured> {
         // A server of its own per run: one left busy by a run cut off at
         // the time limit cannot refuse the next.
         let port = free_tcp_port()?;
@@ -454,10 +484,14 @@ impl RunContext<'_> {
         let retransmits = end["sum_sent"]["retransmits"].as_f64().unwrap_or(0.0);
         // Segments sent: bytes over the MSS a 1500-byte MTU gives (with timestamps).
         let segments = self.bytes as f64 / 1448.0;
-        Ok((bps / 1e6, 100.0 * retransmits / segments))
+        Ok(Measured {
+            goodput_mbps: bps / 1e6,
+            retransmit_pct: 100.0 * retransmits / segments,
+            rtt_p95_ms: None,
+        })
     }
 
-    fn braid(&self) -> anyhow::Result<(f64, f64)> {
+    fn braid(&self) -> anyhow::Result<Measured> {
         let port = free_udp_port()?;
         let recv = Command::new(self.braid)
             .args(["recv", "--listen", &format!("0.0.0.0:{port}"), "--quiet"])
@@ -481,9 +515,10 @@ impl RunContext<'_> {
     }
 }
 
-/// Goodput (Mbit/s) and retransmitted share of packets (%) from `braid
-/// send --json`'s transfer record (docs/transfer-json.md).
-fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<(f64, f64)> {
+/// Goodput (Mbit/s), retransmitted share of packets (%) and p95 RTT (the
+/// highest of its connections') from `braid send --json`'s transfer
+/// record (docs/transfer-json.md).
+fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<Measured> {
     let v: serde_json::Value = serde_json::from_slice(record).context("braid's JSON")?;
     anyhow::ensure!(v["outcome"] == "verified", "transfer not verified");
     let goodput = v["goodput_mbps"].as_f64().context("no goodput")?;
@@ -491,13 +526,22 @@ fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<(f64, f64)> {
         c.iter().filter_map(|c| c["packets_sent"].as_f64()).sum()
     });
     let retrans = v["retransmitted"].as_f64().unwrap_or(0.0);
-    Ok((goodput, 100.0 * retrans / sent.max(1.0)))
+    let rtt_p95_ms = v["connections"].as_array().and_then(|c| {
+        c.iter()
+            .filter_map(|c| c["rtt_ms"]["p95"].as_f64())
+            .reduce(f64::max)
+    });
+    Ok(Measured {
+        goodput_mbps: goodput,
+        retransmit_pct: 100.0 * retrans / sent.max(1.0),
+        rtt_p95_ms,
+    })
 }
 
 /// The simulator's goodput for a row as `braid send` measures it: sealed,
 /// and timed from the handshake to the receiver's verdict, which leaves
 /// once the receiver has read everything ("OK", a BLAKE3 hash, a newline).
-fn simulated_as_sent(mut sc: Scenario) -> anyhow::Result<f64> {
+fn simulated_as_sent(mut sc: Scenario) -> anyhow::Result<Measured> {
     const VERDICT_BYTES: u64 = 3 + 64 + 1;
     let flow = &mut sc.flows[0];
     flow.sealed = true;
@@ -511,7 +555,12 @@ fn simulated_as_sent(mut sc: Scenario) -> anyhow::Result<f64> {
         .as_ref()
         .filter(|r| f.forward.completed && r.completed && r.duration_s > 0.0)
         .context("the simulated transfer did not finish")?;
-    Ok(bytes as f64 * 8.0 / 1e6 / answered.duration_s)
+    let sent: u64 = f.forward.paths.iter().map(|p| p.packets_sent).sum();
+    Ok(Measured {
+        goodput_mbps: bytes as f64 * 8.0 / 1e6 / answered.duration_s,
+        retransmit_pct: 100.0 * f.forward.retransmitted as f64 / sent.max(1) as f64,
+        rtt_p95_ms: (f.forward.rtt_ms.p95 > 0.0).then_some(f.forward.rtt_ms.p95),
+    })
 }
 
 fn sh_quote(p: &Path) -> String {
@@ -626,10 +675,12 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     let has = |k| args.kinds.contains(&k);
     s += "| # | row | link | simulator | braid | tcp cubic | tcp bbr | braid / best TCP \
           | iperf3 cubic | iperf3 bbr | braid / best iperf3 | braid real / sim \
-          | retransmitted braid / tcp cubic / tcp bbr |\n";
-    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+          | retransmitted sim / braid / tcp cubic / tcp bbr \
+          | p95 RTT (ms) sim / braid / tcp cubic / tcp bbr |\n";
+    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     let fmt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
     let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} %"));
+    let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0}"));
     for (i, r) in rows.iter().enumerate() {
         let braid = r.median(Kind::Braid);
         let best = |kinds: [Kind; 2]| {
@@ -670,7 +721,8 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
             }
         };
         s += &format!(
-            "| {} | {name} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
+            "| {} | {name} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} \
+             | {} / {} / {} / {} |\n",
             i + 1,
             r.link,
             r.sim_mbps,
@@ -682,13 +734,21 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
             cell(Kind::Iperf3Bbr),
             ratio(braid, best_iperf3),
             ratio(braid, Some(r.sim_mbps)),
+            pct(r.sim_retransmit_pct),
             pct(r.median_retransmits(Kind::Braid)),
             pct(r.median_retransmits(Kind::TcpCubic)),
             pct(r.median_retransmits(Kind::TcpBbr)),
+            ms(r.sim_rtt_p95_ms),
+            ms(r.median_rtt_p95(Kind::Braid)),
+            ms(r.median_rtt_p95(Kind::TcpCubic)),
+            ms(r.median_rtt_p95(Kind::TcpBbr)),
         );
     }
     s += "\nGoodput in Mbit/s; a failed run is one that did not finish within the time limit \
-          or did not verify (real.json has its error). ![goodput](plots/real-goodput.svg)\n";
+          or did not verify (real.json has its error). p95 RTT: braid's and the simulator's \
+          over their raw RTT samples, kernel TCP's over its smoothed RTT (TCP_INFO `tcpi_rtt`, \
+          as `ss -ti` shows it) read every 10 ms during the transfer; smoothing shaves the \
+          peaks, so if anything TCP's figure is the lower. ![goodput](plots/real-goodput.svg)\n";
     s
 }
 
@@ -708,9 +768,11 @@ mod record_tests {
     #[test]
     fn a_transfer_record_gives_goodput_and_retransmissions() {
         let record = br#"{"schema":"braid.transfer/1","outcome":"verified","goodput_mbps":48.5,
-            "connections":[{"packets_sent":600},{"packets_sent":400}],"retransmitted":25}"#;
-        let (goodput, retrans) = goodput_and_retransmissions(record).unwrap();
-        assert_eq!((goodput, retrans), (48.5, 2.5));
+            "connections":[{"packets_sent":600,"rtt_ms":{"p95":41.5}},
+            {"packets_sent":400,"rtt_ms":{"p95":80.25}}],"retransmitted":25}"#;
+        let m = goodput_and_retransmissions(record).unwrap();
+        assert_eq!((m.goodput_mbps, m.retransmit_pct), (48.5, 2.5));
+        assert_eq!(m.rtt_p95_ms, Some(80.25));
         let failed = br#"{"outcome":"failed","goodput_mbps":1.0}"#;
         assert!(goodput_and_retransmissions(failed).is_err());
     }

@@ -598,6 +598,7 @@ impl Path {
             (s.rtt_min, s.rtt_avg, s.rtt_max) = (min, avg, max);
         }
         s.rtt_samples = self.rtt.samples();
+        s.rtt_p95 = self.rtt.p95().unwrap_or_default();
         s
     }
 

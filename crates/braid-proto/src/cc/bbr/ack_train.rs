@@ -300,6 +300,11 @@ impl AckTrain {
         (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate)
     }
 
+    /// Bytes the train sent.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// A timeout: the train's ACKs are not coming.
     pub fn abort(&mut self) {
         if !matches!(self.state, State::Done(_)) {

@@ -32,6 +32,14 @@ impl MaxFilter {
         self.latest = round;
     }
 
+    /// Lowers every sample above `bw` to it: the path no longer delivers
+    /// them (see `congested_round`).
+    pub(super) fn cap(&mut self, bw: f64) {
+        for slot in &mut self.slots {
+            slot.1 = slot.1.min(bw);
+        }
+    }
+
     /// The largest sample of the last [`BW_FILTER_ROUNDS`] rounds sampled.
     pub(super) fn get(&self) -> f64 {
         self.slots

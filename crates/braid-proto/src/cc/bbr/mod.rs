@@ -20,6 +20,15 @@
 //!   flat (less overshoot into a shallow queue). An untrusted estimate
 //!   (jitter on the sender's clock, a timeout, a paced train) leaves v1's
 //!   startup unchanged; uneven receive times give half the estimate.
+//!   An estimate that has the first flight received within
+//!   [`MIN_TRAIN_SPAN`] grants at most [`JUMP_MAX_GROWTH`] first flights of
+//!   cwnd until the round paced at it confirms it: a flight the path held
+//!   and released in one burst has receive times microseconds apart, which
+//!   read the same as a multi-Gbit/s link.
+//! - A round that overflowed the queue lowers BtlBw to the most it
+//!   delivered (BBRv3's `bw_lo`, draft-ietf-ccwg-bbr; [`congested_round`]):
+//!   after a capacity drop v1 keeps the old rate, and twice its BDP in
+//!   flight, for ten rounds that the growing queue makes longer.
 //! - PROBE_BW paces at gain × BtlBw / (1 − p), p the loss share of cruise
 //!   rounds with no queue ([`random_loss`], at most 25 %). Loss
 //!   before the bottleneck (radio, netem ahead of a rate limiter) otherwise
@@ -83,12 +92,14 @@
 
 mod ack_aggregation;
 mod ack_train;
+mod congested_round;
 mod max_filter;
 mod probe_ceiling;
 mod random_loss;
 
 use self::ack_aggregation::AckAggregation;
 use self::ack_train::{AckTrain, Estimate};
+use self::congested_round::CongestedRound;
 use self::max_filter::MaxFilter;
 use self::probe_ceiling::ProbeCeiling;
 use self::random_loss::RandomLoss;
@@ -161,6 +172,18 @@ const JUMP_CWND_GAIN: f64 = 1.0;
 /// estimate before it is dropped (braid's; a real path's samples come
 /// within a few percent, see `startup_jumps_to_the_ack_train_estimate`).
 const JUMP_CHECK_SHORTFALL: f64 = 2.0;
+/// Most cwnd an estimate of a first flight received within
+/// [`MIN_TRAIN_SPAN`] grants before a round has confirmed it, as a multiple
+/// of the first flight (braid's choice). A flight the path held and
+/// released in one burst (a late timer) is stamped microseconds apart by
+/// the receiver, which reads as a multi-Gbit/s link: unbounded, its window
+/// was tens of megabytes. 16 × IW10 is ~160 packets, within common queues.
+const JUMP_MAX_GROWTH: u64 = 16;
+/// Receive span of the first flight below which its estimate is bounded
+/// (braid's choice): 3 µs a packet, what a receiver reading a burst in one
+/// batch spends on each; a link delivering IW10 that fast runs at over
+/// 3.5 Gbit/s, where the bounded window costs a round or two of STARTUP.
+const MIN_TRAIN_SPAN: Duration = Duration::from_micros(30);
 
 /// BBR's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,11 +238,15 @@ pub struct Bbr {
     jump_bw: f64,
     /// The round of the jump, until the rounds after it have checked it.
     jump_round: Option<u64>,
+    /// The jump's cwnd, granted in full once its round confirms it.
+    jump_cwnd: u64,
     /// Loss without a queue, which PROBE_BW's pacing makes up for.
     random_loss: RandomLoss,
     /// Bound on PROBE_BW's in-flight data after a probe that lost.
     ceiling: ProbeCeiling,
     ack_aggregation: AckAggregation,
+    /// Rounds whose loss shows our queue overflowing.
+    congested_round: CongestedRound,
     /// The peer's receive rate in the latest sample that measured one
     /// ([`RateSample::receive_rate`]), and the round it came in.
     receive_rate: (f64, u64),
@@ -257,8 +284,10 @@ impl Bbr {
             train: AckTrain::new(),
             jump_bw: 0.0,
             jump_round: None,
+            jump_cwnd: 0,
             receive_rate: (0.0, 0),
             ack_aggregation: AckAggregation::new(),
+            congested_round: CongestedRound::default(),
             random_loss: RandomLoss::default(),
             ceiling: ProbeCeiling::default(),
             segment_size,
@@ -313,7 +342,9 @@ impl Bbr {
     /// an estimate they fall far short of is dropped ([`Self::check_jump`]). A
     /// lower bound is grown from at STARTUP's gains at once, as a rate
     /// sample would be: held at it for a round, the next round's samples
-    /// could only repeat it.
+    /// could only repeat it. An estimate that has the first flight arrive
+    /// within [`MIN_TRAIN_SPAN`] holds cwnd to [`JUMP_MAX_GROWTH`] × the
+    /// first flight until that round's samples confirm it.
     fn jump(&mut self, est: Estimate, rtt: Duration) {
         if self.mode != BbrMode::Startup || self.full_bw_reached {
             return;
@@ -338,7 +369,14 @@ impl Bbr {
         }
         let rtt = self.min_rtt.unwrap_or(rtt).as_secs_f64();
         let cwnd = ((cwnd_gain * bw * rtt) as u64).saturating_add(QUANTA * self.segment_size);
-        self.cwnd = self.cwnd.max(cwnd.min(self.max_cwnd));
+        self.jump_cwnd = cwnd.min(self.max_cwnd);
+        let first_flight = self.train.bytes().max(INITIAL_CWND * self.segment_size);
+        let bound = if bw * MIN_TRAIN_SPAN.as_secs_f64() > first_flight as f64 {
+            JUMP_MAX_GROWTH.saturating_mul(first_flight)
+        } else {
+            u64::MAX
+        };
+        self.cwnd = self.cwnd.max(self.jump_cwnd.min(bound));
     }
 
     /// The estimate rests on the peer's receive times. Once the round
@@ -356,7 +394,12 @@ impl Bbr {
         }
         self.jump_round = None;
         let bw = self.btl_bw.get();
-        if self.full_bw_reached || bw <= 0.0 || bw * JUMP_CHECK_SHORTFALL >= self.jump_bw {
+        if self.full_bw_reached || bw <= 0.0 {
+            return;
+        }
+        if bw * JUMP_CHECK_SHORTFALL >= self.jump_bw {
+            // Confirmed: the window the estimate asked for.
+            self.cwnd = self.cwnd.max(self.jump_cwnd);
             return;
         }
         self.full_bw = bw;
@@ -390,6 +433,21 @@ impl Bbr {
         }
         if !app_limited || s.delivery_rate >= self.btl_bw.get() {
             self.btl_bw.update(self.round_count, s.delivery_rate);
+        }
+    }
+
+    /// Deviation (BBRv3's `bw_lo`, see [`congested_round`]): after a round
+    /// that overflowed the queue, BtlBw falls to the most that round
+    /// delivered.
+    fn adapt_to_congestion(&mut self, s: &RateSample) {
+        let congested = self.congested_round.on_sample(
+            self.round_start,
+            self.min_rtt,
+            self.random_loss.get(),
+            s,
+        );
+        if let Some(bw_latest) = congested.filter(|_| self.full_bw_reached) {
+            self.btl_bw.cap(bw_latest);
         }
     }
 
@@ -685,6 +743,7 @@ impl Controller for Bbr {
         let app_limited = s.is_app_limited || s.prior_delivered < self.app_limited_until;
         self.update_bw(s, app_limited);
         self.check_jump();
+        self.adapt_to_congestion(s);
         if s.receive_rate > 0.0 {
             self.receive_rate = (s.receive_rate, self.round_count);
         }

@@ -390,6 +390,93 @@ fn a_jump_the_samples_fall_far_short_of_is_dropped() {
     assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
 }
 
+/// The path held the first flight (11 packets sent in one burst) and a late
+/// timer released it at once: receive times 1 µs apart read as an
+/// 11 Gbit/s link, whose window at a 40 ms RTT was 55 MB. Until a round
+/// at the estimate confirms it, cwnd stays within 16 first flights.
+#[test]
+fn a_first_flight_released_at_once_grants_a_bounded_window() {
+    let mut net = Net::new();
+    for _ in 0..11 {
+        net.bbr.on_sent(Instant::ZERO, SEGMENT_SIZE);
+    }
+    net.now = Instant::ZERO + Duration::from_millis(40);
+    let rtt = RttEstimator::default();
+    for us in 0..11 {
+        net.bbr.on_ack_frame(net.now, Some(5_000_000 + us));
+        let acked = Acked {
+            bytes: SEGMENT_SIZE,
+            sent_at: Instant::ZERO,
+            retransmission: false,
+            peer_rx_us: Some(5_000_000 + us),
+        };
+        net.bbr.on_ack(net.now, &acked, &rtt);
+    }
+    let est = net.bbr.jump_bw();
+    assert!(est > 1e9, "the train reads as a very fast link: {est}");
+    assert_eq!(net.bbr.window(), JUMP_MAX_GROWTH * 11 * SEGMENT_SIZE);
+    // The link takes 1000 packets/s: its samples drop the estimate.
+    net.run(3, BW, RTT, false);
+    let cwnd = (STARTUP_CWND_GAIN * BW * RTT.as_secs_f64()) as u64 + QUANTA * SEGMENT_SIZE;
+    assert!(net.bbr.window() <= cwnd, "{}", net.bbr.window());
+}
+
+/// A link as fast as a bounded estimate (the first flight in 10 µs): the
+/// round paced at it confirms it and the rest of the window comes at once,
+/// not by doubling.
+#[test]
+fn a_bounded_jump_its_round_confirms_gets_its_whole_window() {
+    let mut net = Net::new();
+    let est = Estimate {
+        bw: 1000.0 * BW,
+        lower_bound: false,
+    };
+    let rtt = Duration::from_millis(10);
+    net.bbr.jump(est, rtt);
+    let bound = JUMP_MAX_GROWTH * INITIAL_CWND * SEGMENT_SIZE;
+    assert_eq!(net.bbr.window(), bound);
+    // 60 % of the estimate, within JUMP_CHECK_SHORTFALL of it.
+    let link = 600.0 * BW;
+    let full = (1000.0 * BW * rtt.as_secs_f64()) as u64 + QUANTA * SEGMENT_SIZE;
+    net.run(1, link, rtt, false);
+    assert!(net.bbr.window() < full, "{}", net.bbr.window());
+    net.ack(link, rtt, false);
+    assert!(net.bbr.window() >= full, "{}", net.bbr.window());
+}
+
+/// Capacity falls to a third with the queue overflowing (RTT doubled, 10 %
+/// lost): BtlBw follows within two rounds instead of ten.
+#[test]
+fn btl_bw_follows_a_capacity_drop_that_overflows_the_queue() {
+    let mut net = Net::new();
+    net.run(30, BW, RTT, false);
+    assert_eq!(net.bbr.btl_bw(), BW);
+    let acked = (BW / 3.0 * (2 * RTT / ACKS_PER_RTT).as_secs_f64()) as u64;
+    net.lost_per_ack = acked / 9;
+    net.run(2, BW / 3.0, 2 * RTT, false);
+    let bw = net.bbr.btl_bw();
+    assert!(bw <= BW / 3.0 * 1.001, "{bw}");
+    assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+    let bdp = BW / 3.0 * RTT.as_secs_f64();
+    assert!(
+        (net.bbr.window() as f64) < 2.0 * bdp + 2.0 * ACK_BYTES as f64 + 3.0 * 1380.0,
+        "{}",
+        net.bbr.window()
+    );
+}
+
+/// The same loss and rate without a queue is random loss: BtlBw keeps
+/// its ten rounds.
+#[test]
+fn loss_without_a_queue_leaves_btl_bw_to_its_filter() {
+    let mut net = Net::new();
+    net.run(30, BW, RTT, false);
+    let acked = (BW / 3.0 * (RTT / ACKS_PER_RTT).as_secs_f64()) as u64;
+    net.lost_per_ack = acked / 9;
+    net.run(5, BW / 3.0, RTT, false);
+    assert_eq!(net.bbr.btl_bw(), BW);
+}
+
 #[test]
 fn no_jump_after_a_timeout_or_once_the_pipe_is_full() {
     let mut net = Net::new();
