@@ -89,12 +89,19 @@ pub struct Sim {
     links: Vec<[Link; 2]>,
     flows: Vec<FlowState>,
     buf: Vec<u8>,
+    /// Buffers of delivered datagrams, for the next ones to travel in.
+    spare: Vec<Vec<u8>>,
+    /// What one `service` call sends, reused.
+    out: Vec<(Instant, Action)>,
     /// Datagrams the simulator delivered, for the speed report.
     delivered_datagrams: u64,
     events: u64,
     /// The sessions' qlog files, when asked for.
     qlog: Option<QlogFiles>,
 }
+
+/// Datagram buffers kept for reuse, at most.
+const MAX_SPARE: usize = 4096;
 
 /// Events one run may process before it is declared a livelock.
 const MAX_EVENTS: u64 = 200_000_000;
@@ -162,6 +169,8 @@ impl Sim {
             links,
             flows,
             buf: Vec::with_capacity(2048),
+            spare: Vec::new(),
+            out: Vec::new(),
             delivered_datagrams: 0,
             events: 0,
             qlog: None,
@@ -316,6 +325,9 @@ impl Sim {
                     (Side::Client, None) => return,
                 }
                 self.service(flow, to);
+                if self.spare.len() < MAX_SPARE {
+                    self.spare.push(datagram);
+                }
             }
             Action::SetLink { path, state } => {
                 for link in &mut self.links[path] {
@@ -393,7 +405,8 @@ impl Sim {
         } else {
             Side::Client
         };
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.out);
+        let spare = &mut self.spare;
         while let Some(t) = s.poll_transmit(now, 1, &mut self.buf) {
             let Some(&scenario_path) = spec.paths.get(t.path.index()) else {
                 continue;
@@ -420,18 +433,23 @@ impl Sim {
                 let ecn = EcnBits(ecn.to_bits());
                 wire::mark_mbecn(datagram, mbecn);
                 let datagram = &*datagram;
-                let deliver = |datagram: Vec<u8>| Action::Deliver {
-                    flow,
-                    to,
-                    conn: t.path,
-                    scenario_path,
-                    ecn,
-                    datagram,
+                let mut deliver = || {
+                    let mut copy = spare.pop().unwrap_or_default();
+                    copy.clear();
+                    copy.extend_from_slice(datagram);
+                    Action::Deliver {
+                        flow,
+                        to,
+                        conn: t.path,
+                        scenario_path,
+                        ecn,
+                        datagram: copy,
+                    }
                 };
                 if let Some(dup) = duplicate_at {
-                    out.push((dup, deliver(datagram.to_vec())));
+                    out.push((dup, deliver()));
                 }
-                out.push((at, deliver(datagram.to_vec())));
+                out.push((at, deliver()));
             }
         }
         let mut connected = false;
@@ -462,9 +480,10 @@ impl Sim {
             f.connected_at.get_or_insert(now);
         }
         self.check_done(flow);
-        for (at, action) in out {
+        for (at, action) in out.drain(..) {
             self.push(at, action);
         }
+        self.out = out;
         if let Some(t) = schedule {
             self.push(t, Action::Wake { flow, side });
         }
