@@ -71,7 +71,13 @@ impl Session {
     /// Every timer the session could have, in the order `handle_timeout`
     /// acts on them.
     pub(super) fn timers(&self) -> Vec<Timer> {
-        let mut all = vec![
+        self.each_timer().collect()
+    }
+
+    /// [`Session::timers`], without collecting them (`poll_timeout` runs
+    /// after every datagram).
+    fn each_timer(&self) -> impl Iterator<Item = Timer> + '_ {
+        let session = [
             Timer::Closing,
             Timer::Handshake,
             Timer::Hello,
@@ -82,19 +88,19 @@ impl Session {
             Timer::KeepAlive,
             Timer::Persist,
         ];
-        for &id in self.paths.keys() {
-            all.extend([
+        let paths = self.paths.keys().flat_map(|&id| {
+            [
                 Timer::Pacing(id),
                 Timer::Tlp(id),
                 Timer::Rto(id),
                 Timer::Loss(id),
                 Timer::Ack(id),
-            ]);
-        }
-        all.push(Timer::AckCopy);
-        all.push(Timer::TailCopy);
-        all.push(Timer::Sample);
-        all
+            ]
+        });
+        session
+            .into_iter()
+            .chain(paths)
+            .chain([Timer::AckCopy, Timer::TailCopy, Timer::Sample])
     }
 
     /// When `timer` is due, if it is set.
@@ -167,10 +173,7 @@ impl Session {
 
     /// The earliest instant at which `handle_timeout` has work to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers()
-            .into_iter()
-            .filter_map(|t| self.deadline(t))
-            .min()
+        self.each_timer().filter_map(|t| self.deadline(t)).min()
     }
 
     /// Runs every timer that has expired by `now`; an early call does nothing.
