@@ -88,7 +88,6 @@ pub struct Sim {
     /// Per scenario path: [client→server, server→client].
     links: Vec<[Link; 2]>,
     flows: Vec<FlowState>,
-    buf: Vec<u8>,
     /// Buffers of delivered datagrams, for the next ones to travel in.
     spare: Vec<Vec<u8>>,
     /// What one `service` call sends, reused.
@@ -168,7 +167,6 @@ impl Sim {
             seq: 0,
             links,
             flows,
-            buf: Vec::with_capacity(2048),
             spare: Vec::new(),
             out: Vec::new(),
             delivered_datagrams: 0,
@@ -407,13 +405,21 @@ impl Sim {
         };
         let mut out = std::mem::take(&mut self.out);
         let spare = &mut self.spare;
-        while let Some(t) = s.poll_transmit(now, 1, &mut self.buf) {
+        loop {
+            // Written straight into the buffer it travels in.
+            let mut buf = spare.pop().unwrap_or_default();
+            let Some(t) = s.poll_transmit(now, 1, &mut buf) else {
+                spare.push(buf);
+                break;
+            };
+            buf.truncate(t.size);
             let Some(&scenario_path) = spec.paths.get(t.path.index()) else {
+                spare.push(buf);
                 continue;
             };
             let link = &mut self.links[scenario_path][dir];
             let size = t.size as u32 + IP_UDP_OVERHEAD;
-            let datagram = &mut self.buf[..t.size];
+            let datagram = &mut buf[..];
             let level = datagram.get(wire::MBECN_OFFSET).copied().unwrap_or(0);
             let offer = link.offer(now, size, t.ecn, level);
             let log = &mut links[dir];
@@ -432,24 +438,23 @@ impl Sim {
                 log.record(at - now, queue_delay);
                 let ecn = EcnBits(ecn.to_bits());
                 wire::mark_mbecn(datagram, mbecn);
-                let datagram = &*datagram;
-                let mut deliver = || {
-                    let mut copy = spare.pop().unwrap_or_default();
-                    copy.clear();
-                    copy.extend_from_slice(datagram);
-                    Action::Deliver {
-                        flow,
-                        to,
-                        conn: t.path,
-                        scenario_path,
-                        ecn,
-                        datagram: copy,
-                    }
+                let deliver = |datagram: Vec<u8>| Action::Deliver {
+                    flow,
+                    to,
+                    conn: t.path,
+                    scenario_path,
+                    ecn,
+                    datagram,
                 };
                 if let Some(dup) = duplicate_at {
-                    out.push((dup, deliver()));
+                    let mut copy = spare.pop().unwrap_or_default();
+                    copy.clear();
+                    copy.extend_from_slice(&buf);
+                    out.push((dup, deliver(copy)));
                 }
-                out.push((at, deliver()));
+                out.push((at, deliver(buf)));
+            } else {
+                spare.push(buf);
             }
         }
         let mut connected = false;
