@@ -150,8 +150,10 @@ impl Pmtud {
             }
             return false;
         }
+        // Only packets of the size in use count: larger ones went out
+        // before a fallback, and their loss is already known.
         let later_big_acked = self.largest_big_acked.is_some_and(|l| l > pn);
-        if size <= self.base || later_big_acked {
+        if size <= self.base || size > self.current || later_big_acked {
             return false;
         }
         self.suspicious += 1;
@@ -297,6 +299,10 @@ mod tests {
         assert_eq!(p.current(), 1472);
         assert!(p.on_lost(at(2), 2020, 1472));
         assert_eq!((p.current(), p.black_holes()), (1200, 1));
+        // The rest of the flight sent at 1472 is lost too: no second fallback.
+        for pn in 2021..2040 {
+            assert!(!p.on_lost(at(2), pn, 1472));
+        }
         // The search starts at once and settles under the new MTU.
         converge(&mut p, 1280, at(2));
         assert!(p.current() <= 1280 && p.current() > 1280 - MIN_STEP);
