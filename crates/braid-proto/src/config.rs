@@ -38,8 +38,9 @@ pub struct SessionConfig {
     /// Largest datagram (UDP payload, bytes, at most 65,527) path MTU
     /// discovery (RFC 8899) probes each connection for: the runtime takes
     /// it from the route's interface MTU. Data packets then grow from the
-    /// size `segment_size` makes up to what the path carries. `None`: no
-    /// discovery, packets stay at `segment_size`.
+    /// size `segment_size` makes up to what the path carries. `None`: the
+    /// runtime fills it in (the core then does no discovery); `Some(0)`:
+    /// none, packets stay at `segment_size`.
     pub max_datagram: Option<u16>,
     /// Bytes written but not yet acknowledged, at most; also bounds
     /// segments in flight to `send_window / segment_size` (NKP-0024).

@@ -11,6 +11,11 @@ use crate::{Instant, PathId};
 const MAX_STREAM_HEADER: usize = 9;
 
 impl Session {
+    /// Whether discovery runs ([`crate::SessionConfig::max_datagram`]).
+    pub(super) fn is_pmtud_on(&self) -> bool {
+        self.cfg.max_datagram.is_some_and(|m| m > 0)
+    }
+
     /// The datagram size every connection starts from (a full segment with
     /// the headers) and the ceiling discovery probes up to (at or below
     /// the base: off).
@@ -35,7 +40,7 @@ impl Session {
     /// discovery, the negotiated segment size.
     pub(super) fn pmtu_segment_size(&self) -> u32 {
         let floor = u32::from(self.cfg.segment_size);
-        if self.cfg.max_datagram.is_none() {
+        if !self.is_pmtud_on() {
             return floor;
         }
         let overhead = wire::datagram_overhead(self.is_sealed()) + wire::stream_frame_overhead(0);
@@ -54,7 +59,7 @@ impl Session {
     /// size fits with an ACK riding along); a lost segment too large is
     /// split, its rest left to go next.
     pub(super) fn fit_segment(&mut self, id: PathId, pending: Pending, buf: &[u8]) -> Pending {
-        if self.cfg.max_datagram.is_none() {
+        if !self.is_pmtud_on() {
             return pending;
         }
         let tag = wire::datagram_overhead(self.is_sealed()) - wire::datagram_overhead(false);
@@ -83,7 +88,7 @@ impl Session {
         now: Instant,
         buf: &mut Vec<u8>,
     ) -> Option<super::transmit::Transmit> {
-        if self.cfg.max_datagram.is_none() || !self.handshake.is_done() {
+        if !self.is_pmtud_on() || !self.handshake.is_done() {
             return None;
         }
         let (id, size) = self.paths.values_mut().find_map(|p| {

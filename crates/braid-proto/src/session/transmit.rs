@@ -410,7 +410,7 @@ impl Session {
         if !self.handshake.is_done() {
             return None; // the client may not have our HELLO_ACK yet and would drop data
         }
-        if self.cfg.max_datagram.is_some() {
+        if self.is_pmtud_on() {
             self.streams.send.segment_size = self.pmtu_segment_size();
         }
         let Some(pending) = self.streams.send.peek() else {
