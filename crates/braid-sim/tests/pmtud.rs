@@ -20,6 +20,7 @@ fn a_flow_on_an_ethernet_link_finds_its_1472_byte_payload() {
         queue = 100
         [[flow]]
         bytes = "5MB"
+        pmtud = true
         "#);
     let f = &r.flows[0].forward;
     assert!(f.completed && f.verified);
@@ -40,6 +41,7 @@ fn a_larger_mtu_is_found_as_far_as_the_link_carries() {
         mtu = 9000
         [[flow]]
         bytes = "5MB"
+        pmtud = true
         "#);
     let f = &r.flows[0].forward;
     assert!(f.completed && f.verified);
@@ -47,7 +49,7 @@ fn a_larger_mtu_is_found_as_far_as_the_link_carries() {
 }
 
 #[test]
-fn a_flow_that_pins_its_segment_size_does_not_probe() {
+fn a_flow_that_does_not_ask_stays_at_its_base_size() {
     let r = run(r#"
         time_limit = "60s"
         [[path]]
@@ -59,8 +61,8 @@ fn a_flow_that_pins_its_segment_size_does_not_probe() {
         "#);
     let f = &r.flows[0].forward;
     assert!(f.completed);
-    // The base: 1024 of payload, the 15-byte header, a 9-byte STREAM header at most.
-    assert_eq!(f.paths[0].max_datagram, 1024 + 15 + 9);
+    // The base: 1024 of payload, the header (11 bytes at most), a 9-byte STREAM header at most.
+    assert_eq!(f.paths[0].max_datagram, 1024 + 11 + 9);
 }
 
 #[test]

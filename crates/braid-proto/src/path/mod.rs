@@ -350,10 +350,17 @@ impl Path {
         self.rtos.on_heard();
     }
 
-    /// Whether a packet numbered with low bits `truncated` left on this path.
-    pub fn has_sent(&self, truncated: u64) -> bool {
+    /// Whether a packet numbered with low `bytes` bytes `truncated` left
+    /// on this path.
+    pub fn has_sent(&self, truncated: u64, bytes: usize) -> bool {
         let next = self.numbers.next();
-        next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated) < next
+        next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated, bytes) < next
+    }
+
+    /// The largest packet number the peer acknowledged here, which the
+    /// header's packet-number length is chosen from.
+    pub fn largest_acked(&self) -> Option<u64> {
+        self.sent.largest_acked()
     }
 
     /// Counts a datagram of `size` bytes sent.

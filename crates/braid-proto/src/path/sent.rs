@@ -85,6 +85,10 @@ impl SentPackets {
         self.sent.is_empty()
     }
 
+    pub fn largest_acked(&self) -> Option<u64> {
+        self.largest_acked
+    }
+
     /// Records packet `pn`'s size once it is sealed.
     pub fn set_size(&mut self, pn: u64, size: u16) {
         if let Some(p) = self.sent.get_mut(&pn) {

@@ -186,6 +186,8 @@ impl Session {
         unix_time: std::time::Duration,
     ) -> Result<Session, ConfigError> {
         cfg.validate_for(Role::Client)?;
+        // Only the low 32 bits travel in the header.
+        let session_id = session_id & crate::wire::SESSION_ID_MASK;
         let mut s = Session::new(Role::Client, cfg, session_id, now, seed);
         if s.cfg.security.is_sealed() {
             // The date first, then the parameters, all inside Noise.

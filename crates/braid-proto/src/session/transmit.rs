@@ -133,6 +133,7 @@ impl Session {
     pub(super) fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
         let pn = p.take_packet_number(&mut self.rng);
+        let largest_acked = p.largest_acked();
         // Clear handshake datagrams carry the bit too, unread: the
         // handshake authenticates them, not the packet keys.
         let key_phase = self.packets.keys().is_some_and(|k| k.phase_bit());
@@ -144,7 +145,7 @@ impl Session {
             path,
             packet_number: pn,
         }
-        .encode(buf);
+        .encode_for(buf, largest_acked);
         self.trace_payload_starts(buf.len());
         self.packets.set_number(pn);
         self.liveness.on_sent(now);
