@@ -49,6 +49,13 @@ pub const fn datagram_overhead(sealed: bool) -> usize {
         HEADER_LEN
     }
 }
+/// [`datagram_overhead`] of a data packet while data flows: its packet
+/// number takes 2 bytes once the peer acknowledges within 16,384 packets
+/// ([`packet_number_len`]), as it does on any path whose window is
+/// smaller. What benchmarks count per data packet.
+pub const fn data_datagram_overhead(sealed: bool) -> usize {
+    datagram_overhead(sealed) - 2
+}
 /// Where the MB-ECN congestion level sits in the header, for forwarders.
 pub const MBECN_OFFSET: usize = 1;
 

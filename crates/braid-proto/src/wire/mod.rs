@@ -36,8 +36,9 @@ pub use frame::{
     MAX_PAKE_MESSAGE, MAX_REASON, MAX_TOKEN,
 };
 pub use header::{
-    datagram_overhead, expand_packet_number, header_len, mark_mbecn, packet_number_len, Header,
-    HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET, MIN_HEADER_LEN, PATH_OFFSET, SESSION_ID_MASK, VERSION,
+    data_datagram_overhead, datagram_overhead, expand_packet_number, header_len, mark_mbecn,
+    packet_number_len, Header, HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET, MIN_HEADER_LEN,
+    PATH_OFFSET, SESSION_ID_MASK, VERSION,
 };
 
 /// Smallest datagram that may open a session: the client pads its first
