@@ -47,13 +47,17 @@ pub struct LinkArgs {
     /// (writes queue depth / 16 into braid's header).
     #[arg(long, value_name = "MODE", default_value = "off")]
     pub ecn: EcnMode,
+    /// Largest IP packet each direction carries, bytes; larger ones are
+    /// dropped, as a router drops a don't-fragment packet. Default: any size.
+    #[arg(long, value_name = "BYTES")]
+    pub mtu: Option<u32>,
     /// Seed of the random loss, jitter and duplication.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Both directions, their events and the seed from a path of a scenario
     /// file (docs/scenarios.md) instead of the options above.
     #[arg(long, value_name = "FILE", conflicts_with_all = [
-        "rate", "reverse_rate", "trace", "reverse_trace", "delay", "jitter", "burst", "loss", "queue", "ecn", "seed",
+        "rate", "reverse_rate", "trace", "reverse_trace", "delay", "jitter", "burst", "loss", "queue", "ecn", "mtu", "seed",
     ])]
     pub scenario: Option<PathBuf>,
     /// Which of the scenario's paths (from 0).
@@ -112,6 +116,7 @@ impl LinkArgs {
             loss: self.loss,
             queue: self.queue,
             ecn: self.ecn,
+            mtu: self.mtu,
             ..LinkConfig::default()
         };
         let reverse = LinkConfig {
@@ -173,6 +178,9 @@ impl Direction {
             parts.push(format!("{} loss", percent(link.loss)));
         }
         parts.push(format!("queue {}", link.queue));
+        if let Some(mtu) = link.mtu {
+            parts.push(format!("MTU {mtu} B"));
+        }
         if link.ecn != EcnMode::Off {
             parts.push(format!("ECN {}", link.ecn));
         }

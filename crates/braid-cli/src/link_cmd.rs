@@ -258,6 +258,7 @@ impl Lane {
                     DropReason::Down => "down",
                     DropReason::Loss => "loss",
                     DropReason::Queue => "queue",
+                    DropReason::TooBig => "mtu",
                 };
                 self.log(now, format_args!("d {size} {why}"));
             }

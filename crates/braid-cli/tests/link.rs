@@ -114,7 +114,9 @@ fn a_transfer_through_the_link_has_its_delay_and_rate() {
         .filter(|l| l.contains(" - "))
         .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
         .collect();
-    assert!(ins >= 1_400, "{ins} packets logged");
+    // At least one packet per full datagram: path MTU discovery finds up
+    // to 1,472 bytes on this link, and no datagram carries more payload.
+    assert!(ins >= data.len() / 1472, "{ins} packets logged");
     assert!(delays.len() + 2 >= ins, "{} of {ins} left", delays.len());
     assert!(delays.iter().all(|&d| d >= 10), "a packet left early");
 

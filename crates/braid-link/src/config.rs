@@ -137,6 +137,8 @@ pub enum LinkEventKind {
     Up,
     /// Down for good.
     Close,
+    /// The MTU (IP packet bytes) becomes this, as when a route changes.
+    Mtu(u32),
 }
 
 /// Whether a link carries packets.
@@ -164,6 +166,7 @@ pub fn state_changes(events: &[LinkEvent]) -> Vec<(Duration, LinkState)> {
             }
             LinkEventKind::Up => changes.push((e.at, LinkState::Up)),
             LinkEventKind::Close => changes.push((e.at, LinkState::Closed)),
+            LinkEventKind::Mtu(_) => {}
         }
     }
     // Stable: equal times keep their order.
@@ -199,6 +202,10 @@ pub struct LinkConfig {
     /// opportunities, Wi-Fi frame aggregation or an LTE scheduling interval.
     /// Zero: each packet leaves the moment it has been served.
     pub burst: Duration,
+    /// Largest IP packet (datagram + [`IP_UDP_OVERHEAD`](crate::IP_UDP_OVERHEAD))
+    /// the link carries; larger ones are dropped, as a router drops a
+    /// don't-fragment packet. `None`: any size. `Mtu` events change it.
+    pub mtu: Option<u32>,
 }
 
 impl Default for LinkConfig {
@@ -216,11 +223,27 @@ impl Default for LinkConfig {
             ecn: EcnMode::Off,
             events: Vec::new(),
             burst: Duration::ZERO,
+            mtu: None,
         }
     }
 }
 
 impl LinkConfig {
+    /// The MTU at `now` (the run's start is `Instant::ZERO`): the latest
+    /// `Mtu` event's by then, else [`LinkConfig::mtu`].
+    pub fn mtu_at(&self, now: braid_proto::Instant) -> Option<u32> {
+        let since = Duration::from_nanos(now.as_nanos());
+        self.events
+            .iter()
+            .take_while(|e| e.at <= since)
+            .filter_map(|e| match e.kind {
+                LinkEventKind::Mtu(m) => Some(m),
+                _ => None,
+            })
+            .last()
+            .or(self.mtu)
+    }
+
     /// A link of the given rate and one-way delay, other settings default.
     pub fn new(rate: Rate, delay: Duration) -> Self {
         LinkConfig {

@@ -36,6 +36,8 @@ pub enum DropReason {
     Loss,
     /// The queue was full.
     Queue,
+    /// Larger than the link's MTU (a router drops a don't-fragment packet).
+    TooBig,
 }
 
 /// The fate of an offered packet.
@@ -69,6 +71,8 @@ pub struct LinkStats {
     pub dropped_down: u64,
     /// Extra copies scheduled.
     pub duplicated: u64,
+    /// Packets larger than the MTU, dropped.
+    pub dropped_too_big: u64,
     /// Packets changed from ECT to CE.
     pub ce_marked: u64,
     /// Wire bytes of delivered packets.
@@ -125,6 +129,10 @@ impl Link {
         if self.state != LinkState::Up {
             self.stats.dropped_down += 1;
             return Offer::Dropped(DropReason::Down);
+        }
+        if self.cfg.mtu_at(now).is_some_and(|mtu| size > mtu) {
+            self.stats.dropped_too_big += 1;
+            return Offer::Dropped(DropReason::TooBig);
         }
         if self.loss.is_lost(&mut self.rng) {
             self.stats.dropped_loss += 1;

@@ -35,6 +35,13 @@ pub struct SessionConfig {
     /// The default keeps a full datagram, with a piggybacked ACK, inside a
     /// 1500-byte IP MTU.
     pub segment_size: u16,
+    /// Largest datagram (UDP payload, bytes, at most 65,527) path MTU
+    /// discovery (RFC 8899) probes each connection for: the runtime takes
+    /// it from the route's interface MTU. Data packets then grow from the
+    /// size `segment_size` makes up to what the path carries. `None`: the
+    /// runtime fills it in (the core then does no discovery); `Some(0)`:
+    /// none, packets stay at `segment_size`.
+    pub max_datagram: Option<u16>,
     /// Bytes written but not yet acknowledged, at most; also bounds
     /// segments in flight to `send_window / segment_size` (NKP-0024).
     pub send_window: u64,
@@ -132,6 +139,7 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             segment_size: 1380,
+            max_datagram: None,
             send_window: 4 << 20,
             recv_window: 4 << 20,
             max_window: 64 << 20,
@@ -214,6 +222,9 @@ impl SessionConfig {
             self.segment_size,
             format!("{}..={}", range.start(), range.end()),
         )?;
+        if let Some(v) = self.max_datagram {
+            check(v <= 65_527, "max_datagram", v, "<= 65527")?;
+        }
         let min_window = u64::from(self.segment_size);
         check(
             self.send_window >= min_window,

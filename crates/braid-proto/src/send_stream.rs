@@ -267,6 +267,28 @@ impl SendStream {
         self.delivered_by_path[path.index()]
     }
 
+    /// Cuts the outstanding segment at `offset` after `len` bytes, for a
+    /// connection that carries no more (path MTU discovery fell back): the
+    /// rest becomes a segment of its own, waiting as lost. Copies of the
+    /// whole still in flight then count for the first part only.
+    pub fn split(&mut self, offset: u64, len: u32) {
+        let Some(seg) = self.segments.get_mut(&offset) else {
+            return;
+        };
+        if len == 0 || len >= seg.len {
+            return;
+        }
+        let rest = Segment {
+            len: seg.len - len,
+            in_flight: 0,
+            ..seg.clone()
+        };
+        seg.len = len;
+        seg.fin = false;
+        self.segments.insert(offset + u64::from(len), rest);
+        self.lost.insert(offset + u64::from(len));
+    }
+
     /// A packet carrying the segment at `offset` was declared lost.
     pub fn on_lost(&mut self, offset: u64) {
         if let Some(seg) = self.segments.get_mut(&offset) {

@@ -43,6 +43,13 @@ pub struct PathStats {
     pub timeout_decreases: u64,
     /// Tail-loss probes sent.
     pub tail_loss_probes: u64,
+    /// Path MTU probes sent (padded PINGs; their loss is not congestion).
+    pub pmtu_probes: u64,
+    /// Largest datagram (UDP payload, bytes) path MTU discovery found.
+    pub max_datagram: u16,
+    /// Times packets above the base size stopped getting through, and
+    /// discovery fell back to it.
+    pub pmtu_black_holes: u32,
     /// Threshold loss events' window decreases.
     pub loss_decreases: u64,
     /// ECN CE marks reported by the peer.

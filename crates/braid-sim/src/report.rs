@@ -144,6 +144,10 @@ pub struct PathResult {
     pub timeouts: u64,
     pub lost_packets: u64,
     pub srtt_ms: f64,
+    /// Largest datagram (UDP payload, bytes) path MTU discovery found.
+    pub max_datagram: u16,
+    /// Times discovery fell back to the base size (a black hole).
+    pub pmtu_black_holes: u32,
 }
 
 /// One point of a connection's time series.
@@ -280,6 +284,8 @@ impl Delivery {
                 timeouts: p.timeouts,
                 lost_packets: p.lost_packets,
                 srtt_ms: ms(p.srtt),
+                max_datagram: p.max_datagram,
+                pmtu_black_holes: p.pmtu_black_holes,
             });
         }
         if samples > 0 {

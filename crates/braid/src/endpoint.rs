@@ -557,6 +557,13 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
             })
         })?;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
+    // Path MTU discovery probes up to what every route's interface carries.
+    if cfg.max_datagram.is_none() {
+        cfg.max_datagram = paths
+            .iter()
+            .map(|&(_, remote)| crate::mtu::route_max_datagram(remote))
+            .min();
+    }
     // Dated by the wall clock, so a listener can tell a replayed opening.
     let date = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -597,9 +604,14 @@ impl Listener {
     /// sessions, memory budget, code guesses) set by `limits`.
     pub fn bind_with(
         addr: SocketAddr,
-        cfg: SessionConfig,
+        mut cfg: SessionConfig,
         limits: EndpointConfig,
     ) -> Result<Listener> {
+        // The listening address's interface bounds what discovery probes
+        // for (Ethernet's when it listens on every interface).
+        if cfg.max_datagram.is_none() {
+            cfg.max_datagram = Some(crate::mtu::route_max_datagram(addr));
+        }
         let endpoint =
             Endpoint::bind(addr).map_err(|e| rename(e, format!("cannot listen on {addr}")))?;
         let (tx, rx) = mpsc::channel(ACCEPT_BACKLOG);

@@ -40,6 +40,7 @@ pub mod clock;
 mod driver;
 mod endpoint;
 mod error;
+pub mod mtu;
 mod qlog;
 pub mod relay;
 pub mod rendezvous;

@@ -193,7 +193,7 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
         "ideal = capacity × (1 − forward loss), before header overhead. Random loss drops at link entry, before the rate limit (like netem), so a loss row's goodput can exceed its ideal.".into(),
         format!(
             "braid header overhead at segment size {segment_size}: {segment_size} B payload / {wb:.0} B on the wire ({}-byte header + {:.0}-byte STREAM frame + {} IP/UDP) = {:.2}%, vs TCP 1448/1500 = {:.2}%. \"≥ seed TCP\" and \"≥ Linux\" targets compare at equal overhead: the TCP figure × {:.4} / {:.4}.",
-            braid_proto::wire::datagram_overhead(false),
+            braid_proto::wire::data_datagram_overhead(false),
             stream_overhead(50_000_000, segment_size),
             braid_sim::IP_UDP_OVERHEAD,
             payload_ratio(segment_size, 50_000_000) * 100.0,

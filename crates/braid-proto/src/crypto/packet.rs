@@ -13,7 +13,7 @@
 //! too. The previous opening key stays a little while for reordered
 //! datagrams of the old phase.
 
-use crate::wire::{HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET};
+use crate::wire::{header_len, HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET, PATH_OFFSET};
 use crate::Instant;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use ring::hkdf::{Prk, HKDF_SHA256};
@@ -113,7 +113,7 @@ impl std::fmt::Debug for PacketKeys {
 /// nonce takes the full 64-bit number; the header carries only its low bits.
 fn nonce(header: &[u8], packet_number: u64) -> Nonce {
     let mut n = [0u8; NONCE_LEN];
-    n[3] = header[10]; // path
+    n[3] = header[PATH_OFFSET];
     n[4..].copy_from_slice(&packet_number.to_be_bytes());
     Nonce::assume_unique_for_key(n)
 }
@@ -121,11 +121,26 @@ fn nonce(header: &[u8], packet_number: u64) -> Nonce {
 /// The header as associated data. The MB-ECN byte is left out: forwarders
 /// rewrite it on the way, as routers rewrite IP's ECN bits. The key-phase
 /// bit is covered.
-fn aad(header: &[u8]) -> [u8; HEADER_LEN] {
-    let mut ad = [0u8; HEADER_LEN];
-    ad.copy_from_slice(&header[..HEADER_LEN]);
-    ad[MBECN_OFFSET] = 0;
-    ad
+fn aad(header: &[u8]) -> HeaderAad {
+    let mut bytes = [0u8; HEADER_LEN];
+    bytes[..header.len()].copy_from_slice(header);
+    bytes[MBECN_OFFSET] = 0;
+    HeaderAad {
+        bytes,
+        len: header.len(),
+    }
+}
+
+/// A header of 8 to 11 bytes as associated data, without allocating.
+struct HeaderAad {
+    bytes: [u8; HEADER_LEN],
+    len: usize,
+}
+
+impl AsRef<[u8]> for HeaderAad {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 fn open_with<'a>(
@@ -133,7 +148,8 @@ fn open_with<'a>(
     datagram: &'a mut [u8],
     packet_number: u64,
 ) -> Option<&'a mut [u8]> {
-    let (header, payload) = datagram.split_at_mut(HEADER_LEN);
+    let len = header_len(datagram[0]);
+    let (header, payload) = datagram.split_at_mut(len);
     let nonce = nonce(header, packet_number);
     key.open_in_place(nonce, Aad::from(aad(header)), payload)
         .ok()
@@ -237,7 +253,8 @@ impl PacketKeys {
     /// the full number whose low bits the header carries. The header's
     /// key-phase bit must be [`PacketKeys::phase_bit`]'s.
     pub fn seal(&mut self, buf: &mut Vec<u8>, start: usize, packet_number: u64) {
-        let (header, payload) = buf[start..].split_at_mut(HEADER_LEN);
+        let len = header_len(buf[start]);
+        let (header, payload) = buf[start..].split_at_mut(len);
         debug_assert_eq!(header[0] & KEY_PHASE_BIT != 0, self.phase_bit());
         let nonce = nonce(header, packet_number);
         let tag = self
@@ -261,7 +278,8 @@ impl PacketKeys {
         datagram: &'a mut [u8],
         packet_number: u64,
     ) -> Option<(&'a [u8], Opened)> {
-        if datagram.len() < HEADER_LEN + TAG_LEN {
+        let header = header_len(*datagram.first()?);
+        if datagram.len() < header + TAG_LEN {
             return None;
         }
         let bit = datagram[0] & KEY_PHASE_BIT != 0;
@@ -277,7 +295,7 @@ impl PacketKeys {
             let copy = datagram.to_vec();
             if open_with(prev, datagram, packet_number).is_some() {
                 let len = datagram.len() - TAG_LEN;
-                return Some((&datagram[HEADER_LEN..len], Opened::Previous));
+                return Some((&datagram[header..len], Opened::Previous));
             }
             datagram.copy_from_slice(&copy);
         }
@@ -338,8 +356,8 @@ mod tests {
     ) -> Vec<u8> {
         let bit = keys.prepare_seal(now, policy);
         let mut d = vec![0u8; HEADER_LEN];
-        d[0] = crate::wire::VERSION | if bit { KEY_PHASE_BIT } else { 0 };
-        d[10] = 3;
+        d[0] = crate::wire::VERSION | 0x60 | if bit { KEY_PHASE_BIT } else { 0 };
+        d[crate::wire::PATH_OFFSET] = 3;
         d[HEADER_LEN - 4..].copy_from_slice(&(pn as u32).to_be_bytes());
         d.extend_from_slice(body);
         keys.seal(&mut d, 0, pn);
@@ -369,8 +387,8 @@ mod tests {
         let (mut a, b) = pair();
         let pn = (1 << 40) + 9;
         let mut d = vec![0u8; HEADER_LEN];
-        d[0] = crate::wire::VERSION;
-        d[10] = 3;
+        d[0] = crate::wire::VERSION | 0x60;
+        d[crate::wire::PATH_OFFSET] = 3;
         d[HEADER_LEN - 1] = 9;
         d.extend_from_slice(b"frames");
         // Sealing a datagram after others in a batch leaves those alone.

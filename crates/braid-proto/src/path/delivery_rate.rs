@@ -302,6 +302,7 @@ mod tests {
                     charge: SEGMENT_SIZE,
                     segment: None,
                     retransmission: false,
+                    size: 0,
                     delivery: self.rate.on_sent(now, idle),
                 });
             }

@@ -15,6 +15,7 @@ mod delivery_rate;
 mod loss_tally;
 mod pacing;
 mod packet_number;
+mod pmtud;
 mod range_set;
 mod recovery;
 mod replay;
@@ -37,6 +38,7 @@ use delivery_rate::DeliveryRate;
 use loss_tally::LossTally;
 use pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use packet_number::PacketNumbers;
+use pmtud::Pmtud;
 use rand::Rng;
 use replay::ReplayWindow;
 use rto_count::RtoCount;
@@ -113,6 +115,10 @@ pub(crate) struct Path {
     answers_sent: Option<Exchange>,
     /// Its events for the session's log, and what the log last said of it.
     pub trace: PathTrace,
+    /// Path MTU discovery.
+    pmtud: Pmtud,
+    /// The newest ack-eliciting packet's number, sized once it is sealed.
+    last_eliciting_pn: Option<u64>,
 }
 
 impl Path {
@@ -156,6 +162,9 @@ impl Path {
             rtos: RtoCount::default(),
             answers_sent: None,
             trace: PathTrace::default(),
+            // Off until the session knows its sizes (`set_pmtu_bounds`).
+            pmtud: Pmtud::new(u16::MAX, 0, now),
+            last_eliciting_pn: None,
         }
     }
 
@@ -341,16 +350,60 @@ impl Path {
         self.rtos.on_heard();
     }
 
-    /// Whether a packet numbered with low bits `truncated` left on this path.
-    pub fn has_sent(&self, truncated: u64) -> bool {
+    /// Whether a packet numbered with low `bytes` bytes `truncated` left
+    /// on this path.
+    pub fn has_sent(&self, truncated: u64, bytes: usize) -> bool {
         let next = self.numbers.next();
-        next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated) < next
+        next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated, bytes) < next
+    }
+
+    /// The largest packet number the peer acknowledged here, which the
+    /// header's packet-number length is chosen from.
+    pub fn largest_acked(&self) -> Option<u64> {
+        self.sent.largest_acked()
     }
 
     /// Counts a datagram of `size` bytes sent.
     pub fn on_datagram_sent(&mut self, size: usize) {
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += size as u64;
+        if let Some(pn) = self.last_eliciting_pn.take() {
+            self.sent
+                .set_size(pn, u16::try_from(size).unwrap_or(u16::MAX));
+        }
+    }
+
+    // ---- path MTU discovery ------------------------------------------------
+
+    /// Datagrams of `base` bytes (UDP payload) are known to fit; discovery
+    /// searches up to `ceiling` (at or below `base`: off). A search under
+    /// way starts over.
+    pub fn set_pmtu_bounds(&mut self, base: u16, ceiling: u16, now: Instant) {
+        self.pmtud = Pmtud::new(base, ceiling, now);
+    }
+
+    /// The largest datagram (UDP payload) this path carries as far as
+    /// discovery knows.
+    pub fn max_datagram(&self) -> u16 {
+        self.pmtud.current()
+    }
+
+    /// The size of the MTU probe due now, if any: only while data flows
+    /// here, so that later packets' ACKs tell its loss quickly (a lone
+    /// lost probe would cost a retransmission timeout).
+    pub fn pmtu_probe_due(&mut self, now: Instant) -> Option<u16> {
+        if self.state != PathState::Active || self.sent.is_empty() || self.tlp_fired.is_some() {
+            return None;
+        }
+        self.pmtud.probe_due(now)
+    }
+
+    /// An MTU probe of `size` bytes went out as packet `pn`: ack-eliciting,
+    /// outside the window (no stream bytes), never retransmitted.
+    pub fn on_pmtu_probe_sent(&mut self, now: Instant, pn: u64, size: u16) {
+        self.on_sent(now, pn, 0, None, false);
+        self.pmtud.on_probe_sent(pn, size);
+        self.stats.pmtu_probes += 1;
     }
 
     /// Whether the window admits a data packet of `charge` bytes.
@@ -435,9 +488,11 @@ impl Path {
             charge,
             segment,
             retransmission,
+            size: 0,
             delivery: self.delivery.on_sent(now, idle),
         };
         self.last_eliciting = now;
+        self.last_eliciting_pn = Some(pn);
         self.losses.on_sent();
         if self.tlp_credit && charge > 0 {
             self.tlp_credit = false;
@@ -599,6 +654,8 @@ impl Path {
         }
         s.rtt_samples = self.rtt.samples();
         s.rtt_p95 = self.rtt.p95().unwrap_or_default();
+        s.max_datagram = self.pmtud.current();
+        s.pmtu_black_holes = self.pmtud.black_holes();
         s
     }
 

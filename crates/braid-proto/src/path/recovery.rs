@@ -108,6 +108,11 @@ impl Path {
         let count = self.declare_all_lost(now, LossTrigger::Timeout, send);
         self.tlp_fired = None;
         self.tlp_credit = false;
+        if count == 0 {
+            // Only an MTU probe was in flight: it was too big, the path is fine.
+            self.rto_anchor = now;
+            return false;
+        }
         self.backoffs += 1;
         self.rto_anchor = now;
         if let Some(sent_at) = newest {
@@ -260,6 +265,7 @@ impl Path {
     ) -> AckSample {
         let mut sample = AckSample::new(rx_us);
         for (pn, p) in newly {
+            self.pmtud.on_acked(now, *pn, p.size);
             self.delivery.on_acked(now, p, &mut sample);
             let acked = Acked {
                 bytes: p.charge,
@@ -306,22 +312,24 @@ impl Path {
         let Some(newest) = lost.last().map(|(_, p)| p.sent_at) else {
             return 0;
         };
+        let mut count = 0;
         for (pn, p) in &lost {
-            self.on_lost(now, *pn, p, LossTrigger::Threshold, send);
+            count += u64::from(self.on_lost(now, *pn, p, LossTrigger::Threshold, send));
         }
-        let count = lost.len() as u64;
         tracing::trace!(path = self.id.0, count, "packets declared lost");
-        self.signal_congestion(now, Cause::Loss, newest, count);
+        // MTU probes' losses say nothing of congestion (RFC 9000 §14.4).
+        if count > 0 {
+            self.signal_congestion(now, Cause::Loss, newest, count);
+        }
         count
     }
 
     /// Declares everything in flight lost; returns how many packets were.
     fn declare_all_lost(&mut self, now: Instant, why: LossTrigger, send: &mut SendStream) -> u64 {
         let lost = self.sent.declare_all_lost();
-        for (pn, p) in &lost {
-            self.on_lost(now, *pn, p, why, send);
-        }
-        lost.len() as u64
+        lost.iter()
+            .map(|(pn, p)| u64::from(self.on_lost(now, *pn, p, why, send)))
+            .sum()
     }
 
     fn on_lost(
@@ -331,7 +339,17 @@ impl Path {
         p: &SentPacket,
         trigger: LossTrigger,
         send: &mut SendStream,
-    ) {
+    ) -> bool {
+        let probe = self.pmtud.is_probe(pn);
+        if self.pmtud.on_lost(now, pn, p.size) {
+            tracing::debug!(
+                path = self.id.0,
+                "path MTU black hole: back to the base size"
+            );
+        }
+        if probe {
+            return false;
+        }
         self.trace.tracer.record(
             now,
             EventKind::PacketLost {
@@ -347,6 +365,7 @@ impl Path {
         if let Some(offset) = p.segment {
             send.on_lost(offset);
         }
+        true
     }
 
     /// Tells the controller of a congestion signal and counts the window

@@ -30,6 +30,8 @@ pub(super) struct SentPacket {
     /// Offset of the segment carried, if any.
     pub segment: Option<u64>,
     pub retransmission: bool,
+    /// UDP payload bytes, once sealed (0 until then), for path MTU discovery.
+    pub size: u16,
     /// Delivery-rate state at send time.
     pub delivery: SendState,
 }
@@ -81,6 +83,17 @@ impl SentPackets {
 
     pub fn is_empty(&self) -> bool {
         self.sent.is_empty()
+    }
+
+    pub fn largest_acked(&self) -> Option<u64> {
+        self.largest_acked
+    }
+
+    /// Records packet `pn`'s size once it is sealed.
+    pub fn set_size(&mut self, pn: u64, size: u16) {
+        if let Some(p) = self.sent.get_mut(&pn) {
+            p.size = size;
+        }
     }
 
     /// Bytes in flight (window charge).
@@ -251,6 +264,7 @@ mod tests {
             charge: 1000,
             segment: None,
             retransmission: false,
+            size: 0,
             delivery: SendState::default(),
         }
     }

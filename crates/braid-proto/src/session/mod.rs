@@ -29,6 +29,7 @@ mod close;
 mod handshake;
 mod liveness;
 mod packets;
+mod pmtu;
 mod receive;
 mod scheduler;
 mod stats;
@@ -195,6 +196,8 @@ impl Session {
         unix_time: std::time::Duration,
     ) -> Result<Session, ConfigError> {
         cfg.validate_for(Role::Client)?;
+        // Only the low 32 bits travel in the header.
+        let session_id = session_id & crate::wire::SESSION_ID_MASK;
         let mut s = Session::new(Role::Client, cfg, session_id, now, seed);
         if s.cfg.security.is_sealed() {
             // The date first, then the parameters, all inside Noise.
@@ -311,6 +314,7 @@ impl Session {
         let state = path.state();
         (self.trace.tracer).record(now, crate::trace::EventKind::PathState { path: id, state });
         self.paths.insert(id, path);
+        self.reset_pmtu(now, id);
     }
 
     /// Rebuilds controllers once the negotiated parameters are known.
@@ -346,6 +350,12 @@ impl Session {
         self.streams.recv.set_window(recv_window);
         self.streams.recv.set_max_window(self.cfg.max_window);
         self.reset_controllers();
+        // Discovery starts over from the negotiated segment size; only
+        // the raise timer reads the time, and it starts when a search ends.
+        let ids: Vec<PathId> = self.paths.keys().copied().collect();
+        for id in ids {
+            self.reset_pmtu(self.epoch, id);
+        }
         self.trace_parameters(self.liveness.latest());
     }
 

@@ -8,7 +8,7 @@ use crate::recv_stream::RecvError;
 use crate::rtt::AckRoute;
 use crate::stats::PathState;
 use crate::trace::EventKind;
-use crate::wire::{AckFrame, Frame, Frames, Header, HEADER_LEN, VERSION};
+use crate::wire::{AckFrame, Frame, Frames, Header, VERSION};
 use crate::PathId;
 use crate::Role;
 use crate::{Ecn, Instant};
@@ -118,11 +118,12 @@ impl Session {
         if matches!(self.state, State::Closed) {
             return false;
         }
-        let Ok((header, _)) = Header::decode(datagram) else {
+        let Ok((header, payload)) = Header::decode_expanded(datagram, self.largest_received(path))
+        else {
             self.counters.malformed += 1;
             return false;
         };
-        let header = header.expand(self.largest_received(path));
+        let header_len = datagram.len() - payload.len();
         if header.session_id != self.session_id || header.version != VERSION {
             self.counters.unexpected += 1;
             return false;
@@ -134,7 +135,7 @@ impl Session {
             at: received_at.min(now),
         };
         if !self.cfg.security.is_sealed() {
-            return self.handle_authentic(now, arrival, &header, &datagram[HEADER_LEN..]);
+            return self.handle_authentic(now, arrival, &header, &datagram[header_len..]);
         }
         let Some(keys) = self.packets.keys() else {
             self.handle_clear_handshake(now, path, datagram);
@@ -142,7 +143,7 @@ impl Session {
         };
         // A failed open leaves the bytes unspecified; the rare datagram that
         // may be a handshake message in clear is kept to be read as one.
-        let clear = crate::wire::starts_with_clear_frame(&datagram[HEADER_LEN..])
+        let clear = crate::wire::starts_with_clear_frame(&datagram[header_len..])
             .then(|| datagram.to_vec());
         match keys.open(now, datagram, header.packet_number) {
             Some((frames, opened)) => {

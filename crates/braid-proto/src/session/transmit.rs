@@ -100,6 +100,9 @@ impl Session {
         if !self.is_established() {
             return None;
         }
+        if let Some(t) = self.transmit_pmtu_probe(now, buf) {
+            return Some(t);
+        }
         if let Some(t) = self.transmit_data(now, buf) {
             return Some(t);
         }
@@ -126,9 +129,10 @@ impl Session {
         }
     }
 
-    fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
+    pub(super) fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
         let pn = p.take_packet_number(&mut self.rng);
+        let largest_acked = p.largest_acked();
         // A new key phase starts, if one is due (see
         // `PacketKeys::prepare_seal`), before the header names it. Clear
         // handshake datagrams carry the bit too, unread: the handshake
@@ -149,7 +153,7 @@ impl Session {
             path,
             packet_number: pn,
         }
-        .encode(buf);
+        .encode_for(buf, largest_acked);
         self.trace_payload_starts(buf.len());
         self.packets.set_number(pn);
         self.liveness.on_sent(now);
@@ -157,7 +161,7 @@ impl Session {
     }
 
     /// Seals the datagram (once the session has keys) and accounts for it.
-    fn finish_packet(&mut self, path: PathId, buf: &mut Vec<u8>) -> Transmit {
+    pub(super) fn finish_packet(&mut self, path: PathId, buf: &mut Vec<u8>) -> Transmit {
         self.trace_frames(path, buf);
         self.seal_packet(buf);
         self.account_packet(path, buf)
@@ -427,6 +431,9 @@ impl Session {
         if !self.handshake.is_done() {
             return None; // the client may not have our HELLO_ACK yet and would drop data
         }
+        if self.is_pmtud_on() {
+            self.streams.send.segment_size = self.pmtu_segment_size();
+        }
         let Some(pending) = self.streams.send.peek() else {
             if let Some(sent) = self.transmit_tail_copy(now, buf) {
                 return Some(sent);
@@ -474,7 +481,6 @@ impl Session {
         pending: Pending,
         buf: &mut Vec<u8>,
     ) -> Option<Transmit> {
-        let charge = u64::from(pending.len).max(1);
         // An ACK needing many ranges goes in a packet of its own first.
         let p = &self.paths[&id];
         let piggyback = p.is_ack_owed();
@@ -487,6 +493,8 @@ impl Session {
         if piggyback {
             self.push_ack(now, id, buf, false);
         }
+        let pending = self.fit_segment(id, pending, buf);
+        let charge = u64::from(pending.len).max(1);
         let frame_start = buf.len();
         // The frame's header, then its data straight from the send buffer,
         // to the end of the datagram.

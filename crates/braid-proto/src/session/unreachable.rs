@@ -22,7 +22,9 @@ impl Session {
         let path = header.path;
         let believable = header.session_id == self.session_id()
             && self.paths.get(&path).is_some_and(|p| {
-                !p.was_heard() && p.state() != PathState::Closed && p.has_sent(header.packet_number)
+                !p.was_heard()
+                    && p.state() != PathState::Closed
+                    && p.has_sent(header.packet_number, Header::packet_number_bytes(quoted))
             });
         if !believable || matches!(self.state, super::State::Closed | super::State::Failed) {
             return false;

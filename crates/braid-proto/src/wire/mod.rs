@@ -36,8 +36,9 @@ pub use frame::{
     MAX_PAKE_MESSAGE, MAX_REASON, MAX_TOKEN,
 };
 pub use header::{
-    datagram_overhead, expand_packet_number, mark_mbecn, Header, HEADER_LEN, KEY_PHASE_BIT,
-    MBECN_OFFSET, VERSION,
+    data_datagram_overhead, datagram_overhead, expand_packet_number, header_len, mark_mbecn,
+    packet_number_len, Header, HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET, MIN_HEADER_LEN,
+    PATH_OFFSET, SESSION_ID_MASK, VERSION,
 };
 
 /// Smallest datagram that may open a session: the client pads its first
@@ -244,7 +245,8 @@ mod tests {
             assert_eq!(header.session_id, 0xdead_beef);
             assert_eq!(header.path, PathId(2));
             assert_eq!(header.packet_number, 77);
-            assert_eq!(header.expand(Some(1 << 50)).packet_number, (1 << 50) + 77);
+            let (full, _) = Header::decode_expanded(&buf, Some(1 << 50)).unwrap();
+            assert_eq!(full.packet_number, (1 << 50) + 77);
             let decoded: Vec<_> = Frames::new(payload).collect::<Result<_, _>>().unwrap();
             assert_eq!(decoded, frames);
         }

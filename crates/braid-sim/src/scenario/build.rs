@@ -20,9 +20,10 @@ use crate::trace::Trace;
 use crate::units::{ByteSize, Probability, Rate, Span};
 
 use super::{
-    FlowSpec, PathSpec, Scenario, ScenarioError, DEFAULT_QUEUE_PACKETS, DEFAULT_SAMPLE_INTERVAL,
-    DEFAULT_SEED, DEFAULT_TIME_LIMIT,
+    FlowSpec, PathSpec, Scenario, ScenarioError, DEFAULT_MTU, DEFAULT_QUEUE_PACKETS,
+    DEFAULT_SAMPLE_INTERVAL, DEFAULT_SEED, DEFAULT_TIME_LIMIT, MAX_MTU, MIN_MTU,
 };
+use crate::IP_UDP_OVERHEAD;
 
 pub(super) fn parse(text: &str, base_dir: &Path, file: &str) -> Result<Scenario, ScenarioError> {
     let raw: RawScenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
@@ -67,6 +68,7 @@ struct RawPath {
     gilbert: Option<Gilbert>,
     queue: Option<RawQueue>,
     ecn: Option<RawEcn>,
+    mtu: Option<u32>,
     #[serde(default)]
     events: Vec<RawEvent>,
 }
@@ -79,6 +81,8 @@ struct RawEvent {
     action: Action,
     #[serde(rename = "for")]
     duration: Option<Span>,
+    /// With `do = "mtu"`: the new MTU.
+    mtu: Option<u32>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +91,7 @@ enum Action {
     Down,
     Up,
     Close,
+    Mtu,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +115,7 @@ struct RawFlow {
     initial_windows: Option<Vec<i64>>,
     sealed: Option<bool>,
     verdict: Option<bool>,
+    pmtud: Option<bool>,
 }
 
 /// `queue = 300` or `"300"` (packets) or `queue = "256KB"` (bytes): the
@@ -188,7 +194,7 @@ impl Builder<'_> {
             .flow
             .into_iter()
             .enumerate()
-            .map(|(i, f)| self.flow(i, f, paths.len()))
+            .map(|(i, f)| self.flow(i, f, &paths))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scenario {
             name: raw.name,
@@ -237,6 +243,8 @@ impl Builder<'_> {
             (raw.rate, trace.clone())
         };
         let events = self.events(i, &raw.events)?;
+        let mtu = raw.mtu.unwrap_or(DEFAULT_MTU);
+        self.check_mtu(&key("mtu"), mtu)?;
         let shared = LinkConfig {
             rate: raw.rate,
             trace,
@@ -251,6 +259,7 @@ impl Builder<'_> {
             ecn: raw.ecn.map_or(EcnMode::Off, |e| e.0),
             events,
             burst: raw.burst.map_or(Duration::ZERO, |s| s.0),
+            mtu: Some(mtu),
         };
         let reverse = LinkConfig {
             rate: reverse_rate,
@@ -275,6 +284,14 @@ impl Builder<'_> {
             forward: shared,
             reverse,
         })
+    }
+
+    fn check_mtu(&self, key: &str, mtu: u32) -> Result<(), ScenarioError> {
+        if (MIN_MTU..=MAX_MTU).contains(&mtu) {
+            Ok(())
+        } else {
+            Err(self.invalid(key, format!("{mtu}: expected {MIN_MTU}..={MAX_MTU} bytes")))
+        }
     }
 
     fn trace(&mut self, key: &str, rel: &Path) -> Result<Arc<Trace>, ScenarioError> {
@@ -304,6 +321,13 @@ impl Builder<'_> {
         let mut events = Vec::with_capacity(raw.len());
         for (j, e) in raw.iter().enumerate() {
             let key = format!("path[{path}].events[{j}].for");
+            if (e.action == Action::Mtu) != e.mtu.is_some() {
+                let key = format!("path[{path}].events[{j}].mtu");
+                return Err(self.invalid(key, "give it exactly with do = \"mtu\""));
+            }
+            if let Some(m) = e.mtu {
+                self.check_mtu(&format!("path[{path}].events[{j}].mtu"), m)?;
+            }
             let kind = match (e.action, e.duration) {
                 (Action::Down, Some(d)) if d.0.is_zero() => {
                     return Err(self.invalid(key, "must be longer than 0"));
@@ -316,6 +340,7 @@ impl Builder<'_> {
                 }
                 (Action::Up, None) => LinkEventKind::Up,
                 (Action::Close, None) => LinkEventKind::Close,
+                (Action::Mtu, None) => LinkEventKind::Mtu(e.mtu.expect("checked")),
             };
             events.push(LinkEvent { at: e.at.0, kind });
         }
@@ -323,7 +348,8 @@ impl Builder<'_> {
         Ok(events)
     }
 
-    fn flow(&self, i: usize, raw: RawFlow, n_paths: usize) -> Result<FlowSpec, ScenarioError> {
+    fn flow(&self, i: usize, raw: RawFlow, all: &[PathSpec]) -> Result<FlowSpec, ScenarioError> {
+        let n_paths = all.len();
         let key = |k: &str| format!("flow[{i}].{k}");
         let paths = match raw.paths {
             None => (0..n_paths).collect(),
@@ -425,6 +451,18 @@ impl Builder<'_> {
             session.retry_limit = limit;
         }
         session.initial_windows = initial_windows;
+        // A flow that asks for discovery probes up to the smallest MTU its
+        // links start with, as the runtime reads its route's interface MTU.
+        // Off by default: the suites' rows compare with published figures
+        // and kernel TCP at the packet size they were set up with.
+        if raw.pmtud.unwrap_or(false) {
+            session.max_datagram = paths
+                .iter()
+                .flat_map(|&p| [&all[p].forward, &all[p].reverse])
+                .filter_map(|l| l.mtu)
+                .min()
+                .map(|m| m.saturating_sub(IP_UDP_OVERHEAD).min(65_527) as u16);
+        }
         session.validate().map_err(|e| {
             let named = match &e {
                 ConfigError::OutOfRange {

@@ -26,6 +26,11 @@ const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
 const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Drop-tail queue when the file gives none, packets.
 const DEFAULT_QUEUE_PACKETS: u32 = 1000;
+/// A link's MTU when the file gives none: Ethernet's, IP packet bytes.
+const DEFAULT_MTU: u32 = 1500;
+/// The MTUs a file may give: IPv6's minimum up to the largest IP packet.
+const MIN_MTU: u32 = 1280;
+const MAX_MTU: u32 = 65_535;
 
 /// The built-in example: two heterogeneous paths and one 20 MB transfer.
 pub const EXAMPLE_TOML: &str = r#"name = "two heterogeneous paths"

@@ -99,6 +99,7 @@ fn defaults_apply() {
         (Duration::ZERO, Duration::ZERO, 0.0, 0.0)
     );
     assert_eq!(f.ecn, EcnMode::Off);
+    assert_eq!((f.mtu, s.paths[0].reverse.mtu), (Some(1500), Some(1500)));
     assert_eq!(s.paths[0].reverse.rate, Some(Rate::mbit(10)));
     assert_eq!(
         s.flows[0],
@@ -369,4 +370,18 @@ fn traces_load_relative_to_the_scenario_file() {
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn pmtud_probes_up_to_the_smallest_link_mtu_and_mtus_are_checked() {
+    assert_eq!(parse_ok(MIN).flows[0].session.max_datagram, None);
+    let two = "[[path]]\nrate = \"1Mbit\"\nmtu = 9000\n[[path]]\nrate = \"1Mbit\"\nmtu = 4000\n";
+    let asked = parse_ok(&format!("{two}[[flow]]\npmtud = true\n"));
+    assert_eq!(asked.flows[0].session.max_datagram, Some(4000 - 28));
+    let one = parse_ok(&format!("{two}[[flow]]\npmtud = true\npaths = [0]\n"));
+    assert_eq!(one.flows[0].session.max_datagram, Some(9000 - 28));
+    for bad in ["mtu = 1000", "events = [{ at = \"1s\", do = \"mtu\" }]"] {
+        let text = format!("[[path]]\nrate = \"1Mbit\"\n{bad}\n[[flow]]\n");
+        assert!(Scenario::from_str(&text, ".").is_err(), "{bad}");
+    }
 }

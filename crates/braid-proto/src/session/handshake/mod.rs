@@ -11,9 +11,7 @@ use super::{Close, CloseCode, Datagram, Event, Session, State};
 use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::ServerHandshake;
 use crate::error::{SessionError, Violation};
-use crate::wire::{
-    self, DecodeError, Frame, Frames, Header, Hello, HEADER_LEN, MIN_INITIAL_DATAGRAM, VERSION,
-};
+use crate::wire::{self, DecodeError, Frame, Frames, Header, Hello, MIN_INITIAL_DATAGRAM, VERSION};
 use crate::Role;
 use crate::{cc, Instant};
 use crate::{PathId, PublicKey};
@@ -238,7 +236,10 @@ impl Session {
     /// that may count are the handshake's (and only as the handshake
     /// allows); a refusal in clear is kept as a hint, never obeyed.
     pub(super) fn handle_clear_handshake(&mut self, now: Instant, path: PathId, datagram: &[u8]) {
-        let payload = &datagram[HEADER_LEN..];
+        let Ok((_, payload)) = Header::decode(datagram) else {
+            self.counters.forged += 1;
+            return;
+        };
         let Some(Ok(frame)) = Frames::new(payload).next() else {
             self.counters.forged += 1;
             return;

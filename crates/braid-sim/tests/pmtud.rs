@@ -1,0 +1,94 @@
+//! Path MTU discovery in virtual time: a flow grows its datagrams to what
+//! the link carries, and one whose link's MTU falls mid-transfer finishes
+//! at the smaller size.
+
+use braid_sim::{RunResult, Scenario, Sim};
+
+fn run(toml: &str) -> RunResult {
+    let scenario = Scenario::from_str(toml, ".").expect("scenario parses");
+    let seed = scenario.seed;
+    Sim::new(scenario, seed).run()
+}
+
+#[test]
+fn a_flow_on_an_ethernet_link_finds_its_1472_byte_payload() {
+    let r = run(r#"
+        time_limit = "60s"
+        [[path]]
+        rate = "20Mbit"
+        delay = "10ms"
+        queue = 100
+        [[flow]]
+        bytes = "5MB"
+        pmtud = true
+        "#);
+    let f = &r.flows[0].forward;
+    assert!(f.completed && f.verified);
+    let p = &f.paths[0];
+    assert_eq!(p.max_datagram, 1472, "1500-byte MTU less IPv4 and UDP");
+    assert_eq!(p.pmtu_black_holes, 0);
+    // Nothing larger than the MTU was needed: no timeouts on a clean link.
+    assert_eq!(p.timeouts, 0);
+}
+
+#[test]
+fn a_larger_mtu_is_found_as_far_as_the_link_carries() {
+    let r = run(r#"
+        time_limit = "60s"
+        [[path]]
+        rate = "50Mbit"
+        delay = "5ms"
+        mtu = 9000
+        [[flow]]
+        bytes = "5MB"
+        pmtud = true
+        "#);
+    let f = &r.flows[0].forward;
+    assert!(f.completed && f.verified);
+    assert_eq!(f.paths[0].max_datagram, 9000 - 28);
+}
+
+#[test]
+fn a_flow_that_does_not_ask_stays_at_its_base_size() {
+    let r = run(r#"
+        time_limit = "60s"
+        [[path]]
+        rate = "20Mbit"
+        delay = "10ms"
+        [[flow]]
+        bytes = "1MB"
+        segment_size = 1024
+        "#);
+    let f = &r.flows[0].forward;
+    assert!(f.completed);
+    // The base: 1024 of payload, the header (11 bytes at most), a 9-byte STREAM header at most.
+    assert_eq!(f.paths[0].max_datagram, 1024 + 11 + 9);
+}
+
+#[test]
+fn an_mtu_falling_mid_transfer_is_a_black_hole_the_flow_falls_back_from() {
+    // 1500 until 2 s, then 1280 (IPv6's minimum, as a tunnel on the route).
+    let r = run(r#"
+        time_limit = "120s"
+        [[path]]
+        rate = "20Mbit"
+        delay = "10ms"
+        queue = 100
+        events = [ { at = "2s", do = "mtu", mtu = 1280 } ]
+        [[flow]]
+        bytes = "20MB"
+        segment_size = 1200
+        pmtud = true
+        "#);
+    let f = &r.flows[0].forward;
+    assert!(f.completed && f.verified, "{:?}", r.flows[0].error);
+    let p = &f.paths[0];
+    assert_eq!(p.pmtu_black_holes, 1, "{p:?}");
+    assert!(
+        p.max_datagram <= 1280 - 28 && p.max_datagram > 1200,
+        "settles under the new MTU: {}",
+        p.max_datagram
+    );
+    // 20 MB at 20 Mbit/s takes 8 s: the fallback cost little.
+    assert!(f.duration_s < 12.0, "{}", f.duration_s);
+}
