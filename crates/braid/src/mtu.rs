@@ -6,10 +6,12 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The largest datagram probed for, bytes: Ethernet's, even where the
-/// interface allows more (loopback's 64 KiB MTU). With 9 KB datagrams on
-/// loopback an honest client did not get through a flood of HELLOs
-/// within 20 s (`tests/attacks.rs`), with Ethernet's in 3 s; until that
-/// is understood, larger datagrams are not used.
+/// interface allows more (loopback's 64 KiB MTU). 16 KiB on loopback
+/// passes the attack tests now that the pacer lets a datagram larger than
+/// its burst leave, and halves the CPU per byte; but a receiver whose
+/// sender was killed then no longer declares it silent
+/// (`a_killed_peer_is_declared_gone_within_seconds` in the CLI tests),
+/// for a reason not found yet. Until it is, larger datagrams are not used.
 pub const MAX_DATAGRAM_CAP: u16 = ETHERNET_IPV4;
 
 /// Ethernet's 1500-byte MTU less IPv4 (20) and UDP (8): the ceiling when

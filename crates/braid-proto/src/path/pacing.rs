@@ -64,11 +64,14 @@ impl Pacer {
         self.last = self.last.max(now);
     }
 
-    /// When a packet of `bytes` may leave: `None` = now.
+    /// When a packet of `bytes` may leave: `None` = now. One larger than
+    /// the bucket (a datagram path MTU discovery grew past the segments
+    /// the depth is sized in) waits for a full bucket, then overdraws it:
+    /// the rate holds, and the packet is not held back forever.
     pub fn delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
         self.refill(now);
         let rate = self.rate?;
-        let missing = bytes as f64 - self.tokens;
+        let missing = (bytes as f64).min(self.depth) - self.tokens;
         // Rounded up, so the wake-up never lands before the tokens exist.
         (missing > 0.0)
             .then(|| now + Duration::from_nanos((missing / rate * 1e9).ceil().max(1.0) as u64))
@@ -112,6 +115,26 @@ mod tests {
         p.on_sent(at(100), 1500);
         p.on_sent(at(100), 1500);
         assert_eq!(p.delay(at(100), 1500), Some(at(101)));
+    }
+
+    /// A packet larger than the bucket's depth (2 segments here) leaves
+    /// once the bucket is full, and the next waits for what it overdrew.
+    #[test]
+    fn a_packet_larger_than_the_bucket_still_leaves_at_the_rate() {
+        let mut p = Pacer::new(at(0), 0);
+        // 1.5 MB/s, 1500-byte segments: a 3000-byte bucket, 16 KB packets.
+        p.set_rate(at(0), Some(1_500_000.0), 1500);
+        let next = p.delay(at(0), 16_000).expect("paced");
+        assert_eq!(next, at(2));
+        assert_eq!(p.delay(next, 16_000), None);
+        p.on_sent(next, 16_000);
+        // 16 KB at 1.5 MB/s: about 10.7 ms until the next one.
+        let after = p.delay(next, 16_000).expect("paced");
+        let gap = after.saturating_duration_since(next);
+        assert!(
+            gap > Duration::from_millis(10) && gap < Duration::from_millis(11),
+            "{gap:?}"
+        );
     }
 
     #[test]

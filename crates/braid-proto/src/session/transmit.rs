@@ -463,11 +463,13 @@ impl Session {
         // What the faster connections would have to deliver first, unless
         // the application may write more than the buffer holds.
         let backlog = (!self.streams.send.is_buffer_limited()).then(|| self.streams.send.backlog());
+        // Segments as cut now (path MTU discovery may have grown them past
+        // the negotiated size): the pacer's burst is counted in them.
         let id = scheduler::pick_data_path(
             &mut self.paths,
             now,
             charge,
-            u64::from(self.cfg.segment_size),
+            u64::from(self.streams.send.segment_size),
             backlog,
         )?;
         self.send_segment(now, id, pending, buf)
