@@ -163,7 +163,9 @@ pub struct Session {
     /// The event log, when the configuration asks for one.
     trace: trace::SessionTrace,
     /// The longest the peer says it delays an ACK: what an RTT sample may
-    /// lose to a reported ACK delay. Ours until the handshake tells.
+    /// lose to a reported ACK delay, and what the probe timeout and the
+    /// tail copies wait for beyond a round trip. Ours until the handshake
+    /// tells.
     peer_max_ack_delay: std::time::Duration,
 }
 

@@ -28,7 +28,7 @@ impl Session {
     fn tail_ack_overdue_at(&self, path: PathId, due_us: i64) -> Option<i64> {
         let p = self.paths.get(&path)?;
         let back = p.ack_path_base_us()?;
-        let margin = micros_i64(p.rtt().rttvar() * 4 + self.cfg.max_ack_delay);
+        let margin = micros_i64(p.rtt().rttvar() * 4 + self.peer_max_ack_delay);
         Some(due_us.saturating_add(back).saturating_add(margin))
     }
 

@@ -153,7 +153,7 @@ impl Session {
                 .filter(|_| self.has_active_path()),
             Timer::Persist => self.persist_deadline().filter(|_| self.has_active_path()),
             Timer::Pacing(id) => path(id)?.pacing_wakeup(),
-            Timer::Tlp(id) => path(id)?.tlp_deadline(self.cfg.max_ack_delay),
+            Timer::Tlp(id) => path(id)?.tlp_deadline(self.peer_max_ack_delay),
             Timer::Rto(id) => path(id)?.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval),
             Timer::Loss(id) => path(id)?.loss_deadline(),
             Timer::Ack(id) => {
