@@ -343,11 +343,13 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
+    // The record's counts first, then the log's end: what the session
+    // sends meanwhile (its CLOSE) is in the log, never only in the counts.
+    report.observe(&session);
     recording.finish(&session).await;
     if let Some(r) = recorder {
         r.write().await;
     }
-    report.observe(&session);
     report.reach = setup.meeting.reach();
     let received = transfer::content_received(&session, header.as_ref());
     if let Some(h) = header {

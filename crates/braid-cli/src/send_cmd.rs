@@ -174,11 +174,13 @@ async fn attempt(
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
+    // The record's counts first, then the log's end: what the session
+    // sends meanwhile (its CLOSE) is in the log, never only in the counts.
+    report.observe(&session);
     recording.finish(&session).await;
     if let Some(r) = recorder {
         r.write().await;
     }
-    report.observe(&session);
     report.reach = meeting.reach();
     match outcome {
         Ok(o) => {

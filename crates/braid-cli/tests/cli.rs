@@ -590,10 +590,24 @@ fn stalled_transfer(out: &Path) -> (Recv, Child, std::process::ChildStdin) {
         .unwrap();
     let mut stdin = send.stdin.take().unwrap();
     std::io::Write::write_all(&mut stdin, &vec![7u8; 1 << 20]).unwrap();
-    // Until the receiver has started its partial file.
+    // Until the receiver has written three quarters of it (it writes in
+    // pieces of 256 KiB): the transfer is stalled, not starting. How long
+    // a silent peer is waited for depends on how many packets the path
+    // carried, and 16 KiB datagrams on loopback carry the first bytes in
+    // a handful.
     let start = Instant::now();
-    while std::fs::read_dir(out).unwrap().count() == 0 {
-        assert!(start.elapsed() < Duration::from_secs(10), "no partial file");
+    let written = || -> u64 {
+        let files = std::fs::read_dir(out).unwrap();
+        files
+            .map(|f| f.unwrap().metadata().map_or(0, |m| m.len()))
+            .sum()
+    };
+    while written() < 3 << 18 {
+        let n = written();
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{n} bytes written"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     (recv, send, stdin)

@@ -52,7 +52,7 @@ fn send_and_recv_each_write_a_qlog_of_the_same_session() {
     assert_eq!(recv[0]["trace"]["vantage_point"]["type"], "server");
     let count = |r: &[Value], name: &str| r.iter().filter(|e| e["name"] == name).count();
     // Every datagram the sender sent is in its log, per connection (the
-    // record is read a moment after the log ends: a probe may fall between).
+    // record is read a moment before the log ends: a packet may fall between).
     let mut sent_per_path = BTreeMap::new();
     for e in send.iter().filter(|e| e["name"] == "transport:packet_sent") {
         *sent_per_path

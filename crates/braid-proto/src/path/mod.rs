@@ -410,8 +410,21 @@ impl Path {
     pub fn can_send_data(&self, charge: u64) -> bool {
         self.state == PathState::Active
             && (self.in_flight() == 0
-                || self.in_flight() + charge <= self.cc.window()
+                || self.in_flight() + charge <= self.window()
                 || self.tlp_credit)
+    }
+
+    /// The controller's window, but never under two of the datagrams
+    /// discovery found (RFC 9002 §7.2's minimum window) once they outgrow
+    /// the segments the controllers count in: a window of one datagram
+    /// waits out the peer's ACK delay every round trip, and the rate that
+    /// measures keeps the window there (16 KiB datagrams on loopback).
+    fn window(&self) -> u64 {
+        let window = self.cc.window();
+        if self.pmtud.current() <= self.pmtud.base() {
+            return window;
+        }
+        window.max(2 * u64::from(self.pmtud.current()))
     }
 
     /// The controller's pacing rate, or a gain over window / sRTT; `None`
@@ -458,7 +471,7 @@ impl Path {
     /// The sender had nothing to send while this path's window had room:
     /// rate samples until what is in flight now is delivered understate the path.
     pub fn on_app_limited(&mut self) {
-        if self.state == PathState::Active && self.in_flight() < self.cc.window() {
+        if self.state == PathState::Active && self.in_flight() < self.window() {
             self.delivery.on_app_limited(self.in_flight());
         }
     }

@@ -88,6 +88,11 @@ impl Pmtud {
         self.current
     }
 
+    /// The size every connection starts from.
+    pub fn base(&self) -> u16 {
+        self.base
+    }
+
     pub fn black_holes(&self) -> u32 {
         self.black_holes
     }
