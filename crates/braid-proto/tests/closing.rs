@@ -1,6 +1,7 @@
 //! How a session ends on purpose when the network loses the news: the
 //! closing side answers the peer's packets with its CLOSE for three
-//! retransmission timeouts; the side told drains, silent, as long.
+//! retransmission timeouts; the side told answers once and drains as long,
+//! and the closing side that hears that answer ends at once.
 
 mod common;
 
@@ -156,10 +157,11 @@ fn only_authentic_fresh_packets_are_answered() {
     assert_eq!(deliver(&mut pair, genuine), 0, "its replay");
 }
 
-/// The side told drains: it sends nothing more (not even ACKs of what was
-/// in flight), and ends after three retransmission timeouts.
+/// The side told drains: it sends one CLOSE in answer and nothing more
+/// (not even ACKs of what was in flight), and ends after three
+/// retransmission timeouts.
 #[test]
-fn the_side_told_drains_in_silence() {
+fn the_side_told_answers_once_and_drains() {
     let mut pair = downloading();
     pair.client.abort(7, "stop");
     pair.drive_until(Duration::from_secs(5), |p| p.server().error().is_some());
@@ -170,12 +172,29 @@ fn the_side_told_drains_in_silence() {
     pair.drop = rule;
     pair.drive_until(Duration::from_secs(60), |p| p.server().is_closed());
     assert!(pair.server().is_closed());
+    // Its answer left as the CLOSE arrived; nothing after it.
     assert!(sent.borrow().is_empty(), "sent {:?}", sent.borrow());
     let lasted = pair.now - told_at;
     assert!(
         lasted >= 600 * MS && lasted <= 3 * Duration::from_secs(1),
         "{lasted:?}"
     );
+}
+
+/// The closing side whose CLOSE arrived hears the peer's answer and ends
+/// a round trip later, not after three retransmission timeouts; the side
+/// told still learns the code and reason.
+#[test]
+fn a_close_that_is_answered_ends_the_closing_period() {
+    let mut pair = downloading();
+    pair.client.abort(9, "done");
+    let closed_at = pair.now;
+    pair.drive_until(Duration::from_secs(60), |p| p.client.is_closed());
+    assert!(pair.client.is_closed());
+    let lasted = pair.now - closed_at;
+    // A 20 ms round trip; three timeouts would be 600 ms at least.
+    assert!(lasted <= 40 * MS, "closing lasted {lasted:?}");
+    assert_eq!(pair.server().error(), Some(&aborted(9, "done")));
 }
 
 /// Both sides close at once: each keeps its own reason, neither answers

@@ -5,7 +5,11 @@
 //! timeouts: it answers the peer's authentic packets with its CLOSE again,
 //! ever less often, and discards everything else, so that a peer whose
 //! copies were all lost still learns why rather than finding us silent.
-//! The side that receives a CLOSE drains for as long: it sends nothing.
+//! The side that receives a CLOSE drains for as long: it answers that
+//! CLOSE once with its own (RFC 9000 §10.2.2) and sends nothing else. A
+//! closing side that hears the peer's CLOSE has nobody left to answer and
+//! ends at once, so a process waiting for its CLOSE to go out exits a
+//! round trip later, not three timeouts later.
 //! The application hears of the end at once; only the driver stays.
 
 use super::Session;
@@ -87,6 +91,9 @@ pub(super) struct Close {
     gap: Duration,
     /// The peer closed too: nothing more to answer.
     peer_closed: bool,
+    /// The one answer of a draining side to the peer's CLOSE: no closing
+    /// period follows it.
+    reply: bool,
 }
 
 impl Close {
@@ -101,6 +108,16 @@ impl Close {
             last_answer: None,
             gap: Duration::ZERO,
             peer_closed: false,
+            reply: false,
+        }
+    }
+
+    /// The single CLOSE a draining side answers the peer's with.
+    pub fn reply(code: u64) -> Close {
+        Close {
+            left: 1,
+            reply: true,
+            ..Close::new(code, String::new())
         }
     }
 
@@ -108,7 +125,7 @@ impl Close {
     /// `period` when `linger`, with answers at least `gap` apart at first.
     pub fn on_sent(&mut self, now: Instant, linger: bool, period: Duration, gap: Duration) {
         self.left = self.left.saturating_sub(1);
-        if linger && self.until.is_none() {
+        if linger && !self.reply && self.until.is_none() {
             self.until = Some(now + period);
             self.gap = gap.max(Duration::from_millis(1));
         }
@@ -129,6 +146,10 @@ impl Close {
     /// once), the period is not over, and the peer has not closed too.
     fn on_peer_packet(&mut self, now: Instant, carries_close: bool) {
         self.peer_closed |= carries_close;
+        if carries_close {
+            // The peer is closing or draining: nothing of ours is awaited.
+            self.until = self.until.map(|until| until.min(now));
+        }
         let in_period = self.until.is_some_and(|until| now < until);
         let waited = self.last_answer.is_none_or(|last| now >= last + self.gap);
         if self.peer_closed || !in_period || !waited || self.answers >= MAX_ANSWERS {
@@ -175,13 +196,15 @@ impl Session {
         true
     }
 
-    /// The peer's CLOSE arrived: the session drains, sending nothing, for
-    /// the closing period's length, when the peer confirmed the handshake
-    /// (a refused opening ends at once).
-    pub(super) fn enter_draining(&mut self) {
+    /// The peer's CLOSE (`code`) arrived: the session drains for the
+    /// closing period's length, sending nothing but one CLOSE in answer,
+    /// when the peer confirmed the handshake (a refused opening ends at
+    /// once).
+    pub(super) fn enter_draining(&mut self, code: u64) {
         self.state = super::State::Closed;
         if self.handshake.is_done() && self.close.is_none() {
             self.drain_after_close = Some(self.liveness.latest() + self.closing_period());
+            self.close = Some(Close::reply(code));
         }
     }
 

@@ -457,7 +457,7 @@ impl Session {
             _ => SessionError::PeerAborted { code, reason },
         };
         self.fail(err);
-        self.enter_draining();
+        self.enter_draining(code);
     }
 
     pub(super) fn on_path_closed(&mut self, now: Instant, id: PathId) {
