@@ -47,7 +47,7 @@ fn a_flood_stalling_for_15_s_is_outwaited() {
 
 /// The same flood without loss keeps the 5-packet queue full for 40 s: a
 /// second session's HELLOs, one a second, find no room for seconds (which
-/// one first finds a slot free is chance: the 5th here, the 10th while the
+/// one first finds a slot free is chance: the 6th here, the 11th while the
 /// flood's receiver still asked for its few ACK ranges to be acknowledged),
 /// and a 10 s handshake timeout used to end it. Kernel TCP's SYNs (0, 1,
 /// 3 ... 63 s) keep trying; so does braid now.
