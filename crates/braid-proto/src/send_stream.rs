@@ -6,6 +6,17 @@
 
 use crate::PathId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+
+/// Stream bytes the application can produce again from their offset, such
+/// as the simulator's generated content. A session given one keeps no copy
+/// of what is written (see [`crate::Session::use_generated_content`]): each
+/// packet reads its bytes straight from it, which spares copying every
+/// byte into a send buffer and, long after, out of it again.
+pub trait GeneratedContent: Send + fmt::Debug {
+    /// Writes the stream's bytes from `offset` on into the whole of `out`.
+    fn read_at(&self, offset: u64, out: &mut [u8]);
+}
 
 /// Segments at the tail that [`SendStream::tail`] looks at: the oldest,
 /// which hold up the stream, and a bound on the work per call (the session
@@ -41,8 +52,10 @@ pub(crate) struct Pending {
 
 #[derive(Debug)]
 pub(crate) struct SendStream {
-    /// Bytes from `base` up to `written`.
+    /// Bytes from `base` up to `written` (none with `generated`).
     buf: VecDeque<u8>,
+    /// Where the bytes come from instead of `buf`, if the application said so.
+    generated: Option<Box<dyn GeneratedContent>>,
     base: u64,
     written: u64,
     /// Offset of the first byte never sent.
@@ -73,6 +86,7 @@ impl SendStream {
     pub fn new(segment_size: u32, buffer_limit: u64, window_packets: u64, max_data: u64) -> Self {
         SendStream {
             buf: VecDeque::new(),
+            generated: None,
             base: 0,
             written: 0,
             next_new: 0,
@@ -90,15 +104,37 @@ impl SendStream {
         }
     }
 
-    /// Buffers as much of `data` as the window allows; returns the count taken.
+    /// Buffers as much of `data` as the window allows; returns the count
+    /// taken (none once the bytes come from generated content).
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.finishing {
+        if self.generated.is_some() {
             return 0;
         }
-        let room = self.buffer_limit.saturating_sub(self.buf.len() as u64);
-        let n = data.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let room = usize::try_from(self.writable()).unwrap_or(usize::MAX);
+        let n = data.len().min(room);
         self.buf.extend(&data[..n]);
         self.written += n as u64;
+        n
+    }
+
+    /// Serves the bytes from `content` from now on; only before any write.
+    /// Whether it was taken.
+    pub fn use_generated(&mut self, content: Box<dyn GeneratedContent>) -> bool {
+        if self.written > 0 || self.finishing {
+            return false;
+        }
+        self.generated = Some(content);
+        true
+    }
+
+    /// Counts up to `len` more bytes of the generated content as written,
+    /// as `write` would take them; returns the count taken.
+    pub fn write_generated(&mut self, len: u64) -> u64 {
+        if self.generated.is_none() {
+            return 0;
+        }
+        let n = len.min(self.writable());
+        self.written += n;
         n
     }
 
@@ -107,8 +143,13 @@ impl SendStream {
         if self.finishing {
             0
         } else {
-            self.buffer_limit.saturating_sub(self.buf.len() as u64)
+            self.buffer_limit.saturating_sub(self.buffered())
         }
+    }
+
+    /// Bytes written and not yet released: what `buf` holds, or would.
+    fn buffered(&self) -> u64 {
+        self.written - self.base
     }
 
     pub fn finish(&mut self) {
@@ -237,6 +278,12 @@ impl SendStream {
 
     /// Copies the segment's bytes into `out`.
     pub fn read_segment(&self, offset: u64, len: u32, out: &mut Vec<u8>) {
+        if let Some(content) = &self.generated {
+            let at = out.len();
+            out.resize(at + len as usize, 0);
+            content.read_at(offset, &mut out[at..]);
+            return;
+        }
         let start = (offset - self.base) as usize;
         let end = start + len as usize;
         let (a, b) = self.buf.as_slices();
@@ -377,6 +424,7 @@ impl SendStream {
             .map_or(self.next_new, |(&o, _)| o);
         let free = front.saturating_sub(self.base) as usize;
         self.buf.drain(..free.min(self.buf.len()));
+        // `base` also moves without `buf`, for generated content.
         self.base += free as u64;
         self.complete = self.fin_sent && self.segments.is_empty();
     }
@@ -468,6 +516,52 @@ mod tests {
         assert_eq!(s.writable(), 0);
         s.finish();
         assert_eq!(s.write(&[1]), 0);
+    }
+
+    /// Byte `i` of the stream is `i % 251`.
+    #[derive(Debug)]
+    struct Counting;
+
+    impl GeneratedContent for Counting {
+        fn read_at(&self, offset: u64, out: &mut [u8]) {
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = ((offset + i as u64) % 251) as u8;
+            }
+        }
+    }
+
+    #[test]
+    fn generated_content_is_counted_like_writes_and_read_at_its_offset() {
+        let mut copied = SendStream::new(4, 10, 10, 1000);
+        let mut generated = SendStream::new(4, 10, 10, 1000);
+        assert!(generated.use_generated(Box::new(Counting)));
+        let bytes: Vec<u8> = (0..40).map(|i| (i % 251) as u8).collect();
+        assert_eq!(copied.write(&bytes[..25]), 10);
+        assert_eq!(generated.write_generated(25), 10);
+        assert_eq!(
+            generated.write(b"x"),
+            0,
+            "generated content takes no copies"
+        );
+        for s in [&mut copied, &mut generated] {
+            s.on_sent(s.peek().unwrap(), PathId(0), None);
+            s.on_sent(s.peek().unwrap(), PathId(0), None);
+            s.on_acked(0);
+        }
+        assert_eq!(copied.writable(), generated.writable());
+        assert_eq!(
+            copied.write(&bytes[10..15]),
+            generated.write_generated(5) as usize
+        );
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        copied.read_segment(4, 4, &mut a);
+        generated.read_segment(4, 4, &mut b);
+        b.extend_from_slice(b"!");
+        generated.read_segment(12, 3, &mut b);
+        assert_eq!(a, [4, 5, 6, 7]);
+        assert_eq!(b, [4, 5, 6, 7, b'!', 12, 13, 14]);
+        // Only a stream nothing was written to takes generated content.
+        assert!(!copied.use_generated(Box::new(Counting)));
     }
 
     #[test]
