@@ -10,6 +10,7 @@
 pub mod cc;
 mod config;
 pub mod crypto;
+mod deque_map;
 mod ecn;
 mod endpoint;
 mod error;

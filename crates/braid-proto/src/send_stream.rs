@@ -4,8 +4,9 @@
 //! A segment keeps its byte range for life, so a retransmission carries the
 //! same bytes in a new packet.
 
+use crate::deque_map::DequeMap;
 use crate::PathId;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 
 /// Stream bytes the application can produce again from their offset, such
@@ -61,7 +62,7 @@ pub(crate) struct SendStream {
     /// Offset of the first byte never sent.
     next_new: u64,
     /// Sent, not yet acknowledged, keyed by offset.
-    segments: BTreeMap<u64, Segment>,
+    segments: DequeMap<Segment>,
     /// Offsets of segments declared lost and waiting for a new packet.
     lost: BTreeSet<u64>,
     /// Set by `finish`: the stream ends at `written`.
@@ -90,7 +91,7 @@ impl SendStream {
             base: 0,
             written: 0,
             next_new: 0,
-            segments: BTreeMap::new(),
+            segments: DequeMap::default(),
             lost: BTreeSet::new(),
             finishing: false,
             fin_sent: false,
@@ -226,7 +227,10 @@ impl SendStream {
     /// The next segment to send: a lost one first, else new data.
     pub fn peek(&self) -> Option<Pending> {
         if let Some(&offset) = self.lost.first() {
-            let seg = &self.segments[&offset];
+            let seg = self
+                .segments
+                .get(offset)
+                .expect("a lost segment is outstanding");
             return Some(Pending {
                 offset,
                 len: seg.len,
@@ -251,7 +255,7 @@ impl SendStream {
             self.lost.remove(&p.offset);
             let seg = self
                 .segments
-                .get_mut(&p.offset)
+                .get_mut(p.offset)
                 .expect("resent segment is outstanding");
             seg.retries += 1;
             seg.in_flight += 1;
@@ -299,7 +303,7 @@ impl SendStream {
     /// A packet carrying the segment at `offset` was acknowledged. Returns the
     /// bytes newly acknowledged (zero if it was already).
     pub fn on_acked(&mut self, offset: u64) -> u64 {
-        let Some(seg) = self.segments.remove(&offset) else {
+        let Some(seg) = self.segments.remove(offset) else {
             return 0;
         };
         self.lost.remove(&offset);
@@ -319,7 +323,7 @@ impl SendStream {
     /// rest becomes a segment of its own, waiting as lost. Copies of the
     /// whole still in flight then count for the first part only.
     pub fn split(&mut self, offset: u64, len: u32) {
-        let Some(seg) = self.segments.get_mut(&offset) else {
+        let Some(seg) = self.segments.get_mut(offset) else {
             return;
         };
         if len == 0 || len >= seg.len {
@@ -338,7 +342,7 @@ impl SendStream {
 
     /// A packet carrying the segment at `offset` was declared lost.
     pub fn on_lost(&mut self, offset: u64) {
-        if let Some(seg) = self.segments.get_mut(&offset) {
+        if let Some(seg) = self.segments.get_mut(offset) {
             seg.in_flight = seg.in_flight.saturating_sub(1);
             if seg.in_flight == 0 {
                 self.lost.insert(offset);
@@ -373,12 +377,12 @@ impl SendStream {
             .flatten()
             .filter(|(_, s)| s.in_flight == 1)
             .take(TAIL_SCAN)
-            .filter_map(|(&offset, s)| Some((offset, s.path, s.due_us?)))
+            .filter_map(|(offset, s)| Some((offset, s.path, s.due_us?)))
     }
 
     /// A second copy of the segment at `offset` (from [`Self::tail`]).
     pub fn copy_of(&self, offset: u64) -> Option<Pending> {
-        let s = self.segments.get(&offset)?;
+        let s = self.segments.get(offset)?;
         Some(Pending {
             offset,
             len: s.len,
@@ -390,7 +394,7 @@ impl SendStream {
     /// Queues an outstanding segment for a tail-loss probe while its first
     /// copy is still in flight (RFC 8985 §7.3).
     pub fn probe(&mut self, offset: u64) {
-        if self.segments.contains_key(&offset) {
+        if self.segments.get(offset).is_some() {
             self.lost.insert(offset);
         }
     }
@@ -403,7 +407,7 @@ impl SendStream {
 
     pub fn on_cumulative(&mut self, cumulative: u64, fin: bool) {
         let mut covered = Vec::new();
-        for (&off, seg) in &self.segments {
+        for (off, seg) in self.segments.iter() {
             let end = off + u64::from(seg.len);
             if end < cumulative || (end == cumulative && (!seg.fin || fin)) {
                 covered.push(off);
@@ -418,10 +422,7 @@ impl SendStream {
 
     /// Frees acknowledged bytes at the front of the buffer and notes completion.
     fn release(&mut self) {
-        let front = self
-            .segments
-            .first_key_value()
-            .map_or(self.next_new, |(&o, _)| o);
+        let front = self.segments.first().map_or(self.next_new, |(o, _)| o);
         let free = front.saturating_sub(self.base) as usize;
         self.buf.drain(..free.min(self.buf.len()));
         // `base` also moves without `buf`, for generated content.
