@@ -10,6 +10,7 @@
 pub mod cc;
 mod config;
 pub mod crypto;
+mod deque_map;
 mod ecn;
 mod endpoint;
 mod error;
@@ -36,6 +37,7 @@ pub use endpoint::{
 pub use error::{SessionError, Violation};
 pub use ids::{PathId, Role};
 pub use rtt::RtoConfig;
+pub use send_stream::GeneratedContent;
 pub use session::{AcceptError, CloseCode, Datagram, Event, OfferError, Session, Transmit};
 pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

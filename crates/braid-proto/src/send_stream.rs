@@ -4,8 +4,20 @@
 //! A segment keeps its byte range for life, so a retransmission carries the
 //! same bytes in a new packet.
 
+use crate::deque_map::DequeMap;
 use crate::PathId;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+
+/// Stream bytes the application can produce again from their offset, such
+/// as the simulator's generated content. A session given one keeps no copy
+/// of what is written (see [`crate::Session::use_generated_content`]): each
+/// packet reads its bytes straight from it, which spares copying every
+/// byte into a send buffer and, long after, out of it again.
+pub trait GeneratedContent: Send + fmt::Debug {
+    /// Writes the stream's bytes from `offset` on into the whole of `out`.
+    fn read_at(&self, offset: u64, out: &mut [u8]);
+}
 
 /// Segments at the tail that [`SendStream::tail`] looks at: the oldest,
 /// which hold up the stream, and a bound on the work per call (the session
@@ -41,14 +53,16 @@ pub(crate) struct Pending {
 
 #[derive(Debug)]
 pub(crate) struct SendStream {
-    /// Bytes from `base` up to `written`.
+    /// Bytes from `base` up to `written` (none with `generated`).
     buf: VecDeque<u8>,
+    /// Where the bytes come from instead of `buf`, if the application said so.
+    generated: Option<Box<dyn GeneratedContent>>,
     base: u64,
     written: u64,
     /// Offset of the first byte never sent.
     next_new: u64,
     /// Sent, not yet acknowledged, keyed by offset.
-    segments: BTreeMap<u64, Segment>,
+    segments: DequeMap<Segment>,
     /// Offsets of segments declared lost and waiting for a new packet.
     lost: BTreeSet<u64>,
     /// Set by `finish`: the stream ends at `written`.
@@ -73,10 +87,11 @@ impl SendStream {
     pub fn new(segment_size: u32, buffer_limit: u64, window_packets: u64, max_data: u64) -> Self {
         SendStream {
             buf: VecDeque::new(),
+            generated: None,
             base: 0,
             written: 0,
             next_new: 0,
-            segments: BTreeMap::new(),
+            segments: DequeMap::default(),
             lost: BTreeSet::new(),
             finishing: false,
             fin_sent: false,
@@ -90,15 +105,37 @@ impl SendStream {
         }
     }
 
-    /// Buffers as much of `data` as the window allows; returns the count taken.
+    /// Buffers as much of `data` as the window allows; returns the count
+    /// taken (none once the bytes come from generated content).
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.finishing {
+        if self.generated.is_some() {
             return 0;
         }
-        let room = self.buffer_limit.saturating_sub(self.buf.len() as u64);
-        let n = data.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let room = usize::try_from(self.writable()).unwrap_or(usize::MAX);
+        let n = data.len().min(room);
         self.buf.extend(&data[..n]);
         self.written += n as u64;
+        n
+    }
+
+    /// Serves the bytes from `content` from now on; only before any write.
+    /// Whether it was taken.
+    pub fn use_generated(&mut self, content: Box<dyn GeneratedContent>) -> bool {
+        if self.written > 0 || self.finishing {
+            return false;
+        }
+        self.generated = Some(content);
+        true
+    }
+
+    /// Counts up to `len` more bytes of the generated content as written,
+    /// as `write` would take them; returns the count taken.
+    pub fn write_generated(&mut self, len: u64) -> u64 {
+        if self.generated.is_none() {
+            return 0;
+        }
+        let n = len.min(self.writable());
+        self.written += n;
         n
     }
 
@@ -107,8 +144,13 @@ impl SendStream {
         if self.finishing {
             0
         } else {
-            self.buffer_limit.saturating_sub(self.buf.len() as u64)
+            self.buffer_limit.saturating_sub(self.buffered())
         }
+    }
+
+    /// Bytes written and not yet released: what `buf` holds, or would.
+    fn buffered(&self) -> u64 {
+        self.written - self.base
     }
 
     pub fn finish(&mut self) {
@@ -185,7 +227,10 @@ impl SendStream {
     /// The next segment to send: a lost one first, else new data.
     pub fn peek(&self) -> Option<Pending> {
         if let Some(&offset) = self.lost.first() {
-            let seg = &self.segments[&offset];
+            let seg = self
+                .segments
+                .get(offset)
+                .expect("a lost segment is outstanding");
             return Some(Pending {
                 offset,
                 len: seg.len,
@@ -210,7 +255,7 @@ impl SendStream {
             self.lost.remove(&p.offset);
             let seg = self
                 .segments
-                .get_mut(&p.offset)
+                .get_mut(p.offset)
                 .expect("resent segment is outstanding");
             seg.retries += 1;
             seg.in_flight += 1;
@@ -237,6 +282,12 @@ impl SendStream {
 
     /// Copies the segment's bytes into `out`.
     pub fn read_segment(&self, offset: u64, len: u32, out: &mut Vec<u8>) {
+        if let Some(content) = &self.generated {
+            let at = out.len();
+            out.resize(at + len as usize, 0);
+            content.read_at(offset, &mut out[at..]);
+            return;
+        }
         let start = (offset - self.base) as usize;
         let end = start + len as usize;
         let (a, b) = self.buf.as_slices();
@@ -252,7 +303,7 @@ impl SendStream {
     /// A packet carrying the segment at `offset` was acknowledged. Returns the
     /// bytes newly acknowledged (zero if it was already).
     pub fn on_acked(&mut self, offset: u64) -> u64 {
-        let Some(seg) = self.segments.remove(&offset) else {
+        let Some(seg) = self.segments.remove(offset) else {
             return 0;
         };
         self.lost.remove(&offset);
@@ -272,7 +323,7 @@ impl SendStream {
     /// rest becomes a segment of its own, waiting as lost. Copies of the
     /// whole still in flight then count for the first part only.
     pub fn split(&mut self, offset: u64, len: u32) {
-        let Some(seg) = self.segments.get_mut(&offset) else {
+        let Some(seg) = self.segments.get_mut(offset) else {
             return;
         };
         if len == 0 || len >= seg.len {
@@ -291,7 +342,7 @@ impl SendStream {
 
     /// A packet carrying the segment at `offset` was declared lost.
     pub fn on_lost(&mut self, offset: u64) {
-        if let Some(seg) = self.segments.get_mut(&offset) {
+        if let Some(seg) = self.segments.get_mut(offset) {
             seg.in_flight = seg.in_flight.saturating_sub(1);
             if seg.in_flight == 0 {
                 self.lost.insert(offset);
@@ -326,12 +377,12 @@ impl SendStream {
             .flatten()
             .filter(|(_, s)| s.in_flight == 1)
             .take(TAIL_SCAN)
-            .filter_map(|(&offset, s)| Some((offset, s.path, s.due_us?)))
+            .filter_map(|(offset, s)| Some((offset, s.path, s.due_us?)))
     }
 
     /// A second copy of the segment at `offset` (from [`Self::tail`]).
     pub fn copy_of(&self, offset: u64) -> Option<Pending> {
-        let s = self.segments.get(&offset)?;
+        let s = self.segments.get(offset)?;
         Some(Pending {
             offset,
             len: s.len,
@@ -343,7 +394,7 @@ impl SendStream {
     /// Queues an outstanding segment for a tail-loss probe while its first
     /// copy is still in flight (RFC 8985 §7.3).
     pub fn probe(&mut self, offset: u64) {
-        if self.segments.contains_key(&offset) {
+        if self.segments.get(offset).is_some() {
             self.lost.insert(offset);
         }
     }
@@ -356,7 +407,7 @@ impl SendStream {
 
     pub fn on_cumulative(&mut self, cumulative: u64, fin: bool) {
         let mut covered = Vec::new();
-        for (&off, seg) in &self.segments {
+        for (off, seg) in self.segments.iter() {
             let end = off + u64::from(seg.len);
             if end < cumulative || (end == cumulative && (!seg.fin || fin)) {
                 covered.push(off);
@@ -371,12 +422,10 @@ impl SendStream {
 
     /// Frees acknowledged bytes at the front of the buffer and notes completion.
     fn release(&mut self) {
-        let front = self
-            .segments
-            .first_key_value()
-            .map_or(self.next_new, |(&o, _)| o);
+        let front = self.segments.first().map_or(self.next_new, |(o, _)| o);
         let free = front.saturating_sub(self.base) as usize;
         self.buf.drain(..free.min(self.buf.len()));
+        // `base` also moves without `buf`, for generated content.
         self.base += free as u64;
         self.complete = self.fin_sent && self.segments.is_empty();
     }
@@ -468,6 +517,52 @@ mod tests {
         assert_eq!(s.writable(), 0);
         s.finish();
         assert_eq!(s.write(&[1]), 0);
+    }
+
+    /// Byte `i` of the stream is `i % 251`.
+    #[derive(Debug)]
+    struct Counting;
+
+    impl GeneratedContent for Counting {
+        fn read_at(&self, offset: u64, out: &mut [u8]) {
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = ((offset + i as u64) % 251) as u8;
+            }
+        }
+    }
+
+    #[test]
+    fn generated_content_is_counted_like_writes_and_read_at_its_offset() {
+        let mut copied = SendStream::new(4, 10, 10, 1000);
+        let mut generated = SendStream::new(4, 10, 10, 1000);
+        assert!(generated.use_generated(Box::new(Counting)));
+        let bytes: Vec<u8> = (0..40).map(|i| (i % 251) as u8).collect();
+        assert_eq!(copied.write(&bytes[..25]), 10);
+        assert_eq!(generated.write_generated(25), 10);
+        assert_eq!(
+            generated.write(b"x"),
+            0,
+            "generated content takes no copies"
+        );
+        for s in [&mut copied, &mut generated] {
+            s.on_sent(s.peek().unwrap(), PathId(0), None);
+            s.on_sent(s.peek().unwrap(), PathId(0), None);
+            s.on_acked(0);
+        }
+        assert_eq!(copied.writable(), generated.writable());
+        assert_eq!(
+            copied.write(&bytes[10..15]),
+            generated.write_generated(5) as usize
+        );
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        copied.read_segment(4, 4, &mut a);
+        generated.read_segment(4, 4, &mut b);
+        b.extend_from_slice(b"!");
+        generated.read_segment(12, 3, &mut b);
+        assert_eq!(a, [4, 5, 6, 7]);
+        assert_eq!(b, [4, 5, 6, 7, b'!', 12, 13, 14]);
+        // Only a stream nothing was written to takes generated content.
+        assert!(!copied.use_generated(Box::new(Counting)));
     }
 
     #[test]

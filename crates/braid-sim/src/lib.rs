@@ -12,6 +12,7 @@ pub mod content;
 mod flow_error;
 mod published;
 mod qlog_files;
+mod queue;
 pub mod report;
 pub mod scenario;
 mod sim;

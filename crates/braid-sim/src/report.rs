@@ -416,7 +416,7 @@ impl RunResult {
 /// The catchunks-style summary of one direction, under `label`.
 pub fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
     let status = match (d.completed, d.verified) {
-        (true, true) => "all bytes received and verified (BLAKE3)",
+        (true, true) => "all bytes received and verified byte for byte",
         (false, _) if d.delivered < d.bytes => "INCOMPLETE",
         _ => "NOT VERIFIED",
     };

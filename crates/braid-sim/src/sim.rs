@@ -4,6 +4,7 @@
 use crate::content::Transfer;
 use crate::flow_error::FlowError;
 use crate::qlog_files::QlogFiles;
+use crate::queue::EventQueue;
 use crate::report::{FlowOutcome, LinkLog, RunResult};
 use crate::scenario::{FlowSpec, Scenario};
 use braid_link::seeds::{self, Side};
@@ -12,11 +13,9 @@ use braid_proto::{
     wire, Datagram, Ecn, Event, Instant, Keypair, PathId, PathSample, Security, Session,
     SessionConfig,
 };
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::time::Duration;
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug)]
 enum Action {
     Start {
         flow: usize,
@@ -30,7 +29,7 @@ enum Action {
         to: Side,
         conn: PathId,
         scenario_path: usize,
-        ecn: EcnBits,
+        ecn: Ecn,
         datagram: Vec<u8>,
     },
     SetLink {
@@ -38,10 +37,6 @@ enum Action {
         state: LinkState,
     },
 }
-
-/// Orderable stand-ins for foreign types kept in the heap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct EcnBits(u8);
 
 /// One endpoint: its session (the server's appears with the first datagram) and wake-up.
 #[derive(Debug, Default)]
@@ -83,8 +78,7 @@ pub struct Sim {
     scenario: Scenario,
     seed: u64,
     now: Instant,
-    queue: BinaryHeap<Reverse<(Instant, u64, Action)>>,
-    seq: u64,
+    queue: EventQueue<Action>,
     /// Per scenario path: [client→server, server→client].
     links: Vec<[Link; 2]>,
     flows: Vec<FlowState>,
@@ -114,6 +108,14 @@ fn session_config(spec: &FlowSpec, sample_interval: Duration, trace: bool) -> Se
     cfg.paths = spec.paths.len().min(255) as u8;
     cfg.max_paths = cfg.max_paths.max(cfg.paths);
     cfg
+}
+
+/// A new session that sends `writer`'s content, read straight into its
+/// packets rather than copied in and out of a send buffer.
+fn with_content(mut session: Session, writer: &Transfer) -> Session {
+    let taken = session.use_generated_content(writer.content());
+    debug_assert!(taken, "a new session has written nothing");
+    session
 }
 
 /// A sealed flow's server key pair (the client pins its public half).
@@ -163,8 +165,7 @@ impl Sim {
             scenario,
             seed,
             now: Instant::ZERO,
-            queue: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::new(),
             links,
             flows,
             spare: Vec::new(),
@@ -193,8 +194,17 @@ impl Sim {
     }
 
     fn push(&mut self, at: Instant, action: Action) {
-        self.seq += 1;
-        self.queue.push(Reverse((at, self.seq, action)));
+        match action {
+            // A link's deliveries come in the order it sent them (but for
+            // reordering and duplicates, which the queue sorts in).
+            Action::Deliver {
+                scenario_path, to, ..
+            } => {
+                let lane = 2 * scenario_path + usize::from(to == Side::Client);
+                self.queue.push_in_lane(lane, at, action);
+            }
+            _ => self.queue.push(at, action),
+        }
     }
 
     /// Also writes each session's qlog into `dir` (see
@@ -240,7 +250,7 @@ impl Sim {
 
     fn run_events(&mut self) {
         let limit = Instant::ZERO + self.scenario.time_limit;
-        while let Some(Reverse((at, _, action))) = self.queue.pop() {
+        while let Some((at, action)) = self.queue.pop() {
             if at > limit {
                 self.now = limit;
                 break;
@@ -294,7 +304,6 @@ impl Sim {
                 if f.done {
                     return;
                 }
-                let ecn = Ecn::from_bits(ecn.0);
                 match (to, f.endpoint(to).session.as_mut()) {
                     (_, Some(s)) => {
                         let datagram = Datagram {
@@ -316,7 +325,7 @@ impl Sim {
                         }
                         let seed = seeds::session_rng(self.seed, flow, Side::Server);
                         match Session::accept(cfg, now, conn, &datagram, seed) {
-                            Ok(s) => f.server.session = Some(s),
+                            Ok(s) => f.server.session = Some(with_content(s, &f.reverse)),
                             Err(_) => return,
                         }
                     }
@@ -345,7 +354,7 @@ impl Sim {
         }
         let seed = seeds::session_rng(self.seed, flow, Side::Client);
         match Session::connect(cfg, session_id, self.now, seed) {
-            Ok(s) => f.client.session = Some(s),
+            Ok(s) => f.client.session = Some(with_content(s, &f.forward)),
             Err(e) => {
                 // An invalid configuration is the scenario's fault: report it on the flow.
                 f.done = true;
@@ -382,7 +391,7 @@ impl Sim {
         let Some(s) = ep.session.as_mut() else { return };
         if !s.is_closed() {
             let pump = |s: &mut Session, writer: &mut Transfer| {
-                writer.pump(s.writable(), |d| s.write(d));
+                writer.pump(s.writable(), |n| s.write_generated(n));
                 if writer.is_written() {
                     s.finish();
                 }
@@ -436,7 +445,6 @@ impl Sim {
             } = offer
             {
                 log.record(at - now, queue_delay);
-                let ecn = EcnBits(ecn.to_bits());
                 wire::mark_mbecn(datagram, mbecn);
                 let deliver = |datagram: Vec<u8>| Action::Deliver {
                     flow,

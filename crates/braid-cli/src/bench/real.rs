@@ -626,12 +626,12 @@ fn wait_bounded(child: Child, limit: Duration) -> anyhow::Result<std::process::O
 pub(super) fn write_content(path: &Path, bytes: u64) -> anyhow::Result<()> {
     use std::io::Write;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut chunk = Vec::new();
+    let mut chunk = vec![0; 1 << 20];
     let mut at = 0;
     while at < bytes {
         let n = (bytes - at).min(1 << 20) as usize;
-        braid_sim::content::fill(0x5eed, at, &mut chunk, n);
-        f.write_all(&chunk)?;
+        braid_sim::content::fill(0x5eed, at, &mut chunk[..n]);
+        f.write_all(&chunk[..n])?;
         at += n as u64;
     }
     // On disk before the runs, so no writeback competes with the first

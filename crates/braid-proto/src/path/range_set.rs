@@ -31,6 +31,13 @@ impl RangeSet {
 
     /// Adds `v`; returns false if it was already present.
     pub fn insert(&mut self, v: u64) -> bool {
+        // Most packets arrive in order: the highest range grows by one.
+        if let Some(mut last) = self.ranges.last_entry() {
+            if last.get().checked_add(1) == Some(v) {
+                *last.get_mut() = v;
+                return true;
+            }
+        }
         if self.contains(v) {
             return false;
         }
@@ -101,6 +108,19 @@ mod tests {
         assert_eq!(s.max(), Some(10));
         s.insert(u64::MAX);
         assert!(s.contains(u64::MAX));
+    }
+
+    #[test]
+    fn numbers_in_order_grow_the_highest_range() {
+        let mut s = RangeSet::new(2);
+        s.insert(1);
+        for v in 3..=100 {
+            assert!(s.insert(v));
+        }
+        assert!(!s.insert(100));
+        assert!(!s.insert(50));
+        assert_eq!(s.iter_desc(10).collect::<Vec<_>>(), vec![(3, 100), (1, 1)]);
+        assert_eq!(s.max(), Some(100));
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //! the loss was spurious.
 
 use super::delivery_rate::SendState;
+use crate::deque_map::DequeMap;
 use crate::rtt::RttEstimator;
 use crate::Instant;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Packet threshold ceiling after reordering is seen.
@@ -50,7 +51,7 @@ pub(super) struct AckedPackets {
 #[derive(Debug)]
 pub(super) struct SentPackets {
     /// In flight, keyed by packet number.
-    sent: BTreeMap<u64, SentPacket>,
+    sent: DequeMap<SentPacket>,
     /// Declared lost, remembered for a while to detect spurious losses;
     /// by packet number (losses are declared oldest first).
     lost: VecDeque<(u64, SentPacket)>,
@@ -66,7 +67,7 @@ pub(super) struct SentPackets {
 impl SentPackets {
     pub fn new(packet_threshold: u64) -> Self {
         SentPackets {
-            sent: BTreeMap::new(),
+            sent: DequeMap::default(),
             lost: VecDeque::new(),
             in_flight: 0,
             largest_acked: None,
@@ -92,7 +93,7 @@ impl SentPackets {
 
     /// Records packet `pn`'s size once it is sealed.
     pub fn set_size(&mut self, pn: u64, size: u16) {
-        if let Some(p) = self.sent.get_mut(&pn) {
+        if let Some(p) = self.sent.get_mut(pn) {
             p.size = size;
         }
     }
@@ -104,7 +105,7 @@ impl SentPackets {
 
     /// The packet in flight sent last.
     pub fn newest(&self) -> Option<&SentPacket> {
-        self.sent.last_key_value().map(|(_, p)| p)
+        self.sent.last().map(|(_, p)| p)
     }
 
     /// The newest segment in flight, for a tail-loss probe to repeat.
@@ -131,7 +132,7 @@ impl SentPackets {
         // rather than every range in the packets (two tree searches per
         // range per ACK were a third of a 1 Gbit/s simulation).
         let fresh = largest_before.map_or(0, |l| l + 1);
-        for (&pn, &p) in self.sent.range(..fresh) {
+        for (pn, &p) in self.sent.range(..fresh) {
             if covers(ranges, pn) {
                 newly.push((pn, p));
             }
@@ -140,7 +141,7 @@ impl SentPackets {
             if hi < fresh {
                 break; // highest first: the rest are older still
             }
-            newly.extend(self.sent.range(lo.max(fresh)..=hi).map(|(&pn, &p)| (pn, p)));
+            newly.extend(self.sent.range(lo.max(fresh)..=hi).map(|(pn, &p)| (pn, p)));
         }
         // Declared lost yet acknowledged. The lost packets between two
         // ranges are the holes the ACK reports, usually one or two, so one
@@ -168,7 +169,7 @@ impl SentPackets {
         }
         newly.sort_unstable_by_key(|&(pn, _)| pn);
         for &(pn, p) in &newly {
-            self.sent.remove(&pn);
+            self.sent.remove(pn);
             self.in_flight -= p.charge;
         }
         if let (Some(&(first, _)), Some(&(largest, _))) = (newly.first(), newly.last()) {
@@ -213,7 +214,7 @@ impl SentPackets {
             return lost;
         };
         let delay = self.loss_delay(rtt);
-        while let Some((&pn, &p)) = self.sent.first_key_value() {
+        while let Some((pn, &p)) = self.sent.first() {
             if pn >= largest {
                 break;
             }
@@ -233,7 +234,7 @@ impl SentPackets {
     /// timeout, or the path closed).
     pub fn declare_all_lost(&mut self) -> Vec<(u64, SentPacket)> {
         let mut lost = Vec::with_capacity(self.sent.len());
-        while let Some((&pn, _)) = self.sent.first_key_value() {
+        while let Some((pn, _)) = self.sent.first() {
             lost.push((pn, self.declare_lost(pn)));
         }
         self.loss_deadline = None;
@@ -241,7 +242,7 @@ impl SentPackets {
     }
 
     fn declare_lost(&mut self, pn: u64) -> SentPacket {
-        let p = self.sent.remove(&pn).expect("declared packet is in flight");
+        let p = self.sent.remove(pn).expect("declared packet is in flight");
         self.in_flight -= p.charge;
         // Oldest first: numbers only grow here.
         let at = self.lost.partition_point(|&(n, _)| n < pn);

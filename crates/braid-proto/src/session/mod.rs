@@ -5,7 +5,8 @@
 //!   [`Session::handle_send_error`];
 //! - outputs: [`Session::poll_transmit`], [`Session::poll_timeout`],
 //!   [`Session::poll_event`], [`Session::drain_samples`];
-//! - application commands: [`Session::write`], [`Session::finish`],
+//! - application commands: [`Session::write`] (or
+//!   [`Session::write_generated`]), [`Session::finish`],
 //!   [`Session::read`], [`Session::abort`], [`Session::add_path`],
 //!   [`Session::close_path`];
 //! - getters: [`Session::stats`] and friends, which never change state.
@@ -48,7 +49,7 @@ use crate::crypto::{ClientHandshake, SessionRng};
 use crate::error::{SessionError, Violation};
 use crate::path::Path;
 use crate::recv_stream::RecvStream;
-use crate::send_stream::SendStream;
+use crate::send_stream::{GeneratedContent, SendStream};
 use crate::stats::PathState;
 use crate::Instant;
 use crate::{PathId, Role};
@@ -443,6 +444,24 @@ impl Session {
             return 0;
         }
         self.streams.send.write(data)
+    }
+
+    /// Makes `content` the source of the stream's bytes: from then on
+    /// [`Session::write_generated`] only counts them and each packet reads
+    /// its bytes from `content` (`write` takes nothing). For applications
+    /// whose bytes are a function of their offset, such as the simulator's
+    /// generated content. Only before the first write; whether it was taken.
+    pub fn use_generated_content(&mut self, content: Box<dyn GeneratedContent>) -> bool {
+        self.streams.send.use_generated(content)
+    }
+
+    /// Writes up to `len` bytes of the generated content, as `write` would
+    /// take them; returns the count taken (none without generated content).
+    pub fn write_generated(&mut self, len: u64) -> u64 {
+        if self.error.is_some() {
+            return 0;
+        }
+        self.streams.send.write_generated(len)
     }
 
     /// Bytes `write` would accept now.

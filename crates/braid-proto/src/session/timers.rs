@@ -103,7 +103,10 @@ impl Session {
             .chain([Timer::AckCopy, Timer::TailCopy, Timer::Sample])
     }
 
-    /// When `timer` is due, if it is set.
+    /// When `timer` is due, if it is set. Inlined into `poll_timeout`,
+    /// which runs after every datagram: out of line, the call itself cost
+    /// a fifth of it.
+    #[inline(always)]
     pub(super) fn deadline(&self, timer: Timer) -> Option<Instant> {
         match self.state {
             State::Closed | State::Failed => {
