@@ -371,6 +371,9 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
             });
             let status = report.print(args.report.json);
             transfer::verdict_acknowledged(&mut session).await;
+            // The sender's CLOSE is a round trip behind the verdict's ACK:
+            // answering it lets the sender exit at once.
+            crate::linger(&session).await;
             status
         }
         Err(e) => {

@@ -35,7 +35,9 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
                 let _ = shared.samples.send(sample);
             }
             let trace = g.take_trace();
-            (g.proto.poll_timeout(), sent, g.proto.is_closed(), trace)
+            // A draining session sends nothing more: its end is not waited for.
+            let finished = g.proto.is_closed() || g.proto.is_draining();
+            (g.proto.poll_timeout(), sent, finished, trace)
         };
         shared.changed.notify_waiters();
         if let Some((qlog, events)) = trace {

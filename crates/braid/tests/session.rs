@@ -111,6 +111,44 @@ async fn abort_surfaces_as_an_error_on_the_other_side() {
     );
 }
 
+/// An abort's CLOSE is answered once, and the answer ends both sides'
+/// drivers within a few round trips, not three timeouts (600 ms at least):
+/// a process awaiting `ended()` before it exits is not held up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_abort_ends_both_sides_at_once() {
+    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
+    let to = listener.local_addr();
+    let server = tokio::spawn(async move {
+        let mut s = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = s.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+        let told = Instant::now();
+        s.ended().await;
+        told.elapsed()
+    });
+    let mut s = connect(&[PathSpec::to(to)], client_cfg()).await.unwrap();
+    s.write_all(&pattern(100_000)).await.unwrap();
+    let aborted = Instant::now();
+    s.abort(7, "changed my mind");
+    tokio::time::timeout(Duration::from_secs(5), s.ended())
+        .await
+        .unwrap();
+    let closing = aborted.elapsed();
+    let draining = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(closing < Duration::from_millis(300), "closing {closing:?}");
+    assert!(
+        draining < Duration::from_millis(300),
+        "draining {draining:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handshake_to_a_silent_host_fails_within_the_timeout() {
     // A socket that never reads: no answer, and no ICMP error either.

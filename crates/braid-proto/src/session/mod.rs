@@ -404,6 +404,17 @@ impl Session {
             && self.packets.held_is_empty()
     }
 
+    /// Whether the session only drains: the peer closed, our answer is
+    /// out, and nothing will ever be sent again. The draining period only
+    /// absorbs the peer's late packets, which a runtime that forgets the
+    /// session drops unread anyway, so a process need not wait for it.
+    pub fn is_draining(&self) -> bool {
+        self.state == State::Closed
+            && self.close.is_none()
+            && self.drain_after_close.is_some()
+            && self.packets.held_is_empty()
+    }
+
     /// Whether the peer proved it completed the handshake (a server's
     /// client sent something only our answer let it send). Until then a
     /// server session is half-open: cheap, short-lived and not handed out.
