@@ -70,6 +70,8 @@ fn parse_path(spec: &str) -> anyhow::Result<PathPlan> {
         None => 0.0,
     };
     let mut link = LinkConfig::new(rate, rtt / 2);
+    // Wi-Fi's and LTE's packets, not loopback's 16 KiB datagrams.
+    link.mtu = Some(braid_link::ETHERNET_MTU);
     if let Some(q) = parts.get(3) {
         link.queue = q
             .parse::<QueueLimit>()

@@ -48,7 +48,9 @@ pub struct LinkArgs {
     #[arg(long, value_name = "MODE", default_value = "off")]
     pub ecn: EcnMode,
     /// Largest IP packet each direction carries, bytes; larger ones are
-    /// dropped, as a router drops a don't-fragment packet. Default: any size.
+    /// dropped, as a router drops a don't-fragment packet. Default:
+    /// Ethernet's 1500 when the link is emulated (a rate, trace, delay,
+    /// jitter or loss given), any size for a plain forwarder.
     #[arg(long, value_name = "BYTES")]
     pub mtu: Option<u32>,
     /// Seed of the random loss, jitter and duplication.
@@ -83,6 +85,17 @@ pub struct Direction {
 }
 
 impl LinkArgs {
+    /// Whether a link is emulated rather than datagrams only forwarded.
+    fn emulates(&self) -> bool {
+        self.rate.is_some()
+            || self.reverse_rate.is_some()
+            || self.trace.is_some()
+            || self.reverse_trace.is_some()
+            || !self.delay.is_zero()
+            || !self.jitter.is_zero()
+            || self.loss > 0.0
+    }
+
     /// The links these options (or the scenario) describe.
     pub fn links(&self) -> anyhow::Result<Links> {
         if let Some(file) = &self.scenario {
@@ -116,7 +129,9 @@ impl LinkArgs {
             loss: self.loss,
             queue: self.queue,
             ecn: self.ecn,
-            mtu: self.mtu,
+            mtu: self
+                .mtu
+                .or(self.emulates().then_some(braid_link::ETHERNET_MTU)),
             ..LinkConfig::default()
         };
         let reverse = LinkConfig {

@@ -49,7 +49,7 @@ pub use config::{
     QueueLimit,
 };
 pub use in_flight::InFlight;
-pub use link::{DropReason, Link, LinkStats, Offer, IP_UDP_OVERHEAD};
+pub use link::{DropReason, Link, LinkStats, Offer, ETHERNET_MTU, IP_UDP_OVERHEAD};
 pub use loss::Gilbert;
 pub use trace::{Trace, TraceError, OPPORTUNITY_BYTES};
 pub use units::Rate;

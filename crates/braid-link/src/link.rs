@@ -27,6 +27,10 @@ const NANOS_PER_SEC: u128 = 1_000_000_000;
 /// [`Link::offer`] takes wire sizes, and every caller adds this.
 pub const IP_UDP_OVERHEAD: u32 = 28;
 
+/// Ethernet's MTU: what an emulated link carries unless told otherwise
+/// (scenario files, `braid relay` with link flags, the demo's paths).
+pub const ETHERNET_MTU: u32 = 1500;
+
 /// Why a packet did not make it onto the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropReason {
