@@ -253,6 +253,24 @@ mod tests {
     }
 
     #[test]
+    fn an_emulated_link_carries_ethernet_packets_unless_told() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            link: LinkArgs,
+        }
+        let mtu = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["braid"], args].concat()).unwrap();
+            cli.link.links().unwrap().forward.config.mtu
+        };
+        assert_eq!(mtu(&["--rate", "1mbit"]), Some(1500));
+        assert_eq!(mtu(&["--delay", "20ms"]), Some(1500));
+        assert_eq!(mtu(&["--rate", "1mbit", "--mtu", "9000"]), Some(9000));
+        assert_eq!(mtu(&[]), None, "a plain forwarder");
+    }
+
+    #[test]
     fn percentages_print_short() {
         assert_eq!(percent(0.01), "1%");
         assert_eq!(percent(0.075), "7.5%");
