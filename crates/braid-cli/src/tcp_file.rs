@@ -97,8 +97,15 @@ impl RttSampler {
         let stream = stream.try_clone()?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
+        // The handshake's sample, taken here: a transfer may end before the
+        // thread first runs (a few MB on loopback).
+        let mut us: Vec<u32> = tcp_info(&stream)
+            .ok()
+            .map(|i| i.tcpi_rtt)
+            .filter(|&rtt| rtt > 0)
+            .into_iter()
+            .collect();
         let thread = std::thread::spawn(move || {
-            let mut us = Vec::new();
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 match tcp_info(&stream) {
                     Ok(info) if info.tcpi_rtt > 0 => us.push(info.tcpi_rtt),
