@@ -99,17 +99,11 @@ impl RttSampler {
         let flag = stop.clone();
         // The handshake's sample, taken here: a transfer may end before the
         // thread first runs (a few MB on loopback).
-        let mut us: Vec<u32> = tcp_info(&stream)
-            .ok()
-            .map(|i| i.tcpi_rtt)
-            .filter(|&rtt| rtt > 0)
-            .into_iter()
-            .collect();
+        let mut us: Vec<u32> = rtt_us(&stream).ok().flatten().into_iter().collect();
         let thread = std::thread::spawn(move || {
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                match tcp_info(&stream) {
-                    Ok(info) if info.tcpi_rtt > 0 => us.push(info.tcpi_rtt),
-                    Ok(_) => {}
+                match rtt_us(&stream) {
+                    Ok(rtt) => us.extend(rtt),
                     Err(_) => break,
                 }
                 std::thread::sleep(RTT_SAMPLE_EVERY);
@@ -206,6 +200,11 @@ fn set_congestion(stream: &TcpStream, cc: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The connection's smoothed RTT, µs; `None` before the kernel has one.
+fn rtt_us(stream: &TcpStream) -> anyhow::Result<Option<u32>> {
+    Ok(Some(tcp_info(stream)?.tcpi_rtt).filter(|&rtt| rtt > 0))
 }
 
 fn tcp_info(stream: &TcpStream) -> anyhow::Result<libc::tcp_info> {

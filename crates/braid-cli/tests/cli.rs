@@ -602,8 +602,11 @@ fn stalled_transfer(out: &Path) -> (Recv, Child, std::process::ChildStdin) {
             .map(|f| f.unwrap().metadata().map_or(0, |m| m.len()))
             .sum()
     };
-    while written() < 3 << 18 {
+    loop {
         let n = written();
+        if n >= 3 << 18 {
+            break;
+        }
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "{n} bytes written"

@@ -2,7 +2,7 @@
 //! the link carries, and one whose link's MTU falls mid-transfer finishes
 //! at the smaller size.
 
-use braid_sim::{RunResult, Scenario, Sim};
+use braid_sim::{Delivery, RunResult, Scenario, Sim};
 
 fn run(toml: &str) -> RunResult {
     let scenario = Scenario::from_str(toml, ".").expect("scenario parses");
@@ -10,9 +10,19 @@ fn run(toml: &str) -> RunResult {
     Sim::new(scenario, seed).run()
 }
 
+/// The only flow's forward delivery, which must have completed and verified.
+fn delivered(toml: &str) -> Delivery {
+    let mut r = run(toml);
+    let flow = r.flows.swap_remove(0);
+    let f = flow.forward;
+    assert!(f.completed && f.verified, "{:?}", flow.error);
+    f
+}
+
 #[test]
 fn a_flow_on_an_ethernet_link_finds_its_1472_byte_payload() {
-    let r = run(r#"
+    let f = delivered(
+        r#"
         time_limit = "60s"
         [[path]]
         rate = "20Mbit"
@@ -21,9 +31,8 @@ fn a_flow_on_an_ethernet_link_finds_its_1472_byte_payload() {
         [[flow]]
         bytes = "5MB"
         pmtud = true
-        "#);
-    let f = &r.flows[0].forward;
-    assert!(f.completed && f.verified);
+        "#,
+    );
     let p = &f.paths[0];
     assert_eq!(p.max_datagram, 1472, "1500-byte MTU less IPv4 and UDP");
     assert_eq!(p.pmtu_black_holes, 0);
@@ -33,7 +42,8 @@ fn a_flow_on_an_ethernet_link_finds_its_1472_byte_payload() {
 
 #[test]
 fn a_larger_mtu_is_found_as_far_as_the_link_carries() {
-    let r = run(r#"
+    let f = delivered(
+        r#"
         time_limit = "60s"
         [[path]]
         rate = "50Mbit"
@@ -42,9 +52,8 @@ fn a_larger_mtu_is_found_as_far_as_the_link_carries() {
         [[flow]]
         bytes = "5MB"
         pmtud = true
-        "#);
-    let f = &r.flows[0].forward;
-    assert!(f.completed && f.verified);
+        "#,
+    );
     assert_eq!(f.paths[0].max_datagram, 9000 - 28);
 }
 
@@ -68,7 +77,8 @@ fn a_flow_that_does_not_ask_stays_at_its_base_size() {
 #[test]
 fn an_mtu_falling_mid_transfer_is_a_black_hole_the_flow_falls_back_from() {
     // 1500 until 2 s, then 1280 (IPv6's minimum, as a tunnel on the route).
-    let r = run(r#"
+    let f = delivered(
+        r#"
         time_limit = "120s"
         [[path]]
         rate = "20Mbit"
@@ -79,9 +89,8 @@ fn an_mtu_falling_mid_transfer_is_a_black_hole_the_flow_falls_back_from() {
         bytes = "20MB"
         segment_size = 1200
         pmtud = true
-        "#);
-    let f = &r.flows[0].forward;
-    assert!(f.completed && f.verified, "{:?}", r.flows[0].error);
+        "#,
+    );
     let p = &f.paths[0];
     assert_eq!(p.pmtu_black_holes, 1, "{p:?}");
     assert!(
@@ -99,7 +108,8 @@ fn datagrams_larger_than_the_initial_window_still_fill_a_fast_short_link() {
     // acknowledged before the initial window (10 segments of 1,380 bytes)
     // holds two of them, and a lone packet in flight waits out the peer's
     // 10 ms ACK delay every round trip unless the window is at least two.
-    let r = run(r#"
+    let f = delivered(
+        r#"
         time_limit = "60s"
         [[path]]
         rate = "1Gbit"
@@ -108,9 +118,8 @@ fn datagrams_larger_than_the_initial_window_still_fill_a_fast_short_link() {
         [[flow]]
         bytes = "20MB"
         pmtud = true
-        "#);
-    let f = &r.flows[0].forward;
-    assert!(f.completed && f.verified);
+        "#,
+    );
     assert_eq!(f.paths[0].max_datagram, 16384);
     let mbit = f.goodput_mbps;
     assert!(mbit > 600.0, "{mbit:.0} Mbit/s of 1000");

@@ -27,7 +27,7 @@ const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Drop-tail queue when the file gives none, packets.
 const DEFAULT_QUEUE_PACKETS: u32 = 1000;
 /// A link's MTU when the file gives none: Ethernet's, IP packet bytes.
-const DEFAULT_MTU: u32 = 1500;
+const DEFAULT_MTU: u32 = braid_link::ETHERNET_MTU;
 /// The MTUs a file may give: IPv6's minimum up to the largest IP packet.
 const MIN_MTU: u32 = 1280;
 const MAX_MTU: u32 = 65_535;
