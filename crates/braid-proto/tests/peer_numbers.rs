@@ -45,6 +45,7 @@ fn datagram(packet_number: u64, frames: &[Frame<'_>]) -> Vec<u8> {
         version: VERSION,
         key_phase: false,
         mbecn: 0,
+        short: false,
         session_id: 42,
         path: PathId(0),
         packet_number,
@@ -79,6 +80,7 @@ fn ack(ranges: Vec<(u64, u64)>, cumulative: u64, fin: bool) -> Frame<'static> {
         ce_count: 0,
         rx_timestamp_us: 0,
         rx_times: Vec::new(),
+        short_headers: false,
     })
 }
 

@@ -23,6 +23,7 @@ fn as_client(pair: &mut Pair, n: u64, frames: &[Frame<'_>]) {
         version: VERSION,
         key_phase: false,
         mbecn: 0,
+        short: false,
         session_id: 42,
         path: PathId(0),
         packet_number: FRESH + n,

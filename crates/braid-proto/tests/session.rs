@@ -332,6 +332,7 @@ fn garbage_is_dropped_and_counted() {
         version: braid_proto::wire::VERSION,
         key_phase: false,
         mbecn: 0,
+        short: false,
         session_id: 42,
         path: PathId(0),
         packet_number: 999,

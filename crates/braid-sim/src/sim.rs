@@ -112,9 +112,13 @@ fn session_config(spec: &FlowSpec, sample_interval: Duration, trace: bool) -> Se
 
 /// A new session that sends `writer`'s content, read straight into its
 /// packets rather than copied in and out of a send buffer.
-fn with_content(mut session: Session, writer: &Transfer) -> Session {
+/// A new session of a flow, ready to run: its bytes come from `writer`'s
+/// generator, and every connection offers short headers, since each has
+/// links of its own that tell its datagrams apart.
+fn prepared(mut session: Session, writer: &Transfer) -> Session {
     let taken = session.use_generated_content(writer.content());
     debug_assert!(taken, "a new session has written nothing");
+    session.accept_short_headers_everywhere();
     session
 }
 
@@ -325,7 +329,7 @@ impl Sim {
                         }
                         let seed = seeds::session_rng(self.seed, flow, Side::Server);
                         match Session::accept(cfg, now, conn, &datagram, seed) {
-                            Ok(s) => f.server.session = Some(with_content(s, &f.reverse)),
+                            Ok(s) => f.server.session = Some(prepared(s, &f.reverse)),
                             Err(_) => return,
                         }
                     }
@@ -354,7 +358,7 @@ impl Sim {
         }
         let seed = seeds::session_rng(self.seed, flow, Side::Client);
         match Session::connect(cfg, session_id, self.now, seed) {
-            Ok(s) => f.client.session = Some(with_content(s, &f.forward)),
+            Ok(s) => f.client.session = Some(prepared(s, &f.forward)),
             Err(e) => {
                 // An invalid configuration is the scenario's fault: report it on the flow.
                 f.done = true;

@@ -111,13 +111,21 @@ impl EndpointInner {
             return;
         };
         let route = self.route(from);
-        let (event, evicted) = {
+        let (event, path, evicted) = {
             let mut table = lock(&self.table);
+            // A short header's connection is the one bound to its address.
+            let path = match header.short {
+                true => table.by_address(from).map(|(_, path)| path),
+                false => Some(header.path),
+            };
+            let Some(path) = path else {
+                return;
+            };
             let event = table.handle(now, from, datagram, |proto| {
-                Shared::new(proto, BTreeMap::from([(header.path, route)]))
+                Shared::new(proto, BTreeMap::from([(path, route)]))
             });
             let evicted: Vec<_> = std::iter::from_fn(|| table.poll_evicted()).collect();
-            (event, evicted)
+            (event, path, evicted)
         };
         for shared in evicted {
             shared
@@ -140,13 +148,13 @@ impl EndpointInner {
                 let span = tracing::debug_span!(
                     parent: &shared.span,
                     "path",
-                    id = header.path.0,
+                    id = path.0,
                     from = %from
                 );
                 let _in_path = span.enter();
                 let mut g = shared.lock();
                 let before = Arrival {
-                    largest: g.proto.largest_received(header.path),
+                    largest: g.proto.largest_received(path),
                     confirmed: g.proto.is_peer_confirmed(),
                     // Read before opening, which works in place.
                     opening: is_opening(datagram),
@@ -154,7 +162,7 @@ impl EndpointInner {
                     len: datagram.len(),
                 };
                 let datagram = Datagram {
-                    path: header.path,
+                    path,
                     ecn,
                     received_at,
                     bytes: datagram,
@@ -162,7 +170,7 @@ impl EndpointInner {
                 let authentic = g.proto.handle_datagram(now, datagram);
                 if authentic && before.largest.is_none() {
                     g.first_heard
-                        .entry(header.path)
+                        .entry(path)
                         .or_insert_with(std::time::Instant::now);
                 }
                 if g.proto.role() == Role::Server {
@@ -171,15 +179,44 @@ impl EndpointInner {
                         authentic,
                         ..before
                     };
-                    follow(&mut g, now, header.path, route, arrival);
+                    follow(&mut g, now, path, route, arrival);
                 }
+                let rebind = authentic && self.needs_binding(&g, path, from);
                 drop(g);
+                if rebind {
+                    self.bind(&shared, path, from);
+                }
                 shared
             }
         };
         if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
             touched.push(shared);
         }
+    }
+
+    /// Whether connection `path`, whose datagram from `from` authenticated,
+    /// sends to `from` from this socket and was not yet bound there.
+    fn needs_binding(
+        self: &Arc<Self>,
+        g: &crate::session::Inner,
+        path: PathId,
+        from: SocketAddr,
+    ) -> bool {
+        let sends_here = g
+            .routes
+            .get(&path)
+            .is_some_and(|r| r.remote == from && Arc::ptr_eq(&r.socket, &self.io));
+        sends_here && g.bound.get(&path) != Some(&from)
+    }
+
+    /// Tells connection `path` apart by `from` on this socket if no other
+    /// connection has that address, and lets the session say so: its peer
+    /// may then send short headers there. Called with no lock held.
+    fn bind(&self, shared: &Arc<Shared>, path: PathId, from: SocketAddr) {
+        let bound = lock(&self.table).bind_address(from, shared.id, path);
+        let mut g = shared.lock();
+        g.bound.insert(path, from);
+        g.proto.accept_short_headers(path, bound);
     }
 
     /// A "port unreachable" for a datagram of ours: the session it names
@@ -189,6 +226,11 @@ impl EndpointInner {
         let Ok((header, _)) = Header::decode(&u.quoted) else {
             return;
         };
+        // A short header went on a connection the peer was heard on, which
+        // the core never takes for unreachable.
+        if header.short {
+            return;
+        }
         let Some(shared) = lock(&self.table).get(header.session_id).cloned() else {
             return;
         };

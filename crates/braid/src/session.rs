@@ -54,6 +54,9 @@ pub(crate) struct Inner {
     pub former: Option<Former>,
     /// When each connection's first authentic datagram arrived.
     pub first_heard: BTreeMap<PathId, std::time::Instant>,
+    /// The address each connection was last bound to on its endpoint (for
+    /// short headers), whether or not the binding took.
+    pub bound: BTreeMap<PathId, SocketAddr>,
     reader: Option<Waker>,
     writer: Option<Waker>,
     closer: Option<Waker>,
@@ -142,6 +145,7 @@ impl Shared {
                 candidate: None,
                 former: None,
                 first_heard: BTreeMap::new(),
+                bound: BTreeMap::new(),
                 reader: None,
                 writer: None,
                 closer: None,

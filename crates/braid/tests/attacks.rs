@@ -28,12 +28,27 @@ fn content(len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The last datagram seen each way, and where the client sends from.
+/// The last datagram seen each way that names its session (a long
+/// header: the handshake's, or one after a timeout), the last short one,
+/// and where the client sends from.
 #[derive(Default)]
 struct Seen {
     to_server: Option<Vec<u8>>,
     to_client: Option<Vec<u8>>,
+    short_to_server: Option<Vec<u8>>,
+    short_to_client: Option<Vec<u8>>,
     client: Option<SocketAddr>,
+}
+
+/// Where a datagram goes in [`Seen`]: by its header's form.
+fn keep(datagram: &[u8], long: &mut Option<Vec<u8>>, short: &mut Option<Vec<u8>>) {
+    match datagram
+        .first()
+        .is_some_and(|&b| braid_proto::wire::is_short(b))
+    {
+        true => *short = Some(datagram.to_vec()),
+        false => *long = Some(datagram.to_vec()),
+    }
 }
 
 /// A forwarder between client and server that shows everything it carries
@@ -50,7 +65,8 @@ async fn sniffing_forwarder(server: SocketAddr) -> (SocketAddr, Arc<Mutex<Seen>>
             {
                 let mut s = s.lock().unwrap();
                 s.client = Some(from);
-                s.to_server = Some(buf[..n].to_vec());
+                let s = &mut *s;
+                keep(&buf[..n], &mut s.to_server, &mut s.short_to_server);
             }
             let _ = i.send_to(&buf[..n], server).await;
         }
@@ -61,7 +77,8 @@ async fn sniffing_forwarder(server: SocketAddr) -> (SocketAddr, Arc<Mutex<Seen>>
         while let Ok((n, _)) = i.recv_from(&mut buf).await {
             let client = {
                 let mut s = s.lock().unwrap();
-                s.to_client = Some(buf[..n].to_vec());
+                let s = &mut *s;
+                keep(&buf[..n], &mut s.to_client, &mut s.short_to_client);
                 s.client
             };
             if let Some(c) = client {
@@ -96,6 +113,7 @@ fn forgeries(captured: &[u8], round: u64) -> Vec<Vec<u8>> {
         ce_count: 1 << 30,
         rx_timestamp_us: 0,
         rx_times: Vec::new(),
+        short_headers: true,
     };
     let ahead = 1 + round % 64;
     let (header, _) = Header::decode(captured).unwrap();
@@ -185,13 +203,27 @@ async fn forged_replayed_and_hijacking_datagrams_change_nothing() {
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (a, s, d) = (attacker.clone(), seen.clone(), done.clone());
     let attack = tokio::spawn(async move {
-        let (mut to_server, mut to_client, mut sent) = (0u64, 0u64, 0u64);
+        let (mut to_server, mut to_client, mut sent, mut short) = (0u64, 0u64, 0u64, 0u64);
         let mut round = 0;
         while !d.load(std::sync::atomic::Ordering::Relaxed) {
             let (up, down, client) = {
                 let s = s.lock().unwrap();
                 (s.to_server.clone(), s.to_client.clone(), s.client)
             };
+            // Short headers from the attacker's address, which no session
+            // was bound to: dropped before any session sees them.
+            let shorts = {
+                let s = s.lock().unwrap();
+                [s.short_to_server.clone(), s.short_to_client.clone()]
+            };
+            for (captured, to) in shorts.into_iter().zip([Some(server_addr), client]) {
+                if let (Some(captured), Some(to)) = (captured, to) {
+                    for f in forgeries(&captured, round) {
+                        sent += f.len() as u64;
+                        short += u64::from(a.send_to(&f, to).await.is_ok());
+                    }
+                }
+            }
             if let Some(up) = up.filter(|d| d.len() >= HEADER_LEN) {
                 for f in forgeries(&up, round) {
                     sent += f.len() as u64;
@@ -206,7 +238,7 @@ async fn forged_replayed_and_hijacking_datagrams_change_nothing() {
             round += 1;
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        (to_server, to_client, sent)
+        (to_server, to_client, sent, short)
     });
 
     let (client, hash) = tokio::time::timeout(
@@ -217,7 +249,7 @@ async fn forged_replayed_and_hijacking_datagrams_change_nothing() {
     .expect("the transfer completes despite the attack");
     let (server_session, got) = server.await.unwrap();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (to_server, to_client, sent) = attack.await.unwrap();
+    let (to_server, to_client, sent, short) = attack.await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     listen_task.abort();
 
@@ -227,8 +259,8 @@ async fn forged_replayed_and_hijacking_datagrams_change_nothing() {
     );
     assert_eq!(hash, blake3::hash(&data).as_bytes(), "the client's verdict");
     assert!(
-        to_server > 100 && to_client > 100,
-        "{to_server} {to_client}"
+        to_server > 100 && to_client > 100 && short > 100,
+        "{to_server} {to_client} {short}"
     );
     let (server_stats, client_stats) = (server_session.stats(), client.stats());
     // Each round sends 7 datagrams; one is a replay, not a forgery.
@@ -250,8 +282,8 @@ async fn forged_replayed_and_hijacking_datagrams_change_nothing() {
         "attacker got {got_back} bytes for {sent} sent"
     );
     eprintln!(
-        "forged to server {to_server} (dropped {}), to client {to_client} (dropped {}); \
-         attacker got {got_back} bytes back for {sent}",
+        "forged to server {to_server} (dropped {}), to client {to_client} (dropped {}), \
+         short {short}; attacker got {got_back} bytes back for {sent}",
         server_stats.forged_dropped, client_stats.forged_dropped
     );
 }

@@ -32,6 +32,7 @@ fn datagram(session_id: u64, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
         version: VERSION,
         key_phase: false,
         mbecn: 0,
+        short: false,
         session_id,
         path: PathId(0),
         packet_number: pn,

@@ -303,9 +303,15 @@ mod tests {
         let mut d = vec![0u8; crate::wire::HEADER_LEN];
         d[0] = crate::wire::VERSION | 0x60; // a 4-byte packet number
         d.extend_from_slice(b"x");
-        client_keys.seal(&mut d, 0, 0);
+        client_keys.seal(&mut d, 0, crate::PathId(0), 0);
         let now = crate::Instant::ZERO;
-        assert_eq!(server_keys.open(now, &mut d, 0).unwrap().0, b"x");
+        assert_eq!(
+            server_keys
+                .open(now, &mut d, crate::PathId(0), 0)
+                .unwrap()
+                .0,
+            b"x"
+        );
         Ok((offer, answer))
     }
 

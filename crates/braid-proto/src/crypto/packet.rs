@@ -13,8 +13,8 @@
 //! too. The previous opening key stays a little while for reordered
 //! datagrams of the old phase.
 
-use crate::wire::{header_len, HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET, PATH_OFFSET};
-use crate::Instant;
+use crate::wire::{header_len, HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET};
+use crate::{Instant, PathId};
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use ring::hkdf::{Prk, HKDF_SHA256};
 use std::time::Duration;
@@ -110,10 +110,11 @@ impl std::fmt::Debug for PacketKeys {
 
 /// A path never reuses a packet number and each direction and phase has
 /// its own key, so (path, packet number) never repeats under one key. The
-/// nonce takes the full 64-bit number; the header carries only its low bits.
-fn nonce(header: &[u8], packet_number: u64) -> Nonce {
+/// nonce takes the full 64-bit number, of which the header carries only
+/// the low bits, and the path, which a short header leaves to the address.
+fn nonce(path: PathId, packet_number: u64) -> Nonce {
     let mut n = [0u8; NONCE_LEN];
-    n[3] = header[PATH_OFFSET];
+    n[3] = path.0;
     n[4..].copy_from_slice(&packet_number.to_be_bytes());
     Nonce::assume_unique_for_key(n)
 }
@@ -146,11 +147,12 @@ impl AsRef<[u8]> for HeaderAad {
 fn open_with<'a>(
     key: &LessSafeKey,
     datagram: &'a mut [u8],
+    path: PathId,
     packet_number: u64,
 ) -> Option<&'a mut [u8]> {
     let len = header_len(datagram[0]);
     let (header, payload) = datagram.split_at_mut(len);
-    let nonce = nonce(header, packet_number);
+    let nonce = nonce(path, packet_number);
     key.open_in_place(nonce, Aad::from(aad(header)), payload)
         .ok()
 }
@@ -251,12 +253,13 @@ impl PacketKeys {
     /// Encrypts the datagram that starts at `start` in `buf` (everything
     /// after its header) in place and appends the tag; `packet_number` is
     /// the full number whose low bits the header carries. The header's
-    /// key-phase bit must be [`PacketKeys::phase_bit`]'s.
-    pub fn seal(&mut self, buf: &mut Vec<u8>, start: usize, packet_number: u64) {
+    /// key-phase bit must be [`PacketKeys::phase_bit`]'s; `path` is the
+    /// connection it goes on.
+    pub fn seal(&mut self, buf: &mut Vec<u8>, start: usize, path: PathId, packet_number: u64) {
         let len = header_len(buf[start]);
         let (header, payload) = buf[start..].split_at_mut(len);
         debug_assert_eq!(header[0] & KEY_PHASE_BIT != 0, self.phase_bit());
-        let nonce = nonce(header, packet_number);
+        let nonce = nonce(path, packet_number);
         let tag = self
             .seal
             .seal_in_place_separate_tag(nonce, Aad::from(aad(header)), payload)
@@ -266,7 +269,7 @@ impl PacketKeys {
     }
 
     /// Opens `datagram` in place, its header's packet number expanded to
-    /// `packet_number`: with the current key if its key-phase bit is the
+    /// `packet_number`, as it arrived on connection `path`: with the current key if its key-phase bit is the
     /// current phase's, else with the previous phase's key (while kept) or
     /// the next's. Returns the plaintext frames and which key opened them,
     /// or `None` if no key opened it. Nothing changes here: only
@@ -276,6 +279,7 @@ impl PacketKeys {
         &self,
         now: Instant,
         datagram: &'a mut [u8],
+        path: PathId,
         packet_number: u64,
     ) -> Option<(&'a [u8], Opened)> {
         let header = header_len(*datagram.first()?);
@@ -284,7 +288,7 @@ impl PacketKeys {
         }
         let bit = datagram[0] & KEY_PHASE_BIT != 0;
         if bit == self.phase_bit() {
-            let plain = open_with(&self.open, datagram, packet_number)?;
+            let plain = open_with(&self.open, datagram, path, packet_number)?;
             return Some((plain, Opened::Current));
         }
         // The other bit: a late datagram of the previous phase, or the
@@ -293,13 +297,13 @@ impl PacketKeys {
         // next key tries a copy.
         if let Some(prev) = self.prev_usable(now) {
             let copy = datagram.to_vec();
-            if open_with(prev, datagram, packet_number).is_some() {
+            if open_with(prev, datagram, path, packet_number).is_some() {
                 let len = datagram.len() - TAG_LEN;
                 return Some((&datagram[header..len], Opened::Previous));
             }
             datagram.copy_from_slice(&copy);
         }
-        let plain = open_with(&self.open_next, datagram, packet_number)?;
+        let plain = open_with(&self.open_next, datagram, path, packet_number)?;
         Some((plain, Opened::Next))
     }
 
@@ -360,14 +364,14 @@ mod tests {
         d[crate::wire::PATH_OFFSET] = 3;
         d[HEADER_LEN - 4..].copy_from_slice(&(pn as u32).to_be_bytes());
         d.extend_from_slice(body);
-        keys.seal(&mut d, 0, pn);
+        keys.seal(&mut d, 0, PathId(3), pn);
         d
     }
 
     /// Opens `d` at `now` as a session does: the phase moves only if it opened.
     fn open(keys: &mut PacketKeys, now: Instant, d: &[u8], pn: u64) -> Option<Vec<u8>> {
         let mut d = d.to_vec();
-        let (plain, opened) = keys.open(now, &mut d, pn)?;
+        let (plain, opened) = keys.open(now, &mut d, PathId(3), pn)?;
         let plain = plain.to_vec();
         keys.on_opened(now, opened, GRACE);
         Some(plain)
@@ -394,27 +398,40 @@ mod tests {
         // Sealing a datagram after others in a batch leaves those alone.
         let mut batch = vec![7u8; 5];
         batch.extend_from_slice(&d);
-        a.seal(&mut batch, 5, pn);
+        a.seal(&mut batch, 5, PathId(3), pn);
         assert_eq!(batch[..5], [7; 5]);
-        a.seal(&mut d, 0, pn);
+        a.seal(&mut d, 0, PathId(3), pn);
         assert_eq!(batch[5..], d[..]);
         assert_eq!(d.len(), HEADER_LEN + 6 + TAG_LEN);
         // The MB-ECN byte may change on the way.
         let mut marked = d.clone();
         marked[MBECN_OFFSET] = 5;
-        let (plain, opened) = b.open(at(0), &mut marked, pn).unwrap();
+        let (plain, opened) = b.open(at(0), &mut marked, PathId(3), pn).unwrap();
         assert_eq!((plain, opened), (&b"frames"[..], Opened::Current));
         // Any other bit flipped, in header, payload or tag, fails.
         for i in (0..d.len()).filter(|&i| i != MBECN_OFFSET) {
             let mut bad = d.clone();
             bad[i] ^= 1;
-            assert!(b.open(at(0), &mut bad, pn).is_none(), "bit flip at {i}");
+            assert!(
+                b.open(at(0), &mut bad, PathId(3), pn).is_none(),
+                "bit flip at {i}"
+            );
         }
         // The same low bits expanded into another window do not open: the
         // nonce is the full number.
-        assert!(b.open(at(0), &mut d.clone(), 9).is_none());
+        assert!(b.open(at(0), &mut d.clone(), PathId(3), 9).is_none());
         // Our own direction's key does not open what we sealed.
-        assert!(a.open(at(0), &mut d.clone(), pn).is_none());
+        assert!(a.open(at(0), &mut d.clone(), PathId(3), pn).is_none());
+        // Nor does it open as another connection's: the nonce names the
+        // path, which a short header leaves to the address.
+        assert!(b.open(at(0), &mut d.clone(), PathId(4), pn).is_none());
+        let mut short = vec![crate::wire::VERSION | 0x70, 0, 0, 0, 0, 9];
+        short.extend_from_slice(b"frames");
+        a.seal(&mut short, 0, PathId(3), pn);
+        assert_eq!(short.len(), crate::wire::SHORT_HEADER_LEN + 6 + TAG_LEN);
+        assert!(b.open(at(0), &mut short.clone(), PathId(2), pn).is_none());
+        let (plain, _) = b.open(at(0), &mut short, PathId(3), pn).unwrap();
+        assert_eq!(plain, b"frames");
     }
 
     #[test]
@@ -526,7 +543,7 @@ mod tests {
         let mut garbage = vec![0x55u8; HEADER_LEN + 40];
         garbage[0] = crate::wire::VERSION | KEY_PHASE_BIT;
         for forged in [flipped, garbage] {
-            assert!(b.open(at(1), &mut forged.clone(), 0).is_none());
+            assert!(b.open(at(1), &mut forged.clone(), PathId(3), 0).is_none());
             assert!(open(&mut b, at(1), &forged, 0).is_none());
             assert_eq!((b.updates(), b.phase_bit()), (0, false));
         }

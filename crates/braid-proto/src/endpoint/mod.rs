@@ -3,7 +3,9 @@
 //! the runtime, the simulator and the fuzzers all run the same code.
 //!
 //! Inputs are [`Endpoint::handle`] (every datagram), [`Endpoint::confirmed`]
-//! and [`Endpoint::remove`] (what the caller saw its sessions do); outputs
+//! and [`Endpoint::remove`] (what the caller saw its sessions do), and
+//! [`Endpoint::bind_address`] (a connection told apart by its address,
+//! for short headers); outputs
 //! are the [`DatagramEvent`] `handle` returns and [`Endpoint::poll_evicted`].
 //! The caller owns the sessions and gives the endpoint a handle `H` for
 //! each (the runtime an `Arc` of its shared state, the simulator an index).
@@ -17,6 +19,7 @@
 //! and is counted when it is sent. A key-mode opening is dated by its
 //! client, and one whose date was seen is a replay and opens nothing.
 
+mod addresses;
 mod admission;
 mod guesses;
 mod openings;
@@ -26,7 +29,8 @@ pub use admission::Prefix;
 use crate::config::ConfigError;
 use crate::crypto::{mode, RetryKey, SessionRng};
 use crate::wire::{Frame, Frames, Header, VERSION};
-use crate::{Instant, Role, Session, SessionConfig};
+use crate::{Instant, PathId, Role, Session, SessionConfig};
+use addresses::AddressTable;
 use admission::{Admit, HalfOpen, HalfOpenTable, Limits};
 use guesses::CodeGuesses;
 use openings::OpeningDates;
@@ -112,6 +116,8 @@ pub struct Endpoint<H> {
     rng: SessionRng,
     retry_key: RetryKey,
     sessions: HashMap<u64, H>,
+    /// Connections told apart by address, which short headers rely on.
+    addresses: AddressTable,
     half_open: HalfOpenTable,
     /// Established server sessions, counted against the memory budget.
     established: HashSet<u64>,
@@ -144,6 +150,7 @@ impl<H: Clone> Endpoint<H> {
             rng,
             retry_key,
             sessions: HashMap::new(),
+            addresses: AddressTable::default(),
             half_open: HalfOpenTable::default(),
             established: HashSet::new(),
             closed: VecDeque::new(),
@@ -193,6 +200,11 @@ impl<H: Clone> Endpoint<H> {
         make: impl FnOnce(Session) -> H,
     ) -> Option<DatagramEvent<H>> {
         let (header, payload) = Header::decode(datagram).ok()?;
+        if header.short {
+            // Never an opening: only a connection bound to its address.
+            let (h, _) = self.by_address(from)?;
+            return Some(DatagramEvent::Known(h.clone()));
+        }
         if let Some(h) = self.sessions.get(&header.session_id) {
             return Some(DatagramEvent::Known(h.clone()));
         }
@@ -301,6 +313,7 @@ impl<H: Clone> Endpoint<H> {
             version: VERSION,
             key_phase: false,
             mbecn: 0,
+            short: false,
             session_id: opening.session_id,
             path: opening.path,
             packet_number: 0,
@@ -316,6 +329,24 @@ impl<H: Clone> Endpoint<H> {
             self.evicted.push_back(h);
         }
         self.remove(id);
+    }
+
+    /// Tells connection `path` of session `session_id` apart by `addr`, the
+    /// address its datagrams come from (for a server, once one from there
+    /// authenticated; for a client, where it sends), unless another
+    /// connection has that address; the connection's former address is
+    /// let go. Whether the address is now the connection's: if so, the
+    /// session may offer short headers there
+    /// ([`Session::accept_short_headers`]).
+    pub fn bind_address(&mut self, addr: SocketAddr, session_id: u64, path: PathId) -> bool {
+        self.sessions.contains_key(&session_id) && self.addresses.bind(addr, session_id, path)
+    }
+
+    /// The session and connection datagrams from `addr` belong to, if
+    /// one is bound there ([`Endpoint::bind_address`]).
+    pub fn by_address(&self, addr: SocketAddr) -> Option<(&H, PathId)> {
+        let (id, path) = self.addresses.get(addr)?;
+        Some((self.sessions.get(&id)?, path))
     }
 
     /// The handle of session `session_id`, if the table holds it.
@@ -342,6 +373,7 @@ impl<H: Clone> Endpoint<H> {
         if self.sessions.remove(&session_id).is_none() {
             return;
         }
+        self.addresses.remove_session(session_id);
         self.half_open.remove(session_id);
         self.established.remove(&session_id);
         if self.closed.len() == RECENTLY_CLOSED {

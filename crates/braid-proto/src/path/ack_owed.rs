@@ -202,6 +202,7 @@ impl AcksOwed {
                 epoch,
             ),
             rx_times: Vec::new(),
+            short_headers: false,
         }
     }
 

@@ -21,6 +21,7 @@ mod recovery;
 mod replay;
 mod rto_count;
 mod sent;
+mod short_headers;
 mod validation;
 
 pub(crate) use packet_number::AckError;
@@ -43,6 +44,7 @@ use rand::Rng;
 use replay::ReplayWindow;
 use rto_count::RtoCount;
 use sent::{SentPacket, SentPackets};
+use short_headers::ShortHeaders;
 use std::time::Duration;
 use validation::Validation;
 
@@ -119,6 +121,8 @@ pub(crate) struct Path {
     pmtud: Pmtud,
     /// The newest ack-eliciting packet's number, sized once it is sealed.
     last_eliciting_pn: Option<u64>,
+    /// Whether packets here may leave out the session id and path.
+    short: ShortHeaders,
 }
 
 impl Path {
@@ -165,6 +169,7 @@ impl Path {
             // Off until the session knows its sizes (`set_pmtu_bounds`).
             pmtud: Pmtud::new(u16::MAX, 0, now),
             last_eliciting_pn: None,
+            short: ShortHeaders::default(),
         }
     }
 
@@ -338,6 +343,29 @@ impl Path {
     /// The session's give-up counts of this path's timeouts.
     pub fn rto_count(&self) -> &RtoCount {
         &self.rtos
+    }
+
+    /// Whether we can tell this connection's packets by their address, and
+    /// so offer the peer short headers here.
+    pub fn offer_short_headers(&mut self, offered: bool) {
+        self.short.set_offered(offered);
+    }
+
+    /// An authentic packet arrived here, in the short form or not.
+    pub fn on_header_form(&mut self, short: bool) {
+        self.short.on_received(short);
+    }
+
+    /// Whether an ACK frame should go here to tell the peer our short
+    /// header offer, though none is owed (see [`ShortHeaders`]).
+    pub fn short_offer_due(&self, now: Instant) -> bool {
+        let rtt = self.rtt.srtt_or(Duration::from_millis(100));
+        self.short.offer_due(now, rtt)
+    }
+
+    /// Whether the next packet here may be short (see [`ShortHeaders`]).
+    pub fn sends_short_headers(&self) -> bool {
+        self.short.may_send(self.rtos.is_in_silence())
     }
 
     /// The transfer made progress: the retry limit counts afresh.
@@ -594,7 +622,10 @@ impl Path {
     /// Builds the ACK frame for this path's received packets (without the
     /// single receive times: [`Path::ack_rx_times`]).
     pub fn ack_frame(&self, now: Instant, cumulative: u64, fin: bool, max_data: u64) -> AckFrame {
-        self.acks.frame(now, self.epoch, cumulative, fin, max_data)
+        AckFrame {
+            short_headers: self.short.offered(),
+            ..self.acks.frame(now, self.epoch, cumulative, fin, max_data)
+        }
     }
 
     /// The first packets' receive times still owed, for an ACK with room.
@@ -605,6 +636,7 @@ impl Path {
     /// An ACK went out in our packet `pn`; `with_rx_times` if it carried
     /// the receive times.
     pub fn on_ack_sent(&mut self, now: Instant, pn: u64, with_rx_times: bool) {
+        self.short.on_ack_sent(now);
         // Reported ranges are dropped unheard only while our data shares
         // the link with these ACKs: on an idle return path the full
         // history costs nothing, and its late reports of packets an RTO

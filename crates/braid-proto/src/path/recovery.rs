@@ -154,6 +154,7 @@ impl Path {
             "validated by validate_ack"
         );
         self.acks.on_peer_ack(&ack.ranges);
+        self.short.on_peer_ack(ack.largest(), ack.short_headers);
         let lost_before = self.stats.lost_bytes;
         let srtt = self.rtt.srtt_or(Duration::ZERO);
         let acked = self.sent.on_ack(now, &ack.ranges, srtt);

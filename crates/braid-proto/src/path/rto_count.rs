@@ -47,6 +47,11 @@ impl RtoCount {
         self.in_silence = None;
     }
 
+    /// Whether a timeout fired since the peer was last heard.
+    pub fn is_in_silence(&self) -> bool {
+        self.in_silence.is_some()
+    }
+
     /// Timeouts since the transfer last made progress.
     pub fn without_progress(&self) -> u32 {
         self.without_progress

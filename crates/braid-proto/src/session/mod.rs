@@ -33,6 +33,7 @@ mod packets;
 mod pmtu;
 mod receive;
 mod scheduler;
+mod short_headers;
 mod stats;
 mod streams;
 mod tail_copy;
@@ -168,6 +169,9 @@ pub struct Session {
     /// tail copies wait for beyond a round trip. Ours until the handshake
     /// tells.
     peer_max_ack_delay: std::time::Duration,
+    /// Whether connections opened from now on offer short headers (see
+    /// [`Session::accept_short_headers_everywhere`]).
+    short_on_new_paths: bool,
 }
 
 impl Session {
@@ -262,6 +266,7 @@ impl Session {
             tail_copy_checked: None,
             trace: trace::SessionTrace::new(cfg.trace),
             peer_max_ack_delay: cfg.max_ack_delay,
+            short_on_new_paths: false,
             cfg,
         }
     }
@@ -313,6 +318,7 @@ impl Session {
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
         path.trace.tracer = crate::trace::Tracer::new(self.is_tracing());
         path.trace.stale = true;
+        path.offer_short_headers(self.short_on_new_paths);
         // A connection's first event: qvis opens the first group it meets.
         let state = path.state();
         (self.trace.tracer).record(now, crate::trace::EventKind::PathState { path: id, state });

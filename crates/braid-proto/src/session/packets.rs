@@ -6,6 +6,7 @@
 
 use super::batch::Held;
 use crate::crypto::PacketKeys;
+use crate::PathId;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
@@ -16,6 +17,8 @@ pub(super) struct Packets {
     start: usize,
     /// The full packet number of the datagram being written.
     number: u64,
+    /// The connection it goes on: the nonce names it.
+    path: PathId,
     /// Datagrams sealed and sent but not yet handed out, for a later batch.
     held: Held,
 }
@@ -46,8 +49,9 @@ impl Packets {
         self.start
     }
 
-    /// The datagram being written is numbered `pn`.
-    pub fn set_number(&mut self, pn: u64) {
+    /// The datagram being written goes on `path`, numbered `pn`.
+    pub fn set_number(&mut self, path: PathId, pn: u64) {
+        self.path = path;
         self.number = pn;
     }
 
@@ -74,7 +78,7 @@ impl Packets {
     /// Seals the datagram being written, once the session has keys.
     pub fn seal(&mut self, buf: &mut Vec<u8>) {
         if let Some(keys) = self.keys.as_deref_mut() {
-            keys.seal(buf, self.start, self.number);
+            keys.seal(buf, self.start, self.path, self.number);
         }
     }
 }
@@ -88,7 +92,7 @@ mod tests {
         let mut p = Packets::default();
         let mut buf = b"earlier datagram".to_vec();
         p.begin(buf.len());
-        p.set_number(7);
+        p.set_number(PathId(0), 7);
         buf.extend_from_slice(b"hello");
         p.seal(&mut buf);
         assert_eq!(p.len(&buf), 5);

@@ -36,19 +36,28 @@ impl Session {
     }
 
     /// The largest segment new data is cut into: what the connection
-    /// carrying the most takes without an ACK riding along. Without
-    /// discovery, the negotiated segment size.
+    /// carrying the most takes without an ACK riding along, with the
+    /// header it sends while data flows (short if the peer offers it, a
+    /// 2-byte packet number). Without discovery, the negotiated segment
+    /// size.
     pub(super) fn pmtu_segment_size(&self) -> u32 {
         let floor = u32::from(self.cfg.segment_size);
         if !self.is_pmtud_on() {
             return floor;
         }
-        let overhead = wire::datagram_overhead(self.is_sealed()) + wire::stream_frame_overhead(0);
+        let tag = wire::datagram_overhead(self.is_sealed()) - wire::datagram_overhead(false);
         let largest = self
             .paths
             .values()
             .filter(|p| p.is_usable())
-            .map(|p| usize::from(p.max_datagram()).saturating_sub(overhead))
+            .map(|p| {
+                let header = match p.sends_short_headers() {
+                    true => wire::SHORT_HEADER_LEN - 2,
+                    false => wire::HEADER_LEN - 2,
+                };
+                let overhead = header + tag + wire::stream_frame_overhead(0);
+                usize::from(p.max_datagram()).saturating_sub(overhead)
+            })
             .max()
             .unwrap_or(0);
         floor.max(u32::try_from(largest).unwrap_or(u32::MAX))

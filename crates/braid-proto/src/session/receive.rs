@@ -124,7 +124,16 @@ impl Session {
             return false;
         };
         let header_len = datagram.len() - payload.len();
-        if header.session_id != self.session_id || header.version != VERSION {
+        // A short header names no session: its caller found ours by the
+        // address, which only a connection we offered short headers on
+        // maps to us, and the nonce checks the path. Nothing short is a
+        // handshake message.
+        let ours = if header.short {
+            self.is_established()
+        } else {
+            header.session_id == self.session_id
+        };
+        if !ours || header.version != VERSION {
             self.counters.unexpected += 1;
             return false;
         }
@@ -143,9 +152,10 @@ impl Session {
         };
         // A failed open leaves the bytes unspecified; the rare datagram that
         // may be a handshake message in clear is kept to be read as one.
-        let clear = crate::wire::starts_with_clear_frame(&datagram[header_len..])
-            .then(|| datagram.to_vec());
-        match keys.open(now, datagram, header.packet_number) {
+        let clear = (!header.short
+            && crate::wire::starts_with_clear_frame(&datagram[header_len..]))
+        .then(|| datagram.to_vec());
+        match keys.open(now, datagram, path, header.packet_number) {
             Some((frames, opened)) => {
                 // Authentic: only now may it move the key phase.
                 let grace = self.key_grace();
@@ -249,6 +259,7 @@ impl Session {
             return false;
         }
         p.on_mbecn(header.mbecn);
+        p.on_header_form(header.short);
         if arrival.ecn == Ecn::Ce {
             p.on_ce_received();
         }

@@ -359,6 +359,7 @@ mod tests {
             ce_count: 0,
             rx_timestamp_us: forward_ms * 1000,
             rx_times: Vec::new(),
+            short_headers: false,
         };
         let mut stream = SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0);
         p.on_ack_frame(

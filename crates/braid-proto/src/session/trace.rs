@@ -304,6 +304,7 @@ mod tests {
                 version: VERSION,
                 key_phase: false,
                 mbecn: 0,
+                short: false,
                 session_id: 42,
                 path: PathId((i % 3) as u8),
                 packet_number: i,

@@ -129,7 +129,32 @@ impl Session {
         }
     }
 
+    /// Starts a datagram on `path`: its header, short if the peer offers
+    /// it there (see `path::short_headers`) and the handshake is done.
     pub(super) fn start_packet(&mut self, now: Instant, path: PathId, buf: &mut Vec<u8>) -> u64 {
+        let short = self.handshake.is_done() && self.paths[&path].sends_short_headers();
+        self.start_packet_in(now, path, short, buf)
+    }
+
+    /// Starts a datagram that names its session and path in full: path
+    /// validation's, which travel when an address may have changed, and
+    /// handshake answers.
+    pub(super) fn start_long_packet(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        buf: &mut Vec<u8>,
+    ) -> u64 {
+        self.start_packet_in(now, path, false, buf)
+    }
+
+    fn start_packet_in(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        short: bool,
+        buf: &mut Vec<u8>,
+    ) -> u64 {
         let p = self.paths.get_mut(&path).expect("path exists");
         let pn = p.take_packet_number(&mut self.rng);
         let largest_acked = p.largest_acked();
@@ -149,13 +174,14 @@ impl Session {
             version: VERSION,
             key_phase,
             mbecn: 0,
+            short,
             session_id: self.session_id,
             path,
             packet_number: pn,
         }
         .encode_for(buf, largest_acked);
         self.trace_payload_starts(buf.len());
-        self.packets.set_number(pn);
+        self.packets.set_number(path, pn);
         self.liveness.on_sent(now);
         pn
     }
@@ -250,7 +276,7 @@ impl Session {
         // A client without our answer could not open a sealed CLOSE: the
         // answer goes first (a refusal travels inside it).
         if let Some(answer) = self.handshake.server_mut().and_then(|s| s.take_answer()) {
-            self.start_packet(now, path, buf);
+            self.start_long_packet(now, path, buf);
             buf.extend_from_slice(answer.frame());
             return Some(self.finish_clear_packet(path, buf));
         }
@@ -390,7 +416,7 @@ impl Session {
         }
         while let Some((id, data)) = self.challenges.responses.pop() {
             if self.paths.get(&id).is_some_and(|p| p.is_usable()) && self.validations_allow(id) {
-                self.start_packet(now, id, buf);
+                self.start_long_packet(now, id, buf);
                 Frame::PathResponse(data).encode(buf);
                 if self.paths[&id].is_ack_owed() {
                     self.push_ack(now, id, buf, false);
@@ -400,7 +426,7 @@ impl Session {
         }
         // Alone in its datagram, so that a small credit suffices.
         if let Some((id, data)) = self.due_candidate_challenge(now) {
-            self.start_packet(now, id, buf);
+            self.start_long_packet(now, id, buf);
             Frame::PathChallenge(data).encode(buf);
             self.trace_frames(id, buf);
             self.seal_packet(buf);
@@ -421,7 +447,7 @@ impl Session {
             });
         }
         let (id, data) = self.due_challenge(now)?;
-        self.start_packet(now, id, buf);
+        self.start_long_packet(now, id, buf);
         Frame::PathChallenge(data).encode(buf);
         self.on_challenge_sent(now, id);
         Some(self.finish_packet(id, buf))
@@ -485,7 +511,7 @@ impl Session {
     ) -> Option<Transmit> {
         // An ACK needing many ranges goes in a packet of its own first.
         let p = &self.paths[&id];
-        let piggyback = p.is_ack_owed();
+        let piggyback = p.is_ack_owed() || p.short_offer_due(now);
         if piggyback && p.ack_range_count() > PIGGYBACK_RANGES {
             self.start_packet(now, id, buf);
             self.push_ack(now, id, buf, true);

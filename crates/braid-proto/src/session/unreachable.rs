@@ -20,7 +20,9 @@ impl Session {
             return false;
         };
         let path = header.path;
-        let believable = header.session_id == self.session_id()
+        // A short header went only where the peer had been heard.
+        let believable = !header.short
+            && header.session_id == self.session_id()
             && self.paths.get(&path).is_some_and(|p| {
                 !p.was_heard()
                     && p.state() != PathState::Closed

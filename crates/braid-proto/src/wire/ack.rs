@@ -38,6 +38,9 @@ pub struct AckFrame {
     /// whose spacing dates the bottleneck even when it reads the flight in
     /// one batch (see `cc::bbr`'s ACK train). At most [`MAX_RX_TIMES`].
     pub rx_times: Vec<(u64, u64)>,
+    /// The sender of this ACK tells the acknowledged connection's packets
+    /// by their address: they may leave out the session id and path.
+    pub short_headers: bool,
 }
 
 impl AckFrame {
@@ -66,7 +69,10 @@ pub(super) fn encode_ack(ack: &AckFrame, buf: &mut Vec<u8>) {
     }
     varint::write(buf, ack.cumulative);
     let rx_times = &ack.rx_times[..ack.rx_times.len().min(MAX_RX_TIMES)];
-    let flags = if rx_times.is_empty() { 0 } else { ACK_RX_TIMES };
+    let mut flags = if rx_times.is_empty() { 0 } else { ACK_RX_TIMES };
+    if ack.short_headers {
+        flags |= ACK_SHORT_HEADERS;
+    }
     buf.push(u8::from(ack.fin) | flags);
     varint::write(buf, ack.max_data);
     varint::write(buf, ack.ce_count);
@@ -84,9 +90,10 @@ pub(super) fn encode_ack(ack: &AckFrame, buf: &mut Vec<u8>) {
 }
 
 /// The flags byte of an ACK frame: bit 0 is the stream's FIN, bit 1 says
-/// single-packet receive times follow.
+/// single-packet receive times follow, bit 2 offers short headers.
 const ACK_FIN: u8 = 1;
 const ACK_RX_TIMES: u8 = 2;
+const ACK_SHORT_HEADERS: u8 = 4;
 
 /// A signed value as a varint's unsigned one: 0, -1, 1, -2, ... → 0, 1, 2, 3.
 fn zigzag(v: i64) -> u64 {
@@ -123,7 +130,7 @@ pub(super) fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
     }
     let cumulative = var(input)?;
     let flags = u8_(input)?;
-    if flags & !(ACK_FIN | ACK_RX_TIMES) != 0 {
+    if flags & !(ACK_FIN | ACK_RX_TIMES | ACK_SHORT_HEADERS) != 0 {
         return Err(bad);
     }
     let fin = flags & ACK_FIN != 0;
@@ -148,6 +155,7 @@ pub(super) fn decode_ack(input: &mut &[u8]) -> Result<AckFrame, DecodeError> {
         ack_delay_us,
         cumulative,
         fin,
+        short_headers: flags & ACK_SHORT_HEADERS != 0,
         max_data,
         ce_count,
         rx_timestamp_us,
@@ -175,6 +183,7 @@ mod tests {
             ce_count: 0,
             rx_timestamp_us: 0,
             rx_times: Vec::new(),
+            short_headers: false,
         });
         let buf = encode_all(std::slice::from_ref(&ack));
         let (_, payload) = Header::decode(&buf).unwrap();

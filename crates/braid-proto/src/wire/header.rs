@@ -1,14 +1,24 @@
-//! The public header: key phase, packet-number length and version, MB-ECN
-//! level, session id, path and the packet number's low bits (1 to 4
-//! bytes, as QUIC chooses them from what the peer has acknowledged).
+//! The public header: key phase, packet-number length, form and version,
+//! MB-ECN level, session id and path (in the long form only) and the
+//! packet number's low bits (1 to 4 bytes, as QUIC chooses them from what
+//! the peer has acknowledged).
+//!
+//! The short form leaves out the session id and the path: 5 bytes a data
+//! packet spends on payload instead. The receiver tells its session and
+//! connection from the address the datagram came from, which it
+//! offers only for an address no other connection on its socket uses
+//! (see `Session::accept_short_headers`); everything else, a handshake,
+//! a connection that has just timed out, travels in the long form.
 
 use super::DecodeError;
 use crate::PathId;
 
-/// The only protocol version this code speaks (five bits: the first
+/// The only protocol version this code speaks (four bits: the first
 /// byte's high bit is [`KEY_PHASE_BIT`], the next two the packet number's
-/// length).
-pub const VERSION: u8 = 9;
+/// length, the next the form). Version 9's five version bits read 10 or
+/// 26 here, and ours read 10 or 26 there: each side counts the other's
+/// datagrams as another version's.
+pub const VERSION: u8 = 10;
 /// The first header byte's key-phase bit. It is covered by the AEAD (the
 /// header is its associated data), so it cannot be flipped unnoticed;
 /// clear handshake datagrams and insecure sessions send it as 0.
@@ -16,32 +26,38 @@ pub const KEY_PHASE_BIT: u8 = 0x80;
 /// The first byte's bits that hold the packet number's length less one.
 const PN_LEN_BITS: u8 = 0x60;
 const PN_LEN_SHIFT: u32 = 5;
+/// The first byte's bit that marks the short form.
+const SHORT_BIT: u8 = 0x10;
 /// The first byte's bits that hold the version.
-const VERSION_BITS: u8 = 0x1f;
+const VERSION_BITS: u8 = 0x0f;
 const _: () = assert!(
     VERSION <= VERSION_BITS,
-    "the version must leave the key-phase and length bits free"
+    "the version must leave the key-phase, length and form bits free"
 );
-/// Bytes of the public header at least (a 1-byte packet number).
-pub const MIN_HEADER_LEN: usize = PN_OFFSET + 1;
-/// Bytes of the public header at most (a 4-byte packet number).
+/// Bytes of the public header at least (short, a 1-byte packet number).
+pub const MIN_HEADER_LEN: usize = SHORT_PN_OFFSET + 1;
+/// Bytes of the public header at most (long, a 4-byte packet number).
 pub const HEADER_LEN: usize = PN_OFFSET + 4;
+/// Bytes of the short header at most (a 4-byte packet number).
+pub const SHORT_HEADER_LEN: usize = SHORT_PN_OFFSET + 4;
+/// Where the short header's packet number sits.
+const SHORT_PN_OFFSET: usize = 2;
 /// Where the session id sits: 32 bits, chosen at random by the client.
 const SESSION_ID_OFFSET: usize = 2;
-/// Where the path sits in the header (the AEAD nonce takes it too).
+/// Where the path sits in the long header (the AEAD nonce takes it too).
 pub const PATH_OFFSET: usize = 6;
-/// Where the packet number's low bits sit in the header.
+/// Where the packet number's low bits sit in the long header.
 const PN_OFFSET: usize = 7;
 /// The session ids the header carries: the low 32 bits of a `u64`.
 pub const SESSION_ID_MASK: u64 = 0xffff_ffff;
 
-/// Bytes a datagram carries besides its frames at most: the header with a
-/// 4-byte packet number and, when the session is sealed, the AEAD tag. A
-/// data packet adds its STREAM frame's own header
+/// Bytes a datagram carries besides its frames at most: the long header
+/// with a 4-byte packet number and, when the session is sealed, the AEAD
+/// tag. A data packet adds its STREAM frame's own header
 /// ([`stream_frame_overhead`](super::stream_frame_overhead)), and IPv4 +
-/// UDP add 28 bytes on a link. Benchmarks and reports take braid's
-/// overhead from here; a connection whose peer acknowledges promptly
-/// sends packet numbers of 2 bytes, 2 less than this.
+/// UDP add 28 bytes on a link. A connection whose peer acknowledges
+/// promptly and takes short headers sends 7 less
+/// ([`data_datagram_overhead`]).
 pub const fn datagram_overhead(sealed: bool) -> usize {
     if sealed {
         HEADER_LEN + crate::crypto::TAG_LEN
@@ -49,14 +65,14 @@ pub const fn datagram_overhead(sealed: bool) -> usize {
         HEADER_LEN
     }
 }
-/// [`datagram_overhead`] of a data packet while data flows: its packet
-/// number takes 2 bytes once the peer acknowledges within 16,384 packets
-/// ([`packet_number_len`]), as it does on any path whose window is
-/// smaller. What benchmarks count per data packet.
+/// [`datagram_overhead`] of a data packet while data flows: a short
+/// header, whose packet number takes 2 bytes once the peer acknowledges
+/// within 16,384 packets ([`packet_number_len`]), as it does on any path
+/// whose window is smaller. What benchmarks count per data packet.
 pub const fn data_datagram_overhead(sealed: bool) -> usize {
-    datagram_overhead(sealed) - 2
+    datagram_overhead(sealed) - (HEADER_LEN - SHORT_HEADER_LEN) - 2
 }
-/// Where the MB-ECN congestion level sits in the header, for forwarders.
+/// Where the MB-ECN congestion level sits in either form, for forwarders.
 pub const MBECN_OFFSET: usize = 1;
 
 /// The public header.
@@ -70,20 +86,37 @@ pub struct Header {
     /// MB-ECN congestion level (seed 004): the sender writes 0 and every
     /// forwarder ORs in its queue depth / 16 (see [`mark_mbecn`]).
     pub mbecn: u8,
+    /// The short form: no session id nor path on the wire. A decoded short
+    /// header holds 0 for both; its receiver knows them from the address.
+    pub short: bool,
     /// Chosen by the client; tells sessions apart on one socket. Only its
-    /// low 32 bits ([`SESSION_ID_MASK`]) travel.
+    /// low 32 bits ([`SESSION_ID_MASK`]) travel, in the long form.
     pub session_id: u64,
-    /// Which connection of the session this datagram travels on.
+    /// Which connection of the session this datagram travels on (in the
+    /// long form; the AEAD nonce takes it in both).
     pub path: PathId,
     /// Never reused within a path. Only its low bits are encoded: a
     /// decoded header holds those until [`Header::expand`] places them.
     pub packet_number: u64,
 }
 
-/// The header's length, from its first byte (which says how long the
-/// packet number is).
+/// The header's length, from its first byte (which says the form and how
+/// long the packet number is).
 pub fn header_len(first: u8) -> usize {
-    PN_OFFSET + pn_len(first)
+    pn_offset(first) + pn_len(first)
+}
+
+/// Whether the header that starts with `first` is the short form.
+pub fn is_short(first: u8) -> bool {
+    first & SHORT_BIT != 0
+}
+
+fn pn_offset(first: u8) -> usize {
+    if is_short(first) {
+        SHORT_PN_OFFSET
+    } else {
+        PN_OFFSET
+    }
 }
 
 fn pn_len(first: u8) -> usize {
@@ -148,11 +181,14 @@ impl Header {
     pub fn encode_for(&self, buf: &mut Vec<u8>, largest_acked: Option<u64>) {
         let len = packet_number_len(self.packet_number, largest_acked);
         let phase = if self.key_phase { KEY_PHASE_BIT } else { 0 };
+        let form = if self.short { SHORT_BIT } else { 0 };
         let len_bits = ((len - 1) as u8) << PN_LEN_SHIFT;
-        buf.push((self.version & VERSION_BITS) | len_bits | phase);
+        buf.push((self.version & VERSION_BITS) | len_bits | form | phase);
         buf.push(self.mbecn);
-        buf.extend_from_slice(&((self.session_id & SESSION_ID_MASK) as u32).to_be_bytes());
-        buf.push(self.path.0);
+        if !self.short {
+            buf.extend_from_slice(&((self.session_id & SESSION_ID_MASK) as u32).to_be_bytes());
+            buf.push(self.path.0);
+        }
         buf.extend_from_slice(&self.packet_number.to_be_bytes()[8 - len..]);
     }
 
@@ -164,15 +200,24 @@ impl Header {
         if datagram.len() < len {
             return Err(DecodeError::Truncated);
         }
+        let offset = pn_offset(first);
         let mut pn = [0u8; 8];
-        pn[8 - (len - PN_OFFSET)..].copy_from_slice(&datagram[PN_OFFSET..len]);
-        let id = &datagram[SESSION_ID_OFFSET..SESSION_ID_OFFSET + 4];
+        pn[8 - (len - offset)..].copy_from_slice(&datagram[offset..len]);
+        let short = is_short(first);
+        let (session_id, path) = if short {
+            (0, PathId(0))
+        } else {
+            let id = &datagram[SESSION_ID_OFFSET..SESSION_ID_OFFSET + 4];
+            let id = u32::from_be_bytes(id.try_into().expect("4 bytes"));
+            (u64::from(id), PathId(datagram[PATH_OFFSET]))
+        };
         let header = Header {
             version: first & VERSION_BITS,
             key_phase: first & KEY_PHASE_BIT != 0,
             mbecn: datagram[MBECN_OFFSET],
-            session_id: u64::from(u32::from_be_bytes(id.try_into().expect("4 bytes"))),
-            path: PathId(datagram[PATH_OFFSET]),
+            short,
+            session_id,
+            path,
             packet_number: u64::from_be_bytes(pn),
         };
         Ok((header, &datagram[len..]))
@@ -185,7 +230,7 @@ impl Header {
         largest: Option<u64>,
     ) -> Result<(Header, &[u8]), DecodeError> {
         let (header, rest) = Header::decode(datagram)?;
-        let bytes = datagram.len() - rest.len() - PN_OFFSET;
+        let bytes = Header::packet_number_bytes(datagram);
         let packet_number = expand_packet_number(largest, header.packet_number, bytes);
         Ok((
             Header {
@@ -212,6 +257,7 @@ mod tests {
             version: VERSION,
             key_phase: false,
             mbecn: 0,
+            short: false,
             session_id: 1,
             path: PathId(0),
             packet_number: pn,
@@ -248,6 +294,7 @@ mod tests {
                     version: VERSION,
                     key_phase,
                     mbecn: 3,
+                    short: false,
                     session_id: 0x0506_0708,
                     path: PathId(4),
                     packet_number: 99,
@@ -284,6 +331,52 @@ mod tests {
         // A first byte claiming a 1-byte number needs 8 bytes only.
         let one = [VERSION, 0, 0, 0, 0, 1, 0, 9];
         assert_eq!(Header::decode(&one).unwrap().0.packet_number, 9);
+        // A short one, 3.
+        let short = [VERSION | SHORT_BIT, 0, 9];
+        assert_eq!(Header::decode(&short).unwrap().0.packet_number, 9);
+        assert_eq!(Header::decode(&short[..2]), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn the_short_form_leaves_out_the_session_id_and_path() {
+        for (largest_acked, len) in [(None, 4), (Some(19_000), 2)] {
+            let h = Header {
+                short: true,
+                mbecn: 7,
+                key_phase: true,
+                path: PathId(3),
+                session_id: 0x0506_0708,
+                ..header(20_000)
+            };
+            let mut buf = Vec::new();
+            h.encode_for(&mut buf, largest_acked);
+            assert_eq!(buf.len(), SHORT_PN_OFFSET + len);
+            assert_eq!(header_len(buf[0]), buf.len());
+            assert!(is_short(buf[0]));
+            assert_eq!(buf[MBECN_OFFSET], 7, "where forwarders mark either form");
+            let (decoded, rest) = Header::decode_expanded(&buf, Some(19_990)).unwrap();
+            assert!(rest.is_empty());
+            // The receiver knows the session and path from the address.
+            assert_eq!(
+                decoded,
+                Header {
+                    session_id: 0,
+                    path: PathId(0),
+                    ..h
+                }
+            );
+        }
+        // A long header is 5 bytes longer with the same packet number.
+        let (mut long, mut short) = (Vec::new(), Vec::new());
+        header(9).encode_for(&mut long, Some(8));
+        Header {
+            short: true,
+            ..header(9)
+        }
+        .encode_for(&mut short, Some(8));
+        assert_eq!(long.len() - short.len(), 5);
+        assert!(!is_short(long[0]));
+        assert_eq!(data_datagram_overhead(false), short.len());
     }
 
     #[test]

@@ -36,9 +36,9 @@ pub use frame::{
     MAX_PAKE_MESSAGE, MAX_REASON, MAX_TOKEN,
 };
 pub use header::{
-    data_datagram_overhead, datagram_overhead, expand_packet_number, header_len, mark_mbecn,
-    packet_number_len, Header, HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET, MIN_HEADER_LEN,
-    PATH_OFFSET, SESSION_ID_MASK, VERSION,
+    data_datagram_overhead, datagram_overhead, expand_packet_number, header_len, is_short,
+    mark_mbecn, packet_number_len, Header, HEADER_LEN, KEY_PHASE_BIT, MBECN_OFFSET, MIN_HEADER_LEN,
+    PATH_OFFSET, SESSION_ID_MASK, SHORT_HEADER_LEN, VERSION,
 };
 
 /// Smallest datagram that may open a session: the client pads its first
@@ -146,6 +146,7 @@ mod tests {
                 ce_count: 7,
                 rx_timestamp_us: 987_654_321,
                 rx_times: vec![(100, 987_654_321), (99, 987_654_300), (95, 987_660_000)],
+                short_headers: true,
             }),
             Frame::Hello(Hello {
                 version: VERSION,
@@ -181,6 +182,7 @@ mod tests {
                     ce_count: 0,
                     rx_timestamp_us: 1_000_000,
                     rx_times: vec![(9, 1_000_000), (8, 999_000)],
+                    short_headers: false,
                 },
             },
             Frame::Ece(8191),
@@ -224,6 +226,7 @@ mod tests {
             version: VERSION,
             key_phase: false,
             mbecn: 0,
+            short: false,
             session_id: 0xdead_beef,
             path: PathId(2),
             packet_number: (1 << 50) + 77,
