@@ -72,7 +72,8 @@ impl Session {
             return pending;
         }
         let tag = wire::datagram_overhead(self.is_sealed()) - wire::datagram_overhead(false);
-        let used = self.packets.len(buf) + tag + wire::stream_frame_overhead(pending.offset);
+        let stream = wire::stream_frame_overhead_within(pending.offset, self.streams.offset_span());
+        let used = self.packets.len(buf) + tag + stream;
         let room = usize::from(self.paths[&id].max_datagram()).saturating_sub(used);
         let limit = u32::try_from(room)
             .unwrap_or(u32::MAX)

@@ -66,9 +66,9 @@ struct Scan {
 impl Scan {
     /// The frames of `payload`, or `None` if any is malformed or, in a
     /// `sealed` session, a handshake frame (those travel in clear).
-    fn of(payload: &[u8], sealed: bool) -> Option<Scan> {
+    fn of(payload: &[u8], sealed: bool, stream_base: u64) -> Option<Scan> {
         let mut scan = Scan::default();
-        for frame in Frames::new(payload) {
+        for frame in Frames::with_stream_base(payload, stream_base) {
             match frame.ok()? {
                 Frame::Ack(_)
                 | Frame::PathAck { .. }
@@ -191,7 +191,8 @@ impl Session {
     ) -> bool {
         let Arrival { path, len, at, .. } = arrival;
         // Validate every frame before acting on any.
-        let Some(scan) = Scan::of(payload, self.cfg.security.is_sealed()) else {
+        let base = self.streams.recv.cumulative();
+        let Some(scan) = Scan::of(payload, self.cfg.security.is_sealed(), base) else {
             self.counters.malformed += 1;
             return false;
         };
@@ -227,7 +228,7 @@ impl Session {
         if scan.ack_eliciting {
             self.extend_drain(now);
         }
-        for frame in Frames::new(payload).flatten() {
+        for frame in Frames::with_stream_base(payload, base).flatten() {
             if matches!(self.state, State::Failed | State::Closed) {
                 break;
             }
@@ -451,6 +452,7 @@ impl Session {
         }
         self.streams.send.update_max_data(ack.max_data);
         self.streams.send.on_cumulative(ack.cumulative, ack.fin);
+        self.streams.on_peer_cumulative(ack.cumulative);
         if self.streams.send.acked_bytes > acked_before || !self.streams.send.has_outstanding() {
             self.liveness.on_progress(now);
             for p in self.paths.values_mut() {
@@ -515,30 +517,30 @@ mod tests {
     #[test]
     fn a_scan_tells_what_a_datagram_asks_for() {
         let acks_only = payload(&[Frame::Padding, Frame::Blocked(7)]);
-        assert_eq!(Scan::of(&acks_only, true), Some(Scan::default()));
+        assert_eq!(Scan::of(&acks_only, true, 0), Some(Scan::default()));
         let ping = payload(&[Frame::Ping]);
-        let scan = Scan::of(&ping, true).unwrap();
+        let scan = Scan::of(&ping, true, 0).unwrap();
         assert!(scan.ack_eliciting && !scan.handshake && !scan.hello);
         let close = payload(&[Frame::Close {
             code: 1,
             reason: b"x",
         }]);
-        let scan = Scan::of(&close, false).unwrap();
+        let scan = Scan::of(&close, false, 0).unwrap();
         assert!(scan.handshake && !scan.ack_eliciting);
         let answer = payload(&[Frame::HelloAck(hello())]);
-        let scan = Scan::of(&answer, false).unwrap();
+        let scan = Scan::of(&answer, false, 0).unwrap();
         assert!(scan.handshake && scan.ack_eliciting && !scan.hello);
         let opening = payload(&[Frame::Hello(hello())]);
-        let scan = Scan::of(&opening, false).unwrap();
+        let scan = Scan::of(&opening, false, 0).unwrap();
         assert!(scan.hello && scan.ack_eliciting);
     }
 
     #[test]
     fn a_sealed_datagram_with_a_handshake_frame_is_malformed() {
         let opening = payload(&[Frame::Ping, Frame::Hello(hello())]);
-        assert_eq!(Scan::of(&opening, true), None);
+        assert_eq!(Scan::of(&opening, true, 0), None);
         let answer = payload(&[Frame::HelloAck(hello())]);
-        assert_eq!(Scan::of(&answer, true), None);
+        assert_eq!(Scan::of(&answer, true, 0), None);
         let mut truncated = payload(&[
             Frame::Ping,
             Frame::Close {
@@ -547,6 +549,6 @@ mod tests {
             },
         ]);
         truncated.pop();
-        assert_eq!(Scan::of(&truncated, false), None);
+        assert_eq!(Scan::of(&truncated, false, 0), None);
     }
 }

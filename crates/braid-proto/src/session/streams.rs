@@ -24,6 +24,9 @@ pub(super) struct Streams {
     blocked_pending: bool,
     /// When the last BLOCKED frame was owed.
     blocked_sent: Option<Instant>,
+    /// The highest in-order point the peer's ACKs reported for our
+    /// stream: its own is at least this.
+    peer_cumulative: u64,
 }
 
 /// A direction that has just finished.
@@ -34,6 +37,18 @@ pub(super) enum Finished {
 }
 
 impl Streams {
+    /// The peer's ACK reported its in-order point of our stream.
+    pub fn on_peer_cumulative(&mut self, cumulative: u64) {
+        self.peer_cumulative = self.peer_cumulative.max(cumulative);
+    }
+
+    /// How far the peer's in-order point may be from an offset we send:
+    /// what it reported to our flow-control limit (the truncated STREAM
+    /// offsets' span, see `wire::stream_offset_len`).
+    pub fn offset_span(&self) -> u64 {
+        self.send.max_data().saturating_sub(self.peer_cumulative)
+    }
+
     pub fn new(send: SendStream, recv: RecvStream) -> Self {
         Streams {
             send,
@@ -43,6 +58,7 @@ impl Streams {
             window_update: false,
             blocked_pending: false,
             blocked_sent: None,
+            peer_cumulative: 0,
         }
     }
 

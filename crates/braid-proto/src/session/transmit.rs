@@ -526,14 +526,15 @@ impl Session {
         let frame_start = buf.len();
         // The frame's header, then its data straight from the send buffer,
         // to the end of the datagram.
-        wire::encode_stream_header(buf, pending.offset, pending.fin);
+        let span = self.streams.offset_span();
+        wire::encode_stream_header(buf, pending.offset, pending.fin, span);
         self.streams
             .send
             .read_segment(pending.offset, pending.len, buf);
         self.trace_stream_written(pending.offset, pending.len, pending.fin);
         debug_assert_eq!(
             buf.len() - frame_start,
-            wire::stream_frame_overhead(pending.offset) + pending.len as usize
+            wire::stream_frame_overhead_within(pending.offset, span) + pending.len as usize
         );
         if !self.streams.send.has_outstanding() {
             // Data becomes outstanding: the no-progress count starts.

@@ -143,6 +143,12 @@ pub(super) mod ty {
     /// STREAM frames with a length, which other frames may follow.
     pub const STREAM_LEN: u64 = 0x11;
     pub const STREAM_FIN_LEN: u64 = 0x12;
+    /// STREAM frames to the datagram's end whose offset is truncated to
+    /// its low 3 or 4 bytes (see `stream_offset_len`).
+    pub const STREAM_OFF3: u64 = 0x13;
+    pub const STREAM_OFF3_FIN: u64 = 0x14;
+    pub const STREAM_OFF4: u64 = 0x15;
+    pub const STREAM_OFF4_FIN: u64 = 0x16;
 }
 
 /// Whether a payload's first frame is of a type that travels in clear (a
@@ -185,15 +191,55 @@ pub fn pad_to(buf: &mut Vec<u8>, size: usize) {
 /// A STREAM frame up to its data, which the caller appends: the sender
 /// copies data from its buffer into the datagram only once. The data runs
 /// to the end of the datagram (no length field), so a STREAM frame is
-/// always a datagram's last.
-pub(crate) fn encode_stream_header(buf: &mut Vec<u8>, offset: u64, fin: bool) {
-    varint::write(buf, if fin { ty::STREAM_FIN } else { ty::STREAM });
-    varint::write(buf, offset);
+/// always a datagram's last. `span` bounds how far the receiver's
+/// in-order point may be from `offset` (see [`stream_offset_len`]).
+pub(crate) fn encode_stream_header(buf: &mut Vec<u8>, offset: u64, fin: bool, span: u64) {
+    let len = stream_offset_len(offset, span);
+    let t = match (len, fin) {
+        (3, false) => ty::STREAM_OFF3,
+        (3, true) => ty::STREAM_OFF3_FIN,
+        (4, false) => ty::STREAM_OFF4,
+        (4, true) => ty::STREAM_OFF4_FIN,
+        (_, false) => ty::STREAM,
+        (_, true) => ty::STREAM_FIN,
+    };
+    varint::write(buf, t);
+    match len {
+        3 | 4 => buf.extend_from_slice(&offset.to_be_bytes()[8 - len..]),
+        _ => varint::write(buf, offset),
+    }
 }
 
-/// Bytes a STREAM frame header takes, for payload budgeting.
+/// Slack beyond the flow-control window a sender counts in a STREAM
+/// offset's `span`: a retransmitted segment may start below the point the
+/// peer acknowledged, by less than a segment.
+pub const STREAM_SPAN_SLACK: u64 = 1 << 20;
+
+/// Bytes a data packet's STREAM offset takes: its low 3 bytes while the
+/// receiver's in-order point is within 8 MiB of it either way (`span`,
+/// the sender's flow-control window past what the receiver acknowledged,
+/// plus [`STREAM_SPAN_SLACK`], bounds that), 4 within 2 GiB, else the full
+/// varint. The receiver places the low bytes next to its in-order point,
+/// as packet numbers are placed next to the largest received; a 4-byte
+/// varint offset reaches only 1 GiB, and 8 bytes after.
+pub fn stream_offset_len(offset: u64, span: u64) -> usize {
+    match span.saturating_add(STREAM_SPAN_SLACK) {
+        0..0x80_0000 => 3,
+        0x80_0000..0x8000_0000 => 4,
+        _ => varint::size(offset),
+    }
+}
+
+/// Bytes a STREAM frame header takes at most, for payload budgeting: a
+/// full varint offset.
 pub fn stream_frame_overhead(offset: u64) -> usize {
     1 + varint::size(offset)
+}
+
+/// Bytes a data packet's STREAM frame header takes with `span`
+/// ([`stream_offset_len`]).
+pub fn stream_frame_overhead_within(offset: u64, span: u64) -> usize {
+    1 + stream_offset_len(offset, span)
 }
 
 impl Frame<'_> {
@@ -302,12 +348,23 @@ impl Frame<'_> {
 /// Iterates over the frames of a datagram's payload.
 pub struct Frames<'a> {
     rest: &'a [u8],
+    /// Where truncated STREAM offsets are placed next to.
+    stream_base: u64,
 }
 
 impl<'a> Frames<'a> {
     /// Frames in `payload` (the bytes after the header).
     pub fn new(payload: &'a [u8]) -> Self {
-        Frames { rest: payload }
+        Frames::with_stream_base(payload, 0)
+    }
+
+    /// Frames in `payload`, whose truncated STREAM offsets are placed next
+    /// to `base`, the receiver's in-order point.
+    pub fn with_stream_base(payload: &'a [u8], base: u64) -> Self {
+        Frames {
+            rest: payload,
+            stream_base: base,
+        }
     }
 }
 
@@ -318,7 +375,7 @@ impl<'a> Iterator for Frames<'a> {
         if self.rest.is_empty() {
             return None;
         }
-        let result = decode_frame(&mut self.rest);
+        let result = decode_frame(&mut self.rest, self.stream_base);
         if result.is_err() {
             self.rest = &[];
         }
@@ -326,7 +383,22 @@ impl<'a> Iterator for Frames<'a> {
     }
 }
 
-fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
+/// A STREAM offset's low `bytes` bytes, placed closest to `base`.
+fn truncated_offset(input: &mut &[u8], bytes: usize, base: u64) -> Result<u64, DecodeError> {
+    let low = take(input, bytes)?;
+    let mut full = [0u8; 8];
+    full[8 - bytes..].copy_from_slice(low);
+    let truncated = u64::from_be_bytes(full);
+    // Packet numbers are placed next to the one after the largest; an
+    // offset next to `base` itself.
+    Ok(super::expand_packet_number(
+        base.checked_sub(1),
+        truncated,
+        bytes,
+    ))
+}
+
+fn decode_frame<'a>(input: &mut &'a [u8], stream_base: u64) -> Result<Frame<'a>, DecodeError> {
     let t = var(input)?;
     Ok(match t {
         ty::PING => Frame::Ping,
@@ -338,8 +410,19 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
                 ack: decode_ack(input)?,
             }
         }
-        ty::STREAM | ty::STREAM_FIN | ty::STREAM_LEN | ty::STREAM_FIN_LEN => {
-            let offset = var(input)?;
+        ty::STREAM
+        | ty::STREAM_FIN
+        | ty::STREAM_LEN
+        | ty::STREAM_FIN_LEN
+        | ty::STREAM_OFF3
+        | ty::STREAM_OFF3_FIN
+        | ty::STREAM_OFF4
+        | ty::STREAM_OFF4_FIN => {
+            let offset = match t {
+                ty::STREAM_OFF3 | ty::STREAM_OFF3_FIN => truncated_offset(input, 3, stream_base)?,
+                ty::STREAM_OFF4 | ty::STREAM_OFF4_FIN => truncated_offset(input, 4, stream_base)?,
+                _ => var(input)?,
+            };
             let data = if matches!(t, ty::STREAM_LEN | ty::STREAM_FIN_LEN) {
                 let len = usize::try_from(var(input)?)
                     .map_err(|_| DecodeError::Malformed(FrameKind::Stream))?;
@@ -356,7 +439,10 @@ fn decode_frame<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
             }
             Frame::Stream {
                 offset,
-                fin: matches!(t, ty::STREAM_FIN | ty::STREAM_FIN_LEN),
+                fin: matches!(
+                    t,
+                    ty::STREAM_FIN | ty::STREAM_FIN_LEN | ty::STREAM_OFF3_FIN | ty::STREAM_OFF4_FIN
+                ),
                 data,
             }
         }

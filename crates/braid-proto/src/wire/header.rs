@@ -269,7 +269,7 @@ mod tests {
         let data = [0u8; 1386];
         let mut buf = Vec::new();
         header(7).encode(&mut buf);
-        super::super::encode_stream_header(&mut buf, 20_000, false);
+        super::super::encode_stream_header(&mut buf, 20_000, false, u64::MAX);
         buf.extend_from_slice(&data);
         let overhead = datagram_overhead(false) + stream_frame_overhead(20_000);
         assert_eq!(buf.len(), data.len() + overhead);

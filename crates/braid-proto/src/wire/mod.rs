@@ -32,8 +32,9 @@ mod header;
 pub use ack::{AckFrame, MAX_ACK_RANGES, MAX_RX_TIMES};
 pub(crate) use frame::{encode_stream_header, starts_with_clear_frame};
 pub use frame::{
-    pad_to, stream_frame_overhead, Frame, Frames, Hello, MAX_CC_NAME, MAX_NOISE_MESSAGE,
-    MAX_PAKE_MESSAGE, MAX_REASON, MAX_TOKEN,
+    pad_to, stream_frame_overhead, stream_frame_overhead_within, stream_offset_len, Frame, Frames,
+    Hello, MAX_CC_NAME, MAX_NOISE_MESSAGE, MAX_PAKE_MESSAGE, MAX_REASON, MAX_TOKEN,
+    STREAM_SPAN_SLACK,
 };
 pub use header::{
     data_datagram_overhead, datagram_overhead, expand_packet_number, header_len, is_short,
@@ -292,7 +293,7 @@ mod tests {
                 unreachable!()
             };
             let mut buf = encode_all(&[]);
-            encode_stream_header(&mut buf, offset, fin);
+            encode_stream_header(&mut buf, offset, fin, u64::MAX);
             buf.extend_from_slice(data);
             let data_at = buf.len() - data.len();
             for cut in HEADER_LEN + 1..buf.len() {
@@ -306,6 +307,41 @@ mod tests {
                         data: &data[..cut - data_at],
                     };
                     assert_eq!(decoded, Ok(vec![short]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_stream_offsets_land_next_to_the_receivers_point() {
+        // A window of 6 MiB leaves 3 bytes, 1 GiB 4, more the full varint.
+        assert_eq!(stream_offset_len(5, 6 << 20), 3);
+        assert_eq!(stream_offset_len(5, 1 << 30), 4);
+        assert_eq!(stream_offset_len(5 << 40, 3 << 30), 8);
+        assert_eq!(stream_frame_overhead_within(5 << 40, 6 << 20), 4);
+        assert_eq!(stream_frame_overhead(5 << 40), 9);
+        for span in [6u64 << 20, 1 << 30] {
+            let reach = span + STREAM_SPAN_SLACK;
+            for base in [0u64, 1, 0xff_fff0, 1 << 24, (5 << 40) + 3, 1 << 61] {
+                // Anything from a segment below the point the receiver
+                // reported to the end of the window the sender was given.
+                let lowest = base.saturating_sub(STREAM_SPAN_SLACK - 1);
+                for offset in [lowest, base, base + 1, base + reach / 2, base + reach - 1] {
+                    let mut buf = Vec::new();
+                    encode_stream_header(&mut buf, offset, offset % 2 == 0, span);
+                    buf.extend_from_slice(b"data");
+                    let frame = Frames::with_stream_base(&buf, base).next();
+                    let expected = Frame::Stream {
+                        offset,
+                        fin: offset % 2 == 0,
+                        data: b"data",
+                    };
+                    assert_eq!(
+                        frame,
+                        Some(Ok(expected)),
+                        "span {span} base {base} offset {offset}"
+                    );
+                    assert_eq!(buf.len(), stream_frame_overhead_within(offset, span) + 4);
                 }
             }
         }
