@@ -315,12 +315,13 @@ pub fn unit_to_mbps(unit: Option<&str>) -> Option<f64> {
 }
 
 /// Mean STREAM frame overhead over a transfer of `total` bytes in `segment_size`
-/// segments, as the core encodes it.
+/// segments, as the core encodes it within the default receive window.
 pub fn stream_overhead(total: u64, segment_size: u64) -> f64 {
     let segment_size = segment_size.max(1);
     let n = total.div_ceil(segment_size).max(1);
+    let window = braid_proto::SessionConfig::default().recv_window;
     let sum: u64 = (0..n)
-        .map(|k| wire::stream_frame_overhead(k * segment_size) as u64)
+        .map(|k| wire::stream_frame_overhead_within(k * segment_size, window) as u64)
         .sum();
     sum as f64 / n as f64
 }
@@ -371,13 +372,13 @@ mod tests {
 
     #[test]
     fn overhead_matches_the_wire_format() {
-        // 50 MB in 1380-byte segments: offsets mostly 4-byte varints after
-        // the frame type; the data runs to the end, so no length field.
-        let o = stream_overhead(50_000_000, 1380);
-        assert!((4.9..5.0).contains(&o), "{o}");
-        // 1380 + a short header 4 (a 2-byte packet number) + frame ~5 +
+        // 50 MB in 1380-byte segments: offsets truncated to 3 bytes within
+        // the default window, after the frame type; the data runs to the
+        // end, so no length field.
+        assert_eq!(stream_overhead(50_000_000, 1380), 4.0);
+        // 1380 + a short header 4 (a 2-byte packet number) + frame 4 +
         // IPv4/UDP 28.
-        assert!((wire_bytes(1380, 50_000_000) - 1416.9).abs() < 0.2);
+        assert_eq!(wire_bytes(1380, 50_000_000), 1416.0);
     }
 
     #[test]
