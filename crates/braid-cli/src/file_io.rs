@@ -12,6 +12,9 @@ use tokio::sync::{mpsc, oneshot};
 pub const CHUNK: usize = 1 << 20;
 /// Buffers in flight between the thread and the session.
 const BUFFERS: usize = 4;
+/// Bytes hashed and written or read at once: a part of a buffer that fits
+/// in a core's cache, so that hashing it and moving it read it from there.
+const HOT: usize = 256 * 1024;
 /// A file's written bytes are handed to the disk every this many bytes, so
 /// the final sync waits for the last few megabytes, not the whole file.
 const WRITEBACK_EVERY: u64 = 8 << 20;
@@ -25,6 +28,11 @@ pub struct Piece {
 impl Piece {
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
+    }
+
+    /// The buffer and how many of its bytes are content.
+    pub fn into_parts(self) -> (Vec<u8>, usize) {
+        (self.buf, self.len)
     }
 }
 
@@ -44,7 +52,7 @@ impl HashingReader {
             let mut hasher = blake3::Hasher::new();
             loop {
                 let mut buf = empty_rx.try_recv().unwrap_or_else(|_| vec![0; CHUNK]);
-                let len = match fill(&mut source, &mut buf) {
+                let len = match fill_hashing(&mut source, &mut buf, &mut hasher) {
                     Ok(len) => len,
                     Err(e) => {
                         let _ = full_tx.blocking_send(Err(e));
@@ -55,7 +63,6 @@ impl HashingReader {
                     let _ = hash_tx.send(hasher.finalize());
                     return;
                 }
-                hasher.update(&buf[..len]);
                 if full_tx.blocking_send(Ok(Piece { buf, len })).is_err() {
                     return; // The transfer ended early.
                 }
@@ -69,9 +76,10 @@ impl HashingReader {
         self.full.recv().await.transpose()
     }
 
-    /// Hands a piece's buffer back for the next read.
-    pub fn recycle(&self, piece: Piece) {
-        let _ = self.empty.send(piece.buf);
+    /// Where buffers of [`CHUNK`] bytes go back for later reads, for a
+    /// piece kept past the next one.
+    pub fn recycler(&self) -> std_mpsc::Sender<Vec<u8>> {
+        self.empty.clone()
     }
 
     /// The hash of everything read, once [`HashingReader::next`] gave `None`.
@@ -80,6 +88,26 @@ impl HashingReader {
             .await
             .map_err(|_| io::Error::other("the input reader stopped"))
     }
+}
+
+/// Reads until `buf` is full or the source ends, hashing each [`HOT`]
+/// bytes as soon as they are read, while they are still in the cache.
+fn fill_hashing(
+    source: &mut impl Read,
+    buf: &mut [u8],
+    hasher: &mut blake3::Hasher,
+) -> io::Result<usize> {
+    let mut len = 0;
+    while len < buf.len() {
+        let end = (len + HOT).min(buf.len());
+        let n = fill(source, &mut buf[len..end])?;
+        hasher.update(&buf[len..len + n]);
+        len += n;
+        if len < end {
+            break; // The end of the source.
+        }
+    }
+    Ok(len)
 }
 
 /// Reads until `buf` is full or the source ends.
@@ -139,11 +167,13 @@ impl HashingWriter {
                         None => return Err(io::Error::other("transfer abandoned")),
                     };
                     let bytes = piece.bytes();
-                    hasher.update(bytes);
-                    match &mut sink {
-                        Sink::File(f) => f.write_all(bytes)?,
-                        Sink::Stream(w) => w.write_all(bytes)?,
-                        Sink::Discard => {}
+                    for part in bytes.chunks(HOT) {
+                        hasher.update(part);
+                        match &mut sink {
+                            Sink::File(f) => f.write_all(part)?,
+                            Sink::Stream(w) => w.write_all(part)?,
+                            Sink::Discard => {}
+                        }
                     }
                     written += bytes.len() as u64;
                     if let Sink::File(f) = &sink {
@@ -229,7 +259,7 @@ mod tests {
         let mut got = Vec::new();
         while let Some(p) = r.next().await.unwrap() {
             got.extend_from_slice(p.bytes());
-            r.recycle(p);
+            let _ = r.recycler().send(p.into_parts().0);
         }
         assert_eq!(got, data);
         assert_eq!(r.hash().await.unwrap(), blake3::hash(&data));
