@@ -12,9 +12,6 @@ use tokio::sync::{mpsc, oneshot};
 pub const CHUNK: usize = 1 << 20;
 /// Buffers in flight between the thread and the session.
 const BUFFERS: usize = 4;
-/// Bytes hashed and written or read at once: a part of a buffer that fits
-/// in a core's cache, so that hashing it and moving it read it from there.
-const HOT: usize = 256 * 1024;
 /// A file's written bytes are handed to the disk every this many bytes, so
 /// the final sync waits for the last few megabytes, not the whole file.
 const WRITEBACK_EVERY: u64 = 8 << 20;
@@ -52,7 +49,7 @@ impl HashingReader {
             let mut hasher = blake3::Hasher::new();
             loop {
                 let mut buf = empty_rx.try_recv().unwrap_or_else(|_| vec![0; CHUNK]);
-                let len = match fill_hashing(&mut source, &mut buf, &mut hasher) {
+                let len = match fill(&mut source, &mut buf) {
                     Ok(len) => len,
                     Err(e) => {
                         let _ = full_tx.blocking_send(Err(e));
@@ -63,6 +60,7 @@ impl HashingReader {
                     let _ = hash_tx.send(hasher.finalize());
                     return;
                 }
+                hasher.update(&buf[..len]);
                 if full_tx.blocking_send(Ok(Piece { buf, len })).is_err() {
                     return; // The transfer ended early.
                 }
@@ -88,26 +86,6 @@ impl HashingReader {
             .await
             .map_err(|_| io::Error::other("the input reader stopped"))
     }
-}
-
-/// Reads until `buf` is full or the source ends, hashing each [`HOT`]
-/// bytes as soon as they are read, while they are still in the cache.
-fn fill_hashing(
-    source: &mut impl Read,
-    buf: &mut [u8],
-    hasher: &mut blake3::Hasher,
-) -> io::Result<usize> {
-    let mut len = 0;
-    while len < buf.len() {
-        let end = (len + HOT).min(buf.len());
-        let n = fill(source, &mut buf[len..end])?;
-        hasher.update(&buf[len..len + n]);
-        len += n;
-        if len < end {
-            break; // The end of the source.
-        }
-    }
-    Ok(len)
 }
 
 /// Reads until `buf` is full or the source ends.
@@ -167,13 +145,11 @@ impl HashingWriter {
                         None => return Err(io::Error::other("transfer abandoned")),
                     };
                     let bytes = piece.bytes();
-                    for part in bytes.chunks(HOT) {
-                        hasher.update(part);
-                        match &mut sink {
-                            Sink::File(f) => f.write_all(part)?,
-                            Sink::Stream(w) => w.write_all(part)?,
-                            Sink::Discard => {}
-                        }
+                    hasher.update(bytes);
+                    match &mut sink {
+                        Sink::File(f) => f.write_all(bytes)?,
+                        Sink::Stream(w) => w.write_all(bytes)?,
+                        Sink::Discard => {}
                     }
                     written += bytes.len() as u64;
                     if let Sink::File(f) = &sink {
