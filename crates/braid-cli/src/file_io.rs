@@ -26,6 +26,11 @@ impl Piece {
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
+
+    /// The buffer and how many of its bytes are content.
+    pub fn into_parts(self) -> (Vec<u8>, usize) {
+        (self.buf, self.len)
+    }
 }
 
 /// Reads a source to its end on its own thread, hashing as it goes.
@@ -69,9 +74,10 @@ impl HashingReader {
         self.full.recv().await.transpose()
     }
 
-    /// Hands a piece's buffer back for the next read.
-    pub fn recycle(&self, piece: Piece) {
-        let _ = self.empty.send(piece.buf);
+    /// Where buffers of [`CHUNK`] bytes go back for later reads, for a
+    /// piece kept past the next one.
+    pub fn recycler(&self) -> std_mpsc::Sender<Vec<u8>> {
+        self.empty.clone()
     }
 
     /// The hash of everything read, once [`HashingReader::next`] gave `None`.
@@ -229,7 +235,7 @@ mod tests {
         let mut got = Vec::new();
         while let Some(p) = r.next().await.unwrap() {
             got.extend_from_slice(p.bytes());
-            r.recycle(p);
+            let _ = r.recycler().send(p.into_parts().0);
         }
         assert_eq!(got, data);
         assert_eq!(r.hash().await.unwrap(), blake3::hash(&data));

@@ -7,6 +7,7 @@ mod file_io;
 mod human;
 mod keys;
 mod lab;
+mod lent;
 mod link_args;
 mod link_cmd;
 mod live;

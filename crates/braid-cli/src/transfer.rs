@@ -18,6 +18,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::failure::{Failure, Kind};
 use crate::file_io::{HashingReader, HashingWriter, Sink};
+use crate::lent::Lent;
 use crate::progress::Progress;
 
 const MAGIC: &[u8; 8] = b"BRAIDF1\n";
@@ -102,7 +103,8 @@ pub struct Outcome {
 }
 
 /// Sends `header` and `content`, then waits for the receiver's verdict.
-/// The content is read and hashed on a thread of its own.
+/// The content is read and hashed on a thread of its own, and its buffers
+/// are lent to the session as they are (see [`crate::lent`]).
 pub async fn send(
     session: &mut Session,
     header: &Header,
@@ -114,23 +116,30 @@ pub async fn send(
     let _following =
         progress.follow_acked(session.monitor(), skip, header.size.unwrap_or(u64::MAX));
     let mut reader = HashingReader::spawn(content);
+    let stream = Lent::new(Some(reader.recycler()));
+    if !session.use_generated_content(stream.content()) {
+        bail!("the session was written to before the transfer");
+    }
     // The header leaves with the first chunk: alone it would be the whole
     // first flight, and BBR measures the path from that flight's ACKs.
     let mut pending_header = Some(header.encode());
     let mut sent = 0u64;
     while let Some(piece) = reader.next().await.context("reading the input")? {
-        match pending_header.take() {
-            Some(mut first) => {
-                first.extend_from_slice(piece.bytes());
-                session.write_all(&first).await?;
-            }
-            None => session.write_all(piece.bytes()).await?,
+        let mut len = piece.bytes().len();
+        if let Some(first) = pending_header.take() {
+            let n = first.len();
+            len += n;
+            stream.push(first, n);
         }
         sent += piece.bytes().len() as u64;
-        reader.recycle(piece);
+        let (buf, piece_len) = piece.into_parts();
+        stream.push(buf, piece_len);
+        write_lent(session, len).await?;
     }
     if let Some(first) = pending_header {
-        session.write_all(&first).await?;
+        let len = first.len();
+        stream.push(first, len);
+        write_lent(session, len).await?;
     }
     if header.size.is_some_and(|s| s != sent) {
         return Err(Failure::err(
@@ -142,7 +151,8 @@ pub async fn send(
         ));
     }
     let hash = reader.hash().await.context("reading the input")?;
-    session.write_all(hash.as_bytes()).await?;
+    stream.push(hash.as_bytes().to_vec(), HASH_LEN);
+    write_lent(session, HASH_LEN).await?;
     // The verdict, not the ACK of our FIN, says how it ended: the receiver
     // answers only once it has read everything, FIN included.
     session.finish();
@@ -183,6 +193,16 @@ pub async fn send(
         )),
         _ => Err(protocol("the receiver closed without a verdict")),
     }
+}
+
+/// Counts the `len` bytes just lent to the session as written, waiting
+/// while its send buffer is full.
+async fn write_lent(session: &Session, len: usize) -> std::io::Result<()> {
+    let mut left = len as u64;
+    while left > 0 {
+        left -= session.write_generated(left).await?;
+    }
+    Ok(())
 }
 
 /// Content bytes of `header`'s transfer the receiver has acknowledged (the
@@ -540,3 +560,7 @@ mod tests {
         assert!(safe_name("").is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "transfer_tests.rs"]
+mod sending;

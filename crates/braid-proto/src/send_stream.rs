@@ -16,7 +16,22 @@ use std::fmt;
 /// byte into a send buffer and, long after, out of it again.
 pub trait GeneratedContent: Send + fmt::Debug {
     /// Writes the stream's bytes from `offset` on into the whole of `out`.
+    /// Asked only for bytes counted as written and not yet released, and
+    /// again for the same bytes when they are sent again.
     fn read_at(&self, offset: u64, out: &mut [u8]);
+
+    /// Appends `len` bytes from `offset` on to `out`, as [`Self::read_at`]
+    /// reads them. Content that holds its bytes in memory can copy them
+    /// in without first zeroing the room for them.
+    fn extend_at(&self, offset: u64, len: usize, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.resize(at + len, 0);
+        self.read_at(offset, &mut out[at..]);
+    }
+
+    /// Every byte below `offset` is acknowledged and will never be read
+    /// again: content held in memory may let it go.
+    fn release(&self, _offset: u64) {}
 }
 
 /// Segments at the tail that [`SendStream::tail`] looks at: the oldest,
@@ -283,9 +298,7 @@ impl SendStream {
     /// Copies the segment's bytes into `out`.
     pub fn read_segment(&self, offset: u64, len: u32, out: &mut Vec<u8>) {
         if let Some(content) = &self.generated {
-            let at = out.len();
-            out.resize(at + len as usize, 0);
-            content.read_at(offset, &mut out[at..]);
+            content.extend_at(offset, len as usize, out);
             return;
         }
         let start = (offset - self.base) as usize;
@@ -427,6 +440,9 @@ impl SendStream {
         self.buf.drain(..free.min(self.buf.len()));
         // `base` also moves without `buf`, for generated content.
         self.base += free as u64;
+        if let (Some(content), true) = (&self.generated, free > 0) {
+            content.release(self.base);
+        }
         self.complete = self.fin_sent && self.segments.is_empty();
     }
 }
@@ -563,6 +579,46 @@ mod tests {
         assert_eq!(b, [4, 5, 6, 7, b'!', 12, 13, 14]);
         // Only a stream nothing was written to takes generated content.
         assert!(!copied.use_generated(Box::new(Counting)));
+    }
+
+    /// [`Counting`] that notes where the stream released it.
+    #[derive(Debug, Default)]
+    struct Releasing(std::sync::Arc<std::sync::Mutex<Vec<u64>>>);
+
+    impl GeneratedContent for Releasing {
+        fn read_at(&self, offset: u64, out: &mut [u8]) {
+            Counting.read_at(offset, out);
+        }
+        fn release(&self, offset: u64) {
+            self.0.lock().unwrap().push(offset);
+        }
+    }
+
+    #[test]
+    fn generated_content_is_released_below_the_oldest_unacknowledged_byte() {
+        let released = Releasing::default();
+        let seen = released.0.clone();
+        let mut s = SendStream::new(4, 100, 10, 1000);
+        assert!(s.use_generated(Box::new(released)));
+        assert_eq!(s.write_generated(12), 12);
+        for _ in 0..3 {
+            s.on_sent(s.peek().unwrap(), PathId(0), None);
+        }
+        // Acknowledged out of order: nothing below the hole at 0 goes.
+        s.on_acked(4);
+        assert!(seen.lock().unwrap().is_empty());
+        // A retransmission reads the same bytes, from the same offset.
+        s.on_lost(0);
+        let r = s.peek().unwrap();
+        assert!(r.retransmission);
+        let mut out = Vec::new();
+        s.read_segment(r.offset, r.len, &mut out);
+        assert_eq!(out, [0, 1, 2, 3]);
+        s.on_sent(r, PathId(0), None);
+        s.on_acked(0);
+        assert_eq!(*seen.lock().unwrap(), [8]);
+        s.on_acked(8);
+        assert_eq!(*seen.lock().unwrap(), [8, 12]);
     }
 
     #[test]

@@ -308,6 +308,51 @@ impl Session {
         }
     }
 
+    /// Makes `content` the source of the bytes sent from now on, instead
+    /// of a copy of each write: [`Session::write_generated`] then counts
+    /// them and each packet reads its bytes from `content` (see
+    /// [`braid_proto::GeneratedContent`]). Only before the first write;
+    /// whether it was taken.
+    pub fn use_generated_content(&self, content: Box<dyn braid_proto::GeneratedContent>) -> bool {
+        self.shared.lock().proto.use_generated_content(content)
+    }
+
+    /// Counts up to `len` more bytes of the generated content as written,
+    /// waiting while the send buffer is full; returns the count taken
+    /// (at least one byte unless `len` is zero).
+    pub async fn write_generated(&self, len: u64) -> io::Result<u64> {
+        std::future::poll_fn(|cx| {
+            let mut g = self.shared.lock();
+            if let Some(e) = self.fail(&g) {
+                return Poll::Ready(Err(e));
+            }
+            if g.finish_requested {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "write after shutdown",
+                )));
+            }
+            if len == 0 {
+                return Poll::Ready(Ok(0));
+            }
+            let n = g.proto.write_generated(len);
+            if n > 0 {
+                drop(g);
+                self.shared.wake_driver.notify_one();
+                return Poll::Ready(Ok(n));
+            }
+            if g.proto.writable() > 0 {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the session has no generated content",
+                )));
+            }
+            g.writer = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
     fn fail(&self, g: &Inner) -> Option<io::Error> {
         if let Some(e) = &g.error {
             return Some(e.clone().into());

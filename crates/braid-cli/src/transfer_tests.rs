@@ -1,0 +1,148 @@
+//! The sending end over a real session on loopback: what a sender does
+//! when its input goes wrong while the receiver is taking it.
+
+use super::*;
+use std::io;
+
+/// Reads `file`, and once it has handed out `after` bytes, truncates the
+/// file on disk to `to` bytes, as another program could.
+struct TruncatedWhileRead {
+    file: std::fs::File,
+    path: PathBuf,
+    read: u64,
+    after: u64,
+    to: u64,
+}
+
+impl Read for TruncatedWhileRead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.read >= self.after && self.after != u64::MAX {
+            let f = std::fs::OpenOptions::new().write(true).open(&self.path)?;
+            f.set_len(self.to)?;
+            self.after = u64::MAX;
+        }
+        let n = self.file.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Fails with `error` once `after` bytes were read.
+struct FailingAfter {
+    read: u64,
+    after: u64,
+}
+
+impl Read for FailingAfter {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.read >= self.after {
+            return Err(io::Error::other("the disk is on fire"));
+        }
+        let n = buf.len().min((self.after - self.read) as usize);
+        buf[..n].fill(9);
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Sends `content` announced as `size` bytes to a receiver on loopback
+/// that writes into `out`; both sides' results.
+async fn send_to_receiver(
+    content: impl Read + Send + 'static,
+    size: u64,
+    out: &Path,
+) -> (anyhow::Result<Outcome>, anyhow::Result<Outcome>) {
+    let key = braid::random_keypair();
+    let client = braid::SessionConfig {
+        security: braid::Security::pinned(key.public()),
+        ..braid::SessionConfig::default()
+    };
+    let server = braid::SessionConfig {
+        security: braid::Security::server(key),
+        ..braid::SessionConfig::default()
+    };
+    let listener = braid::Listener::bind("127.0.0.1:0".parse().unwrap(), server).unwrap();
+    let addr = listener.local_addr();
+    let output = Output::Dir(out.to_path_buf());
+    let receiver = tokio::spawn(async move {
+        let mut session = listener.accept().await?;
+        let received = receive(&mut session, &output, false, &Progress::disabled()).await;
+        if received.is_ok() {
+            verdict_acknowledged(&mut session).await;
+        }
+        received
+    });
+    let mut session = braid::connect(&[braid::PathSpec::to(addr)], client)
+        .await
+        .unwrap();
+    let header = Header {
+        name: "f.bin".into(),
+        size: Some(size),
+    };
+    let sent = send(&mut session, &header, content, &Progress::disabled()).await;
+    // As `braid send` does on failure: the receiver learns of it.
+    drop(session);
+    let received = tokio::time::timeout(Duration::from_secs(20), receiver)
+        .await
+        .expect("the receiver learns of the failure")
+        .unwrap();
+    (sent, received)
+}
+
+#[tokio::test]
+async fn a_file_truncated_while_being_sent_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("src");
+    let size = 8u64 << 20;
+    let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let content = TruncatedWhileRead {
+        file: std::fs::File::open(&path).unwrap(),
+        path: path.clone(),
+        read: 0,
+        after: 2 << 20,
+        to: 3 << 20,
+    };
+    let out = tempfile::tempdir().unwrap();
+    let (sent, received) = send_to_receiver(content, size, out.path()).await;
+    let e = format!("{:#}", sent.unwrap_err());
+    assert!(
+        e.contains("the input changed size while sending (8388608 bytes announced, 3145728 read)"),
+        "{e}"
+    );
+    assert!(received.is_err());
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        0,
+        "no partial file is left"
+    );
+}
+
+#[tokio::test]
+async fn a_read_error_while_sending_is_reported() {
+    let out = tempfile::tempdir().unwrap();
+    let content = FailingAfter {
+        read: 0,
+        after: 3 << 20,
+    };
+    let (sent, received) = send_to_receiver(content, 8 << 20, out.path()).await;
+    let e = format!("{:#}", sent.unwrap_err());
+    assert!(
+        e.contains("reading the input") && e.contains("the disk is on fire"),
+        "{e}"
+    );
+    assert!(received.is_err());
+}
+
+#[tokio::test]
+async fn a_file_arrives_whole_through_the_lent_buffers() {
+    // Several reader buffers, and a last one partly filled.
+    let size = 5 * crate::file_io::CHUNK as u64 + 12_345;
+    let data: Vec<u8> = (0..size).map(|i| (i * 31 % 253) as u8).collect();
+    let out = tempfile::tempdir().unwrap();
+    let (sent, received) = send_to_receiver(io::Cursor::new(data.clone()), size, out.path()).await;
+    let (sent, received) = (sent.unwrap(), received.unwrap());
+    assert_eq!((sent.bytes, sent.hash), (size, blake3::hash(&data)));
+    assert_eq!(received.hash, sent.hash);
+    assert_eq!(std::fs::read(out.path().join("f.bin")).unwrap(), data);
+}
