@@ -467,6 +467,15 @@ pub fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
         "  RTT min/avg/max = {:.3}/{:.3}/{:.3} ms",
         d.rtt_ms.min, d.rtt_ms.avg, d.rtt_ms.max
     );
+    // Beside goodput and retransmissions: how long the queue grew.
+    let p95 = |v: Option<f64>| v.map_or("-".to_owned(), |ms| format!("{ms:.1} ms"));
+    let _ = writeln!(
+        out,
+        "  p95: RTT {:.1} ms (raw samples), one-way delay {}, queueing delay {}",
+        d.rtt_ms.p95,
+        p95(d.owd_p95_ms),
+        p95(d.queue_delay_p95_ms)
+    );
     let total: f64 = d.paths.iter().map(|p| p.goodput_mbps).sum();
     for p in &d.paths {
         let _ = writeln!(

@@ -21,7 +21,7 @@ use braid_sim::Scenario;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use super::{plots, stats};
+use super::{plots, smoothed_rtt, stats};
 
 /// The default rows: the catchunks rows that matter on real links (100 ms
 /// with queues of 300 and 1000, long RTTs, loss, queue, 12 Mbit/s with
@@ -130,10 +130,13 @@ struct RealRun {
     goodput_mbps: Option<f64>,
     /// Retransmitted packets (braid) or segments (TCP) per packet sent, %.
     retransmit_pct: Option<f64>,
-    /// 95th percentile RTT, ms: of braid's raw samples, of the kernel's
-    /// smoothed RTT every 10 ms for TCP (see `tcp_file`); none for iperf3.
+    /// 95th percentile of the smoothed RTT over time, ms (see
+    /// [`smoothed_rtt`]); none for iperf3.
     #[serde(default)]
     rtt_p95_ms: Option<f64>,
+    /// braid's: 95th percentile of its raw RTT samples (one per ACK), ms.
+    #[serde(default)]
+    rtt_p95_raw_ms: Option<f64>,
     error: Option<String>,
 }
 
@@ -142,6 +145,7 @@ struct Measured {
     goodput_mbps: f64,
     retransmit_pct: f64,
     rtt_p95_ms: Option<f64>,
+    rtt_p95_raw_ms: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -154,9 +158,12 @@ struct RealRow {
     /// Its retransmitted share of packets, % (the data direction).
     #[serde(default)]
     sim_retransmit_pct: Option<f64>,
-    /// Its 95th percentile RTT, ms.
+    /// Its 95th percentile of the smoothed RTT over time, ms.
     #[serde(default)]
     sim_rtt_p95_ms: Option<f64>,
+    /// Its 95th percentile of the raw RTT samples, ms.
+    #[serde(default)]
+    sim_rtt_p95_raw_ms: Option<f64>,
     runs: Vec<RealRun>,
 }
 
@@ -288,6 +295,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
             sim_mbps,
             sim_retransmit_pct: Some(sim.retransmit_pct),
             sim_rtt_p95_ms: sim.rtt_p95_ms,
+            sim_rtt_p95_raw_ms: sim.rtt_p95_raw_ms,
             runs: Vec::new(),
         };
         for round in 1..=args.rounds {
@@ -303,6 +311,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
                     peer: &peer,
                     cc: args.cc.name(),
                     limit: Duration::from_secs(args.limit),
+                    plot_dir: &work.path().join("plot"),
                 };
                 let r = ctx.run(round, kind);
                 eprintln!(
@@ -378,6 +387,8 @@ struct RunContext<'a> {
     peer: &'a str,
     cc: &'a str,
     limit: Duration,
+    /// Where braid's sender writes its samples (`--plot`).
+    plot_dir: &'a Path,
 }
 
 impl RunContext<'_> {
@@ -396,6 +407,7 @@ impl RunContext<'_> {
                 goodput_mbps: Some(m.goodput_mbps),
                 retransmit_pct: Some(m.retransmit_pct),
                 rtt_p95_ms: m.rtt_p95_ms,
+                rtt_p95_raw_ms: m.rtt_p95_raw_ms,
                 error: None,
             },
             Err(e) => RealRun {
@@ -404,6 +416,7 @@ impl RunContext<'_> {
                 goodput_mbps: None,
                 retransmit_pct: None,
                 rtt_p95_ms: None,
+                rtt_p95_raw_ms: None,
                 error: Some(format!("{e:#}")),
             },
         }
@@ -460,6 +473,7 @@ impl RunContext<'_> {
             goodput_mbps: goodput,
             retransmit_pct: 100.0 * retrans / segments.max(1.0),
             rtt_p95_ms: v["rtt_p95_ms"].as_f64(),
+            rtt_p95_raw_ms: None,
         })
     }
 
@@ -488,6 +502,7 @@ impl RunContext<'_> {
             goodput_mbps: bps / 1e6,
             retransmit_pct: 100.0 * retransmits / segments,
             rtt_p95_ms: None,
+            rtt_p95_raw_ms: None,
         })
     }
 
@@ -504,19 +519,24 @@ impl RunContext<'_> {
             .context("cannot run braid recv")?;
         let _recv = KillOnDrop(recv);
         std::thread::sleep(Duration::from_millis(200));
+        // A directory of its own per run: its series file is this run's.
+        let _ = std::fs::remove_dir_all(self.plot_dir);
         let out = self.through_link(&format!(
-            "exec {} send {} --to \"$BRAID_LINK_HOST:{port}\" --peer {} --cc {} --quiet --json",
+            "exec {} send {} --to \"$BRAID_LINK_HOST:{port}\" --peer {} --cc {} --quiet --json --plot {}",
             sh_quote(self.braid),
             sh_quote(self.input),
             self.peer,
-            self.cc
+            self.cc,
+            sh_quote(self.plot_dir),
         ))?;
-        goodput_and_retransmissions(&out)
+        let mut m = goodput_and_retransmissions(&out)?;
+        m.rtt_p95_ms = smoothed_rtt::of_plot_dir(self.plot_dir).context("braid's series")?;
+        Ok(m)
     }
 }
 
-/// Goodput (Mbit/s), retransmitted share of packets (%) and p95 RTT (the
-/// highest of its connections') from `braid send --json`'s transfer
+/// Goodput (Mbit/s), retransmitted share of packets (%) and p95 of the
+/// raw RTT samples (the highest of its connections') from `braid send --json`'s transfer
 /// record (docs/transfer-json.md).
 fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<Measured> {
     let v: serde_json::Value = serde_json::from_slice(record).context("braid's JSON")?;
@@ -526,7 +546,7 @@ fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<Measured> {
         c.iter().filter_map(|c| c["packets_sent"].as_f64()).sum()
     });
     let retrans = v["retransmitted"].as_f64().unwrap_or(0.0);
-    let rtt_p95_ms = v["connections"].as_array().and_then(|c| {
+    let rtt_p95_raw_ms = v["connections"].as_array().and_then(|c| {
         c.iter()
             .filter_map(|c| c["rtt_ms"]["p95"].as_f64())
             .reduce(f64::max)
@@ -534,7 +554,8 @@ fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<Measured> {
     Ok(Measured {
         goodput_mbps: goodput,
         retransmit_pct: 100.0 * retrans / sent.max(1.0),
-        rtt_p95_ms,
+        rtt_p95_ms: None,
+        rtt_p95_raw_ms,
     })
 }
 
@@ -559,7 +580,8 @@ fn simulated_as_sent(mut sc: Scenario) -> anyhow::Result<Measured> {
     Ok(Measured {
         goodput_mbps: bytes as f64 * 8.0 / 1e6 / answered.duration_s,
         retransmit_pct: 100.0 * f.forward.retransmitted as f64 / sent.max(1) as f64,
-        rtt_p95_ms: (f.forward.rtt_ms.p95 > 0.0).then_some(f.forward.rtt_ms.p95),
+        rtt_p95_ms: smoothed_rtt::of_series(&f.series),
+        rtt_p95_raw_ms: (f.forward.rtt_ms.p95 > 0.0).then_some(f.forward.rtt_ms.p95),
     })
 }
 
@@ -745,10 +767,13 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
         );
     }
     s += "\nGoodput in Mbit/s; a failed run is one that did not finish within the time limit \
-          or did not verify (real.json has its error). p95 RTT: braid's and the simulator's \
-          over their raw RTT samples, kernel TCP's over its smoothed RTT (TCP_INFO `tcpi_rtt`, \
-          as `ss -ti` shows it) read every 10 ms during the transfer; smoothing shaves the \
-          peaks, so if anything TCP's figure is the lower. ![goodput](plots/real-goodput.svg)\n";
+          or did not verify (real.json has its error). p95 RTT: of every sender's smoothed RTT \
+          over time, read at a fixed interval through the transfer: kernel TCP's (TCP_INFO \
+          `tcpi_rtt`, as `ss -ti` shows it) every 10 ms, braid's and the simulator's (the \
+          session's own samples, as `--plot` records them) every 100 ms. A p95 over ACKs \
+          would count a fast spell's many ACKs over a slow spell's few, when the queue is \
+          longest; real.json also has braid's and the simulator's p95 over their raw \
+          samples. ![goodput](plots/real-goodput.svg)\n";
     s
 }
 
@@ -772,7 +797,7 @@ mod record_tests {
             {"packets_sent":400,"rtt_ms":{"p95":80.25}}],"retransmitted":25}"#;
         let m = goodput_and_retransmissions(record).unwrap();
         assert_eq!((m.goodput_mbps, m.retransmit_pct), (48.5, 2.5));
-        assert_eq!(m.rtt_p95_ms, Some(80.25));
+        assert_eq!(m.rtt_p95_raw_ms, Some(80.25));
         let failed = br#"{"outcome":"failed","goodput_mbps":1.0}"#;
         assert!(goodput_and_retransmissions(failed).is_err());
     }

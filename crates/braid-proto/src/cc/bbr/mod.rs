@@ -54,6 +54,16 @@
 //!   which still drains a queue up to half the BDP. v1's 4 packets stop the
 //!   sender for a round trip and starve the pipe for another, twice what
 //!   half the BDP costs. The interval stays v1's 10 s (v2 probes every 5 s).
+//! - When RTprop expires, PROBE_RTT's cwnd is still half the BDP of the
+//!   expired RTprop, and RTprop becomes the least RTT PROBE_RTT measured
+//!   when it ends (BBRv3, draft-ietf-ccwg-bbr "ProbeRTT": PROBE_RTT starts
+//!   when the 5 s `probe_rtt_min_delay` filter expires, while the 10 s
+//!   `min_rtt` that sizes its cwnd is still valid). v1 takes the sample that
+//!   expired it, which a standing queue inflates; its PROBE_RTT cwnd of 4
+//!   packets drains anyway, but half a BDP computed from that sample does
+//!   not: on the Verizon LTE trace RTprop went from 41 to 370 ms, cwnd
+//!   from 70 to 300 packets while the cell slowed to 0.8 Mbit/s, and RTT to
+//!   2.3 s.
 //! - PROBE_RTT marks later samples app-limited here, as Linux's rate sampler
 //!   does through `tp->app_limited`.
 //! - RTprop takes only a strictly smaller sample before it expires (Linux
@@ -225,6 +235,8 @@ pub struct Bbr {
     cycle_stamp: Instant,
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
+    /// Least RTT sampled since PROBE_RTT began: RTprop when it ends.
+    probe_rtt_min: Option<Duration>,
     /// Packets sent before `delivered` reaches this were sent in PROBE_RTT:
     /// their samples underestimate the path.
     app_limited_until: u64,
@@ -278,6 +290,7 @@ impl Bbr {
             cycle_stamp: Instant::ZERO,
             probe_rtt_done: None,
             probe_rtt_round_done: false,
+            probe_rtt_min: None,
             app_limited_until: 0,
             timeout_at: None,
             ssthresh: None,
@@ -565,18 +578,25 @@ impl Bbr {
         {
             self.min_rtt_stamp = now;
         }
-        let expired = self.min_rtt.is_some() && now > self.min_rtt_stamp + MIN_RTT_WINDOW;
-        if !s.rtt.is_zero() && (expired || self.min_rtt.is_none_or(|m| s.rtt < m)) {
+        if !s.rtt.is_zero() && self.min_rtt.is_none_or(|m| s.rtt < m) {
             self.min_rtt = Some(s.rtt);
             self.min_rtt_stamp = now;
         }
+        // Deviation (BBRv3's two filters, see the module docs): an expired
+        // RTprop still sizes PROBE_RTT's cwnd, and what PROBE_RTT measures
+        // replaces it when PROBE_RTT ends.
+        let expired = self.min_rtt.is_some() && now > self.min_rtt_stamp + MIN_RTT_WINDOW;
         if expired && self.mode != BbrMode::ProbeRtt {
             self.save_cwnd();
             self.mode = BbrMode::ProbeRtt;
             self.probe_rtt_done = None;
+            self.probe_rtt_min = None;
         }
         if self.mode != BbrMode::ProbeRtt {
             return;
+        }
+        if !s.rtt.is_zero() {
+            self.probe_rtt_min = Some(self.probe_rtt_min.map_or(s.rtt, |m| m.min(s.rtt)));
         }
         self.app_limited_until = s.total_delivered + s.in_flight;
         match self.probe_rtt_done {
@@ -589,6 +609,9 @@ impl Bbr {
             Some(done) => {
                 self.probe_rtt_round_done |= self.round_start;
                 if self.probe_rtt_round_done && now > done {
+                    if let Some(measured) = self.probe_rtt_min.take() {
+                        self.min_rtt = Some(measured);
+                    }
                     self.min_rtt_stamp = now;
                     self.restore_cwnd();
                     if self.full_bw_reached {

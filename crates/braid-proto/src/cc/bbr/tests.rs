@@ -230,16 +230,15 @@ fn probe_rtt_after_ten_seconds_without_a_new_min_rtt() {
         assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
     }
     assert_eq!(net.bbr.mode(), BbrMode::ProbeRtt);
-    assert_eq!(
-        net.bbr.min_rtt(),
-        Some(queued),
-        "expired: the sample replaces it"
-    );
     let entered = net.now;
     while net.bbr.mode() == BbrMode::ProbeRtt {
         // Half the BDP (BBRv2), not v1's 4 packets: a long path keeps
-        // half its rate while the queue drains.
-        assert_eq!(net.bbr.window(), (0.5 * BW * queued.as_secs_f64()) as u64);
+        // half its rate while the queue drains. The BDP of the expired
+        // RTprop (BBRv3's min_rtt, still valid when its shorter
+        // probe_rtt_min_delay filter expires): sized by the queued
+        // sample, the window would leave the queue standing.
+        assert_eq!(net.bbr.window(), (0.5 * BW * RTT.as_secs_f64()) as u64);
+        assert_eq!(net.bbr.min_rtt(), Some(RTT), "kept while PROBE_RTT runs");
         assert!(
             net.now - entered < Duration::from_secs(1),
             "stuck in PROBE_RTT"
@@ -252,6 +251,11 @@ fn probe_rtt_after_ten_seconds_without_a_new_min_rtt() {
         "200 ms and a round: {held:?}"
     );
     assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+    assert_eq!(
+        net.bbr.min_rtt(),
+        Some(queued),
+        "what PROBE_RTT measured replaces it"
+    );
     assert!(net.bbr.window() >= PROBE_BW_CWND, "cwnd restored");
     assert_eq!(net.bbr.btl_bw(), BW, "PROBE_RTT samples do not count");
     // Not again until RTprop is 10 s old.
