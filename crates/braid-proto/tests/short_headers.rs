@@ -105,3 +105,26 @@ fn after_a_timeout_a_side_names_its_session_until_it_hears_the_peer() {
     assert!(back - first_long >= 2, "the probes were long: {up:?}");
     assert!(up[back..].iter().filter(|&&s| s).count() > 10);
 }
+
+/// A side that closes hears the peer's answer to its CLOSE in a short
+/// header and ends a round trip later, as with long ones, not after three
+/// retransmission timeouts (a `braid send` that took 250 ms to exit).
+#[test]
+fn a_close_answered_in_a_short_header_ends_the_closing_period() {
+    let (mut pair, forms) = pair(true);
+    pair.client.write(&[1u8; 100_000]);
+    pair.drive_until(Duration::from_secs(5), |p| p.received.len() == 100_000);
+    let settled = pair.now + 100 * MS;
+    pair.drive_until(Duration::from_secs(6), |p| p.now >= settled);
+    let start = forms.borrow().len();
+    pair.client.abort(9, "done");
+    let closed_at = pair.now;
+    pair.drive_until(Duration::from_secs(60), |p| p.client.is_closed());
+    assert!(pair.client.is_closed());
+    let answer_was_short = forms.borrow()[start..]
+        .iter()
+        .any(|&(up, short)| !up && short);
+    assert!(answer_was_short, "{:?}", &forms.borrow()[start..]);
+    let lasted = pair.now - closed_at;
+    assert!(lasted <= 40 * MS, "closing lasted {lasted:?}");
+}

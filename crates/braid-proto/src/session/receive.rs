@@ -127,9 +127,10 @@ impl Session {
         // A short header names no session: its caller found ours by the
         // address, which only a connection we offered short headers on
         // maps to us, and the nonce checks the path. Nothing short is a
-        // handshake message.
+        // handshake message; a session that failed or closes still hears
+        // the peer's answer to its CLOSE in one.
         let ours = if header.short {
-            self.is_established()
+            !matches!(self.state, State::Handshaking { .. })
         } else {
             header.session_id == self.session_id
         };
