@@ -36,6 +36,7 @@ pub use endpoint::{
 };
 pub use error::{SessionError, Violation};
 pub use ids::{PathId, Role};
+pub use recv_stream::ReceivedContent;
 pub use rtt::RtoConfig;
 pub use send_stream::GeneratedContent;
 pub use session::{AcceptError, CloseCode, Datagram, Event, OfferError, Session, Transmit};

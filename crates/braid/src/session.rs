@@ -353,6 +353,45 @@ impl Session {
         .await
     }
 
+    /// Makes `content` take the peer's in-order bytes from now on, straight
+    /// from each packet while it has room, instead of their being read
+    /// (see [`braid_proto::ReceivedContent`]): reads then give nothing.
+    /// Call [`Session::received_released`] whenever the application
+    /// released some of them, or the window stays shut. Whether it was taken.
+    pub fn use_received_content(&self, content: Box<dyn braid_proto::ReceivedContent>) -> bool {
+        let taken = self
+            .shared
+            .lock()
+            .proto
+            .use_received_content(clock::now(), content);
+        self.shared.wake_driver.notify_one();
+        taken
+    }
+
+    /// The application released bytes its received content took: the
+    /// receive window may open, which the driver tells the peer.
+    pub fn received_released(&self) {
+        self.shared.lock().proto.on_received_released(clock::now());
+        self.shared.wake_driver.notify_one();
+    }
+
+    /// Waits until the peer's whole stream was taken by the received
+    /// content (or read), or the session failed.
+    pub async fn received_all(&self) -> io::Result<()> {
+        std::future::poll_fn(|cx| {
+            let mut g = self.shared.lock();
+            if g.proto.is_recv_finished() {
+                return Poll::Ready(Ok(()));
+            }
+            if let Some(e) = self.fail(&g) {
+                return Poll::Ready(Err(e));
+            }
+            g.reader = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
     fn fail(&self, g: &Inner) -> Option<io::Error> {
         if let Some(e) = &g.error {
             return Some(e.clone().into());

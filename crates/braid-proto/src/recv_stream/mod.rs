@@ -12,10 +12,34 @@
 //! read: it doubles once half of it was read since it last grew, at most
 //! once per round trip. What a peer can make us hold is thus one window
 //! plus data it really sent and we consumed, whatever it reports.
+//!
+//! An application may take in-order bytes into buffers of its own (see
+//! [`ReceivedContent`]): each arriving in-order byte is then copied once,
+//! from the packet into the application's buffer, instead of into `buf`
+//! and out again. The window then advances only as the application
+//! releases what it took, so its buffers count against the window too.
 
 use crate::Instant;
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::time::Duration;
+
+/// Where the application takes the stream's in-order bytes, in place of
+/// reading them (see [`crate::Session::use_received_content`]). The
+/// session appends bytes straight from each packet while the sink has
+/// room; what it cannot take yet, and bytes that arrive out of order,
+/// wait in the session's buffers, within the receive window, as before.
+/// The window advances only by what the application reports released, so
+/// what the sink holds counts against it: a peer cannot make it grow.
+pub trait ReceivedContent: Send + fmt::Debug {
+    /// Takes as many of `data`, the bytes following the ones taken
+    /// before, as there is room for; returns the count.
+    fn append(&mut self, data: &[u8]) -> usize;
+
+    /// Bytes the application is done with since the last call (the
+    /// oldest taken first): the window may advance past them.
+    fn take_released(&mut self) -> u64;
+}
 
 /// Out-of-order ranges allowed: one per this many bytes of window, plus
 /// [`MIN_RANGES`]. An honest sender's pieces are packets (over a thousand
@@ -37,10 +61,16 @@ pub(crate) enum RecvError {
 
 #[derive(Debug)]
 pub(crate) struct RecvStream {
-    /// The bytes the application has not read: `read_offset..cumulative`.
+    /// The in-order bytes neither read nor taken by the sink:
+    /// `read_offset..cumulative`.
     buf: VecDeque<u8>,
     /// Offset of the first byte of `buf` (what the application has read).
     read_offset: u64,
+    /// Where in-order bytes go instead of `buf`, if the application said so.
+    sink: Option<Box<dyn ReceivedContent>>,
+    /// What the application is done with, read or released by the sink;
+    /// the window starts here. Equal to `read_offset` without a sink.
+    released: u64,
     /// Bytes received contiguously from offset 0.
     cumulative: u64,
     /// Out-of-order pieces above `cumulative`, by offset: neither
@@ -54,7 +84,7 @@ pub(crate) struct RecvStream {
     blocked_floor: u64,
     /// `max_data` last told to the peer.
     advertised: u64,
-    /// When the window last grew, and `read_offset` then.
+    /// When the window last grew, and `released` then.
     grown_at: Option<Instant>,
     grown_read: u64,
     /// Bytes that arrived more than once.
@@ -66,6 +96,8 @@ impl RecvStream {
         RecvStream {
             buf: VecDeque::new(),
             read_offset: 0,
+            sink: None,
+            released: 0,
             cumulative: 0,
             pending: BTreeMap::new(),
             final_size: None,
@@ -122,7 +154,7 @@ impl RecvStream {
     /// lost as easily as the data whose loss made the hole. The rules of
     /// [`Self::grow`] apply. Returns whether the window grew.
     pub fn on_data(&mut self, end: u64, now: Instant, rtt: Duration) -> bool {
-        end >= self.read_offset + self.window / 2 && self.grow(now, rtt)
+        end >= self.released + self.window / 2 && self.grow(now, rtt)
     }
 
     /// Doubles the window (up to the cap) when the peer is limited by it:
@@ -132,8 +164,8 @@ impl RecvStream {
     /// this holds sees the window double per RTT until it exceeds what its
     /// congestion window needs; reports alone, however many, grow nothing.
     fn grow(&mut self, now: Instant, rtt: Duration) -> bool {
-        let unread = self.cumulative - self.read_offset;
-        let consumed = self.read_offset - self.grown_read;
+        let unread = self.cumulative - self.released;
+        let consumed = self.released - self.grown_read;
         let due = self.grown_at.is_none_or(|t| now >= t + rtt);
         let half = self.window / 2;
         if unread >= half || consumed < half || !due || self.window >= self.max_window {
@@ -142,13 +174,14 @@ impl RecvStream {
         self.window = (self.window * 2).min(self.max_window);
         self.blocked_floor = self.max_data();
         self.grown_at = Some(now);
-        self.grown_read = self.read_offset;
+        self.grown_read = self.released;
         true
     }
 
-    /// Flow-control limit to advertise: what the application has read plus the window.
+    /// Flow-control limit to advertise: what the application has read
+    /// (or released) plus the window.
     pub fn max_data(&self) -> u64 {
-        self.read_offset + self.window
+        self.released + self.window
     }
 
     /// Records `max_data` as advertised; returns whether it grew enough since
@@ -223,7 +256,12 @@ impl RecvStream {
             .first_key_value()
             .is_some_and(|(&start, _)| start <= end);
         if offset == self.cumulative && !touches_piece {
-            self.buf.extend(data);
+            let taken = match &mut self.sink {
+                Some(sink) if self.buf.is_empty() => sink.append(data).min(data.len()),
+                _ => 0,
+            };
+            self.read_offset += taken as u64;
+            self.buf.extend(&data[taken..]);
             self.cumulative = end;
             return Ok(());
         }
@@ -301,6 +339,48 @@ impl RecvStream {
                 self.buf.extend(b);
             }
         }
+        self.feed_sink();
+    }
+
+    /// Serves in-order bytes to `sink` from now on, those waiting in the
+    /// buffer first. Only one sink, ever; whether it was taken.
+    pub fn use_sink(&mut self, sink: Box<dyn ReceivedContent>) -> bool {
+        if self.sink.is_some() {
+            return false;
+        }
+        self.sink = Some(sink);
+        self.feed_sink();
+        true
+    }
+
+    /// Counts what the sink's application released, then moves waiting
+    /// in-order bytes into the room that made. Returns whether the window
+    /// advanced.
+    pub fn on_sink_released(&mut self) -> bool {
+        let Some(sink) = &mut self.sink else {
+            return false;
+        };
+        // Never past what the sink took, whatever it reports.
+        let released = sink.take_released().min(self.read_offset - self.released);
+        self.released += released;
+        self.feed_sink();
+        released > 0
+    }
+
+    /// Moves the buffer's bytes into the sink while it takes them.
+    fn feed_sink(&mut self) {
+        let Some(sink) = &mut self.sink else {
+            return;
+        };
+        while !self.buf.is_empty() {
+            let (a, _) = self.buf.as_slices();
+            let taken = sink.append(a).min(a.len());
+            if taken == 0 {
+                break;
+            }
+            self.buf.drain(..taken);
+            self.read_offset += taken as u64;
+        }
     }
 
     /// Bytes waiting to be read.
@@ -316,8 +396,12 @@ impl RecvStream {
         (self.buf.capacity() + pieces) as u64
     }
 
-    /// Moves up to `out.len()` in-order bytes to `out`.
+    /// Moves up to `out.len()` in-order bytes to `out` (none with a sink:
+    /// they are its).
     pub fn read(&mut self, out: &mut [u8]) -> usize {
+        if self.sink.is_some() {
+            return 0;
+        }
         let n = out.len().min(self.readable());
         let (a, b) = self.buf.as_slices();
         let from_a = n.min(a.len());
@@ -329,6 +413,9 @@ impl RecvStream {
 
     /// Calls `f` with every readable in-order chunk, then drops them; returns the count.
     pub fn read_with(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        if self.sink.is_some() {
+            return 0;
+        }
         let n = self.readable();
         let (a, b) = self.buf.as_slices();
         f(a);
@@ -340,6 +427,7 @@ impl RecvStream {
     fn consume(&mut self, n: usize) {
         self.buf.drain(..n);
         self.read_offset += n as u64;
+        self.released = self.read_offset;
     }
 }
 
@@ -384,3 +472,6 @@ fn append_union(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod sink_tests;

@@ -7,7 +7,8 @@
 //!   [`Session::poll_event`], [`Session::drain_samples`];
 //! - application commands: [`Session::write`] (or
 //!   [`Session::write_generated`]), [`Session::finish`],
-//!   [`Session::read`], [`Session::abort`], [`Session::add_path`],
+//!   [`Session::read`] (or [`Session::use_received_content`]),
+//!   [`Session::abort`], [`Session::add_path`],
 //!   [`Session::close_path`];
 //! - getters: [`Session::stats`] and friends, which never change state.
 //!
@@ -49,7 +50,7 @@ use crate::config::{ConfigError, SessionConfig};
 use crate::crypto::{ClientHandshake, SessionRng};
 use crate::error::{SessionError, Violation};
 use crate::path::Path;
-use crate::recv_stream::RecvStream;
+use crate::recv_stream::{ReceivedContent, RecvStream};
 use crate::send_stream::{GeneratedContent, SendStream};
 use crate::stats::PathState;
 use crate::Instant;
@@ -505,6 +506,28 @@ impl Session {
         let n = self.streams.recv.read(out);
         self.after_read(now);
         n
+    }
+
+    /// Makes `content` take the stream's in-order bytes from now on,
+    /// straight from each packet while it has room (see
+    /// [`ReceivedContent`]); `read` then gives nothing. The window
+    /// advances as [`Session::on_received_released`] finds bytes
+    /// released. Only one, ever; whether it was taken.
+    pub fn use_received_content(
+        &mut self,
+        now: Instant,
+        content: Box<dyn ReceivedContent>,
+    ) -> bool {
+        let taken = self.streams.recv.use_sink(content);
+        self.after_read(now);
+        taken
+    }
+
+    /// The application released bytes its [`ReceivedContent`] took (or
+    /// made room for more): the window may advance and waiting bytes move in.
+    pub fn on_received_released(&mut self, now: Instant) {
+        self.streams.recv.on_sink_released();
+        self.after_read(now);
     }
 
     /// Hands every readable chunk to `f`; returns the total.
