@@ -120,23 +120,58 @@ enum Order {
     Finish,
 }
 
+/// What the writer thread reports at the end: bytes written, their
+/// hash, and the bytes held back at the end (see [`HashingWriter::spawn_with`]).
+type Written = (u64, blake3::Hash, Vec<u8>);
+
+/// Where the writer thread puts each buffer it is done with (and how many
+/// bytes of it were content); dropped when the thread stops.
+pub type GiveBack = Box<dyn FnMut(Vec<u8>, usize) + Send>;
+
 /// Writes and hashes content on its own thread.
 pub struct HashingWriter {
     full: mpsc::Sender<Order>,
+    /// Buffers back from the thread, for [`HashingWriter::buffer`].
+    #[cfg(test)]
     empty: std_mpsc::Receiver<Vec<u8>>,
-    done: oneshot::Receiver<io::Result<(u64, blake3::Hash)>>,
+    done: oneshot::Receiver<io::Result<Written>>,
 }
 
 impl HashingWriter {
+    /// A writer whose buffers come back for [`HashingWriter::buffer`], to
+    /// be queued with [`HashingWriter::write`]: the plain way to drive the
+    /// thread, which its tests use (the receiver fills buffers through a
+    /// [`WriteQueue`] instead).
+    #[cfg(test)]
     pub fn spawn(sink: Sink) -> HashingWriter {
-        let (full, mut full_rx) = mpsc::channel::<Order>(BUFFERS);
         let (empty_tx, empty) = std_mpsc::channel();
+        let give_back: GiveBack = Box::new(move |buf, _| {
+            let _ = empty_tx.send(buf);
+        });
+        let mut w = HashingWriter::spawn_with(sink, BUFFERS, 0, give_back);
+        w.empty = empty;
+        w
+    }
+
+    /// A writer that takes up to `queue` buffers at once, hands each one
+    /// back to `give_back` once written, and holds back the last
+    /// `hold_back` bytes it is given: neither hashed nor written, they come
+    /// out of [`HashingWriter::finish_holding_back`] (a trailer that only
+    /// the stream's end tells from content).
+    pub fn spawn_with(
+        sink: Sink,
+        queue: usize,
+        hold_back: usize,
+        mut give_back: GiveBack,
+    ) -> HashingWriter {
+        let (full, mut full_rx) = mpsc::channel::<Order>(queue.max(1));
         let (done_tx, done) = oneshot::channel();
         std::thread::spawn(move || {
             let mut sink = sink;
             let mut hasher = blake3::Hasher::new();
             let mut written = 0u64;
             let mut handed_to_disk = 0u64;
+            let mut tail = Vec::with_capacity(hold_back);
             let result = (|| {
                 loop {
                     let piece = match full_rx.blocking_recv() {
@@ -144,35 +179,52 @@ impl HashingWriter {
                         Some(Order::Finish) => break,
                         None => return Err(io::Error::other("transfer abandoned")),
                     };
-                    let bytes = piece.bytes();
-                    hasher.update(bytes);
-                    match &mut sink {
-                        Sink::File(f) => f.write_all(bytes)?,
-                        Sink::Stream(w) => w.write_all(bytes)?,
-                        Sink::Discard => {}
-                    }
-                    written += bytes.len() as u64;
+                    let mut emit = |bytes: &[u8]| -> io::Result<()> {
+                        hasher.update(bytes);
+                        match &mut sink {
+                            Sink::File(f) => f.write_all(bytes)?,
+                            Sink::Stream(w) => w.write_all(bytes)?,
+                            Sink::Discard => {}
+                        }
+                        written += bytes.len() as u64;
+                        Ok(())
+                    };
+                    hold_back_tail(&mut tail, hold_back, piece.bytes(), &mut emit)?;
                     if let Sink::File(f) = &sink {
                         if written - handed_to_disk >= WRITEBACK_EVERY {
                             start_writeback(f, handed_to_disk, written - handed_to_disk);
                             handed_to_disk = written;
                         }
                     }
-                    let _ = empty_tx.send(piece.buf);
+                    give_back(piece.buf, piece.len);
                 }
                 match &mut sink {
                     Sink::File(f) => f.sync_all()?,
                     Sink::Stream(w) => w.flush()?,
                     Sink::Discard => {}
                 }
-                Ok((written, hasher.finalize()))
+                Ok((written, hasher.finalize(), std::mem::take(&mut tail)))
             })();
+            drop(give_back);
             let _ = done_tx.send(result);
         });
-        HashingWriter { full, empty, done }
+        HashingWriter {
+            full,
+            #[cfg(test)]
+            empty: std_mpsc::channel().1,
+            done,
+        }
+    }
+
+    /// Queues a piece without waiting, from code that cannot; fails if the
+    /// queue is full (more buffers than the writer was spawned for) or the
+    /// thread stopped.
+    pub fn queue(&self) -> WriteQueue {
+        WriteQueue(self.full.clone())
     }
 
     /// An empty buffer of [`CHUNK`] bytes (plus `extra`) to fill.
+    #[cfg(test)]
     pub fn buffer(&self, extra: usize) -> Vec<u8> {
         match self.empty.try_recv() {
             Ok(buf) if buf.len() == CHUNK + extra => buf,
@@ -182,6 +234,7 @@ impl HashingWriter {
 
     /// Queues the first `len` bytes of `buf`; waits while all buffers are
     /// in use. Fails if the thread stopped (its error comes from `finish`).
+    #[cfg(test)]
     pub async fn write(&mut self, buf: Vec<u8>, len: usize) -> Result<(), WriterStopped> {
         self.full
             .send(Order::Write(Piece { buf, len }))
@@ -191,7 +244,14 @@ impl HashingWriter {
 
     /// Waits until everything is written (and a file synced): the bytes
     /// written and their hash, or the first error.
+    #[cfg(test)]
     pub async fn finish(self) -> io::Result<(u64, blake3::Hash)> {
+        let (written, hash, _) = self.finish_holding_back().await?;
+        Ok((written, hash))
+    }
+
+    /// [`HashingWriter::finish`], with the bytes held back at the end.
+    pub async fn finish_holding_back(self) -> io::Result<Written> {
         // If the thread already stopped, `done` holds its error.
         let _ = self.full.send(Order::Finish).await;
         self.done
@@ -200,8 +260,51 @@ impl HashingWriter {
     }
 }
 
+/// A handle that queues pieces for a [`HashingWriter`] without waiting.
+#[derive(Clone)]
+pub struct WriteQueue(mpsc::Sender<Order>);
+
+impl WriteQueue {
+    /// Queues the first `len` bytes of `buf`; gives it back if it cannot.
+    pub fn push(&self, buf: Vec<u8>, len: usize) -> Result<(), Vec<u8>> {
+        self.0
+            .try_send(Order::Write(Piece { buf, len }))
+            .map_err(|e| match e.into_inner() {
+                Order::Write(piece) => piece.buf,
+                Order::Finish => Vec::new(),
+            })
+    }
+}
+
+/// Hands `bytes` to `emit`, except that the last `hold` bytes seen so far
+/// stay in `tail`: what `tail` held before goes out first as far as the
+/// new bytes replace it.
+fn hold_back_tail(
+    tail: &mut Vec<u8>,
+    hold: usize,
+    bytes: &[u8],
+    emit: &mut impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    if bytes.len() >= hold {
+        let cut = bytes.len() - hold;
+        if !tail.is_empty() {
+            emit(tail)?;
+        }
+        emit(&bytes[..cut])?;
+        tail.clear();
+        tail.extend_from_slice(&bytes[cut..]);
+    } else {
+        let out = (tail.len() + bytes.len()).saturating_sub(hold);
+        emit(&tail[..out])?;
+        tail.drain(..out);
+        tail.extend_from_slice(bytes);
+    }
+    Ok(())
+}
+
 /// The writer thread stopped; [`HashingWriter::finish`] says why.
 #[derive(Debug)]
+#[cfg(test)]
 pub struct WriterStopped;
 
 /// Asks the kernel to start writing a range to disk without waiting for it.

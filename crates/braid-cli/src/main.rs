@@ -4,6 +4,7 @@ mod bench;
 mod demo_cmd;
 mod failure;
 mod file_io;
+mod filled;
 mod human;
 mod keys;
 mod lab;

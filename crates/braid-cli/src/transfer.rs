@@ -18,13 +18,15 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::failure::{Failure, Kind};
 use crate::file_io::{HashingReader, HashingWriter, Sink};
+use crate::filled::Filled;
 use crate::lent::Lent;
 use crate::progress::Progress;
 
 const MAGIC: &[u8; 8] = b"BRAIDF1\n";
 const HASH_LEN: usize = 32;
-/// Content gathered from the session before it goes to the writer thread.
-const MIN_PIECE: usize = 256 * 1024;
+/// Buffers of `file_io::CHUNK` bytes the session may fill for the writer
+/// thread at once (made as needed).
+const RECV_BUFFERS: usize = 16;
 const UNKNOWN_SIZE: u64 = u64::MAX;
 /// Longest verdict line read back.
 const MAX_VERDICT: u64 = 4096;
@@ -454,49 +456,47 @@ fn temp_name_part(name: &str) -> &str {
     &name[..end]
 }
 
-/// Copies the content to `sink`, holding back the trailing hash, and checks it.
+/// Copies the content to `sink`, holding back the trailing hash, and checks
+/// it. The session appends the content straight into the writer thread's
+/// buffers (see [`crate::filled`]); the writer holds back the last
+/// [`HASH_LEN`] bytes it gets, which at the end are the hash.
 async fn copy_verified(
     session: &mut Session,
     sink: Sink,
     header: &Header,
     progress: &Progress,
 ) -> anyhow::Result<(u64, blake3::Hash)> {
-    let mut writer = HashingWriter::spawn(sink);
-    let mut tail = [0u8; HASH_LEN];
-    let mut tail_len = 0;
-    let mut queued = 0u64;
+    // A buffer goes to the writer, and its bytes out of the window, once a
+    // quarter of the window at most is in it, so that it fills.
+    let window = usize::try_from(session.stats().recv_window / 4).unwrap_or(usize::MAX);
+    let filled = Filled::new(RECV_BUFFERS, window);
+    let writer = HashingWriter::spawn_with(sink, RECV_BUFFERS + 1, HASH_LEN, filled.give_back());
+    filled.fill_for(writer.queue());
+    // Whatever happens, the writer hears no more from us after this.
+    let _abandon = Abandon(&filled);
+    if !session.use_received_content(filled.content()) {
+        bail!("the session's content already goes elsewhere");
+    }
     loop {
-        // Each buffer starts with the bytes held back last time.
-        let mut buf = writer.buffer(HASH_LEN);
-        buf[..tail_len].copy_from_slice(&tail[..tail_len]);
-        let mut len = tail_len;
-        let mut ended = false;
-        while len < MIN_PIECE {
-            let n = session.read(&mut buf[len..]).await?;
-            if n == 0 {
-                ended = true;
+        tokio::select! {
+            all = session.received_all() => {
+                all?;
                 break;
             }
-            len += n;
-        }
-        // The last HASH_LEN bytes seen so far may be the hash, not content.
-        tail_len = len.min(HASH_LEN);
-        tail[..tail_len].copy_from_slice(&buf[len - tail_len..len]);
-        let content = len - tail_len;
-        if content > 0 {
-            queued += content as u64;
-            if writer.write(buf, content).await.is_err() {
-                break; // The writer failed; `finish` says why.
+            () = filled.returned() => {
+                if filled.writer_stopped() {
+                    break; // The writer failed; `finish` says why.
+                }
+                session.received_released();
+                progress.set_position(filled.written());
             }
         }
-        progress.set_position(queued);
-        if ended {
-            break;
-        }
     }
-    let (written, hash) = writer.finish().await?;
+    filled.close();
+    let (written, hash, tail) = writer.finish_holding_back().await?;
+    progress.set_position(written);
     let corrupted = |m: String| Failure::err(Kind::Corrupted, m);
-    if tail_len < HASH_LEN {
+    if tail.len() < HASH_LEN {
         return Err(corrupted(
             "the stream ended before the content's hash: transfer incomplete".into(),
         ));
@@ -513,6 +513,15 @@ async fn copy_verified(
         ));
     }
     Ok((written, hash))
+}
+
+/// Cuts the writer off from a transfer that ends early.
+struct Abandon<'a>(&'a Filled);
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
 }
 
 #[cfg(test)]

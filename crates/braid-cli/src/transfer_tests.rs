@@ -52,15 +52,28 @@ async fn send_to_receiver(
     size: u64,
     out: &Path,
 ) -> (anyhow::Result<Outcome>, anyhow::Result<Outcome>) {
+    send_to_receiver_windowed(content, size, out, None).await
+}
+
+/// [`send_to_receiver`], the receiver's window held at `window` if given.
+async fn send_to_receiver_windowed(
+    content: impl Read + Send + 'static,
+    size: u64,
+    out: &Path,
+    window: Option<u64>,
+) -> (anyhow::Result<Outcome>, anyhow::Result<Outcome>) {
     let key = braid::random_keypair();
     let client = braid::SessionConfig {
         security: braid::Security::pinned(key.public()),
         ..braid::SessionConfig::default()
     };
-    let server = braid::SessionConfig {
+    let mut server = braid::SessionConfig {
         security: braid::Security::server(key),
         ..braid::SessionConfig::default()
     };
+    if let Some(w) = window {
+        (server.recv_window, server.send_window, server.max_window) = (w, w, w);
+    }
     let listener = braid::Listener::bind("127.0.0.1:0".parse().unwrap(), server).unwrap();
     let addr = listener.local_addr();
     let output = Output::Dir(out.to_path_buf());
@@ -145,4 +158,23 @@ async fn a_file_arrives_whole_through_the_lent_buffers() {
     assert_eq!((sent.bytes, sent.hash), (size, blake3::hash(&data)));
     assert_eq!(received.hash, sent.hash);
     assert_eq!(std::fs::read(out.path().join("f.bin")).unwrap(), data);
+}
+
+/// The session appends into the writer's buffers; a window far below one
+/// buffer still fills them (each goes to the writer at a quarter window),
+/// and bytes that find every buffer at the writer wait in the session.
+#[tokio::test]
+async fn a_file_arrives_whole_through_the_filled_buffers_even_with_a_small_window() {
+    let size = 2 * crate::file_io::CHUNK as u64 + 777;
+    let data: Vec<u8> = (0..size).map(|i| (i * 17 % 251) as u8).collect();
+    for window in [None, Some(96 << 10)] {
+        let out = tempfile::tempdir().unwrap();
+        let (sent, received) =
+            send_to_receiver_windowed(io::Cursor::new(data.clone()), size, out.path(), window)
+                .await;
+        let (sent, received) = (sent.unwrap(), received.unwrap());
+        assert_eq!((received.bytes, received.hash), (size, blake3::hash(&data)));
+        assert_eq!(sent.hash, received.hash);
+        assert_eq!(std::fs::read(out.path().join("f.bin")).unwrap(), data);
+    }
 }
