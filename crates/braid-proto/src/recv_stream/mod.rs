@@ -64,7 +64,8 @@ pub(crate) struct RecvStream {
     /// The in-order bytes neither read nor taken by the sink:
     /// `read_offset..cumulative`.
     buf: VecDeque<u8>,
-    /// Offset of the first byte of `buf` (what the application has read).
+    /// Offset of the first byte of `buf` (what the application has read,
+    /// or the sink taken).
     read_offset: u64,
     /// Where in-order bytes go instead of `buf`, if the application said so.
     sink: Option<Box<dyn ReceivedContent>>,
@@ -211,7 +212,8 @@ impl RecvStream {
         self.final_size == Some(self.cumulative)
     }
 
-    /// Whether the application has read everything up to the FIN.
+    /// Whether the application has read (or its sink taken) everything up
+    /// to the FIN.
     pub fn is_finished(&self) -> bool {
         self.final_size == Some(self.read_offset)
     }
