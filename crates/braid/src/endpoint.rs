@@ -113,19 +113,21 @@ impl EndpointInner {
         let route = self.route(from);
         let (event, path, evicted) = {
             let mut table = lock(&self.table);
-            // A short header's connection is the one bound to its address.
-            let path = match header.short {
-                true => table.by_address(from).map(|(_, path)| path),
-                false => Some(header.path),
-            };
-            let Some(path) = path else {
-                return;
-            };
-            let event = table.handle(now, from, datagram, |proto| {
-                Shared::new(proto, BTreeMap::from([(path, route)]))
-            });
-            let evicted: Vec<_> = std::iter::from_fn(|| table.poll_evicted()).collect();
-            (event, path, evicted)
+            if header.short {
+                // Its connection is the one bound to its address; it never
+                // opens a session, so admission has nothing to say.
+                let Some((shared, path)) = table.by_address(from) else {
+                    return;
+                };
+                (Some(DatagramEvent::Known(shared.clone())), path, Vec::new())
+            } else {
+                let path = header.path;
+                let event = table.handle(now, from, datagram, |proto| {
+                    Shared::new(proto, BTreeMap::from([(path, route)]))
+                });
+                let evicted: Vec<_> = std::iter::from_fn(|| table.poll_evicted()).collect();
+                (event, path, evicted)
+            }
         };
         for shared in evicted {
             shared
@@ -196,12 +198,7 @@ impl EndpointInner {
 
     /// Whether connection `path`, whose datagram from `from` authenticated,
     /// sends to `from` from this socket and was not yet bound there.
-    fn needs_binding(
-        self: &Arc<Self>,
-        g: &crate::session::Inner,
-        path: PathId,
-        from: SocketAddr,
-    ) -> bool {
+    fn needs_binding(&self, g: &crate::session::Inner, path: PathId, from: SocketAddr) -> bool {
         let sends_here = g
             .routes
             .get(&path)

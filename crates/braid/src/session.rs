@@ -322,35 +322,54 @@ impl Session {
     /// (at least one byte unless `len` is zero).
     pub async fn write_generated(&self, len: u64) -> io::Result<u64> {
         std::future::poll_fn(|cx| {
-            let mut g = self.shared.lock();
-            if let Some(e) = self.fail(&g) {
-                return Poll::Ready(Err(e));
-            }
-            if g.finish_requested {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "write after shutdown",
-                )));
-            }
-            if len == 0 {
-                return Poll::Ready(Ok(0));
-            }
-            let n = g.proto.write_generated(len);
-            if n > 0 {
-                drop(g);
-                self.shared.wake_driver.notify_one();
-                return Poll::Ready(Ok(n));
-            }
-            if g.proto.writable() > 0 {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "the session has no generated content",
-                )));
-            }
-            g.writer = Some(cx.waker().clone());
-            Poll::Pending
+            self.poll_write_with(cx, len, |proto| {
+                let n = proto.write_generated(len);
+                if n == 0 && proto.writable() > 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "the session has no generated content",
+                    ));
+                }
+                Ok(n)
+            })
         })
         .await
+    }
+
+    /// What writing bytes and counting generated ones share: the session's
+    /// failure or a shutdown answer first, then `write` takes up to `len`
+    /// bytes (none: wait until the send buffer has room).
+    fn poll_write_with(
+        &self,
+        cx: &mut Context<'_>,
+        len: u64,
+        write: impl FnOnce(&mut braid_proto::Session) -> io::Result<u64>,
+    ) -> Poll<io::Result<u64>> {
+        let mut g = self.shared.lock();
+        if let Some(e) = self.fail(&g) {
+            return Poll::Ready(Err(e));
+        }
+        if g.finish_requested {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "write after shutdown",
+            )));
+        }
+        if len == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        match write(&mut g.proto) {
+            Ok(0) => {
+                g.writer = Some(cx.waker().clone());
+                Poll::Pending
+            }
+            Ok(n) => {
+                drop(g);
+                self.shared.wake_driver.notify_one();
+                Poll::Ready(Ok(n))
+            }
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     /// Makes `content` take the peer's in-order bytes from now on, straight
@@ -529,27 +548,9 @@ impl AsyncWrite for Session {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let mut g = self.shared.lock();
-        if let Some(e) = self.fail(&g) {
-            return Poll::Ready(Err(e));
-        }
-        if g.finish_requested {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "write after shutdown",
-            )));
-        }
-        if data.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        let n = g.proto.write(data);
-        if n > 0 {
-            drop(g);
-            self.shared.wake_driver.notify_one();
-            return Poll::Ready(Ok(n));
-        }
-        g.writer = Some(cx.waker().clone());
-        Poll::Pending
+        let len = data.len() as u64;
+        self.poll_write_with(cx, len, |proto| Ok(proto.write(data) as u64))
+            .map_ok(|n| n as usize)
     }
 
     /// Written bytes are the session's to deliver: nothing to flush.
