@@ -266,6 +266,36 @@ fn probe_rtt_after_ten_seconds_without_a_new_min_rtt() {
 }
 
 #[test]
+fn probe_rtt_ends_once_it_measures_rtprop_again() {
+    let mut net = Net::new();
+    net.run(30, BW, RTT, false);
+    let queued = RTT + Duration::from_millis(20);
+    while net.bbr.mode() != BbrMode::ProbeRtt {
+        net.ack(BW, queued, false);
+    }
+    let entered = net.now;
+    // The queue is gone: the next samples come back at the propagation
+    // delay. Holding half the BDP for 200 ms more would idle half the link.
+    net.ack(BW, queued, false);
+    assert_eq!(net.bbr.mode(), BbrMode::ProbeRtt, "nothing measured yet");
+    let near = RTT + Duration::from_millis(5);
+    net.ack(BW, near, false);
+    assert_eq!(net.bbr.mode(), BbrMode::ProbeBw);
+    assert!(net.now - entered < PROBE_RTT_DURATION);
+    assert_eq!(
+        net.bbr.min_rtt(),
+        Some(RTT),
+        "within an eighth: kept, not raised"
+    );
+    assert!(net.bbr.window() >= PROBE_BW_CWND, "cwnd restored");
+    // Not again for 10 s (80 rounds of 120 ms).
+    for _ in 0..80 {
+        net.run(1, BW, queued, false);
+        assert_ne!(net.bbr.mode(), BbrMode::ProbeRtt);
+    }
+}
+
+#[test]
 fn no_probe_rtt_while_rtts_stay_within_an_eighth_of_the_minimum() {
     let mut net = Net::new();
     net.run(30, BW, RTT, false);
