@@ -45,7 +45,8 @@
 //! - The PROBE_BW start phase is a hash of the delivered count, not a random
 //!   draw (the core has no RNG); like Linux it is never the 0.75 phase.
 //! - cwnd adds the ACK aggregation estimate as Linux does since 2019
-//!   (`extra_acked`; [`ack_aggregation`]).
+//!   (`extra_acked`; [`ack_aggregation`]), up to 500 ms at BtlBw where
+//!   Linux stops at 100 ms: cellular uplinks stall for seconds.
 //! - Omitted: long-term bandwidth sampling (`lt_bw` policer detection),
 //!   idle-restart handling, the 1 % pacing margin, TSO rounding of cwnd.
 //! - PROBE_RTT holds cwnd at half the estimated BDP, not at 4 packets
