@@ -53,7 +53,8 @@ fn bbr_keeps_the_link_busy_through_the_uplinks_stalls() {
     // The AT&T LTE trace behind a 200-packet queue: its uplink delivers
     // nothing for 1.0, 2.2 and 0.9 s within the first 9 s, while the
     // downlink runs at 10-17 Mbit/s. Only data already in flight when the
-    // ACKs stop keeps the link busy through a stall.
+    // ACKs stop keeps the link busy through a stall, and after it the
+    // sender must catch up with what the receiver gets at once.
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/real/att-lte-q200.toml");
     let mut sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -67,10 +68,12 @@ fn bbr_keeps_the_link_busy_through_the_uplinks_stalls() {
             "seed {seed}: {:?}",
             r.flows[0].error
         );
-        // A window that covered 100 ms of ACKs at BtlBw (Linux's bound on
-        // the aggregation estimate) gave 4.47-4.55 Mbit/s.
+        // 4.92-5.00 Mbit/s. A window that covered 100 ms of ACKs at BtlBw
+        // (Linux's bound on the aggregation estimate) gave 4.47-4.56; pacing
+        // that kept up with the receiver only to 2 × BtlBw when the link
+        // sped up after a stall, 4.73-4.79.
         assert!(
-            f.goodput_mbps > 4.65,
+            f.goodput_mbps > 4.85,
             "seed {seed}: {:.2} Mbit/s",
             f.goodput_mbps
         );
