@@ -239,7 +239,8 @@ impl Session {
             self.handle_frame(now, path, frame);
         }
         if let Some((slot, frames)) = traced {
-            self.trace_received(now, slot, (path, header.packet_number, len), frames);
+            let packet = (path, header.packet_number, len, header.short);
+            self.trace_received(now, slot, packet, frames);
         }
         self.check_progress(now);
         self.gather_trace(now);

@@ -135,7 +135,7 @@ impl Session {
     }
 
     /// The datagram just written went out on `path`.
-    pub(super) fn trace_sent(&mut self, path: PathId, size: usize) {
+    pub(super) fn trace_sent(&mut self, path: PathId, size: usize, short: bool) {
         if !self.is_tracing() {
             return;
         }
@@ -155,6 +155,7 @@ impl Session {
             path,
             pn,
             size,
+            short,
             frames,
         };
         self.trace.tracer.record(now, sent);
@@ -174,13 +175,14 @@ impl Session {
         &mut self,
         now: Instant,
         slot: usize,
-        (path, pn, size): (PathId, u64, usize),
+        (path, pn, size, short): (PathId, u64, usize, bool),
         frames: FrameSummary,
     ) {
         let kind = EventKind::PacketReceived {
             path,
             pn,
             size,
+            short,
             frames: frames.on_path(path),
         };
         self.trace.tracer.record_at(slot, now, kind);

@@ -210,7 +210,7 @@ impl Session {
         self.charge_amplification(path, size);
         let p = self.paths.get_mut(&path).expect("path exists");
         p.on_datagram_sent(size);
-        self.trace_sent(path, size);
+        self.trace_sent(path, size, wire::is_short(buf[0]));
         Transmit {
             path,
             size,
@@ -432,7 +432,7 @@ impl Session {
             self.seal_packet(buf);
             // Not the connection's address: its credit is the candidate's.
             let size = self.packets.len(buf);
-            self.trace_sent(id, size);
+            self.trace_sent(id, size, false);
             self.on_candidate_challenge_sent(now, size);
             self.paths
                 .get_mut(&id)

@@ -48,6 +48,9 @@ pub enum EventKind {
         pn: u64,
         /// Bytes on the wire (UDP payload).
         size: usize,
+        /// A short header (no session id or connection; see
+        /// docs/protocol.md), or the long one.
+        short: bool,
         /// What it carried.
         frames: FrameSummary,
     },
@@ -59,6 +62,8 @@ pub enum EventKind {
         pn: u64,
         /// Bytes on the wire (UDP payload).
         size: usize,
+        /// A short header, or the long one.
+        short: bool,
         /// What it carried.
         frames: FrameSummary,
     },

@@ -160,14 +160,24 @@ fn data(s: &mut String, sep: &str, kind: &EventKind) {
             );
         }
         PacketSent {
-            pn, size, frames, ..
+            pn,
+            size,
+            short,
+            frames,
+            ..
         }
         | PacketReceived {
-            pn, size, frames, ..
+            pn,
+            size,
+            short,
+            frames,
+            ..
         } => {
             // The log's most frequent lines: written without `fmt`.
             s.push_str(sep);
-            s.push_str("\"header\":{\"packet_type\":\"1RTT\",\"packet_number\":");
+            s.push_str("\"header\":{\"packet_type\":\"1RTT\",\"braid_header_form\":");
+            s.push_str(if *short { "\"short\"" } else { "\"long\"" });
+            s.push_str(",\"packet_number\":");
             push_u64(s, *pn);
             s.push_str("},\"raw\":{\"length\":");
             push_u64(s, *size as u64);

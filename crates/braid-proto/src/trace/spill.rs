@@ -39,19 +39,21 @@ pub fn encode(event: &TraceEvent, out: &mut Vec<u8>) {
             path,
             pn,
             size,
+            short,
             frames,
         } => {
             w.tag(1);
-            w.packet(*path, *pn, *size, frames);
+            w.packet(*path, *pn, *size, *short, frames);
         }
         PacketReceived {
             path,
             pn,
             size,
+            short,
             frames,
         } => {
             w.tag(2);
-            w.packet(*path, *pn, *size, frames);
+            w.packet(*path, *pn, *size, *short, frames);
         }
         PacketsAcked { path, first, last } => {
             w.tag(3);
@@ -181,20 +183,22 @@ pub fn decode(input: &mut &[u8]) -> Option<TraceEvent> {
             recv_window: r.u()?,
         })),
         1 => {
-            let (path, pn, size, frames) = r.packet()?;
+            let (path, pn, size, short, frames) = r.packet()?;
             EventKind::PacketSent {
                 path,
                 pn,
                 size,
+                short,
                 frames,
             }
         }
         2 => {
-            let (path, pn, size, frames) = r.packet()?;
+            let (path, pn, size, short, frames) = r.packet()?;
             EventKind::PacketReceived {
                 path,
                 pn,
                 size,
+                short,
                 frames,
             }
         }
@@ -329,10 +333,11 @@ impl Writer<'_> {
         self.u(v.map_or(0, |v| v.saturating_add(1)));
     }
 
-    fn packet(&mut self, path: PathId, pn: u64, size: usize, f: &FrameSummary) {
+    fn packet(&mut self, path: PathId, pn: u64, size: usize, short: bool, f: &FrameSummary) {
         self.path(path);
         self.u(pn);
         self.u(size as u64);
+        self.u(short.into());
         self.u(f.others.into());
         match &f.stream {
             Some(s) => {
@@ -410,10 +415,11 @@ impl<'b> Reader<'_, 'b> {
         Some(self.u()?.checked_sub(1))
     }
 
-    fn packet(&mut self) -> Option<(PathId, u64, usize, FrameSummary)> {
+    fn packet(&mut self) -> Option<(PathId, u64, usize, bool, FrameSummary)> {
         let path = self.path()?;
         let pn = self.u()?;
         let size = self.u()? as usize;
+        let short = self.u()? == 1;
         let others = self.u()? as u16;
         let stream = match self.u()? {
             0 => None,
@@ -447,7 +453,7 @@ impl<'b> Reader<'_, 'b> {
             ack,
             others,
         };
-        Some((path, pn, size, frames))
+        Some((path, pn, size, short, frames))
     }
 
     fn metrics(&mut self) -> Option<Metrics> {
@@ -517,12 +523,14 @@ mod tests {
                 path: p,
                 pn: 9,
                 size: 1444,
+                short: true,
                 frames: frames.clone(),
             },
             EventKind::PacketReceived {
                 path: p,
                 pn: 10,
                 size: 60,
+                short: false,
                 frames: FrameSummary::default(),
             },
             EventKind::PacketsAcked {
