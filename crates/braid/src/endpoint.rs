@@ -6,7 +6,7 @@
 
 use crate::driver::drive;
 use crate::route::{Route, SessionTable};
-use crate::session::{Session, Shared};
+use crate::session::{Binding, Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
@@ -183,10 +183,10 @@ impl EndpointInner {
                     };
                     follow(&mut g, now, path, route, arrival);
                 }
-                let rebind = authentic && self.needs_binding(&g, path, from);
+                let rebind = authentic && self.needs_binding(&g, now, path, from);
                 drop(g);
                 if rebind {
-                    self.bind(&shared, path, from);
+                    self.bind(&shared, now, path, from);
                 }
                 shared
             }
@@ -197,22 +197,45 @@ impl EndpointInner {
     }
 
     /// Whether connection `path`, whose datagram from `from` authenticated,
-    /// sends to `from` from this socket and was not yet bound there.
-    fn needs_binding(&self, g: &crate::session::Inner, path: PathId, from: SocketAddr) -> bool {
+    /// sends to `from` from this socket and was not yet bound there (or
+    /// was refused the address a while ago).
+    fn needs_binding(
+        &self,
+        g: &crate::session::Inner,
+        now: braid_proto::Instant,
+        path: PathId,
+        from: SocketAddr,
+    ) -> bool {
         let sends_here = g
             .routes
             .get(&path)
             .is_some_and(|r| r.remote == from && Arc::ptr_eq(&r.socket, &self.io));
-        sends_here && g.bound.get(&path) != Some(&from)
+        sends_here
+            && g.bound
+                .get(&path)
+                .is_none_or(|b| b.addr != from || b.retry_at.is_some_and(|at| now >= at))
     }
 
     /// Tells connection `path` apart by `from` on this socket if no other
     /// connection has that address, and lets the session say so: its peer
     /// may then send short headers there. Called with no lock held.
-    fn bind(&self, shared: &Arc<Shared>, path: PathId, from: SocketAddr) {
+    fn bind(
+        &self,
+        shared: &Arc<Shared>,
+        now: braid_proto::Instant,
+        path: PathId,
+        from: SocketAddr,
+    ) {
         let bound = lock(&self.table).bind_address(from, shared.id, path);
         let mut g = shared.lock();
-        g.bound.insert(path, from);
+        let retry_at = (!bound).then(|| now + BIND_RETRY);
+        g.bound.insert(
+            path,
+            Binding {
+                addr: from,
+                retry_at,
+            },
+        );
         g.proto.accept_short_headers(path, bound);
     }
 
@@ -265,6 +288,11 @@ impl EndpointInner {
 /// How long an address a connection moved away from stays validated: a
 /// few round trips of any real path.
 const FORMER_RECENT: Duration = Duration::from_secs(3);
+
+/// How long after another connection held its address a connection asks
+/// for it again (its datagrams go with long headers meanwhile): once a
+/// second, one table lookup, however fast the datagrams come.
+const BIND_RETRY: Duration = Duration::from_secs(1);
 
 /// Where a server's connection `path` sends, after a datagram from
 /// `route` (RFC 9000 §9.3). Before the client confirms, the answer goes

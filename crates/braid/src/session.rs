@@ -56,7 +56,7 @@ pub(crate) struct Inner {
     pub first_heard: BTreeMap<PathId, std::time::Instant>,
     /// The address each connection was last bound to on its endpoint (for
     /// short headers), whether or not the binding took.
-    pub bound: BTreeMap<PathId, SocketAddr>,
+    pub bound: BTreeMap<PathId, Binding>,
     reader: Option<Waker>,
     writer: Option<Waker>,
     closer: Option<Waker>,
@@ -127,6 +127,16 @@ pub(crate) struct Shared {
     pub id: u64,
     /// The `tracing` span its driver and its datagrams' handling run in.
     pub span: tracing::Span,
+}
+
+/// A connection's address in its endpoint's table of addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Binding {
+    pub addr: SocketAddr,
+    /// `None`: bound. Otherwise another connection had the address, and
+    /// from this time on the binding is tried again: that connection may
+    /// have moved or ended since.
+    pub retry_at: Option<braid_proto::Instant>,
 }
 
 impl Shared {

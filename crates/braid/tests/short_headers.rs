@@ -3,7 +3,8 @@
 //! in the middle of a transfer (the client's datagrams suddenly come from
 //! another port) costs a timeout, after which the client names its
 //! session in full, the server follows it to the new address, and short
-//! headers resume there.
+//! headers resume there. A connection whose address another connection
+//! holds gets it once that one has ended.
 
 mod common;
 
@@ -161,5 +162,67 @@ async fn short_headers_carry_the_data_and_survive_a_nat_rebinding() {
     assert!(
         down.iter().all(|&n| n > 20),
         "the server sent short headers to both bindings: {down:?}"
+    );
+}
+
+/// Receives one session's stream and answers with its hash.
+async fn hash_back(mut s: braid::Session) -> usize {
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.unwrap();
+    s.write_all(blake3::hash(&got).as_bytes()).await.unwrap();
+    s.shutdown().await.unwrap();
+    got.len()
+}
+
+/// Sends `data` in pieces `gap` apart and checks the hash that comes back.
+async fn send_paced(session: &mut braid::Session, data: &[u8], gap: Duration) {
+    for piece in data.chunks(256 << 10) {
+        session.write_all(piece).await.unwrap();
+        tokio::time::sleep(gap).await;
+    }
+    session.shutdown().await.unwrap();
+    let mut hash = Vec::new();
+    session.read_to_end(&mut hash).await.unwrap();
+    assert_eq!(hash, blake3::hash(data).as_bytes());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_gets_its_address_once_the_one_holding_it_ends() {
+    // Two sessions from one socket to one server address: the server
+    // tells them apart by address only for the first, and the second
+    // names its session in every datagram until the first has ended.
+    let listener = Listener::bind(loopback(), server_cfg()).unwrap();
+    let nat = nat(listener.local_addr()).await;
+    let server = tokio::spawn(async move {
+        let first = listener.accept().await.unwrap();
+        let first = tokio::spawn(hash_back(first));
+        let second = listener.accept().await.unwrap();
+        (first.await.unwrap(), hash_back(second).await)
+    });
+    let endpoint = braid::Endpoint::bind(loopback()).unwrap();
+    let mut first = endpoint.connect(&[nat.at], client_cfg()).await.unwrap();
+    let mut second = endpoint.connect(&[nat.at], client_cfg()).await.unwrap();
+    let (a, b) = (content(1 << 20), content(3 << 20));
+    let test = async {
+        send_paced(&mut first, &a, Duration::ZERO).await;
+        // Closed at once, rather than kept 10 s to answer retransmissions.
+        first.abort(0, "done");
+        first.ended().await;
+        drop(first);
+        let c = &nat.counts;
+        let before = c.short_up.load(Ordering::Relaxed);
+        // Over 2.5 s: the refused binding is tried again each second.
+        send_paced(&mut second, &b, Duration::from_millis(200)).await;
+        c.short_up.load(Ordering::Relaxed) - before
+    };
+    let short_after = tokio::time::timeout(Duration::from_secs(30), test)
+        .await
+        .expect("both transfers end");
+    assert_eq!(server.await.unwrap(), (a.len(), b.len()));
+    let long = nat.counts.long_up.load(Ordering::Relaxed);
+    eprintln!("short to the server once the first ended: {short_after}, long in all: {long}");
+    assert!(
+        short_after > 100,
+        "the second session went short once it had the address: {short_after} short, {long} long"
     );
 }
