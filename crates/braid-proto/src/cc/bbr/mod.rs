@@ -68,9 +68,9 @@
 //! - PROBE_RTT ends as soon as a sample comes within 12.5 % of RTprop (the
 //!   tolerance below), instead of holding 200 ms and a round: that sample
 //!   has measured RTprop again, and each further millisecond at half the
-//!   BDP idles half the link. On the Verizon trace the hold cost ~1 % of
-//!   the goodput every 10 s. RTprop then only falls, so the tolerance
-//!   cannot raise it step by step.
+//!   BDP idles half the link: on the Verizon trace (simulator, 20 MB) the
+//!   hold cost 1.1 % of the goodput. RTprop then only falls, so the
+//!   tolerance cannot raise it step by step.
 //! - PROBE_RTT marks later samples app-limited here, as Linux's rate sampler
 //!   does through `tp->app_limited`.
 //! - RTprop takes only a strictly smaller sample before it expires (Linux
