@@ -693,6 +693,9 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     if let Some(mb) = args.mb {
         s += &format!(" --mb {mb}");
     }
+    if args.limit != RUN_LIMIT_S {
+        s += &format!(" --limit {}", args.limit);
+    }
     s += &format!(" --out {}\n```\n\n", args.out.display());
     let has = |k| args.kinds.contains(&k);
     s += "| # | row | link | simulator | braid | tcp cubic | tcp bbr | braid / best TCP \
