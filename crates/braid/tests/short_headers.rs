@@ -131,7 +131,7 @@ async fn short_headers_carry_the_data_and_survive_a_nat_rebinding() {
         .unwrap();
     let transfer = async {
         for (i, piece) in data.chunks(256 << 10).enumerate() {
-            if i == 8 {
+            if i == 10 {
                 nat.rebind.send(()).await.unwrap();
             }
             session.write_all(piece).await.unwrap();
@@ -170,7 +170,9 @@ async fn hash_back(mut s: braid::Session) -> usize {
     let mut got = Vec::new();
     s.read_to_end(&mut got).await.unwrap();
     s.write_all(blake3::hash(&got).as_bytes()).await.unwrap();
-    s.shutdown().await.unwrap();
+    // The end's acknowledgment may not come: a client that has the hash
+    // may abort the session first.
+    let _ = s.shutdown().await;
     got.len()
 }
 
