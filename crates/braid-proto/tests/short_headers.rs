@@ -17,7 +17,12 @@ type Forms = Rc<RefCell<Vec<(bool, bool)>>>;
 /// A sealed pair whose network records every datagram's form, and a
 /// server that offers short headers (the client does if `client_offers`).
 fn pair(client_offers: bool) -> (Pair, Forms) {
-    let mut pair = Pair::new(SessionConfig::default(), SessionConfig::default(), 10 * MS);
+    pair_with(SessionConfig::default(), client_offers)
+}
+
+/// As [`pair`], both sides configured as `cfg`.
+fn pair_with(cfg: SessionConfig, client_offers: bool) -> (Pair, Forms) {
+    let mut pair = Pair::new(cfg.clone(), cfg, 10 * MS);
     if client_offers {
         pair.client.accept_short_headers_everywhere();
     }
@@ -136,17 +141,7 @@ fn the_trace_records_each_datagrams_header_form() {
         trace: true,
         ..SessionConfig::default()
     };
-    let mut pair = Pair::new(traced.clone(), traced, 10 * MS);
-    pair.client.accept_short_headers_everywhere();
-    let forms: Forms = Rc::default();
-    let f = forms.clone();
-    pair.drop = Box::new(move |to_server, _, d| {
-        f.borrow_mut().push((to_server, is_short(d[0])));
-        false
-    });
-    pair.drive_until(Duration::from_secs(2), |p| p.server.is_some());
-    let server = pair.server.as_mut().unwrap();
-    server.accept_short_headers_everywhere();
+    let (mut pair, forms) = pair_with(traced, true);
     let data = vec![3u8; 200_000];
     pair.client.write(&data);
     pair.drive_until(Duration::from_secs(10), |p| p.received.len() == data.len());

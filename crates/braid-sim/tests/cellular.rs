@@ -1,27 +1,35 @@
-//! BBR on a recorded cellular link (the Verizon LTE trace of
-//! `scenarios/real/verizon-lte.toml`): its capacity falls from ~10 to
-//! under 1 Mbit/s within seconds, and a queue stands long enough for
-//! RTprop to expire while it does.
+//! BBR on recorded cellular links (the Verizon and AT&T LTE traces of
+//! `scenarios/real/`): capacity that falls from ~10 to under 1 Mbit/s
+//! within seconds, and an uplink that stalls for seconds at a time.
 
-use braid_sim::Scenario;
+use braid_sim::{Delivery, Scenario};
 use std::path::PathBuf;
+
+/// The row's first 10 MB with seeds 1 to 3, each checked complete.
+fn runs(row: &str) -> impl Iterator<Item = (u64, Delivery)> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/real")
+        .join(row);
+    let mut sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    sc.flows[0].bytes = 10_000_000;
+    (1..=3).map(move |seed| {
+        sc.seed = seed;
+        let mut r = braid_sim::run(&sc, None);
+        let flow = r.flows.remove(0);
+        assert!(
+            flow.forward.completed && flow.forward.verified,
+            "seed {seed}: {:?}",
+            flow.error
+        );
+        (seed, flow.forward)
+    })
+}
 
 #[test]
 fn bbr_drains_the_queue_when_rtprop_expires_on_a_cellular_link() {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/real/verizon-lte.toml");
-    let mut sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // 10 MB: the first ~18 s, through the slow spell from 11 to 17 s.
-    sc.flows[0].bytes = 10_000_000;
-    for seed in 1..=3 {
-        sc.seed = seed;
-        let r = braid_sim::run(&sc, None);
-        let f = &r.flows[0].forward;
-        assert!(
-            f.completed && f.verified,
-            "seed {seed}: {:?}",
-            r.flows[0].error
-        );
+    // Verizon, 10 MB: the first ~18 s, through the slow spell from 11 to
+    // 17 s, while a queue stands long enough for RTprop to expire.
+    for (seed, f) in runs("verizon-lte.toml") {
         // RTprop expires about 13.6 s in, with ~350 ms queued. When the
         // expired sample (not the propagation delay) sized PROBE_RTT's
         // window, PROBE_RTT drained nothing and the next ten seconds ran
@@ -50,24 +58,12 @@ fn bbr_drains_the_queue_when_rtprop_expires_on_a_cellular_link() {
 
 #[test]
 fn bbr_keeps_the_link_busy_through_the_uplinks_stalls() {
-    // The AT&T LTE trace behind a 200-packet queue: its uplink delivers
-    // nothing for 1.0, 2.2 and 0.9 s within the first 9 s, while the
-    // downlink runs at 10-17 Mbit/s. Only data already in flight when the
-    // ACKs stop keeps the link busy through a stall, and after it the
-    // sender must catch up with what the receiver gets at once.
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/real/att-lte-q200.toml");
-    let mut sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    sc.flows[0].bytes = 10_000_000;
-    for seed in 1..=3 {
-        sc.seed = seed;
-        let r = braid_sim::run(&sc, None);
-        let f = &r.flows[0].forward;
-        assert!(
-            f.completed && f.verified,
-            "seed {seed}: {:?}",
-            r.flows[0].error
-        );
+    // AT&T behind a 200-packet queue: its uplink delivers nothing for
+    // 1.0, 2.2 and 0.9 s within the first 9 s, while the downlink runs at
+    // 10-17 Mbit/s. Only data already in flight when the ACKs stop keeps
+    // the link busy through a stall, and after it the sender must catch
+    // up with what the receiver gets at once.
+    for (seed, f) in runs("att-lte-q200.toml") {
         // 4.92-5.00 Mbit/s. A window that covered 100 ms of ACKs at BtlBw
         // (Linux's bound on the aggregation estimate) gave 4.47-4.56; pacing
         // that kept up with the receiver only to 2 × BtlBw when the link
