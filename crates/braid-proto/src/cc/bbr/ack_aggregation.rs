@@ -23,10 +23,10 @@ const WINDOW_ROUNDS: u32 = 5;
 const GAIN: f64 = 1.0;
 /// At most this much time at BtlBw is added (braid's; Linux
 /// `bbr_extra_acked_max_us` is 100 ms, BBRv2's draft bounds the estimate by
-/// cwnd alone). A cellular uplink that stalls for a second or more (the
-/// AT&T LTE trace's, five times in its first 12 s) releases ACKs for far
-/// more than 100 ms at BtlBw: a window that covers only that idles the
-/// link for the rest of each stall. The time bound stays: each epoch's
+/// cwnd alone). A cellular uplink that stalls for a second or two (the
+/// AT&T LTE trace's: 1.0, 2.2 and 0.9 s within its first 9 s) releases
+/// ACKs for far more than 100 ms at BtlBw: a window that covers only that
+/// idles the link for the rest of each stall. The time bound stays: each epoch's
 /// estimate is capped by a cwnd that already includes the last one, so a
 /// peer that holds back its ACKs and releases them together could
 /// otherwise grow cwnd epoch by epoch.
