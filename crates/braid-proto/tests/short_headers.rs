@@ -148,20 +148,16 @@ fn the_trace_records_each_datagrams_header_form() {
     let (mut sent, mut received) = (Vec::<TraceEvent>::new(), Vec::<TraceEvent>::new());
     pair.client.drain_trace(&mut sent);
     pair.server.as_mut().unwrap().drain_trace(&mut received);
-    let sent: Vec<bool> = sent
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::PacketSent { short, .. } => Some(short),
+    // The header form of each datagram sent (or received) in order.
+    let forms_of = |events: &[TraceEvent], sending: bool| -> Vec<bool> {
+        let form = |e: &TraceEvent| match e.kind {
+            EventKind::PacketSent { short, .. } if sending => Some(short),
+            EventKind::PacketReceived { short, .. } if !sending => Some(short),
             _ => None,
-        })
-        .collect();
-    let received: Vec<bool> = received
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::PacketReceived { short, .. } => Some(short),
-            _ => None,
-        })
-        .collect();
+        };
+        events.iter().filter_map(form).collect()
+    };
+    let (sent, received) = (forms_of(&sent, true), forms_of(&received, false));
     // What the client logged as sent is what crossed the wire, datagram
     // for datagram, and the server logged the same on arrival (nothing is
     // lost; it logs only what it could open, from its first one on).

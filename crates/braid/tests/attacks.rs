@@ -11,7 +11,7 @@ mod common;
 use braid::Session;
 use braid::{connect, Listener, PathSpec, Security, SessionConfig};
 use braid_proto::wire::{AckFrame, Frame, Header, HEADER_LEN};
-use common::{client_cfg, rss_bytes, server_cfg};
+use common::{answer_with_hash, client_cfg, content, rss_bytes, send_in_pieces, server_cfg};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,12 +20,6 @@ use tokio::net::UdpSocket;
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
-}
-
-fn content(len: usize) -> Vec<u8> {
-    (0..len as u64)
-        .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 13) as u8)
-        .collect()
 }
 
 /// The last datagram seen each way that names its session (a long
@@ -155,13 +149,7 @@ fn forgeries(captured: &[u8], round: u64) -> Vec<Vec<u8>> {
 /// has time to act, then reads back the hash of what the server got.
 async fn honest_client(to: SocketAddr, data: &[u8], pause: Duration) -> (Session, Vec<u8>) {
     let mut s = connect(&[PathSpec::to(to)], client_cfg()).await.unwrap();
-    for piece in data.chunks(64 << 10) {
-        s.write_all(piece).await.unwrap();
-        tokio::time::sleep(pause).await;
-    }
-    s.shutdown().await.unwrap();
-    let mut hash = Vec::new();
-    s.read_to_end(&mut hash).await.unwrap();
+    let hash = send_in_pieces(&mut s, data, 64 << 10, pause).await;
     (s, hash)
 }
 
@@ -169,9 +157,7 @@ async fn honest_client(to: SocketAddr, data: &[u8], pause: Duration) -> (Session
 fn hashing_server(listener: Listener) -> tokio::task::JoinHandle<(Session, Vec<u8>)> {
     tokio::spawn(async move {
         let mut s = listener.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        s.write_all(blake3::hash(&got).as_bytes()).await.unwrap();
+        let got = answer_with_hash(&mut s).await.unwrap();
         s.shutdown().await.unwrap();
         (s, got)
     })

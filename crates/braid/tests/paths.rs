@@ -5,7 +5,7 @@ mod common;
 
 use braid::{connect, Error, Listener, PathSpec, Relay, RelayConfig, SessionConfig, SessionError};
 use braid_link::{LinkConfig, Rate};
-use common::{client_cfg, server_cfg};
+use common::{answer_with_hash, client_cfg, content, server_cfg};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,18 +32,10 @@ fn relay(listen: SocketAddr, to: SocketAddr, link: LinkConfig, seed: u64) -> Rel
 fn hashing_receiver(listener: Listener) -> tokio::task::JoinHandle<std::io::Result<usize>> {
     tokio::spawn(async move {
         let mut s = listener.accept().await.map_err(std::io::Error::from)?;
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await?;
-        s.write_all(blake3::hash(&got).as_bytes()).await?;
+        let got = answer_with_hash(&mut s).await?;
         s.shutdown().await?;
         Ok(got.len())
     })
-}
-
-fn content(len: usize) -> Vec<u8> {
-    (0..len as u64)
-        .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 11) as u8)
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

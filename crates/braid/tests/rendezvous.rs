@@ -4,11 +4,14 @@
 //! replays, reorders and injects datagrams changes nothing, and sees no
 //! plaintext.
 
+mod common;
+
 use braid::rendezvous::{
     code_handle, connect_via, Meeting, Reach, Rendezvous, RendezvousRelay, ServerConfig,
 };
 use braid::{Listener, Security, SessionConfig};
 use braid_proto::rendezvous::{is_rendezvous, Server};
+use common::content;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,12 +30,6 @@ fn cfg() -> SessionConfig {
         handshake_timeout: Duration::from_secs(10),
         ..SessionConfig::default()
     }
-}
-
-fn content(len: usize) -> Vec<u8> {
-    (0..len as u64)
-        .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 13) as u8)
-        .collect()
 }
 
 /// Receives one stream on `listener` and answers with its length.

@@ -10,7 +10,7 @@ mod common;
 
 use braid::{connect, Listener, PathSpec};
 use braid_proto::wire::is_short;
-use common::{client_cfg, server_cfg};
+use common::{answer_with_hash, client_cfg, content, send_in_pieces, server_cfg};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -107,21 +107,13 @@ fn replies(
     })
 }
 
-fn content(len: usize) -> Vec<u8> {
-    (0..len as u64)
-        .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) as u8)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_headers_carry_the_data_and_survive_a_nat_rebinding() {
     let listener = Listener::bind(loopback(), server_cfg()).unwrap();
     let nat = nat(listener.local_addr()).await;
     let receiver = tokio::spawn(async move {
         let mut s = listener.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        s.write_all(blake3::hash(&got).as_bytes()).await.unwrap();
+        let got = answer_with_hash(&mut s).await.unwrap();
         s.shutdown().await.unwrap();
         got.len()
     });
@@ -165,29 +157,6 @@ async fn short_headers_carry_the_data_and_survive_a_nat_rebinding() {
     );
 }
 
-/// Receives one session's stream and answers with its hash.
-async fn hash_back(mut s: braid::Session) -> usize {
-    let mut got = Vec::new();
-    s.read_to_end(&mut got).await.unwrap();
-    s.write_all(blake3::hash(&got).as_bytes()).await.unwrap();
-    // The end's acknowledgment may not come: a client that has the hash
-    // may abort the session first.
-    let _ = s.shutdown().await;
-    got.len()
-}
-
-/// Sends `data` in pieces `gap` apart and checks the hash that comes back.
-async fn send_paced(session: &mut braid::Session, data: &[u8], gap: Duration) {
-    for piece in data.chunks(256 << 10) {
-        session.write_all(piece).await.unwrap();
-        tokio::time::sleep(gap).await;
-    }
-    session.shutdown().await.unwrap();
-    let mut hash = Vec::new();
-    session.read_to_end(&mut hash).await.unwrap();
-    assert_eq!(hash, blake3::hash(data).as_bytes());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_gets_its_address_once_the_one_holding_it_ends() {
     // Two sessions from one socket to one server address: the server
@@ -196,17 +165,26 @@ async fn a_connection_gets_its_address_once_the_one_holding_it_ends() {
     let listener = Listener::bind(loopback(), server_cfg()).unwrap();
     let nat = nat(listener.local_addr()).await;
     let server = tokio::spawn(async move {
-        let first = listener.accept().await.unwrap();
-        let first = tokio::spawn(hash_back(first));
-        let second = listener.accept().await.unwrap();
-        (first.await.unwrap(), hash_back(second).await)
+        let mut first = listener.accept().await.unwrap();
+        let first = tokio::spawn(async move {
+            let got = answer_with_hash(&mut first).await.unwrap();
+            // The end's acknowledgment may not come: a client that has
+            // the hash may abort the session first.
+            let _ = first.shutdown().await;
+            got.len()
+        });
+        let mut second = listener.accept().await.unwrap();
+        let got = answer_with_hash(&mut second).await.unwrap();
+        let _ = second.shutdown().await;
+        (first.await.unwrap(), got.len())
     });
     let endpoint = braid::Endpoint::bind(loopback()).unwrap();
     let mut first = endpoint.connect(&[nat.at], client_cfg()).await.unwrap();
     let mut second = endpoint.connect(&[nat.at], client_cfg()).await.unwrap();
     let (a, b) = (content(1 << 20), content(3 << 20));
     let test = async {
-        send_paced(&mut first, &a, Duration::ZERO).await;
+        let hash = send_in_pieces(&mut first, &a, 256 << 10, Duration::ZERO).await;
+        assert_eq!(hash, blake3::hash(&a).as_bytes());
         // Closed at once, rather than kept 10 s to answer retransmissions.
         first.abort(0, "done");
         first.ended().await;
@@ -214,7 +192,8 @@ async fn a_connection_gets_its_address_once_the_one_holding_it_ends() {
         let c = &nat.counts;
         let before = c.short_up.load(Ordering::Relaxed);
         // Over 2.5 s: the refused binding is tried again each second.
-        send_paced(&mut second, &b, Duration::from_millis(200)).await;
+        let hash = send_in_pieces(&mut second, &b, 256 << 10, Duration::from_millis(200)).await;
+        assert_eq!(hash, blake3::hash(&b).as_bytes());
         c.short_up.load(Ordering::Relaxed) - before
     };
     let short_after = tokio::time::timeout(Duration::from_secs(30), test)

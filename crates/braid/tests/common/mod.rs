@@ -1,7 +1,9 @@
 //! What the runtime's tests share.
 #![allow(dead_code)]
 
-use braid::{Keypair, Security, SessionConfig};
+use braid::{Keypair, Security, Session, SessionConfig};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The listener's side of a sealed pair: its key pair.
 pub fn server_cfg() -> SessionConfig {
@@ -17,6 +19,41 @@ pub fn client_cfg() -> SessionConfig {
         security: Security::pinned(Keypair::generate([7; 32]).public()),
         ..SessionConfig::default()
     }
+}
+
+/// `len` bytes that differ from one offset to the next.
+pub fn content(len: usize) -> Vec<u8> {
+    (0..len as u64)
+        .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 13) as u8)
+        .collect()
+}
+
+/// Writes `data` in pieces of `piece` bytes, `pause` apart (time for
+/// whatever the test does meanwhile), ends the stream and reads back the
+/// peer's answer: the hash [`answer_with_hash`] sends.
+pub async fn send_in_pieces(
+    s: &mut Session,
+    data: &[u8],
+    piece: usize,
+    pause: Duration,
+) -> Vec<u8> {
+    for chunk in data.chunks(piece) {
+        s.write_all(chunk).await.unwrap();
+        tokio::time::sleep(pause).await;
+    }
+    s.shutdown().await.unwrap();
+    let mut hash = Vec::new();
+    s.read_to_end(&mut hash).await.unwrap();
+    hash
+}
+
+/// Reads the peer's stream to its end and answers with its BLAKE3;
+/// returns what it read. The caller ends its own direction.
+pub async fn answer_with_hash(s: &mut Session) -> std::io::Result<Vec<u8>> {
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await?;
+    s.write_all(blake3::hash(&got).as_bytes()).await?;
+    Ok(got)
 }
 
 /// The process's resident memory, from /proc (0 where there is none).
