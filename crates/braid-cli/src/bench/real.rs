@@ -560,10 +560,12 @@ fn goodput_and_retransmissions(record: &[u8]) -> anyhow::Result<Measured> {
 }
 
 /// The simulator's goodput for a row as `braid send` measures it: sealed,
-/// and timed from the handshake to the receiver's verdict, which leaves
-/// once the receiver has read everything ("OK", a BLAKE3 hash, a newline).
+/// probing for the path MTU as it does on the link's interface, and timed
+/// from the handshake to the receiver's verdict, which leaves once the
+/// receiver has read everything ("OK", a BLAKE3 hash, a newline).
 fn simulated_as_sent(mut sc: Scenario) -> anyhow::Result<Measured> {
     const VERDICT_BYTES: u64 = 3 + 64 + 1;
+    sc.discover_path_mtu(0);
     let flow = &mut sc.flows[0];
     flow.sealed = true;
     flow.verdict = true;
@@ -667,8 +669,8 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     s += &format!(
         "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
          sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
-         controller, sealed and timed as `braid send` times itself (handshake to the \
-         receiver's verdict). tcp cubic and tcp bbr send the same file over kernel TCP, timed \
+         controller, sealed, probing for the path MTU and timed as `braid send` times itself \
+         (handshake to the receiver's verdict). tcp cubic and tcp bbr send the same file over kernel TCP, timed \
          the same way (connect to the receiver's answer); iperf3's figures (`-n`, its receiver \
          figure) are for reference: its clock starts after TCP's handshake and stops when the \
          sender's last write returns, before the socket buffer and the path have drained. \

@@ -23,7 +23,6 @@ use super::{
     FlowSpec, PathSpec, Scenario, ScenarioError, DEFAULT_MTU, DEFAULT_QUEUE_PACKETS,
     DEFAULT_SAMPLE_INTERVAL, DEFAULT_SEED, DEFAULT_TIME_LIMIT, MAX_MTU, MIN_MTU,
 };
-use crate::IP_UDP_OVERHEAD;
 
 pub(super) fn parse(text: &str, base_dir: &Path, file: &str) -> Result<Scenario, ScenarioError> {
     let raw: RawScenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
@@ -456,12 +455,7 @@ impl Builder<'_> {
         // Off by default: the suites' rows compare with published figures
         // and kernel TCP at the packet size they were set up with.
         if raw.pmtud.unwrap_or(false) {
-            session.max_datagram = paths
-                .iter()
-                .flat_map(|&p| [&all[p].forward, &all[p].reverse])
-                .filter_map(|l| l.mtu)
-                .min()
-                .map(|m| m.saturating_sub(IP_UDP_OVERHEAD).min(65_527) as u16);
+            session.max_datagram = super::route_max_datagram(all, &paths);
         }
         session.validate().map_err(|e| {
             let named = match &e {

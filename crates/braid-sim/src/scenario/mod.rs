@@ -196,9 +196,27 @@ impl Scenario {
         parse(text, base_dir.as_ref(), "<inline scenario>")
     }
 
+    /// Has flow `flow` probe for the path MTU as `braid send` does on a
+    /// real route: up to the smallest MTU its links start with, less IP and
+    /// UDP headers (a file's `pmtud = true`).
+    pub fn discover_path_mtu(&mut self, flow: usize) {
+        let f = &mut self.flows[flow];
+        f.session.max_datagram = route_max_datagram(&self.paths, &f.paths);
+    }
+
     /// The built-in example, parsed from [`EXAMPLE_TOML`].
     pub fn example() -> Scenario {
         parse(EXAMPLE_TOML, Path::new("."), "<example scenario>")
             .expect("the built-in example scenario is valid")
     }
+}
+
+/// The largest datagram a flow over `used` of `paths` can discover: the
+/// smallest starting MTU of their links, less IP and UDP headers.
+fn route_max_datagram(paths: &[PathSpec], used: &[usize]) -> Option<u16> {
+    used.iter()
+        .flat_map(|&p| [&paths[p].forward, &paths[p].reverse])
+        .filter_map(|l| l.mtu)
+        .min()
+        .map(|m| m.saturating_sub(crate::IP_UDP_OVERHEAD).min(65_527) as u16)
 }

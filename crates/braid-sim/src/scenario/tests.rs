@@ -380,6 +380,13 @@ fn pmtud_probes_up_to_the_smallest_link_mtu_and_mtus_are_checked() {
     assert_eq!(asked.flows[0].session.max_datagram, Some(4000 - 28));
     let one = parse_ok(&format!("{two}[[flow]]\npmtud = true\npaths = [0]\n"));
     assert_eq!(one.flows[0].session.max_datagram, Some(9000 - 28));
+    // What a file asks for, a program can: `bench real` simulates `braid
+    // send`, which always probes.
+    let mut later = parse_ok(&format!("{two}[[flow]]\npaths = [0]\n[[flow]]\n"));
+    assert_eq!(later.flows[1].session.max_datagram, None);
+    later.discover_path_mtu(1);
+    assert_eq!(later.flows[1].session.max_datagram, Some(4000 - 28));
+    assert_eq!(later.flows[0].session.max_datagram, None);
     for bad in ["mtu = 1000", "events = [{ at = \"1s\", do = \"mtu\" }]"] {
         let text = format!("[[path]]\nrate = \"1Mbit\"\n{bad}\n[[flow]]\n");
         assert!(Scenario::from_str(&text, ".").is_err(), "{bad}");
