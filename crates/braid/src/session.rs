@@ -71,6 +71,17 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Ends our direction after what was written, once: whether this call
+    /// did (the driver then has a FIN to send).
+    fn request_finish(&mut self) -> bool {
+        let first = !self.finish_requested && self.error.is_none();
+        if first {
+            self.finish_requested = true;
+            self.proto.finish();
+        }
+        first
+    }
+
     /// The core's events since the last call, and where to send them, if
     /// a qlog is being written.
     pub(crate) fn take_trace(
@@ -295,11 +306,8 @@ impl Session {
     /// whose answer comes on the other direction (a verdict) reads it
     /// next: the answer proves the end arrived, whatever became of its ACK.
     pub fn finish(&self) {
-        let mut g = self.shared.lock();
-        if !g.finish_requested && g.error.is_none() {
-            g.finish_requested = true;
-            g.proto.finish();
-            drop(g);
+        let requested = self.shared.lock().request_finish();
+        if requested {
             self.shared.wake_driver.notify_one();
         }
     }
@@ -571,9 +579,7 @@ impl AsyncWrite for Session {
     /// Ends our direction and waits until everything written is acknowledged.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut g = self.shared.lock();
-        if !g.finish_requested && g.error.is_none() {
-            g.finish_requested = true;
-            g.proto.finish();
+        if g.request_finish() {
             self.shared.wake_driver.notify_one();
         }
         if g.proto.is_send_finished() {
