@@ -15,6 +15,12 @@ pub struct SimArgs {
     /// Congestion controller for every flow, overriding the scenario's.
     #[arg(long, value_parser = crate::parse_cc)]
     cc: Option<braid_proto::cc::Algorithm>,
+    /// Start every flow this much later than the file says (and allow the
+    /// run as much longer): on a trace link, the transfer meets another
+    /// stretch of the trace. Results depend on that phase; compare
+    /// controllers over several.
+    #[arg(long, value_name = "D", value_parser = crate::parse_duration)]
+    delay_start: Option<std::time::Duration>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -42,6 +48,13 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         for flow in &mut scenario.flows {
             flow.session.cc = *cc;
         }
+    }
+
+    if let Some(d) = args.delay_start {
+        for flow in &mut scenario.flows {
+            flow.start += d;
+        }
+        scenario.time_limit += d;
     }
 
     let seed = args.seed.unwrap_or(scenario.seed);

@@ -955,3 +955,33 @@ fn datagrams_that_did_not_authenticate_are_counted_and_shown() {
         "{summary}"
     );
 }
+
+#[test]
+fn sim_delay_start_meets_another_stretch_of_a_trace() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/real/verizon-lte.toml"
+    );
+    let at = |delay: &str| {
+        let o = run(&["sim", file, "--delay-start", delay, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let f = &v["flows"][0];
+        assert_eq!(
+            (&f["completed"], &f["verified"]),
+            (&true.into(), &true.into())
+        );
+        let (took, virtual_s) = (
+            f["duration_s"].as_f64().unwrap(),
+            v["virtual_s"].as_f64().unwrap(),
+        );
+        (f["goodput_mbps"].as_f64().unwrap(), took, virtual_s)
+    };
+    let (first, took0, end0) = at("0s");
+    let (later, took30, end30) = at("30s");
+    // The transfer is timed from its own start, and the run ends that much later.
+    assert!((end0 - took0).abs() < 1.0, "{end0} {took0}");
+    assert!((end30 - took30 - 30.0).abs() < 1.0, "{end30} {took30}");
+    // The trace's first 30 s carry 5.3 Mbit/s, the next 45 s nearer 3.
+    assert!(first > 1.3 * later, "{first} {later}");
+}
