@@ -669,9 +669,10 @@ fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
     s += &format!(
         "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
          sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
-         controller, sealed, probing for the path MTU and timed as `braid send` times itself \
-         (handshake to the receiver's verdict). tcp cubic and tcp bbr send the same file over kernel TCP, timed \
-         the same way (connect to the receiver's answer); iperf3's figures (`-n`, its receiver \
+         controller, sealed, probing for the path MTU and timed as `braid send` times \
+         itself (handshake to the receiver's verdict). tcp cubic and tcp bbr send the same \
+         file over kernel TCP, timed the same way (connect to the receiver's answer); \
+         iperf3's figures (`-n`, its receiver \
          figure) are for reference: its clock starts after TCP's handshake and stops when the \
          sender's last write returns, before the socket buffer and the path have drained. \
          Data goes the scenario's forward way, from inside the link to outside.\n\n",
