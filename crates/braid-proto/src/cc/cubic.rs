@@ -55,6 +55,9 @@ pub struct Cubic {
     /// Losses of the current congestion event not yet proven spurious; the
     /// reduction is undone only when this reaches zero.
     unproven_losses: u64,
+    /// An RTO fired and nothing was acknowledged since: the next one
+    /// times out the same data again.
+    timed_out: bool,
     /// Only the initial slow start uses HyStart++ (RFC 9406 §4.3).
     hystart: Option<HyStart>,
     dctcp: Dctcp,
@@ -75,6 +78,7 @@ impl Cubic {
             recovery_start: None,
             saved: None,
             unproven_losses: 0,
+            timed_out: false,
             hystart: Some(HyStart::default()),
             dctcp: Dctcp::default(),
             segments: Segments::new(ctx.segment_size, ctx.max_window_packets),
@@ -127,6 +131,7 @@ impl Controller for Cubic {
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
         let segments = acked.bytes as f64 / self.segments.size() as f64;
+        self.timed_out = false;
         self.dctcp.on_ack(now, acked.sent_at, acked.bytes);
         if self.cwnd < self.ssthresh {
             let phase = match &mut self.hystart {
@@ -169,11 +174,21 @@ impl Controller for Cubic {
                 .on_marked(event.packets.saturating_mul(self.segments.size()));
         }
         if event.cause == Cause::Timeout {
-            // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from the loss window.
-            self.reduce(now, BETA);
-            self.unproven_losses = event.packets;
+            // RFC 9438 §4.8 with RFC 5681 §3.1: after an RTO, restart from
+            // the loss window. An RTO backing off while nothing is
+            // acknowledged (an outage) holds ssthresh (§3.1): cutting it
+            // again from the loss window would leave slow start at the
+            // floor once the path comes back.
+            let repeated = std::mem::replace(&mut self.timed_out, true);
+            if repeated {
+                self.unproven_losses += event.packets;
+            } else {
+                self.reduce(now, BETA);
+                self.unproven_losses = event.packets;
+            }
+            let cut = self.cwnd > LOSS_WINDOW;
             self.cwnd = LOSS_WINDOW;
-            return true;
+            return cut || !repeated;
         }
         if self
             .recovery_start
@@ -317,5 +332,27 @@ mod tests {
         c.on_congestion(at(20), &signal(Cause::Timeout, 15, 5));
         assert_eq!(c.window_segments(), 1.0);
         assert!((c.ssthresh - 56.0).abs() < 1e-9);
+    }
+
+    /// RFC 5681 §3.1: ssthresh is held when the retransmission timer
+    /// expires again for data it already retransmitted. Cut per expiry,
+    /// a one-second outage (200, 400 ms backoffs) left ssthresh at the
+    /// floor and the window growing linearly from 2 segments after it.
+    #[test]
+    fn a_timeout_backing_off_in_an_outage_holds_ssthresh() {
+        let mut c = cubic();
+        c.cwnd = 80.0;
+        c.ssthresh = 100.0;
+        c.on_congestion(at(0), &signal(Cause::Timeout, 0, 80));
+        assert!((c.ssthresh - 56.0).abs() < 1e-9);
+        for t in [200, 600, 1400] {
+            assert!(!c.on_congestion(at(t), &signal(Cause::Timeout, t - 1, 1)));
+            assert!((c.ssthresh - 56.0).abs() < 1e-9, "at {t} ms");
+            assert_eq!(c.window_segments(), 1.0);
+        }
+        // Something got through: the next timeout is a new congestion event.
+        ack(&mut c, at(1500), &RttEstimator::default());
+        c.on_congestion(at(2000), &signal(Cause::Timeout, 1900, 2));
+        assert!((c.ssthresh - MIN_WINDOW).abs() < 1e-9, "{}", c.ssthresh);
     }
 }
