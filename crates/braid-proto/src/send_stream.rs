@@ -363,7 +363,16 @@ impl SendStream {
         }
     }
 
-    /// The peer holds every byte below `cumulative` (and the FIN if `fin`).
+    /// A packet carrying the segment at `offset`, declared lost by a
+    /// timeout that proved spurious, is in flight again: unless already
+    /// sent again, the segment no longer waits for a new packet.
+    pub fn on_revived(&mut self, offset: u64) {
+        if let Some(seg) = self.segments.get_mut(offset) {
+            seg.in_flight += 1;
+            self.lost.remove(&offset);
+        }
+    }
+
     /// Whether new (never sent) data could go out now.
     pub fn has_new_data(&self) -> bool {
         self.next_new_allowed().is_some()

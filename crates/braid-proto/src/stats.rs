@@ -41,6 +41,9 @@ pub struct PathStats {
     pub timeouts: u64,
     /// Window decreases caused by those expiries.
     pub timeout_decreases: u64,
+    /// Expiries an ACK of a packet sent before them proved spurious, and
+    /// undid (the packets were delayed, not lost).
+    pub spurious_timeouts: u64,
     /// Tail-loss probes sent.
     pub tail_loss_probes: u64,
     /// Path MTU probes sent (padded PINGs; their loss is not congestion).

@@ -38,6 +38,9 @@ pub struct Delivery {
     pub segments: u64,
     pub retransmitted: u64,
     pub timeouts: u64,
+    /// Of those, timeouts an ACK of a packet sent before them proved
+    /// spurious (the packets were delayed), and undid.
+    pub spurious_timeouts: u64,
     pub spurious_retransmits: u64,
     pub window_decreases: u64,
     pub timeout_decreases: u64,
@@ -142,6 +145,7 @@ pub struct PathResult {
     /// leaves pacing to the connection.
     pub final_pacing_mbps: Option<f64>,
     pub timeouts: u64,
+    pub spurious_timeouts: u64,
     pub lost_packets: u64,
     pub srtt_ms: f64,
     /// Largest datagram (UDP payload, bytes) path MTU discovery found.
@@ -247,6 +251,7 @@ impl Delivery {
             segments: stats.segments_sent,
             retransmitted: stats.retransmitted,
             timeouts: stats.timeouts,
+            spurious_timeouts: 0,
             spurious_retransmits: stats.spurious_retransmits,
             window_decreases: stats.window_decreases,
             timeout_decreases: 0,
@@ -263,6 +268,7 @@ impl Delivery {
         };
         for &(id, p) in &stats.paths {
             d.timeout_decreases += p.timeout_decreases;
+            d.spurious_timeouts += p.spurious_timeouts;
             d.loss_decreases += p.loss_decreases;
             d.ecn_decreases += p.ecn_decreases;
             d.lost_packets += p.lost_packets;
@@ -282,6 +288,7 @@ impl Delivery {
                 final_ssthresh: p.ssthresh.map(|b| b as f64 / segment_size),
                 final_pacing_mbps: p.pacing_rate.map(|r| r * 8e-6),
                 timeouts: p.timeouts,
+                spurious_timeouts: p.spurious_timeouts,
                 lost_packets: p.lost_packets,
                 srtt_ms: ms(p.srtt),
                 max_datagram: p.max_datagram,
@@ -454,8 +461,8 @@ pub fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
     );
     let _ = writeln!(
         out,
-        "  RTO timeouts: {} (caused {} window decreases)",
-        d.timeouts, d.timeout_decreases
+        "  RTO timeouts: {} (caused {} window decreases; {} spurious, undone)",
+        d.timeouts, d.timeout_decreases, d.spurious_timeouts
     );
     let _ = writeln!(
         out,

@@ -34,6 +34,11 @@ struct Saved {
     ssthresh: f64,
     w_max: f64,
     w_last_max: f64,
+    w_est: f64,
+    k: f64,
+    epoch_start: Option<Instant>,
+    recovery_start: Option<Instant>,
+    hystart: Option<HyStart>,
 }
 
 /// CUBIC controller (RFC 9438) with HyStart++ and DCTCP-style ECN response.
@@ -105,6 +110,11 @@ impl Cubic {
             ssthresh: self.ssthresh,
             w_max: self.w_max,
             w_last_max: self.w_last_max,
+            w_est: self.w_est,
+            k: self.k,
+            epoch_start: self.epoch_start,
+            recovery_start: self.recovery_start,
+            hystart: self.hystart,
         });
         // Fast convergence (§4.7): release bandwidth sooner when W_max shrinks.
         if self.cwnd < self.w_last_max {
@@ -121,6 +131,24 @@ impl Cubic {
         self.w_est = self.cwnd;
         self.epoch_start = Some(now);
         self.recovery_start = Some(now);
+    }
+
+    /// The last reduction was spurious: back to the state before it
+    /// (§4.9), and later losses are a congestion event of their own.
+    fn undo(&mut self) {
+        self.unproven_losses = 0;
+        self.timed_out = false;
+        if let Some(saved) = self.saved.take() {
+            self.cwnd = self.cwnd.max(saved.cwnd);
+            self.ssthresh = saved.ssthresh;
+            self.w_max = saved.w_max;
+            self.w_last_max = saved.w_last_max;
+            self.w_est = saved.w_est;
+            self.k = saved.k;
+            self.epoch_start = saved.epoch_start;
+            self.recovery_start = saved.recovery_start;
+            self.hystart = saved.hystart;
+        }
     }
 }
 
@@ -210,15 +238,13 @@ impl Controller for Cubic {
         // §4.9: a reduction is undone once every loss of its congestion
         // event proved spurious; one real loss among them keeps it.
         self.unproven_losses = self.unproven_losses.saturating_sub(1);
-        if self.unproven_losses > 0 {
-            return;
+        if self.unproven_losses == 0 {
+            self.undo();
         }
-        if let Some(saved) = self.saved.take() {
-            self.cwnd = self.cwnd.max(saved.cwnd);
-            self.ssthresh = saved.ssthresh;
-            self.w_max = saved.w_max;
-            self.w_last_max = saved.w_last_max;
-        }
+    }
+
+    fn on_spurious_timeout(&mut self, _now: Instant) {
+        self.undo();
     }
 
     fn in_slow_start(&self) -> bool {
@@ -354,5 +380,27 @@ mod tests {
         ack(&mut c, at(1500), &RttEstimator::default());
         c.on_congestion(at(2000), &signal(Cause::Timeout, 1900, 2));
         assert!((c.ssthresh - MIN_WINDOW).abs() < 1e-9, "{}", c.ssthresh);
+    }
+
+    /// A timeout proved spurious (and the expiries backing off after it)
+    /// is undone whole (§4.9): window, threshold and curve, and a later
+    /// loss is a congestion event of its own.
+    #[test]
+    fn a_spurious_timeout_restores_the_state_before_it() {
+        let mut c = cubic();
+        c.cwnd = 80.0;
+        c.ssthresh = 100.0;
+        c.on_congestion(at(0), &signal(Cause::Loss, 0, 1));
+        let (cwnd, ssthresh, w_max, k) = (c.cwnd, c.ssthresh, c.w_max, c.k);
+        c.on_congestion(at(500), &signal(Cause::Timeout, 400, 56));
+        c.on_congestion(at(1000), &signal(Cause::Timeout, 999, 1));
+        assert_eq!(c.window_segments(), 1.0);
+        c.on_spurious_timeout(at(1200));
+        assert_eq!(
+            (c.cwnd, c.ssthresh, c.w_max, c.k),
+            (cwnd, ssthresh, w_max, k)
+        );
+        assert!(c.on_congestion(at(1300), &signal(Cause::Loss, 300, 1)));
+        assert!((c.window_segments() - 0.7 * cwnd).abs() < 1e-9);
     }
 }

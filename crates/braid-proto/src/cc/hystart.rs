@@ -33,7 +33,7 @@ pub enum Phase {
     Exit,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct HyStart {
     round_start: Option<Instant>,
     last_round_min: Option<Duration>,

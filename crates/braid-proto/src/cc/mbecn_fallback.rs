@@ -113,6 +113,11 @@ impl Controller for MbEcnWithFallback {
         self.bbr.on_spurious_loss(now);
     }
 
+    fn on_spurious_timeout(&mut self, now: Instant) {
+        self.mbecn.on_spurious_timeout(now);
+        self.bbr.on_spurious_timeout(now);
+    }
+
     fn pacing_rate(&self) -> Option<f64> {
         self.decider().pacing_rate()
     }

@@ -234,6 +234,10 @@ pub trait Controller: Send + fmt::Debug {
     fn on_ece(&mut self, _now: Instant, _ece: u16) {}
     /// A packet declared lost turned out to have arrived.
     fn on_spurious_loss(&mut self, _now: Instant) {}
+    /// The last retransmission timeouts were spurious (an ACK of a packet
+    /// sent before them arrived): their packets are in flight again, and a
+    /// controller that cut its window for them may restore it (RFC 4015).
+    fn on_spurious_timeout(&mut self, _now: Instant) {}
     /// Pacing rate in bytes per second, for controllers that set it; `None`
     /// lets the connection pace at a gain over window / sRTT.
     fn pacing_rate(&self) -> Option<f64> {

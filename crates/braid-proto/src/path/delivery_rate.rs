@@ -125,8 +125,9 @@ impl DeliveryRate {
         self.app_limited_until = (self.delivered + in_flight).max(1);
     }
 
-    /// A packet declared lost arrived after all: it still counts as delivered.
-    pub fn on_spurious_loss(&mut self, bytes: u64) {
+    /// A packet declared lost arrived after all, or one delayed through a
+    /// spurious timeout: it counts as delivered, without a rate sample.
+    pub fn on_late_delivery(&mut self, bytes: u64) {
         self.delivered += bytes;
     }
 
@@ -302,6 +303,7 @@ mod tests {
                     charge: SEGMENT_SIZE,
                     segment: None,
                     retransmission: false,
+                    revived: false,
                     size: 0,
                     delivery: self.rate.on_sent(now, idle),
                 });

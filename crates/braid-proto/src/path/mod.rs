@@ -529,6 +529,7 @@ impl Path {
             charge,
             segment,
             retransmission,
+            revived: false,
             size: 0,
             delivery: self.delivery.on_sent(now, idle),
         };

@@ -9,9 +9,15 @@
 //!
 //! A tail-loss probe (RFC 8985 §7) goes out two RTTs after the last send
 //! when ACKs stop, so a lost tail costs about two RTTs rather than an RTO.
+//!
+//! A timeout that an ACK proves spurious (a delay spike, a cellular link
+//! holding its queue through an outage) is undone as RFC 4015 responds to
+//! it: its packets are in flight again, their segments no longer wait to
+//! be resent, and the controller restores its window. Losses it declared
+//! count towards a path MTU black hole only once an ACK confirms them.
 
 use super::delivery_rate::AckSample;
-use super::sent::SentPacket;
+use super::sent::{SentPacket, TimeoutVerdict};
 use super::{micros_since, AckError, Path};
 use crate::cc::{Acked, Cause, CongestionEvent};
 use crate::rtt::{AckRoute, RtoConfig};
@@ -105,7 +111,8 @@ impl Path {
         );
         self.stats.timeouts += 1;
         let newest = self.sent.newest().map(|p| p.sent_at);
-        let count = self.declare_all_lost(now, LossTrigger::Timeout, send);
+        let lost = self.sent.declare_timed_out();
+        let count = self.on_all_lost(now, &lost, LossTrigger::Timeout, send);
         self.tlp_fired = None;
         self.tlp_credit = false;
         if count == 0 {
@@ -155,17 +162,28 @@ impl Path {
         );
         self.acks.on_peer_ack(&ack.ranges);
         self.short.on_peer_ack(ack.largest(), ack.short_headers);
-        let lost_before = self.stats.lost_bytes;
         let srtt = self.rtt.srtt_or(Duration::ZERO);
         let acked = self.sent.on_ack(now, &ack.ranges, srtt);
         if self.trace.tracer.is_on() {
+            self.trace_acked(now, &acked.late, 0);
             self.trace_acked(now, &acked.newly, acked.spurious.len());
         }
         self.on_spurious_losses(now, &acked.spurious, send);
+        if let Some(TimeoutVerdict::Spurious(revived)) = &acked.timeout {
+            self.on_spurious_timeout(now, revived, send);
+        }
+        self.on_late_acked(now, &acked.late, send);
+        let lost_before = self.stats.lost_bytes;
         let mut out = AckOutcome {
             spurious: acked.spurious.len() as u64,
+            newly_acked: acked.late.len() as u64,
             ..AckOutcome::default()
         };
+        if !acked.late.is_empty() {
+            self.tlp_fired = None;
+            self.tlp_credit = false;
+            out.revived = self.on_progress(now);
+        }
         let Some(&(largest_pn, largest)) = acked.newly.last() else {
             return out;
         };
@@ -186,8 +204,11 @@ impl Path {
         self.cc.on_ack_frame(now, rx_us.filter(|_| in_order));
         let rx_times = if in_order { &ack.rx_times[..] } else { &[] };
         let sample = self.on_newly_acked(now, &acked.newly, rx_us, rx_times, send);
-        out.newly_acked = acked.newly.len() as u64;
-        out.revived = self.on_progress(now);
+        if let Some(TimeoutVerdict::Confirmed { lo, hi }) = acked.timeout {
+            self.on_confirmed_timeout(now, lo, hi);
+        }
+        out.newly_acked += acked.newly.len() as u64;
+        out.revived |= self.on_progress(now);
         self.on_peer_ce(now, ack.ce_count, out.newly_acked, largest.sent_at);
         out.lost = self.detect_losses(now, send);
         let lost = self.stats.lost_bytes - lost_before;
@@ -226,10 +247,68 @@ impl Path {
         for p in packets {
             self.stats.spurious_losses += 1;
             self.losses.on_found();
-            self.delivery.on_spurious_loss(p.charge);
+            self.delivery.on_late_delivery(p.charge);
             self.cc.on_spurious_loss(now);
             if let Some(offset) = p.segment {
                 send.on_acked(offset);
+            }
+        }
+    }
+
+    /// An ACK proved the last timeouts spurious: the packets they declared
+    /// lost are in flight again (`revived`), counted neither lost nor
+    /// spurious, and the controller undoes their cut.
+    fn on_spurious_timeout(
+        &mut self,
+        now: Instant,
+        revived: &[(u64, SentPacket)],
+        send: &mut SendStream,
+    ) {
+        self.stats.spurious_timeouts += 1;
+        for (_, p) in revived {
+            self.stats.lost_packets -= 1;
+            self.stats.lost_bytes -= p.charge;
+            self.losses.on_found();
+            if let Some(offset) = p.segment {
+                send.on_revived(offset);
+            }
+            let path = self.id;
+            self.trace
+                .tracer
+                .record(now, EventKind::SpuriousLoss { path });
+        }
+        tracing::debug!(
+            path = self.id.0,
+            packets = revived.len(),
+            "retransmission timeout was spurious"
+        );
+        self.cc.on_spurious_timeout(now);
+    }
+
+    /// Packets revived after a spurious timeout arrived: delivered, but
+    /// neither a rate nor an RTT sample, and the controller already
+    /// counted them when they were sent.
+    fn on_late_acked(&mut self, now: Instant, late: &[(u64, SentPacket)], send: &mut SendStream) {
+        for &(pn, p) in late {
+            self.pmtud.on_acked(now, pn, p.size);
+            self.delivery.on_late_delivery(p.charge);
+            if let Some(offset) = p.segment {
+                send.on_acked(offset);
+            }
+        }
+    }
+
+    /// An ACK of a later packet confirmed the last timeouts: what they
+    /// declared lost and is not acknowledged now may show a black hole.
+    /// Counted after the ACK's packets, so a larger one acknowledged since
+    /// clears them, as it does losses the thresholds find.
+    fn on_confirmed_timeout(&mut self, now: Instant, lo: u64, hi: u64) {
+        for &(pn, p) in self.sent.lost_between(lo, hi) {
+            if self.pmtud.on_lost(now, pn, p.size) {
+                tracing::debug!(
+                    path = self.id.0,
+                    "path MTU black hole: back to the base size"
+                );
             }
         }
     }
@@ -328,6 +407,17 @@ impl Path {
     /// Declares everything in flight lost; returns how many packets were.
     fn declare_all_lost(&mut self, now: Instant, why: LossTrigger, send: &mut SendStream) -> u64 {
         let lost = self.sent.declare_all_lost();
+        self.on_all_lost(now, &lost, why, send)
+    }
+
+    /// Counts the packets declared lost at once; returns how many were.
+    fn on_all_lost(
+        &mut self,
+        now: Instant,
+        lost: &[(u64, SentPacket)],
+        why: LossTrigger,
+        send: &mut SendStream,
+    ) -> u64 {
         lost.iter()
             .map(|(pn, p)| u64::from(self.on_lost(now, *pn, p, why, send)))
             .sum()
@@ -342,13 +432,15 @@ impl Path {
         send: &mut SendStream,
     ) -> bool {
         let probe = self.pmtud.is_probe(pn);
-        if self.pmtud.on_lost(now, pn, p.size) {
+        // A timeout's losses wait for the ACK that confirms them.
+        if (probe || trigger != LossTrigger::Timeout) && self.pmtud.on_lost(now, pn, p.size) {
             tracing::debug!(
                 path = self.id.0,
                 "path MTU black hole: back to the base size"
             );
         }
         if probe {
+            self.sent.forget_lost(pn);
             return false;
         }
         self.trace.tracer.record(
@@ -443,6 +535,31 @@ mod tests {
                     pn
                 })
                 .collect()
+        }
+
+        /// Sends `n` packets at `now`, each carrying the stream's next
+        /// segment (a lost one first, as the session would); returns
+        /// their numbers.
+        fn send_data(&mut self, now: Instant, n: usize) -> Vec<u64> {
+            (0..n)
+                .map(|_| {
+                    let p = self.stream.peek().expect("data to send");
+                    self.stream.on_sent(p, PathId(0), None);
+                    let pn = self.path.take_packet_number(&mut self.rng);
+                    let charge = u64::from(p.len);
+                    (self.path).on_sent(now, pn, charge, Some(p.offset), p.retransmission);
+                    pn
+                })
+                .collect()
+        }
+
+        /// A stream with `segments` full segments written.
+        fn with_data(segments: usize) -> Self {
+            let mut f = Fixture::new();
+            f.stream.update_max_data(1 << 20);
+            let data = vec![7u8; segments * SEGMENT_SIZE as usize];
+            assert_eq!(f.stream.write(&data), data.len());
+            f
         }
 
         /// An ACK arriving `now` for `ranges`, highest first.
@@ -550,6 +667,84 @@ mod tests {
         // The probe spends the credit.
         f.send(tlp, 1);
         assert!(!f.path.has_tlp_credit());
+    }
+
+    /// A stall that holds the packets rather than losing them: the
+    /// timeout fires, and an ACK of a packet sent before it proves it
+    /// spurious. Nothing but the timeout's own probe is sent again, the
+    /// packets are in flight again, and the window is back.
+    #[test]
+    fn a_timeout_an_earlier_packet_proves_spurious_is_undone() {
+        let mut f = Fixture::with_data(20);
+        let cfg = RtoConfig::default();
+        let first = f.send_data(at(0), 1);
+        f.ack(at(100), &[(first[0], first[0])]);
+        let pns = f.send_data(at(200), 10);
+        let window = f.path.cc().window();
+        let rto = f.path.rto_deadline(&cfg, Duration::MAX).expect("armed");
+        f.path.on_rto(rto, &mut f.stream);
+        assert_eq!(f.path.in_flight(), 0);
+        assert!(f.path.cc().window() < window);
+        // The timeout's probe: the oldest segment, sent again.
+        let probe = f.send_data(rto, 1);
+        let waiting = f.stream.peek().expect("more to send");
+        assert!(waiting.retransmission, "the rest wait as lost");
+        // The stall ends: the first five of the originals arrive.
+        let out = f.ack(rto + 50 * MS, &[(pns[0], pns[4])]);
+        assert!(out.newly_acked == 5 && out.lost == 0, "{out:?}");
+        let stats = f.path.snapshot(&cfg);
+        assert_eq!((stats.spurious_timeouts, stats.lost_packets), (1, 0));
+        assert_eq!(f.path.cc().window(), window, "the cut is undone");
+        // The other five and the probe are in flight; none waits as lost.
+        assert_eq!(f.path.in_flight(), 6 * SEGMENT_SIZE);
+        let next = f.stream.peek().expect("more to send");
+        assert!(!next.retransmission, "{next:?}");
+        // The rest arrive; nothing was declared lost after all.
+        let out = f.ack(rto + 60 * MS, &[(pns[0], probe[0])]);
+        assert_eq!((out.newly_acked, out.lost), (6, 0));
+        assert_eq!(f.path.in_flight(), 0);
+        let stats = f.path.snapshot(&cfg);
+        assert_eq!((stats.lost_packets, stats.retransmitted), (0, 1));
+    }
+
+    /// The packets a timeout revived are delivered late: their ACKs are no
+    /// RTT sample (the stall is over) nor a rate sample.
+    #[test]
+    fn a_revived_packets_ack_is_no_rtt_sample() {
+        let mut f = Fixture::with_data(10);
+        let cfg = RtoConfig::default();
+        let first = f.send_data(at(0), 1);
+        f.ack(at(100), &[(first[0], first[0])]);
+        let pns = f.send_data(at(200), 4);
+        let rto = f.path.rto_deadline(&cfg, Duration::MAX).expect("armed");
+        f.path.on_rto(rto, &mut f.stream);
+        f.ack(rto + 900 * MS, &[(pns[0], pns[3])]);
+        assert_eq!(f.path.rtt().latest(), 100 * MS);
+        assert_eq!(f.path.in_flight(), 0);
+    }
+
+    /// When a packet sent after the timeout is acknowledged first, the
+    /// timeout was right: what it declared lost stays lost and is sent
+    /// again; an original arriving later is an ordinary spurious loss.
+    #[test]
+    fn a_timeout_a_later_packet_confirms_keeps_its_losses() {
+        let mut f = Fixture::with_data(20);
+        let cfg = RtoConfig::default();
+        let first = f.send_data(at(0), 1);
+        f.ack(at(100), &[(first[0], first[0])]);
+        let pns = f.send_data(at(200), 5);
+        let rto = f.path.rto_deadline(&cfg, Duration::MAX).expect("armed");
+        f.path.on_rto(rto, &mut f.stream);
+        let probe = f.send_data(rto, 1);
+        let out = f.ack(rto + 100 * MS, &[(probe[0], probe[0])]);
+        assert_eq!((out.newly_acked, out.spurious), (1, 0));
+        let next = f.stream.peek().expect("more to send");
+        assert!(next.retransmission, "the other four wait as lost");
+        let out = f.ack(rto + 110 * MS, &[(probe[0], probe[0]), (pns[1], pns[1])]);
+        assert_eq!((out.newly_acked, out.spurious), (0, 1));
+        let stats = f.path.snapshot(&cfg);
+        assert_eq!(stats.spurious_timeouts, 0);
+        assert_eq!((stats.lost_packets, stats.spurious_losses), (5, 1));
     }
 
     #[test]

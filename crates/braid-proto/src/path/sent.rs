@@ -7,6 +7,12 @@
 //! and each loss that proves spurious widens the time threshold. Lost
 //! packets are remembered for a few RTOs so that a late ACK of one shows
 //! the loss was spurious.
+//!
+//! A retransmission timeout declares everything in flight lost, and the
+//! next ACK tells whether it was right (RFC 3522's detection, which packet
+//! numbers make exact): one acknowledging a packet sent before the timeout
+//! proves it spurious, and what it declared lost is in flight again before
+//! the ACK is processed; one acknowledging only later packets confirms it.
 
 use super::delivery_rate::SendState;
 use crate::deque_map::DequeMap;
@@ -31,6 +37,9 @@ pub(super) struct SentPacket {
     /// Offset of the segment carried, if any.
     pub segment: Option<u64>,
     pub retransmission: bool,
+    /// Back in flight after a timeout that proved spurious: its ACK is a
+    /// late delivery, not a sample of the path now.
+    pub revived: bool,
     /// UDP payload bytes, once sealed (0 until then), for path MTU discovery.
     pub size: u16,
     /// Delivery-rate state at send time.
@@ -42,10 +51,25 @@ pub(super) struct SentPacket {
 pub(super) struct AckedPackets {
     /// Newly acknowledged, by ascending packet number.
     pub newly: Vec<(u64, SentPacket)>,
+    /// Revived packets newly acknowledged (out of `newly`), ascending.
+    pub late: Vec<(u64, SentPacket)>,
     /// Declared lost, yet acknowledged now.
     pub spurious: Vec<SentPacket>,
     /// The largest packet number acknowledged before this ACK.
     pub largest_before: Option<u64>,
+    /// What this ACK said of the last retransmission timeout, if it told.
+    pub timeout: Option<TimeoutVerdict>,
+}
+
+/// What an ACK showed of the packets a retransmission timeout declared lost.
+#[derive(Debug)]
+pub(super) enum TimeoutVerdict {
+    /// One of them arrived: all are in flight again (these, oldest first),
+    /// and the ACK acknowledged the ones it covers as late deliveries.
+    Spurious(Vec<(u64, SentPacket)>),
+    /// A packet sent after the timeout arrived and none of them had: the
+    /// ones numbered `lo..=hi` that are not acknowledged stay lost.
+    Confirmed { lo: u64, hi: u64 },
 }
 
 #[derive(Debug)]
@@ -62,6 +86,9 @@ pub(super) struct SentPackets {
     reo_mult: u32,
     reo_raised_at: Option<Instant>,
     loss_deadline: Option<Instant>,
+    /// Packet numbers the retransmission timeouts since the last verdict
+    /// declared lost (everything then in flight: nothing older is).
+    timed_out: Option<(u64, u64)>,
 }
 
 impl SentPackets {
@@ -75,6 +102,7 @@ impl SentPackets {
             reo_mult: 0,
             reo_raised_at: None,
             loss_deadline: None,
+            timed_out: None,
         }
     }
 
@@ -123,6 +151,7 @@ impl SentPackets {
     /// reordering either reveals raises the loss thresholds. `srtt` is the
     /// smoothed RTT before this ACK's sample.
     pub fn on_ack(&mut self, now: Instant, ranges: &[(u64, u64)], srtt: Duration) -> AckedPackets {
+        let mut timeout = self.revive_if_timed_out_spuriously(ranges);
         let largest_before = self.largest_acked;
         let mut newly: Vec<(u64, SentPacket)> = Vec::new();
         let mut spurious = Vec::new();
@@ -168,10 +197,21 @@ impl SentPackets {
             spurious.push(p);
         }
         newly.sort_unstable_by_key(|&(pn, _)| pn);
+        // Revived packets are the oldest in flight.
+        let any_revived = self.sent.first().is_some_and(|(_, p)| p.revived);
         for &(pn, p) in &newly {
             self.sent.remove(pn);
             self.in_flight -= p.charge;
         }
+        // Delayed through the stall that timed out: their RTTs and the
+        // burst of their ACKs say nothing of the path since.
+        let late = if any_revived {
+            let (late, current): (Vec<_>, Vec<_>) = newly.into_iter().partition(|(_, p)| p.revived);
+            newly = current;
+            late
+        } else {
+            Vec::new()
+        };
         if let (Some(&(first, _)), Some(&(largest, _))) = (newly.first(), newly.last()) {
             if largest_before.is_none_or(|l| largest > l) {
                 self.largest_acked = Some(largest);
@@ -184,10 +224,59 @@ impl SentPackets {
                     .max(distance.min(MAX_PACKET_THRESHOLD));
             }
         }
+        if let Some((lo, hi)) = self.timed_out {
+            if newly.last().is_some_and(|&(pn, _)| pn > hi) {
+                self.timed_out = None;
+                timeout = Some(TimeoutVerdict::Confirmed { lo, hi });
+            }
+        }
         AckedPackets {
             newly,
+            late,
             spurious,
             largest_before,
+            timeout,
+        }
+    }
+
+    /// If `ranges` cover a packet the last timeouts declared lost, puts all
+    /// of those still remembered back in flight: the packets that arrive
+    /// late are then acknowledged, not found spurious one by one, and the
+    /// rest are judged by the usual thresholds against what arrived. A
+    /// delay is not reordering: neither threshold widens.
+    fn revive_if_timed_out_spuriously(&mut self, ranges: &[(u64, u64)]) -> Option<TimeoutVerdict> {
+        let (lo, hi) = self.timed_out?;
+        let first = self.lost.partition_point(|&(pn, _)| pn < lo);
+        let end = self.lost.partition_point(|&(pn, _)| pn <= hi);
+        let proof = (first..end).any(|i| covers(ranges, self.lost[i].0));
+        if !proof {
+            return None;
+        }
+        self.timed_out = None;
+        let revived: Vec<_> = self.lost.drain(first..end).collect();
+        // Newest first: each goes in front of the packets sent since.
+        for &(pn, p) in revived.iter().rev() {
+            self.in_flight += p.charge;
+            let p = SentPacket { revived: true, ..p };
+            self.sent.insert(pn, p);
+        }
+        Some(TimeoutVerdict::Spurious(revived))
+    }
+
+    /// Declared lost and remembered, numbered `lo..=hi`.
+    pub fn lost_between(&self, lo: u64, hi: u64) -> impl Iterator<Item = &(u64, SentPacket)> {
+        let first = self.lost.partition_point(|&(pn, _)| pn < lo);
+        self.lost
+            .range(first..)
+            .take_while(move |&&(pn, _)| pn <= hi)
+    }
+
+    /// Stops remembering lost packet `pn`: its ACK, should one come, would
+    /// prove nothing (a path MTU probe's).
+    pub fn forget_lost(&mut self, pn: u64) {
+        let i = self.lost.partition_point(|&(n, _)| n < pn);
+        if self.lost.get(i).is_some_and(|&(n, _)| n == pn) {
+            self.lost.remove(i);
         }
     }
 
@@ -230,14 +319,27 @@ impl SentPackets {
         lost
     }
 
-    /// Declares everything in flight lost, oldest first (a retransmission
-    /// timeout, or the path closed).
+    /// Declares everything in flight lost, oldest first, as the
+    /// retransmission timer expired: the next ACK judges it.
+    pub fn declare_timed_out(&mut self) -> Vec<(u64, SentPacket)> {
+        let before = self.timed_out;
+        let lost = self.declare_all_lost();
+        self.timed_out = before;
+        if let (Some(&(first, _)), Some(&(last, _))) = (lost.first(), lost.last()) {
+            let lo = before.map_or(first, |(lo, _)| lo);
+            self.timed_out = Some((lo, last));
+        }
+        lost
+    }
+
+    /// Declares everything in flight lost, oldest first, for good (the path closed).
     pub fn declare_all_lost(&mut self) -> Vec<(u64, SentPacket)> {
         let mut lost = Vec::with_capacity(self.sent.len());
         while let Some((pn, _)) = self.sent.first() {
             lost.push((pn, self.declare_lost(pn)));
         }
         self.loss_deadline = None;
+        self.timed_out = None;
         lost
     }
 
@@ -296,6 +398,7 @@ mod tests {
             charge: 1000,
             segment: None,
             retransmission: false,
+            revived: false,
             size: 0,
             delivery: SendState::default(),
         }

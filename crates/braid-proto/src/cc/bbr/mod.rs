@@ -829,6 +829,10 @@ impl Controller for Bbr {
         }
     }
 
+    fn on_spurious_timeout(&mut self, now: Instant) {
+        self.on_spurious_loss(now);
+    }
+
     fn pacing_rate(&self) -> Option<f64> {
         self.pacing_rate
     }
