@@ -210,8 +210,9 @@ impl Path {
         out.newly_acked += acked.newly.len() as u64;
         out.revived |= self.on_progress(now);
         self.on_peer_ce(now, ack.ce_count, out.newly_acked, largest.sent_at);
-        out.lost = self.detect_losses(now, send);
-        let lost = self.stats.lost_bytes - lost_before;
+        let in_stall;
+        (out.lost, in_stall) = self.declare_threshold_losses(now, send);
+        let lost = self.stats.lost_bytes - lost_before - in_stall;
         let (in_flight, queue_delay) = (self.in_flight(), self.ack_path.get());
         if let Some(s) =
             self.delivery
@@ -388,20 +389,32 @@ impl Path {
 
     /// Declares lost what the threshold rules say is; arms the loss timer for the rest.
     pub fn detect_losses(&mut self, now: Instant, send: &mut SendStream) -> u64 {
+        self.declare_threshold_losses(now, send).0
+    }
+
+    /// [`Self::detect_losses`]; also returns the bytes lost among packets
+    /// a spurious timeout revived. Those were lost in the stall that timed
+    /// out, not at the rate the path runs at now: a rate sample leaves
+    /// them out, or BBR would read them as random loss to pace through.
+    fn declare_threshold_losses(&mut self, now: Instant, send: &mut SendStream) -> (u64, u64) {
         let lost = self.sent.detect_losses(now, &self.rtt);
         let Some(newest) = lost.last().map(|(_, p)| p.sent_at) else {
-            return 0;
+            return (0, 0);
         };
-        let mut count = 0;
+        let (mut count, mut in_stall) = (0, 0);
         for (pn, p) in &lost {
-            count += u64::from(self.on_lost(now, *pn, p, LossTrigger::Threshold, send));
+            let counted = self.on_lost(now, *pn, p, LossTrigger::Threshold, send);
+            count += u64::from(counted);
+            if counted && p.revived {
+                in_stall += p.charge;
+            }
         }
         tracing::trace!(path = self.id.0, count, "packets declared lost");
         // MTU probes' losses say nothing of congestion (RFC 9000 §14.4).
         if count > 0 {
             self.signal_congestion(now, Cause::Loss, newest, count);
         }
-        count
+        (count, in_stall)
     }
 
     /// Declares everything in flight lost; returns how many packets were.

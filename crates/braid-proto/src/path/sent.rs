@@ -224,6 +224,13 @@ impl SentPackets {
                     .max(distance.min(MAX_PACKET_THRESHOLD));
             }
         }
+        // A late packet judges the revived ones below it by the usual
+        // thresholds: one still missing then was lost.
+        if let Some(&(pn, _)) = late.last() {
+            if self.largest_acked.is_none_or(|l| pn > l) {
+                self.largest_acked = Some(pn);
+            }
+        }
         if let Some((lo, hi)) = self.timed_out {
             if newly.last().is_some_and(|&(pn, _)| pn > hi) {
                 self.timed_out = None;
