@@ -253,12 +253,17 @@ impl SentPackets {
     /// delay is not reordering: neither threshold widens.
     fn revive_if_timed_out_spuriously(&mut self, ranges: &[(u64, u64)]) -> Option<TimeoutVerdict> {
         let (lo, hi) = self.timed_out?;
-        let first = self.lost.partition_point(|&(pn, _)| pn < lo);
-        let end = self.lost.partition_point(|&(pn, _)| pn <= hi);
-        let proof = (first..end).any(|i| covers(ranges, self.lost[i].0));
+        // One search per range: a remembered packet of the timeout's in it.
+        let proof = ranges.iter().any(|&(a, b)| {
+            let (a, b) = (a.max(lo), b.min(hi));
+            let i = self.lost.partition_point(|&(pn, _)| pn < a);
+            a <= b && self.lost.get(i).is_some_and(|&(pn, _)| pn <= b)
+        });
         if !proof {
             return None;
         }
+        let first = self.lost.partition_point(|&(pn, _)| pn < lo);
+        let end = self.lost.partition_point(|&(pn, _)| pn <= hi);
         self.timed_out = None;
         let revived: Vec<_> = self.lost.drain(first..end).collect();
         // Newest first: each goes in front of the packets sent since.
@@ -503,5 +508,50 @@ mod tests {
         assert_eq!(s.lost.len(), 4);
         s.forget_old_losses(at(1003), &rtt(100));
         assert_eq!(s.lost.len(), 1);
+    }
+
+    /// An ACK of one packet a timeout declared lost brings all of them
+    /// back in flight; the acknowledged ones are late, and a delay widens
+    /// neither loss threshold.
+    #[test]
+    fn a_timeout_an_earlier_packet_disproves_revives_its_packets() {
+        let mut s = sent(5);
+        assert_eq!(s.declare_timed_out().len(), 5);
+        s.on_sent(5, packet(at(300)));
+        let acked = s.on_ack(at(400), &[(1, 2)], Duration::ZERO);
+        let Some(TimeoutVerdict::Spurious(revived)) = &acked.timeout else {
+            panic!("{:?}", acked.timeout);
+        };
+        assert_eq!(revived.len(), 5);
+        assert!(acked.newly.is_empty() && acked.spurious.is_empty());
+        let late: Vec<u64> = acked.late.iter().map(|&(pn, _)| pn).collect();
+        assert_eq!(late, [1, 2]);
+        assert_eq!(s.in_flight(), 4_000, "0, 3, 4 and the probe");
+        assert_eq!((s.packet_threshold, s.reo_mult), (3, 0));
+        // Packet 0, below a late one and long gone, is judged lost.
+        assert_eq!(pns(&s.detect_losses(at(400), &rtt(100))), [0]);
+        // The verdict is given once.
+        let acked = s.on_ack(at(401), &[(5, 5), (3, 4)], Duration::ZERO);
+        assert!(acked.timeout.is_none());
+        assert_eq!((acked.newly.len(), acked.late.len()), (1, 2));
+    }
+
+    /// An ACK of a packet sent after the timeout, and of none before it,
+    /// confirms the timeout once; a late original is then a spurious loss.
+    #[test]
+    fn a_timeout_a_later_packet_confirms_keeps_its_losses() {
+        let mut s = sent(3);
+        s.declare_timed_out();
+        s.on_sent(3, packet(at(300)));
+        s.declare_timed_out();
+        s.on_sent(4, packet(at(700)));
+        let acked = s.on_ack(at(800), &[(4, 4)], Duration::ZERO);
+        assert!(matches!(
+            acked.timeout,
+            Some(TimeoutVerdict::Confirmed { lo: 0, hi: 3 })
+        ));
+        assert_eq!(s.lost_between(0, 3).count(), 4);
+        let acked = s.on_ack(at(810), &[(4, 4), (1, 1)], Duration::ZERO);
+        assert!(acked.timeout.is_none() && acked.spurious.len() == 1);
     }
 }
