@@ -104,7 +104,6 @@ impl Cubic {
     /// A congestion event: the window falls to `beta` of itself.
     fn reduce(&mut self, now: Instant, beta: f64) {
         self.unproven_losses = 0;
-        self.hystart = None;
         self.saved = Some(Saved {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,
@@ -114,7 +113,8 @@ impl Cubic {
             k: self.k,
             epoch_start: self.epoch_start,
             recovery_start: self.recovery_start,
-            hystart: self.hystart,
+            // Only the first slow start uses HyStart++, unless this is undone.
+            hystart: self.hystart.take(),
         });
         // Fast convergence (§4.7): release bandwidth sooner when W_max shrinks.
         if self.cwnd < self.w_last_max {
@@ -402,5 +402,23 @@ mod tests {
         );
         assert!(c.on_congestion(at(1300), &signal(Cause::Loss, 300, 1)));
         assert!((c.window_segments() - 0.7 * cwnd).abs() < 1e-9);
+    }
+
+    /// A timeout in the first slow start that proves spurious returns to
+    /// it with HyStart++ as it was: slow start ends when the RTT rises,
+    /// not when the queue overflows.
+    #[test]
+    fn a_spurious_timeout_in_the_first_slow_start_keeps_hystart() {
+        let mut c = cubic();
+        let rtt = RttEstimator::default();
+        for _ in 0..20 {
+            ack(&mut c, at(0), &rtt);
+        }
+        assert!(c.hystart.is_some() && c.ssthresh.is_infinite());
+        c.on_congestion(at(500), &signal(Cause::Timeout, 400, 30));
+        assert!(c.hystart.is_none());
+        c.on_spurious_timeout(at(900));
+        assert!(c.hystart.is_some() && c.ssthresh.is_infinite());
+        assert_eq!(c.window_segments(), 30.0);
     }
 }
