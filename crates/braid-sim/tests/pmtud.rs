@@ -124,3 +124,28 @@ fn datagrams_larger_than_the_initial_window_still_fill_a_fast_short_link() {
     let mbit = f.goodput_mbps;
     assert!(mbit > 600.0, "{mbit:.0} Mbit/s of 1000");
 }
+
+#[test]
+fn an_outage_is_no_black_hole() {
+    // A 3-second outage times out everything in flight, full-size packets
+    // all. Counted as black-hole evidence when the timer fired, they sent
+    // the flow back to the base size. They count only once an ACK of a
+    // later packet confirms them, and the full-size packets acknowledged
+    // after the outage clear them.
+    let f = delivered(
+        r#"
+        time_limit = "120s"
+        [[path]]
+        rate = "20Mbit"
+        delay = "20ms"
+        queue = 100
+        events = [{ at = "3s", do = "down", for = "3s" }]
+        [[flow]]
+        bytes = "20MB"
+        pmtud = true
+        "#,
+    );
+    let p = &f.paths[0];
+    assert!(p.timeouts >= 2, "{p:?}");
+    assert_eq!((p.pmtu_black_holes, p.max_datagram), (0, 1472), "{p:?}");
+}
