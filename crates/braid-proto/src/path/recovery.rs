@@ -212,7 +212,7 @@ impl Path {
         self.on_peer_ce(now, ack.ce_count, out.newly_acked, largest.sent_at);
         let in_stall;
         (out.lost, in_stall) = self.declare_threshold_losses(now, send);
-        let lost = self.stats.lost_bytes - lost_before - in_stall;
+        let lost = (self.stats.lost_bytes - lost_before).saturating_sub(in_stall);
         let (in_flight, queue_delay) = (self.in_flight(), self.ack_path.get());
         if let Some(s) =
             self.delivery
@@ -267,8 +267,8 @@ impl Path {
     ) {
         self.stats.spurious_timeouts += 1;
         for (_, p) in revived {
-            self.stats.lost_packets -= 1;
-            self.stats.lost_bytes -= p.charge;
+            self.stats.lost_packets = self.stats.lost_packets.saturating_sub(1);
+            self.stats.lost_bytes = self.stats.lost_bytes.saturating_sub(p.charge);
             self.losses.on_found();
             if let Some(offset) = p.segment {
                 send.on_revived(offset);
