@@ -32,7 +32,7 @@ use std::time::Duration;
 const MIN_PTO: Duration = Duration::from_millis(10);
 
 /// What an ACK frame did, for the session to act on. The session reads
-/// only `revived`; the counts are for tests and debugging.
+/// only `back_from_probing`; the counts are for tests and debugging.
 #[derive(Debug, Default)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct AckOutcome {
@@ -43,7 +43,7 @@ pub(crate) struct AckOutcome {
     /// Packets declared lost by this ACK's evidence.
     pub lost: u64,
     /// Whether the path came back from probing.
-    pub revived: bool,
+    pub back_from_probing: bool,
 }
 
 impl Path {
@@ -182,7 +182,7 @@ impl Path {
         if !acked.late.is_empty() {
             self.tlp_fired = None;
             self.tlp_credit = false;
-            out.revived = self.on_progress(now);
+            out.back_from_probing = self.on_progress(now);
         }
         let Some(&(largest_pn, largest)) = acked.newly.last() else {
             return out;
@@ -208,7 +208,7 @@ impl Path {
             self.on_confirmed_timeout(now, lo, hi);
         }
         out.newly_acked += acked.newly.len() as u64;
-        out.revived |= self.on_progress(now);
+        out.back_from_probing |= self.on_progress(now);
         self.on_peer_ce(now, ack.ce_count, out.newly_acked, largest.sent_at);
         let in_stall;
         (out.lost, in_stall) = self.declare_threshold_losses(now, send);
@@ -621,7 +621,7 @@ mod tests {
         let out = f.ack(at(100), &[(pns[4], pns[9])]);
         // Packets 0-3 have more than three later packets acknowledged.
         assert_eq!((out.newly_acked, out.lost, out.spurious), (6, 4, 0));
-        assert!(!out.revived);
+        assert!(!out.back_from_probing);
         assert_eq!(f.path.in_flight(), 0);
         assert_eq!(f.path.rtt().min(), 100 * MS);
         // 6 packets over the 100-ms round trip.
@@ -778,7 +778,7 @@ mod tests {
         let probe = f.send(at(3000), 1);
         assert_eq!(f.path.rto_deadline(&cfg, 500 * MS), Some(at(3500)));
         let out = f.ack(at(3100), &[(probe[0], probe[0])]);
-        assert!(out.revived);
+        assert!(out.back_from_probing);
         assert_eq!(f.path.state(), PathState::Active);
         let stats = f.path.snapshot(&cfg);
         assert_eq!((stats.timeouts, stats.lost_packets), (2, 3));

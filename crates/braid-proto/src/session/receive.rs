@@ -449,7 +449,7 @@ impl Session {
         if bytes > 0 {
             self.trace_event(now, EventKind::StreamAcked { path, bytes });
         }
-        if outcome.revived {
+        if outcome.back_from_probing {
             self.events.push_back(Event::PathUp(path));
         }
         self.streams.send.update_max_data(ack.max_data);
