@@ -132,6 +132,7 @@ mod tests {
             cause: Cause::Loss,
             sent_at: at(sent),
             packets: 1,
+            repeated: false,
         };
         assert!(c.on_congestion(at(100), &loss(50)));
         assert_eq!(c.window_packets(), 8.0);
@@ -156,6 +157,7 @@ mod tests {
             cause: Cause::Ecn,
             sent_at: at(300),
             packets: 1,
+            repeated: false,
         };
         assert!(c.on_congestion(at(350), &mark));
         for t in 0..10 {

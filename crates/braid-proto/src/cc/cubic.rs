@@ -60,9 +60,6 @@ pub struct Cubic {
     /// Losses of the current congestion event not yet proven spurious; the
     /// reduction is undone only when this reaches zero.
     unproven_losses: u64,
-    /// An RTO fired and nothing was acknowledged since: the next one
-    /// times out the same data again.
-    timed_out: bool,
     /// Only the initial slow start uses HyStart++ (RFC 9406 §4.3).
     hystart: Option<HyStart>,
     dctcp: Dctcp,
@@ -83,7 +80,6 @@ impl Cubic {
             recovery_start: None,
             saved: None,
             unproven_losses: 0,
-            timed_out: false,
             hystart: Some(HyStart::default()),
             dctcp: Dctcp::default(),
             segments: Segments::new(ctx.segment_size, ctx.max_window_packets),
@@ -137,7 +133,6 @@ impl Cubic {
     /// (§4.9), and later losses are a congestion event of their own.
     fn undo(&mut self) {
         self.unproven_losses = 0;
-        self.timed_out = false;
         if let Some(saved) = self.saved.take() {
             self.cwnd = self.cwnd.max(saved.cwnd);
             self.ssthresh = saved.ssthresh;
@@ -159,7 +154,6 @@ impl Controller for Cubic {
 
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
         let segments = acked.bytes as f64 / self.segments.size() as f64;
-        self.timed_out = false;
         self.dctcp.on_ack(now, acked.sent_at, acked.bytes);
         if self.cwnd < self.ssthresh {
             let phase = match &mut self.hystart {
@@ -207,7 +201,7 @@ impl Controller for Cubic {
             // acknowledged (an outage) holds ssthresh (§3.1): cutting it
             // again from the loss window would leave slow start at the
             // floor once the path comes back.
-            let repeated = std::mem::replace(&mut self.timed_out, true);
+            let repeated = event.repeated;
             if repeated {
                 self.unproven_losses += event.packets;
             } else {
@@ -290,6 +284,15 @@ mod tests {
             cause,
             sent_at: at(sent_ms),
             packets,
+            repeated: false,
+        }
+    }
+
+    /// A timeout firing again with nothing acknowledged since the last.
+    fn repeated_timeout(sent_ms: u64, packets: u64) -> CongestionEvent {
+        CongestionEvent {
+            repeated: true,
+            ..signal(Cause::Timeout, sent_ms, packets)
         }
     }
 
@@ -372,11 +375,12 @@ mod tests {
         c.on_congestion(at(0), &signal(Cause::Timeout, 0, 80));
         assert!((c.ssthresh - 56.0).abs() < 1e-9);
         for t in [200, 600, 1400] {
-            assert!(!c.on_congestion(at(t), &signal(Cause::Timeout, t - 1, 1)));
+            assert!(!c.on_congestion(at(t), &repeated_timeout(t - 1, 1)));
             assert!((c.ssthresh - 56.0).abs() < 1e-9, "at {t} ms");
             assert_eq!(c.window_segments(), 1.0);
         }
-        // Something got through: the next timeout is a new congestion event.
+        // Something got through: the path reports the next timeout as a
+        // new congestion event.
         ack(&mut c, at(1500), &RttEstimator::default());
         c.on_congestion(at(2000), &signal(Cause::Timeout, 1900, 2));
         assert!((c.ssthresh - MIN_WINDOW).abs() < 1e-9, "{}", c.ssthresh);
@@ -393,7 +397,7 @@ mod tests {
         c.on_congestion(at(0), &signal(Cause::Loss, 0, 1));
         let (cwnd, ssthresh, w_max, k) = (c.cwnd, c.ssthresh, c.w_max, c.k);
         c.on_congestion(at(500), &signal(Cause::Timeout, 400, 56));
-        c.on_congestion(at(1000), &signal(Cause::Timeout, 999, 1));
+        c.on_congestion(at(1000), &repeated_timeout(999, 1));
         assert_eq!(c.window_segments(), 1.0);
         c.on_spurious_timeout(at(1200));
         assert_eq!(

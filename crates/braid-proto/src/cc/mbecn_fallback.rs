@@ -179,6 +179,7 @@ mod tests {
             cause: Cause::Loss,
             sent_at: at,
             packets: 1,
+            repeated: false,
         }
     }
 

@@ -189,6 +189,10 @@ pub struct CongestionEvent {
     pub sent_at: Instant,
     /// Packets lost (or marked) in this signal.
     pub packets: u64,
+    /// A timeout that fired again with nothing acknowledged since the last
+    /// one: it times out the same data (RFC 5681 §3.1 holds ssthresh).
+    /// Always false for other causes.
+    pub repeated: bool,
 }
 
 /// Snapshot of a controller for stats and plots.

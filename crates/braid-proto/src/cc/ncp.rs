@@ -133,6 +133,7 @@ mod tests {
             cause: Cause::Timeout,
             sent_at: Instant::ZERO,
             packets: 2,
+            repeated: false,
         };
         assert!(c.on_congestion(Instant::ZERO, &ev));
         assert_eq!(c.window_packets(), 1025.0 / 4.0);
@@ -140,6 +141,7 @@ mod tests {
             cause: Cause::SendFailure,
             sent_at: Instant::ZERO,
             packets: 1,
+            repeated: false,
         };
         for _ in 0..20 {
             c.on_congestion(Instant::ZERO, &fail);

@@ -488,6 +488,8 @@ impl Path {
             cause,
             sent_at,
             packets,
+            // `on_rto` counts the expiry before it signals.
+            repeated: cause == Cause::Timeout && self.backoffs > 1,
         };
         if self.cc.on_congestion(now, &event) {
             match cause {
@@ -566,12 +568,16 @@ mod tests {
                 .collect()
         }
 
-        /// A stream with `segments` full segments written.
-        fn with_data(segments: usize) -> Self {
+        /// A stream with `segments` full segments written, the first of
+        /// them sent at 0 and acknowledged at 100 ms (an RTT sample, so
+        /// the timeout is sRTT-based, and lost packets are remembered).
+        fn measured_with_data(segments: usize) -> Self {
             let mut f = Fixture::new();
             f.stream.update_max_data(1 << 20);
             let data = vec![7u8; segments * SEGMENT_SIZE as usize];
             assert_eq!(f.stream.write(&data), data.len());
+            let first = f.send_data(at(0), 1);
+            f.ack(at(100), &[(first[0], first[0])]);
             f
         }
 
@@ -688,10 +694,8 @@ mod tests {
     /// packets are in flight again, and the window is back.
     #[test]
     fn a_timeout_an_earlier_packet_proves_spurious_is_undone() {
-        let mut f = Fixture::with_data(20);
+        let mut f = Fixture::measured_with_data(20);
         let cfg = RtoConfig::default();
-        let first = f.send_data(at(0), 1);
-        f.ack(at(100), &[(first[0], first[0])]);
         let pns = f.send_data(at(200), 10);
         let window = f.path.cc().window();
         let rto = f.path.rto_deadline(&cfg, Duration::MAX).expect("armed");
@@ -724,10 +728,8 @@ mod tests {
     /// RTT sample (the stall is over) nor a rate sample.
     #[test]
     fn a_revived_packets_ack_is_no_rtt_sample() {
-        let mut f = Fixture::with_data(10);
+        let mut f = Fixture::measured_with_data(10);
         let cfg = RtoConfig::default();
-        let first = f.send_data(at(0), 1);
-        f.ack(at(100), &[(first[0], first[0])]);
         let pns = f.send_data(at(200), 4);
         let rto = f.path.rto_deadline(&cfg, Duration::MAX).expect("armed");
         f.path.on_rto(rto, &mut f.stream);
@@ -741,10 +743,8 @@ mod tests {
     /// again; an original arriving later is an ordinary spurious loss.
     #[test]
     fn a_timeout_a_later_packet_confirms_keeps_its_losses() {
-        let mut f = Fixture::with_data(20);
+        let mut f = Fixture::measured_with_data(20);
         let cfg = RtoConfig::default();
-        let first = f.send_data(at(0), 1);
-        f.ack(at(100), &[(first[0], first[0])]);
         let pns = f.send_data(at(200), 5);
         let rto = f.path.rto_deadline(&cfg, Duration::MAX).expect("armed");
         f.path.on_rto(rto, &mut f.stream);
@@ -771,7 +771,10 @@ mod tests {
         f.send(at(1000), 1);
         // Backed off: twice the initial RTO.
         assert_eq!(f.path.rto_deadline(&cfg, Duration::MAX), Some(at(3000)));
+        let ssthresh = f.path.cc().metrics().ssthresh;
         assert!(f.path.on_rto(at(3000), &mut f.stream), "probing starts");
+        // The second expiry times out the same data: ssthresh holds.
+        assert_eq!(f.path.cc().metrics().ssthresh, ssthresh);
         assert_eq!(f.path.state(), PathState::Probing);
         assert!(f.path.pending.probe && !f.path.can_send_data(SEGMENT_SIZE));
         // While probing, the probe timer runs from the last send, capped.

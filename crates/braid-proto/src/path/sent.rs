@@ -334,11 +334,9 @@ impl SentPackets {
     /// Declares everything in flight lost, oldest first, as the
     /// retransmission timer expired: the next ACK judges it.
     pub fn declare_timed_out(&mut self) -> Vec<(u64, SentPacket)> {
-        let before = self.timed_out;
-        let lost = self.declare_all_lost();
-        self.timed_out = before;
+        let lost = self.declare_everything_lost();
         if let (Some(&(first, _)), Some(&(last, _))) = (lost.first(), lost.last()) {
-            let lo = before.map_or(first, |(lo, _)| lo);
+            let lo = self.timed_out.map_or(first, |(lo, _)| lo);
             self.timed_out = Some((lo, last));
         }
         lost
@@ -346,12 +344,16 @@ impl SentPackets {
 
     /// Declares everything in flight lost, oldest first, for good (the path closed).
     pub fn declare_all_lost(&mut self) -> Vec<(u64, SentPacket)> {
+        self.timed_out = None;
+        self.declare_everything_lost()
+    }
+
+    fn declare_everything_lost(&mut self) -> Vec<(u64, SentPacket)> {
         let mut lost = Vec::with_capacity(self.sent.len());
         while let Some((pn, _)) = self.sent.first() {
             lost.push((pn, self.declare_lost(pn)));
         }
         self.loss_deadline = None;
-        self.timed_out = None;
         lost
     }
 

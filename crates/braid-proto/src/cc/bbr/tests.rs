@@ -96,6 +96,7 @@ fn event(cause: Cause, now: Instant) -> CongestionEvent {
         cause,
         sent_at: now,
         packets: 1,
+        repeated: false,
     }
 }
 

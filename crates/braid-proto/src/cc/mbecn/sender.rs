@@ -434,6 +434,7 @@ mod tests {
             cause,
             sent_at: ns(0),
             packets: 1,
+            repeated: false,
         }
     }
 
