@@ -51,6 +51,10 @@ struct ServeLimits {
     /// Pairs forwarding at once.
     #[arg(long, value_name = "N", default_value_t = 10_000, requires = "serve")]
     max_pairs: usize,
+    /// Registrations, and pairs joined, one host may hold at once (an IPv4
+    /// address or an IPv6 /64), so no host can take the relay.
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "serve")]
+    max_per_host: usize,
     /// Most one pair may be forwarded, both ways together (e.g. 100mbit);
     /// the excess is dropped. Default: no limit.
     #[arg(long, value_name = "RATE", requires = "serve")]
@@ -121,6 +125,7 @@ fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
     let cfg = ServerConfig {
         max_registrations: limits.max_registrations,
         max_pairs: limits.max_pairs,
+        max_per_host: limits.max_per_host,
         pair_rate,
         pair_quota: limits.pair_quota,
         pair_idle: limits.pair_idle,
@@ -159,7 +164,7 @@ fn serve_counters(s: &braid::rendezvous::ServerStats) -> String {
     format!(
         "pairs: {} made, {} now; registrations: {} now; forwarded {} datagrams, {}; \
          dropped {} over a pair's limits, {} from unpaired addresses; {} cookies, {} refusals, \
-         {} ends moved after a NAT rebinding",
+         {} ends moved after a NAT rebinding, {} pairs taken from a joiner the receiver never          answered, {} released",
         s.paired,
         s.pairs,
         s.registrations,
@@ -170,6 +175,8 @@ fn serve_counters(s: &braid::rendezvous::ServerStats) -> String {
         s.cookies,
         s.refused,
         s.rebound,
+        s.replaced,
+        s.released,
     )
 }
 

@@ -10,7 +10,7 @@ use crate::session::{Binding, Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
-use braid_proto::rendezvous::{self, Message};
+use braid_proto::rendezvous;
 use braid_proto::wire::{Frame, Frames, Header};
 use braid_proto::{
     Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role,
@@ -43,6 +43,9 @@ pub(crate) fn os_seed() -> [u8; 32] {
     seed
 }
 
+/// A rendezvous datagram and where it came from.
+pub(crate) type Inbound = (SocketAddr, Vec<u8>);
+
 pub(crate) struct EndpointInner {
     /// The socket; rendezvous meetings send on it too.
     pub(crate) io: Arc<UdpIo>,
@@ -54,7 +57,7 @@ pub(crate) struct EndpointInner {
     /// The socket's receive and error tasks.
     tasks: Mutex<Vec<AbortHandle>>,
     /// Where rendezvous messages go, while a meeting runs on this socket.
-    rendezvous: Mutex<Option<mpsc::Sender<(SocketAddr, Message)>>>,
+    rendezvous: Mutex<Option<mpsc::Sender<Inbound>>>,
 }
 
 /// A lock whose holder panicked still guards usable state here.
@@ -70,7 +73,7 @@ impl EndpointInner {
     }
 
     /// Rendezvous messages that arrive on this socket from now on.
-    pub(crate) fn take_rendezvous(&self) -> mpsc::Receiver<(SocketAddr, Message)> {
+    pub(crate) fn take_rendezvous(&self) -> mpsc::Receiver<Inbound> {
         let (tx, rx) = mpsc::channel(crate::rendezvous::INBOX);
         *lock(&self.rendezvous) = Some(tx);
         rx
@@ -100,10 +103,10 @@ impl EndpointInner {
         touched: &mut Vec<Arc<Shared>>,
     ) {
         if rendezvous::is_rendezvous(datagram) {
-            let message = Message::decode(datagram);
-            if let (Some(tx), Some(m)) = (lock(&self.rendezvous).as_ref(), message) {
-                // A full inbox drops, as a full socket buffer would.
-                let _ = tx.try_send((from, m));
+            if let Some(tx) = lock(&self.rendezvous).as_ref() {
+                // The meeting's core decodes it. A full inbox drops, as a
+                // full socket buffer would.
+                let _ = tx.try_send((from, datagram.to_vec()));
             }
             return;
         }

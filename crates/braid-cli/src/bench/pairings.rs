@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use braid_proto::rendezvous::wire::{Message, COOKIE_LEN, TOKEN_LEN};
+use braid_proto::rendezvous::{Client, Event, Role};
 use clap::Args;
 
 use super::reach::procs::usage;
@@ -61,6 +61,8 @@ pub fn run(args: PairingsArgs) -> anyhow::Result<ExitCode> {
         .args(["relay", "--serve", &relay_addr.to_string()])
         .args(["--max-pairs", &(args.pairs + 10).to_string()])
         .args(["--max-registrations", &(args.pairs + 10).to_string()])
+        // Every pair comes from this one host.
+        .args(["--max-per-host", &(args.pairs + 10).to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -126,25 +128,31 @@ pub fn run(args: PairingsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Sends `m` from `sock` to the relay until an answer that `want` takes,
-/// echoing the relay's cookie.
-fn ask(
+/// Meets at the relay from `sock` as braid does (the core's meeting,
+/// driven by this blocking socket) until an event that `want` takes.
+fn meet(
     sock: &UdpSocket,
-    relay: SocketAddr,
-    make: impl Fn([u8; COOKIE_LEN]) -> Message,
-    want: impl Fn(&Message) -> bool,
-) -> anyhow::Result<Message> {
-    let mut cookie = [0u8; COOKIE_LEN];
+    client: &mut Client,
+    clock: Instant,
+    want: impl Fn(&Event) -> bool,
+) -> anyhow::Result<()> {
+    let now = || braid_proto::Instant::from_nanos(clock.elapsed().as_nanos() as u64);
     let mut buf = [0u8; 2048];
-    for _ in 0..20 {
-        sock.send_to(&make(cookie).encode(), relay)?;
-        let Ok(n) = sock.recv(&mut buf) else {
-            continue;
-        };
-        match Message::decode(&buf[..n]) {
-            Some(Message::Cookie(c)) => cookie = c,
-            Some(m) if want(&m) => return Ok(m),
-            other => bail!("unexpected answer {other:?}"),
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < give_up {
+        while let Some((to, bytes)) = client.poll_transmit(now()) {
+            sock.send_to(&bytes, to)?;
+        }
+        while let Some(e) = client.poll_event() {
+            if want(&e) {
+                return Ok(());
+            }
+            if let Event::Refused { why, .. } = e {
+                bail!("the relay refused: {why}");
+            }
+        }
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            client.handle(now(), from, &buf[..n]);
         }
     }
     bail!("no answer from the relay")
@@ -152,7 +160,7 @@ fn ask(
 
 fn socket() -> anyhow::Result<UdpSocket> {
     let s = UdpSocket::bind("127.0.0.1:0")?;
-    s.set_read_timeout(Some(Duration::from_millis(500)))?;
+    s.set_read_timeout(Some(Duration::from_millis(20)))?;
     Ok(s)
 }
 
@@ -160,34 +168,21 @@ fn socket() -> anyhow::Result<UdpSocket> {
 fn pair(relay: SocketAddr, i: usize) -> anyhow::Result<(UdpSocket, UdpSocket)> {
     let mut handle = [0u8; 32];
     handle[..8].copy_from_slice(&(i as u64).to_be_bytes());
-    let token = [0u8; TOKEN_LEN];
+    let clock = Instant::now();
+    let t0 = braid_proto::Instant::ZERO;
+    let mut seed = [1u8; 32];
+    seed[..8].copy_from_slice(&(i as u64).to_be_bytes());
+    let mut r = Client::new(t0, Role::Register, handle, &[relay], false, seed);
+    seed[8] = 2;
+    let mut s = Client::new(t0, Role::Join, handle, &[relay], false, seed);
     let (recv, send) = (socket()?, socket()?);
-    ask(
-        &recv,
-        relay,
-        |cookie| Message::Register {
-            handle,
-            cookie,
-            token,
-        },
-        |m| matches!(m, Message::Registered { .. }),
-    )?;
-    ask(
-        &send,
-        relay,
-        |cookie| Message::Join {
-            handle,
-            cookie,
-            token,
-        },
-        |m| matches!(m, Message::Paired { .. }),
-    )?;
+    meet(&recv, &mut r, clock, |e| {
+        matches!(e, Event::Registered { .. })
+    })?;
+    meet(&send, &mut s, clock, |e| matches!(e, Event::Paired { .. }))?;
     // The receiver's notice of the pairing.
-    let mut buf = [0u8; 256];
-    let n = recv.recv(&mut buf)?;
-    if !matches!(Message::decode(&buf[..n]), Some(Message::Paired { .. })) {
-        bail!("the receiver was not told of its pair");
-    }
+    meet(&recv, &mut r, clock, |e| matches!(e, Event::Paired { .. }))
+        .context("the receiver was not told of its pair")?;
     Ok((recv, send))
 }
 

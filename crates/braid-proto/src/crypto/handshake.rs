@@ -59,7 +59,7 @@ impl CryptoResolver for Resolver {
     }
 }
 
-fn builder(pattern: &str, rng: &mut SessionRng) -> Builder<'static> {
+pub(crate) fn builder(pattern: &str, rng: &mut SessionRng) -> Builder<'static> {
     let resolver = Resolver(SessionRng::new(rng.seed()));
     Builder::with_resolver(
         pattern.parse().expect("valid Noise pattern"),

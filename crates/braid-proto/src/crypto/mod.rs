@@ -29,7 +29,7 @@ mod packet;
 mod retry;
 mod rng;
 
-pub(crate) use handshake::{mode, ClientHandshake, ServerHandshake};
+pub(crate) use handshake::{builder, mode, ClientHandshake, ServerHandshake};
 pub use keys::{KeyError, Keypair, PublicKey};
 pub(crate) use packet::{PacketKeys, UpdatePolicy};
 pub use packet::{AES_GCM_PACKET_LIMIT, TAG_LEN};

@@ -3,6 +3,10 @@
 //! public addresses, punch a direct path, and keep the relay as a path of
 //! the same session. The protocol is in docs/reach.md.
 //!
+//! Both the relay ([`Server`]) and each end's side of the meeting
+//! ([`Client`]) are sans-IO state machines here, so the runtime, the
+//! simulator and the fuzzers run the same decisions.
+//!
 //! The relay pairs two clients by a public handle: the digest of a code's
 //! nameplate (its number, never its words) or of a receiver's public key.
 //! It tells each the address it sees the other at (STUN-like, RFC 8489)
@@ -11,12 +15,16 @@
 //! session on top is sealed end to end: the relay sees ciphertext, and
 //! the handshake binds the two ends, not the relay.
 
+mod client;
+mod hosts;
 mod punch;
+mod seal;
 mod server;
 pub mod wire;
 
+pub use client::{same_addr, Client, Event, Role, FIRST_RETRY, MAX_RETRY, REFRESH};
 pub use punch::{Puncher, PUNCH_FOR, PUNCH_INTERVAL};
-pub use server::{Handle, Server, ServerConfig, ServerStats};
+pub use server::{Handle, Server, ServerConfig, ServerStats, REPLACE_AFTER};
 pub use wire::{is_rendezvous, Message, Refusal};
 
 use crate::PublicKey;
@@ -48,5 +56,7 @@ fn handle(kind: &[u8], value: &[u8]) -> Handle {
         .expect("SHA-256 is 32 bytes")
 }
 
+#[cfg(test)]
+mod attack_tests;
 #[cfg(test)]
 mod tests;

@@ -4,23 +4,37 @@
 //!
 //! Nothing is kept for an address until it has echoed a cookie (the
 //! relay's stateless proof that it receives there, as a TURN nonce or a
-//! WireGuard cookie), every answer is smaller than the padded request that
-//! caused it, and every table has a bound.
+//! WireGuard cookie); every answer is smaller than the padded request that
+//! caused it and echoes its nonce; every table has a bound, in all and per
+//! host. Each end agrees keys with the relay in its first request
+//! ([`super::seal`]): what the relay tells it is sealed, and only a request
+//! proved under its key refreshes, releases or moves its end.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::wire::{Message, Refusal, HANDLE_LEN, REQUEST_LEN, TOKEN_LEN};
+use super::hosts::{Host, HostCounts};
+use super::seal::EndKeys;
+use super::wire::{
+    flags, Answer, Message, Refusal, Request, Sealed, HELLO_LEN, KEYED_LEN, MAC_LEN, REQUEST_LEN,
+    TOKEN_LEN,
+};
 use crate::crypto::{RetryKey, SessionRng};
 use crate::Instant;
 
 /// A public handle peers meet under: a digest of a code's nameplate or of
 /// a receiver's public key ([`super::code_handle`], [`super::key_handle`]).
-pub type Handle = [u8; HANDLE_LEN];
+pub type Handle = [u8; super::wire::HANDLE_LEN];
 
 /// Cookies name this instead of a session id.
 const COOKIE_SCOPE: u64 = u64::from_be_bytes(*b"rzcookie");
+
+/// A pair whose registered end has sent nothing through it for this long
+/// can be taken by another joiner: its joiner never got a session going
+/// (a squatter, or a sender that gave up). Long enough for a handshake
+/// over any real path.
+pub const REPLACE_AFTER: Duration = Duration::from_secs(1);
 
 /// What a relay's operator may bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +43,9 @@ pub struct ServerConfig {
     pub max_registrations: usize,
     /// Pairs forwarding at once.
     pub max_pairs: usize,
+    /// Registrations, and pairs joined, one host may hold (an IPv4 address
+    /// or an IPv6 /64).
+    pub max_per_host: usize,
     /// How long a registration lasts without a refresh.
     pub registration_lifetime: Duration,
     /// A pair that forwarded nothing for this long ends.
@@ -47,6 +64,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_registrations: 10_000,
             max_pairs: 10_000,
+            max_per_host: 32,
             registration_lifetime: Duration::from_secs(30),
             pair_idle: Duration::from_secs(30),
             pair_rate: None,
@@ -78,10 +96,79 @@ pub struct ServerStats {
     pub refused: u64,
     /// Ends of pairs that moved to a new address (a NAT rebound).
     pub rebound: u64,
+    /// Pairs taken over by a new joiner because the receiver never answered.
+    pub replaced: u64,
+    /// Pairs an end released.
+    pub released: u64,
+}
+
+/// One end's keys and what the relay tells it.
+struct End {
+    addr: SocketAddr,
+    hello: [u8; HELLO_LEN],
+    keys: EndKeys,
+    /// The answer to `hello`, repeated until a proved request shows it arrived.
+    keyed: [u8; KEYED_LEN],
+    confirmed: bool,
+    /// Nonce of the next sealed answer; never reused.
+    counter: u64,
+    /// The latest request's nonce, which answers echo.
+    nonce: u64,
+    no_direct: bool,
+}
+
+impl End {
+    fn new(from: SocketAddr, req: &Request, keys: EndKeys, keyed: [u8; KEYED_LEN]) -> End {
+        End {
+            addr: from,
+            hello: req.hello,
+            keys,
+            keyed,
+            confirmed: false,
+            counter: 0,
+            nonce: req.nonce,
+            no_direct: req.flags & flags::NO_DIRECT != 0,
+        }
+    }
+
+    /// Whether `bytes` is a request proved by this end, or its first
+    /// request repeated from where it came (the answer was lost).
+    fn owns(&self, from: SocketAddr, req: &Request, bytes: &[u8]) -> bool {
+        if req.proof == [0; MAC_LEN] {
+            return !self.confirmed && from == self.addr && req.hello == self.hello;
+        }
+        self.keys.proves(bytes)
+    }
+
+    fn update(&mut self, req: &Request) {
+        self.confirmed |= req.proof != [0; MAC_LEN];
+        self.nonce = req.nonce;
+        self.no_direct = req.flags & flags::NO_DIRECT != 0;
+    }
+
+    fn seal(&mut self, answer: Answer) -> Vec<u8> {
+        let mut s = Sealed {
+            echo: self.nonce,
+            counter: self.counter,
+            keyed: (!self.confirmed).then_some(self.keyed),
+            body: Vec::new(),
+        };
+        self.counter += 1;
+        s.body = self.keys.seal(s.counter, &s.header(), &answer.encode());
+        Message::Sealed(s).encode()
+    }
+
+    fn paired(&mut self, peer: &End, token: [u8; TOKEN_LEN]) -> Vec<u8> {
+        self.seal(Answer::Paired {
+            reflexive: canonical(self.addr),
+            peer: (!peer.no_direct).then(|| canonical(peer.addr)),
+            token,
+        })
+    }
 }
 
 struct Registration {
-    addr: SocketAddr,
+    end: End,
     expires: Instant,
     /// The pair it is in, if any: one peer at a time.
     pair: Option<u64>,
@@ -89,13 +176,28 @@ struct Registration {
 
 struct Pair {
     handle: Handle,
-    joiner: SocketAddr,
+    joiner: End,
+    /// The registered end's address (its `End` is in the registration).
     registered: SocketAddr,
     token: [u8; TOKEN_LEN],
+    made: Instant,
     last: Instant,
     forwarded: u64,
+    /// Datagrams the registered end sent through the pair.
+    from_registered: u64,
     /// Token bucket of `pair_rate`: bytes that may go now.
     allowance: f64,
+}
+
+impl Pair {
+    /// Whether a JOIN from `from` may take this pair: the receiver has sent
+    /// nothing through it for [`REPLACE_AFTER`], and the joiner is another
+    /// host (so a squatter cannot keep its own pair young).
+    fn replaceable(&self, from: SocketAddr, now: Instant) -> bool {
+        self.from_registered == 0
+            && now.saturating_duration_since(self.made) >= REPLACE_AFTER
+            && Host::of(from) != Host::of(self.joiner.addr)
+    }
 }
 
 /// The relay's tables.
@@ -107,9 +209,14 @@ pub struct Server {
     pairs: HashMap<u64, Pair>,
     /// Both addresses of every pair.
     by_addr: HashMap<SocketAddr, u64>,
+    /// Registrations per host, and pairs per joining host.
+    registered_hosts: HostCounts,
+    joined_hosts: HostCounts,
     next_pair: u64,
     stats: ServerStats,
 }
+
+type Replies = Vec<(SocketAddr, Vec<u8>)>;
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,7 +227,8 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// A relay with bounds `cfg`; `seed` keys its cookies and draws tokens.
+    /// A relay with bounds `cfg`; `seed` keys its cookies and draws its
+    /// key agreements and pair secrets.
     pub fn new(cfg: ServerConfig, seed: [u8; 32]) -> Server {
         let mut rng = SessionRng::new(seed);
         Server {
@@ -130,6 +238,8 @@ impl Server {
             registrations: HashMap::new(),
             pairs: HashMap::new(),
             by_addr: HashMap::new(),
+            registered_hosts: HostCounts::default(),
+            joined_hosts: HostCounts::default(),
             next_pair: 0,
             stats: ServerStats::default(),
         }
@@ -153,32 +263,19 @@ impl Server {
         now: Instant,
         from: SocketAddr,
         datagram: &[u8],
-        replies: &mut Vec<(SocketAddr, Vec<u8>)>,
+        replies: &mut Replies,
     ) -> Option<SocketAddr> {
         if !super::wire::is_rendezvous(datagram) {
             return self.forward(now, from, datagram.len());
         }
         match Message::decode(datagram) {
-            Some(Message::Register {
-                handle,
-                cookie,
-                token,
-            }) => {
-                if self.cookie_ok(now, from, &cookie, replies)
-                    && !self.rebind(from, handle, token, true, replies)
-                {
-                    self.register(now, from, handle, replies);
-                }
-            }
-            Some(Message::Join {
-                handle,
-                cookie,
-                token,
-            }) => {
-                if self.cookie_ok(now, from, &cookie, replies)
-                    && !self.rebind(from, handle, token, false, replies)
-                {
-                    self.join(now, from, handle, replies);
+            Some(Message::Request(req)) => {
+                if self.cookie_ok(now, from, &req, replies) {
+                    if req.register {
+                        self.register(now, from, &req, datagram, replies);
+                    } else {
+                        self.join(now, from, &req, datagram, replies);
+                    }
                 }
             }
             // Answers and punches are not for a relay.
@@ -187,10 +284,23 @@ impl Server {
         None
     }
 
+    /// The secret of the pair under `handle`, for tests that look for it on the wire.
+    #[cfg(test)]
+    pub(crate) fn pair_token(&self, handle: &Handle) -> Option<[u8; TOKEN_LEN]> {
+        let id = self.registrations.get(handle)?.pair?;
+        Some(self.pairs[&id].token)
+    }
+
     /// Drops lapsed registrations and idle pairs; call about once a second.
     pub fn expire(&mut self, now: Instant) {
-        self.registrations
-            .retain(|_, r| r.pair.is_some() || r.expires > now);
+        let hosts = &mut self.registered_hosts;
+        self.registrations.retain(|_, r| {
+            let keep = r.pair.is_some() || r.expires > now;
+            if !keep {
+                hosts.remove(r.end.addr);
+            }
+            keep
+        });
         let idle: Vec<u64> = self
             .pairs
             .iter()
@@ -202,116 +312,170 @@ impl Server {
         }
     }
 
-    fn now_s(now: Instant) -> u64 {
-        now.as_nanos() / 1_000_000_000
-    }
-
-    /// Whether `cookie` proves `from` receives; if not, it gets one.
+    /// Whether the request's cookie proves `from` receives; if not, it gets one.
     fn cookie_ok(
         &mut self,
         now: Instant,
         from: SocketAddr,
-        cookie: &[u8],
-        replies: &mut Vec<(SocketAddr, Vec<u8>)>,
+        req: &Request,
+        replies: &mut Replies,
     ) -> bool {
-        let now_s = Self::now_s(now);
-        if self.cookies.verify(cookie, from, COOKIE_SCOPE, now_s) {
+        let now_s = now.as_nanos() / 1_000_000_000;
+        if self.cookies.verify(&req.cookie, from, COOKIE_SCOPE, now_s) {
             return true;
         }
         self.stats.cookies += 1;
         let token = self.cookies.token(from, COOKIE_SCOPE, now_s);
         let cookie = token.try_into().expect("a retry token is a cookie");
-        replies.push((from, Message::Cookie(cookie).encode()));
+        let echo = req.nonce;
+        replies.push((from, Message::Cookie { echo, cookie }.encode()));
         false
     }
 
-    fn refuse(&mut self, to: SocketAddr, why: Refusal, replies: &mut Vec<(SocketAddr, Vec<u8>)>) {
+    fn refuse(&mut self, to: SocketAddr, echo: u64, why: Refusal, replies: &mut Replies) {
         self.stats.refused += 1;
-        replies.push((to, Message::Refused(why).encode()));
+        replies.push((to, Message::Refused { echo, why }.encode()));
+    }
+
+    /// A new end for `from`, if its hello is well-formed.
+    fn new_end(&mut self, from: SocketAddr, req: &Request) -> Option<End> {
+        let (keys, keyed) =
+            EndKeys::answer_hello(&mut self.rng, &req.handle, req.register, &req.hello)?;
+        Some(End::new(from, req, keys, keyed))
     }
 
     fn register(
         &mut self,
         now: Instant,
         from: SocketAddr,
-        handle: Handle,
-        replies: &mut Vec<(SocketAddr, Vec<u8>)>,
+        req: &Request,
+        bytes: &[u8],
+        replies: &mut Replies,
     ) {
         let expires = now + self.cfg.registration_lifetime;
-        let full = self.registrations.len() >= self.cfg.max_registrations;
-        match self.registrations.get_mut(&handle) {
-            Some(r) if r.addr == from => r.expires = expires,
+        match self.registrations.get_mut(&req.handle) {
+            Some(r) if r.end.owns(from, req, bytes) => {
+                r.end.update(req);
+                r.expires = expires;
+                let (pair, moved) = (r.pair, r.end.addr != from);
+                if moved && !self.move_registered(req.handle, from) {
+                    return self.refuse(from, req.nonce, Refusal::Busy, replies);
+                }
+                match pair {
+                    Some(id) if req.flags & flags::RELEASE != 0 => {
+                        self.stats.released += 1;
+                        self.unpair(id);
+                    }
+                    Some(id) => {
+                        if moved {
+                            // The joiner punches the new address.
+                            self.answer_paired(id, false, replies);
+                        }
+                        return self.answer_paired(id, true, replies);
+                    }
+                    None => {}
+                }
+                let answer = self.registered_answer(from);
+                let r = self.registrations.get_mut(&req.handle).expect("held");
+                let reply = r.end.seal(answer);
+                return replies.push((from, reply));
+            }
             // Another address holds it, until it lapses.
             Some(r) if r.pair.is_some() || r.expires > now => {
-                return self.refuse(from, Refusal::Busy, replies)
+                return self.refuse(from, req.nonce, Refusal::Busy, replies)
             }
-            Some(r) => {
-                r.addr = from;
-                r.expires = expires;
+            Some(_) => {
+                let lapsed = self.registrations.remove(&req.handle).expect("held");
+                self.registered_hosts.remove(lapsed.end.addr);
             }
-            None if full => {
-                self.expire(now);
-                if self.registrations.len() >= self.cfg.max_registrations {
-                    return self.refuse(from, Refusal::Full, replies);
-                }
-                return self.register(now, from, handle, replies);
-            }
-            None => {
-                self.registrations.insert(
-                    handle,
-                    Registration {
-                        addr: from,
-                        expires,
-                        pair: None,
-                    },
-                );
+            None => {}
+        }
+        if self.registered_hosts.at_bound(from, self.cfg.max_per_host) {
+            return self.refuse(from, req.nonce, Refusal::Full, replies);
+        }
+        if self.registrations.len() >= self.cfg.max_registrations {
+            self.expire(now);
+            if self.registrations.len() >= self.cfg.max_registrations {
+                return self.refuse(from, req.nonce, Refusal::Full, replies);
             }
         }
-        let lifetime_s =
-            u16::try_from(self.cfg.registration_lifetime.as_secs()).unwrap_or(u16::MAX);
-        replies.push((
-            from,
-            Message::Registered {
-                reflexive: canonical(from),
-                lifetime_s,
-            }
-            .encode(),
-        ));
+        let Some(mut end) = self.new_end(from, req) else {
+            self.stats.dropped_unknown += 1;
+            return;
+        };
+        let reply = end.seal(self.registered_answer(from));
+        self.registered_hosts.add(from);
+        let registration = Registration {
+            end,
+            expires,
+            pair: None,
+        };
+        self.registrations.insert(req.handle, registration);
+        replies.push((from, reply));
+    }
+
+    fn registered_answer(&self, addr: SocketAddr) -> Answer {
+        Answer::Registered {
+            reflexive: canonical(addr),
+            lifetime_s: u16::try_from(self.cfg.registration_lifetime.as_secs()).unwrap_or(u16::MAX),
+        }
     }
 
     fn join(
         &mut self,
         now: Instant,
         from: SocketAddr,
-        handle: Handle,
-        replies: &mut Vec<(SocketAddr, Vec<u8>)>,
+        req: &Request,
+        bytes: &[u8],
+        replies: &mut Replies,
     ) {
-        // A repeated JOIN (its answer was lost) gets the same answer.
-        if let Some(p) = self.by_addr.get(&from).and_then(|id| self.pairs.get(id)) {
-            if p.joiner == from && p.handle == handle {
-                let (registered, token) = (p.registered, p.token);
-                replies.push((from, paired(from, registered, token)));
-                return;
-            }
-            return self.refuse(from, Refusal::Busy, replies);
-        }
         let Some(r) = self
             .registrations
-            .get(&handle)
-            .filter(|r| r.addr != from && (r.pair.is_some() || r.expires > now))
+            .get(&req.handle)
+            .filter(|r| r.pair.is_some() || r.expires > now)
         else {
-            return self.refuse(from, Refusal::Unknown, replies);
+            return self.refuse(from, req.nonce, Refusal::Unknown, replies);
         };
-        if r.pair.is_some() || self.by_addr.contains_key(&r.addr) {
-            return self.refuse(from, Refusal::Busy, replies);
+        if let Some(id) = r.pair {
+            let p = self.pairs.get_mut(&id).expect("registrations' pairs exist");
+            if p.joiner.owns(from, req, bytes) {
+                p.joiner.update(req);
+                let moved = p.joiner.addr != from;
+                if moved && !self.move_joiner(id, from) {
+                    return self.refuse(from, req.nonce, Refusal::Busy, replies);
+                }
+                if req.flags & flags::RELEASE != 0 {
+                    self.stats.released += 1;
+                    return self.unpair(id);
+                }
+                if moved {
+                    self.answer_paired(id, true, replies);
+                }
+                return self.answer_paired(id, false, replies);
+            }
+            if !p.replaceable(from, now) {
+                return self.refuse(from, req.nonce, Refusal::Busy, replies);
+            }
+            self.stats.replaced += 1;
+            self.unpair(id);
         }
-        let registered = r.addr;
+        let registered = self.registrations[&req.handle].end.addr;
+        if registered == from || self.by_addr.contains_key(&from) {
+            return self.refuse(from, req.nonce, Refusal::Busy, replies);
+        }
+        if self.joined_hosts.at_bound(from, self.cfg.max_per_host) {
+            return self.refuse(from, req.nonce, Refusal::Full, replies);
+        }
         if self.pairs.len() >= self.cfg.max_pairs {
             self.expire(now);
             if self.pairs.len() >= self.cfg.max_pairs {
-                return self.refuse(from, Refusal::Full, replies);
+                return self.refuse(from, req.nonce, Refusal::Full, replies);
             }
         }
+        let Some(joiner) = self.new_end(from, req) else {
+            self.stats.dropped_unknown += 1;
+            return;
+        };
         let mut token = [0u8; TOKEN_LEN];
         self.rng.fill(&mut token);
         let id = self.next_pair;
@@ -319,77 +483,72 @@ impl Server {
         self.pairs.insert(
             id,
             Pair {
-                handle,
-                joiner: from,
+                handle: req.handle,
+                joiner,
                 registered,
                 token,
+                made: now,
                 last: now,
                 forwarded: 0,
+                from_registered: 0,
                 allowance: self.burst(),
             },
         );
         self.by_addr.insert(from, id);
         self.by_addr.insert(registered, id);
-        if let Some(r) = self.registrations.get_mut(&handle) {
-            r.pair = Some(id);
-        }
+        self.joined_hosts.add(from);
+        self.registrations.get_mut(&req.handle).expect("held").pair = Some(id);
         self.stats.paired += 1;
-        // Both answers together are no larger than the JOIN.
-        debug_assert!(2 * paired(from, registered, token).len() <= REQUEST_LEN);
-        replies.push((from, paired(from, registered, token)));
-        replies.push((registered, paired(registered, from, token)));
+        self.answer_paired(id, false, replies);
+        self.answer_paired(id, true, replies);
+        debug_assert!(replies.iter().map(|(_, r)| r.len()).sum::<usize>() <= REQUEST_LEN);
     }
 
-    /// A paired client's refresh from an address in no pair, with its
-    /// pair's token: its NAT rebound, so its end of the pair (the
-    /// registered end for a REGISTER, the joiner for a JOIN) moves to
-    /// `from`, which the cookie showed receives. Only the two ends (and
-    /// we) know the token. Whether it moved.
-    fn rebind(
-        &mut self,
-        from: SocketAddr,
-        handle: Handle,
-        token: [u8; TOKEN_LEN],
-        registered_end: bool,
-        replies: &mut Vec<(SocketAddr, Vec<u8>)>,
-    ) -> bool {
-        if token == [0; TOKEN_LEN] || self.by_addr.contains_key(&from) {
-            return false;
-        }
-        let Some(r) = self.registrations.get_mut(&handle) else {
-            return false;
-        };
-        let Some(p) = r.pair.and_then(|id| self.pairs.get_mut(&id)) else {
-            return false;
-        };
-        if p.token != token {
-            return false;
-        }
-        let end = if registered_end {
-            &mut p.registered
+    /// Tells one end of pair `id` (the registered one if `registered`) where both are.
+    fn answer_paired(&mut self, id: u64, registered: bool, replies: &mut Replies) {
+        let p = self.pairs.get_mut(&id).expect("pair exists");
+        let r = self
+            .registrations
+            .get_mut(&p.handle)
+            .expect("a pair's registration exists");
+        let (me, peer) = if registered {
+            (&mut r.end, &p.joiner)
         } else {
-            &mut p.joiner
+            (&mut p.joiner, &r.end)
         };
-        let old = std::mem::replace(end, from);
-        let (peer, id) = (
-            if registered_end {
-                p.joiner
-            } else {
-                p.registered
-            },
-            r.pair,
-        );
-        if registered_end {
-            r.addr = from;
+        replies.push((me.addr, me.paired(peer, p.token)));
+    }
+
+    /// The registered end of `handle` proved itself from `to`: its NAT
+    /// rebound. Whether it moved (not onto another pair's address).
+    fn move_registered(&mut self, handle: Handle, to: SocketAddr) -> bool {
+        let r = self.registrations.get_mut(&handle).expect("held");
+        if let Some(id) = r.pair {
+            if self.by_addr.contains_key(&to) {
+                return false;
+            }
+            let p = self.pairs.get_mut(&id).expect("pair exists");
+            self.by_addr.remove(&p.registered);
+            self.by_addr.insert(to, id);
+            p.registered = to;
         }
-        self.by_addr.remove(&old);
-        self.by_addr.insert(from, id.expect("paired"));
+        self.registered_hosts.moved(r.end.addr, to);
+        r.end.addr = to;
         self.stats.rebound += 1;
-        // Both ends learn the new address: the other one punches it, so a
-        // direct path through a NAT that filters by address opens again.
-        // The two answers together fit in the request.
-        replies.push((from, paired(from, peer, token)));
-        replies.push((peer, paired(peer, from, token)));
+        true
+    }
+
+    /// As [`Server::move_registered`], for a pair's joiner.
+    fn move_joiner(&mut self, id: u64, to: SocketAddr) -> bool {
+        if self.by_addr.contains_key(&to) {
+            return false;
+        }
+        let p = self.pairs.get_mut(&id).expect("pair exists");
+        self.by_addr.remove(&p.joiner.addr);
+        self.by_addr.insert(to, id);
+        self.joined_hosts.moved(p.joiner.addr, to);
+        p.joiner.addr = to;
+        self.stats.rebound += 1;
         true
     }
 
@@ -397,8 +556,9 @@ impl Server {
         let Some(p) = self.pairs.remove(&id) else {
             return;
         };
-        self.by_addr.remove(&p.joiner);
+        self.by_addr.remove(&p.joiner.addr);
         self.by_addr.remove(&p.registered);
+        self.joined_hosts.remove(p.joiner.addr);
         if let Some(r) = self.registrations.get_mut(&p.handle) {
             if r.pair == Some(id) {
                 r.pair = None;
@@ -446,21 +606,13 @@ impl Server {
         p.forwarded += len as u64;
         self.stats.forwarded_datagrams += 1;
         self.stats.forwarded_bytes += len as u64;
-        Some(if from == p.joiner {
-            p.registered
+        if from == p.joiner.addr {
+            Some(p.registered)
         } else {
-            p.joiner
-        })
+            p.from_registered += 1;
+            Some(p.joiner.addr)
+        }
     }
-}
-
-fn paired(reflexive: SocketAddr, peer: SocketAddr, token: [u8; TOKEN_LEN]) -> Vec<u8> {
-    Message::Paired {
-        reflexive: canonical(reflexive),
-        peer: canonical(peer),
-        token,
-    }
-    .encode()
 }
 
 /// An address as its owner knows it: on a dual-stack relay an IPv4 client

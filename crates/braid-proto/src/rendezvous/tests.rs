@@ -1,254 +1,306 @@
-//! The relay from an attacker's side: forged sources, squatting, floods,
-//! third parties at the relay, and the bounds an operator sets.
+//! A relay and the ends that meet there, in a small network of instant
+//! links in virtual time; the attacks are in `attack_tests.rs`.
 
-use super::wire::{Message, Refusal, COOKIE_LEN, REQUEST_LEN};
+use super::wire::{Message, REQUEST_LEN};
 use super::*;
 use crate::Instant;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-type Replies = Vec<(SocketAddr, Vec<u8>)>;
-
-fn addr(s: &str) -> SocketAddr {
+pub(super) fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
-fn at(ms: u64) -> Instant {
-    Instant::from_nanos(ms * 1_000_000)
+pub(super) const RELAY: &str = "198.51.100.9:7000";
+
+/// A datagram on the wire.
+#[derive(Debug, Clone)]
+pub(super) struct Seen {
+    pub from: SocketAddr,
+    pub to: SocketAddr,
+    pub bytes: Vec<u8>,
 }
 
-/// Sends `m` from `from`, echoing a cookie if the relay asks for one;
-/// returns the answers to the final request.
-fn request(s: &mut Server, now: Instant, from: SocketAddr, m: Message) -> Replies {
-    let mut replies = Vec::new();
-    assert_eq!(s.handle(now, from, &m.encode(), &mut replies), None);
-    let Some((_, first)) = replies.first() else {
-        return replies;
-    };
-    let Some(Message::Cookie(cookie)) = Message::decode(first) else {
-        return replies;
-    };
-    let m = match m {
-        Message::Register { handle, token, .. } => Message::Register {
-            handle,
-            cookie,
-            token,
-        },
-        Message::Join { handle, token, .. } => Message::Join {
-            handle,
-            cookie,
-            token,
-        },
-        other => other,
-    };
-    let mut replies = Vec::new();
-    s.handle(now, from, &m.encode(), &mut replies);
-    replies
+/// One end: its current address, its meeting, what it found and when.
+pub(super) struct End {
+    pub addr: SocketAddr,
+    pub client: Client,
+    pub events: Vec<(Instant, Event)>,
 }
 
-fn register(handle: Handle) -> Message {
-    Message::Register {
-        handle,
-        cookie: [0; COOKIE_LEN],
-        token: [0; 16],
+/// A relay and ends joined by instant links; every datagram is kept in
+/// `wire`, as a sniffer on every link would see it.
+pub(super) struct Net {
+    pub now: Instant,
+    pub relay: SocketAddr,
+    pub server: Server,
+    pub ends: Vec<End>,
+    pub wire: Vec<Seen>,
+    /// Datagrams to these addresses (an attacker's) are kept here, undelivered.
+    pub outsiders: Vec<SocketAddr>,
+}
+
+impl Net {
+    pub fn new(cfg: ServerConfig) -> Net {
+        Net {
+            now: Instant::ZERO,
+            relay: addr(RELAY),
+            server: Server::new(cfg, [7; 32]),
+            ends: Vec::new(),
+            wire: Vec::new(),
+            outsiders: Vec::new(),
+        }
     }
-}
 
-fn join(handle: Handle) -> Message {
-    Message::Join {
-        handle,
-        cookie: [0; COOKIE_LEN],
-        token: [0; 16],
+    /// A new end at `at`, meeting under `handle`.
+    pub fn add(&mut self, at: &str, role: Role, handle: Handle, direct: bool) -> usize {
+        let seed = [self.ends.len() as u8 + 1; 32];
+        let relays = [self.relay];
+        let client = Client::new(self.now, role, handle, &relays, direct, seed);
+        self.ends.push(End {
+            addr: addr(at),
+            client,
+            events: Vec::new(),
+        });
+        self.ends.len() - 1
     }
-}
 
-fn decode(r: &[u8]) -> Message {
-    Message::decode(r).expect("a rendezvous message")
+    /// Delivers `bytes` from `from` to `to`, and everything it causes.
+    /// Every relay answer is checked to be no larger than its request.
+    pub fn send(&mut self, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
+        let mut queue = vec![(from, to, bytes)];
+        while let Some((from, to, bytes)) = queue.pop() {
+            self.wire.push(Seen {
+                from,
+                to,
+                bytes: bytes.clone(),
+            });
+            if to == self.relay {
+                let mut replies = Vec::new();
+                let forward = self.server.handle(self.now, from, &bytes, &mut replies);
+                let answered: usize = replies.iter().map(|(_, r)| r.len()).sum();
+                assert!(
+                    answered <= bytes.len(),
+                    "{answered} bytes for {}",
+                    bytes.len()
+                );
+                assert!(replies.is_empty() || bytes.len() == REQUEST_LEN);
+                queue.extend(replies.into_iter().map(|(to, r)| (self.relay, to, r)));
+                if let Some(to) = forward {
+                    queue.push((self.relay, to, bytes));
+                }
+            } else if let Some(e) = self.ends.iter_mut().find(|e| e.addr == to) {
+                if is_rendezvous(&bytes) {
+                    e.client.handle(self.now, from, &bytes);
+                }
+            }
+        }
+    }
+
+    /// Runs every end for `d`, in 1 ms steps.
+    pub fn run(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            self.step();
+            self.now += Duration::from_millis(1);
+            if self.now.as_nanos().is_multiple_of(1_000_000_000) {
+                self.server.expire(self.now);
+            }
+        }
+    }
+
+    fn step(&mut self) {
+        for i in 0..self.ends.len() {
+            while let Some((to, bytes)) = self.ends[i].client.poll_transmit(self.now) {
+                let from = self.ends[i].addr;
+                if self.outsiders.contains(&to) {
+                    self.wire.push(Seen { from, to, bytes });
+                    continue;
+                }
+                self.send(from, to, bytes);
+            }
+            let now = self.now;
+            let e = &mut self.ends[i];
+            while let Some(ev) = e.client.poll_event() {
+                e.events.push((now, ev));
+            }
+        }
+    }
+
+    /// When end `i` was first paired with a peer seen at `peer`.
+    pub fn paired_with(&self, i: usize, peer: Option<SocketAddr>) -> Option<Instant> {
+        self.ends[i].events.iter().find_map(|(t, e)| match e {
+            Event::Paired { peer: p, .. } if *p == peer => Some(*t),
+            _ => None,
+        })
+    }
+
+    pub fn reachable(&self, i: usize) -> Vec<SocketAddr> {
+        let reach = |(_, e): &(Instant, Event)| match e {
+            Event::Reachable(a) => Some(*a),
+            _ => None,
+        };
+        self.ends[i].events.iter().filter_map(reach).collect()
+    }
+
+    pub fn refusals(&self, i: usize) -> Vec<Refusal> {
+        let refused = |(_, e): &(Instant, Event)| match e {
+            Event::Refused { why, .. } => Some(*why),
+            _ => None,
+        };
+        self.ends[i].events.iter().filter_map(refused).collect()
+    }
+
+    /// A data datagram from end `i` through the relay: where it went.
+    pub fn forward_from(&mut self, i: usize) -> Option<SocketAddr> {
+        let from = self.ends[i].addr;
+        self.server
+            .handle(self.now, from, &[8u8; 100], &mut Vec::new())
+    }
 }
 
 #[test]
-fn two_peers_meet_learn_each_others_address_and_are_forwarded_both_ways() {
-    let mut s = Server::new(ServerConfig::default(), [1; 32]);
-    let (recv, send) = (addr("198.18.1.1:40000"), addr("198.18.2.1:50000"));
+fn two_ends_meet_learn_each_others_address_punch_through_and_are_forwarded() {
+    let mut net = Net::new(ServerConfig::default());
     let h = code_handle("417-amber-walrus");
-    let r = request(&mut s, at(0), recv, register(h));
-    assert_eq!(
-        r,
-        vec![(
-            recv,
-            Message::Registered {
-                reflexive: recv,
-                lifetime_s: 30
-            }
-            .encode()
-        )]
+    let (r, s) = (
+        net.add("198.18.1.1:1000", Role::Register, h, true),
+        net.add("198.18.2.2:2000", Role::Join, h, true),
     );
-    let r = request(&mut s, at(10), send, join(h));
-    assert_eq!(r.len(), 2);
-    let (
-        Message::Paired {
-            reflexive: a,
-            peer: pa,
-            token: ta,
-        },
-        Message::Paired {
-            reflexive: b,
-            peer: pb,
-            token: tb,
-        },
-    ) = (decode(&r[0].1), decode(&r[1].1))
-    else {
-        panic!("{r:?}")
-    };
-    assert_eq!((r[0].0, a, pa), (send, send, recv));
-    assert_eq!((r[1].0, b, pb), (recv, recv, send));
-    assert_eq!(ta, tb);
-    let mut none = Vec::new();
-    assert_eq!(s.handle(at(20), send, &[8u8; 1400], &mut none), Some(recv));
-    assert_eq!(s.handle(at(21), recv, &[8u8; 60], &mut none), Some(send));
-    assert!(none.is_empty());
-    assert_eq!(s.stats().forwarded_bytes, 1460);
+    net.run(Duration::from_millis(500));
+    let (ra, sa) = (net.ends[r].addr, net.ends[s].addr);
+    assert!(net.ends[r]
+        .events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::Registered { reflexive, .. } if *reflexive == ra)));
+    assert!(net.paired_with(r, Some(sa)).is_some());
+    assert!(net.paired_with(s, Some(ra)).is_some());
+    assert_eq!(net.reachable(r), vec![sa]);
+    assert_eq!(net.reachable(s), vec![ra]);
+    assert_eq!(net.forward_from(s), Some(ra));
+    assert_eq!(net.forward_from(r), Some(sa));
+    // Refreshes keep both (a pair idle for 30 s ends, and the sender's
+    // next refresh makes it again).
+    net.run(Duration::from_secs(20));
+    assert_eq!(net.server.stats().pairs, 1);
+    assert_eq!(net.server.stats().paired, 1);
 }
 
 #[test]
 fn nothing_is_kept_for_an_address_that_has_not_echoed_a_cookie() {
-    let mut s = Server::new(ServerConfig::default(), [2; 32]);
-    let (mut sent, mut answered) = (0, 0);
-    for i in 0..5_000u32 {
-        let from = SocketAddr::from(([198, 18, (i >> 8) as u8, i as u8], 1000 + (i % 7) as u16));
-        for m in [register([i as u8; 32]), join([i as u8; 32])] {
-            let bytes = m.encode();
-            let mut replies = Vec::new();
-            s.handle(at(u64::from(i)), from, &bytes, &mut replies);
-            sent += bytes.len();
-            for (to, r) in &replies {
-                assert_eq!(*to, from, "answers go only to the source");
-                assert!(matches!(decode(r), Message::Cookie(_)));
-                answered += r.len();
-            }
-        }
+    let mut net = Net::new(ServerConfig::default());
+    let mut c = Client::new(
+        Instant::ZERO,
+        Role::Register,
+        [1; 32],
+        &[net.relay],
+        true,
+        [1; 32],
+    );
+    let (_, first) = c.poll_transmit(Instant::ZERO).unwrap();
+    for i in 0..1000u32 {
+        let forged = SocketAddr::from((std::net::Ipv4Addr::from(0xc612_0000 + i), 9));
+        let mut replies = Vec::new();
+        net.server.handle(net.now, forged, &first, &mut replies);
+        assert_eq!(replies.len(), 1);
+        assert!(matches!(
+            Message::decode(&replies[0].1),
+            Some(Message::Cookie { .. })
+        ));
     }
-    assert_eq!(s.stats().registrations, 0);
-    assert_eq!(s.stats().pairs, 0);
-    assert!(answered * 2 < sent, "answered {answered} bytes for {sent}");
+    let s = net.server.stats();
+    assert_eq!((s.registrations, s.pairs, s.cookies), (0, 0, 1000));
 }
 
 #[test]
 fn a_cookie_works_only_for_its_own_address_and_for_a_short_time() {
-    let mut s = Server::new(ServerConfig::default(), [3; 32]);
-    let (a, b) = (addr("198.18.0.5:1"), addr("198.18.0.6:1"));
-    let mut replies = Vec::new();
-    s.handle(at(0), a, &register([9; 32]).encode(), &mut replies);
-    let Message::Cookie(cookie) = decode(&replies[0].1) else {
-        panic!()
-    };
-    let with_cookie = Message::Register {
-        handle: [9; 32],
-        cookie,
-        token: [0; 16],
-    }
-    .encode();
-    for (when, from) in [(at(0), b), (at(60_000), a)] {
+    let mut net = Net::new(ServerConfig::default());
+    let r = net.add("198.18.1.1:1000", Role::Register, [1; 32], true);
+    net.run(Duration::from_millis(10));
+    assert_eq!(net.server.stats().registrations, 1);
+    // The registered request, with its cookie, from another address or later.
+    let with_cookie = net
+        .wire
+        .iter()
+        .rev()
+        .find(|w| w.to == net.relay)
+        .unwrap()
+        .bytes
+        .clone();
+    let _ = r;
+    for (from, later) in [(addr("198.18.9.9:1"), 0), (addr("198.18.1.1:1000"), 20)] {
         let mut replies = Vec::new();
-        s.handle(when, from, &with_cookie, &mut replies);
-        assert!(matches!(decode(&replies[0].1), Message::Cookie(_)));
-    }
-    assert_eq!(s.stats().registrations, 0);
-}
-
-#[test]
-fn every_answer_is_smaller_than_the_request_that_caused_it() {
-    let mut s = Server::new(ServerConfig::default(), [4; 32]);
-    let h = key_handle(&crate::Keypair::generate([5; 32]).public());
-    let recv = addr("198.18.1.1:1");
-    for (i, (from, m)) in [
-        (recv, register(h)),
-        (addr("198.18.2.2:2"), join(h)),
-        (addr("198.18.3.3:3"), join(h)),
-        (addr("198.18.4.4:4"), join([0; 32])),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let r = request(&mut s, at(i as u64), from, m);
-        let total: usize = r.iter().map(|(_, b)| b.len()).sum();
-        assert!(total <= REQUEST_LEN, "{total} bytes answered");
+        let now = net.now + Duration::from_secs(later);
+        net.server.handle(now, from, &with_cookie, &mut replies);
+        assert!(matches!(
+            Message::decode(&replies[0].1),
+            Some(Message::Cookie { .. })
+        ));
     }
 }
 
 #[test]
-fn a_paired_handle_cannot_be_joined_or_taken_by_a_third_party() {
-    let mut s = Server::new(ServerConfig::default(), [6; 32]);
-    let h = code_handle("5-acid-acorn");
-    let (recv, send, mallory) = (
-        addr("198.18.1.1:1"),
-        addr("198.18.2.2:2"),
-        addr("203.0.113.9:9"),
+fn a_lost_first_answer_is_repeated_and_a_lapsed_registration_can_be_taken() {
+    let mut net = Net::new(ServerConfig::default());
+    let r = net.add("198.18.1.1:1000", Role::Register, [1; 32], true);
+    // The relay's keyed answer is lost: the end asks again with the same
+    // hello and the relay repeats it.
+    net.outsiders.push(net.ends[r].addr);
+    net.run(Duration::from_millis(300));
+    net.outsiders.clear();
+    net.run(Duration::from_millis(600));
+    assert_eq!(net.server.stats().registrations, 1);
+    assert!(net.ends[r]
+        .events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::Registered { .. })));
+    // Another address takes the handle only once it lapsed.
+    let other = net.add("198.18.3.3:3", Role::Register, [1; 32], true);
+    net.run(Duration::from_millis(500));
+    assert_eq!(net.refusals(other).first(), Some(&Refusal::Busy));
+    net.ends.swap_remove(r);
+    net.run(Duration::from_secs(35));
+    assert!(net.ends[0]
+        .events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::Registered { .. })));
+}
+
+#[test]
+fn an_end_whose_nat_rebound_is_followed_and_its_peer_punches_the_new_address() {
+    let mut net = Net::new(ServerConfig::default());
+    let h = [4; 32];
+    let (r, s) = (
+        net.add("198.18.1.1:1000", Role::Register, h, true),
+        net.add("198.18.2.2:2000", Role::Join, h, true),
     );
-    request(&mut s, at(0), recv, register(h));
-    request(&mut s, at(1), send, join(h));
-    for m in [join(h), register(h)] {
-        let r = request(&mut s, at(2), mallory, m);
-        assert_eq!(decode(&r[0].1), Message::Refused(Refusal::Busy));
-    }
-    // Mallory's datagrams go nowhere; the pair's still go to each other.
-    let mut none = Vec::new();
-    assert_eq!(s.handle(at(3), mallory, &[8u8; 100], &mut none), None);
-    assert_eq!(s.handle(at(3), send, &[8u8; 100], &mut none), Some(recv));
-    // Nobody can join a handle nobody registered.
-    let r = request(&mut s, at(4), mallory, join([7; 32]));
-    assert_eq!(decode(&r[0].1), Message::Refused(Refusal::Unknown));
-    // Answers and punches sent to the relay are dropped, not forwarded.
-    let punch = Message::Punch {
-        token: [0; 16],
-        answer: false,
-    };
-    assert_eq!(s.handle(at(5), send, &punch.encode(), &mut none), None);
-    assert!(none.is_empty());
+    net.run(Duration::from_millis(500));
+    let moved = addr("198.18.1.1:1777");
+    net.ends[r].addr = moved;
+    net.ends[s].client.refresh(net.now);
+    net.run(Duration::from_secs(3));
+    assert_eq!(net.server.stats().rebound, 1);
+    assert_eq!(net.forward_from(s), Some(moved));
+    assert!(net.paired_with(s, Some(moved)).is_some());
+    assert!(net.reachable(s).contains(&moved));
 }
 
 #[test]
-fn registrations_and_pairs_are_bounded_and_lapse() {
-    let cfg = ServerConfig {
-        max_registrations: 10,
-        max_pairs: 3,
-        ..ServerConfig::default()
-    };
-    let mut s = Server::new(cfg, [7; 32]);
-    for i in 0..20u8 {
-        let r = request(
-            &mut s,
-            at(0),
-            addr(&format!("198.18.1.{i}:1")),
-            register([i; 32]),
-        );
-        let want_full = i >= 10;
-        assert_eq!(
-            decode(&r[0].1) == Message::Refused(Refusal::Full),
-            want_full,
-            "registration {i}"
-        );
-    }
-    for i in 0..5u8 {
-        let r = request(
-            &mut s,
-            at(1),
-            addr(&format!("198.18.2.{i}:1")),
-            join([i; 32]),
-        );
-        let got = decode(&r[0].1);
-        if i < 3 {
-            assert!(matches!(got, Message::Paired { .. }), "{got:?}");
-        } else {
-            assert_eq!(got, Message::Refused(Refusal::Full));
-        }
-    }
-    assert_eq!((s.stats().registrations, s.stats().pairs), (10, 3));
-    // 31 s later the unpaired registrations lapsed and the idle pairs ended.
-    s.expire(at(31_000));
-    assert_eq!((s.stats().registrations, s.stats().pairs), (3, 0));
-    s.expire(at(62_000));
-    assert_eq!(s.stats().registrations, 0);
+fn a_released_pair_ends_and_the_receiver_waits_for_the_next_sender() {
+    let mut net = Net::new(ServerConfig::default());
+    let h = [5; 32];
+    let (r, _) = (
+        net.add("198.18.1.1:1000", Role::Register, h, true),
+        net.add("198.18.2.2:2000", Role::Join, h, true),
+    );
+    net.run(Duration::from_millis(500));
+    net.ends[r].client.release(net.now);
+    net.run(Duration::from_millis(100));
+    let st = net.server.stats();
+    assert_eq!((st.pairs, st.released, st.registrations), (0, 1, 1));
+    let next = net.add("198.18.3.3:3000", Role::Join, h, true);
+    net.run(Duration::from_millis(500));
+    assert!(net.paired_with(next, Some(net.ends[r].addr)).is_some());
 }
 
 #[test]
@@ -258,15 +310,23 @@ fn a_pair_is_held_to_its_rate_and_quota() {
         pair_quota: Some(2_000_000),
         ..ServerConfig::default()
     };
-    let mut s = Server::new(cfg, [8; 32]);
-    let (recv, send) = (addr("198.18.1.1:1"), addr("198.18.2.2:2"));
-    request(&mut s, at(0), recv, register([1; 32]));
-    request(&mut s, at(0), send, join([1; 32]));
+    let mut net = Net::new(cfg);
+    let (r, s) = (
+        net.add("198.18.1.1:1", Role::Register, [1; 32], false),
+        net.add("198.18.2.2:2", Role::Join, [1; 32], false),
+    );
+    net.run(Duration::from_millis(300));
+    let (recv, send) = (net.ends[r].addr, net.ends[s].addr);
+    let start = net.now;
     // Offered at 10 MB/s for one second: about 1 MB/s (plus the burst) goes.
     let mut forwarded = 0u64;
     for i in 0..10_000u64 {
-        let now = Instant::from_nanos(i * 100_000);
-        if s.handle(now, send, &[8u8; 1000], &mut Vec::new()).is_some() {
+        let now = start + Duration::from_nanos(i * 100_000);
+        if net
+            .server
+            .handle(now, send, &[8u8; 1000], &mut Vec::new())
+            .is_some()
+        {
             forwarded += 1000;
         }
     }
@@ -275,33 +335,19 @@ fn a_pair_is_held_to_its_rate_and_quota() {
         "forwarded {forwarded} bytes"
     );
     // Past the quota the pair ends.
-    let mut now = at(1_000);
-    while s.stats().pairs == 1 {
+    let mut now = start + Duration::from_secs(1);
+    while net.server.stats().pairs == 1 {
         now += Duration::from_millis(1);
-        s.handle(now, recv, &[8u8; 1000], &mut Vec::new());
-        assert!(now < at(5_000), "the quota never ended the pair");
+        net.server.handle(now, recv, &[8u8; 1000], &mut Vec::new());
+        assert!(
+            now < start + Duration::from_secs(5),
+            "the quota never ended the pair"
+        );
     }
-    assert_eq!(s.handle(now, send, &[8u8; 10], &mut Vec::new()), None);
-}
-
-#[test]
-fn a_lost_pairing_answer_is_repeated_and_a_lapsed_registration_can_be_taken() {
-    let mut s = Server::new(ServerConfig::default(), [9; 32]);
-    let (recv, send, other) = (
-        addr("198.18.1.1:1"),
-        addr("198.18.2.2:2"),
-        addr("198.18.3.3:3"),
+    assert_eq!(
+        net.server.handle(now, send, &[8u8; 10], &mut Vec::new()),
+        None
     );
-    request(&mut s, at(0), recv, register([1; 32]));
-    let first = request(&mut s, at(1), send, join([1; 32]));
-    let again = request(&mut s, at(2), send, join([1; 32]));
-    assert_eq!(again, vec![first[0].clone()]);
-    // Another address takes an unpaired handle only once it lapsed.
-    request(&mut s, at(3), other, register([2; 32]));
-    let r = request(&mut s, at(4), recv, register([2; 32]));
-    assert_eq!(decode(&r[0].1), Message::Refused(Refusal::Busy));
-    let r = request(&mut s, at(40_000), recv, register([2; 32]));
-    assert!(matches!(decode(&r[0].1), Message::Registered { .. }));
 }
 
 #[test]
@@ -319,88 +365,17 @@ fn handles_name_the_nameplate_only_and_differ_by_kind() {
 }
 
 #[test]
-fn an_end_whose_nat_rebound_moves_only_with_its_pairs_token() {
-    let mut s = Server::new(ServerConfig::default(), [10; 32]);
-    let h = code_handle("9-acid-acorn");
-    let (recv, send) = (addr("198.18.1.1:1000"), addr("198.18.2.2:2000"));
-    request(&mut s, at(0), recv, register(h));
-    let r = request(&mut s, at(1), send, join(h));
-    let Message::Paired { token, .. } = decode(&r[0].1) else {
-        panic!()
-    };
-    // The sender's NAT gives it a new port; a stranger tries the same
-    // move without the token, then with a wrong one.
-    let (moved, mallory) = (addr("198.18.2.2:2001"), addr("203.0.113.7:7"));
-    for (from, t) in [(mallory, [0; 16]), (mallory, [1; 16])] {
-        let m = Message::Join {
-            handle: h,
-            cookie: [0; COOKIE_LEN],
-            token: t,
-        };
-        let r = request(&mut s, at(2), from, m);
-        assert_eq!(decode(&r[0].1), Message::Refused(Refusal::Busy));
-    }
-    let m = Message::Join {
-        handle: h,
-        cookie: [0; COOKIE_LEN],
-        token,
-    };
-    let r = request(&mut s, at(3), moved, m);
-    assert_eq!(
-        decode(&r[0].1),
-        Message::Paired {
-            reflexive: moved,
-            peer: recv,
-            token
-        }
-    );
-    // The receiver is told where the sender went, to punch it there.
-    assert_eq!(r[1].0, recv);
-    assert_eq!(
-        decode(&r[1].1),
-        Message::Paired {
-            reflexive: recv,
-            peer: moved,
-            token
-        }
-    );
-    assert_eq!(s.stats().rebound, 1);
-    let mut none = Vec::new();
-    assert_eq!(s.handle(at(4), recv, &[8; 100], &mut none), Some(moved));
-    assert_eq!(s.handle(at(4), send, &[8; 100], &mut none), None);
-    // The receiver moves too, by its refresh.
-    let recv2 = addr("198.18.1.1:1001");
-    let m = Message::Register {
-        handle: h,
-        cookie: [0; COOKIE_LEN],
-        token,
-    };
-    request(&mut s, at(5), recv2, m);
-    assert_eq!(s.handle(at(6), moved, &[8; 100], &mut none), Some(recv2));
-}
-
-#[test]
 fn a_dual_stack_relay_reports_ipv4_clients_as_ipv4() {
-    let mut s = Server::new(ServerConfig::default(), [11; 32]);
-    let (recv, send) = (
-        addr("[::ffff:198.18.1.1]:1000"),
-        addr("[::ffff:198.18.2.2]:2000"),
+    let mut net = Net::new(ServerConfig::default());
+    let (r, s) = (
+        net.add("[::ffff:198.18.1.1]:1000", Role::Register, [3; 32], true),
+        net.add("[::ffff:198.18.2.2]:2000", Role::Join, [3; 32], true),
     );
-    let r = request(&mut s, at(0), recv, register([1; 32]));
-    assert!(
-        matches!(decode(&r[0].1), Message::Registered { reflexive, .. } if reflexive == addr("198.18.1.1:1000"))
-    );
-    let r = request(&mut s, at(1), send, join([1; 32]));
-    let Message::Paired {
-        reflexive, peer, ..
-    } = decode(&r[0].1)
-    else {
-        panic!()
-    };
-    assert_eq!(
-        (reflexive, peer),
-        (addr("198.18.2.2:2000"), addr("198.18.1.1:1000"))
-    );
-    // Forwarding still uses the socket's own form.
-    assert_eq!(s.handle(at(2), send, &[8; 50], &mut Vec::new()), Some(recv));
+    net.run(Duration::from_millis(300));
+    let v4 = addr("198.18.1.1:1000");
+    assert!(net.ends[r]
+        .events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::Registered { reflexive, .. } if *reflexive == v4)));
+    assert!(net.paired_with(s, Some(v4)).is_some());
 }

@@ -1,8 +1,9 @@
-//! One side's rendezvous: asks every relay to pair it (a sender joins, a
-//! receiver registers and keeps its registration fresh, which also keeps
-//! its NAT's mapping open), punches the addresses the relays report, and
-//! tells the session of every way that works: each relay that paired us
-//! is a connection, and so is each address that answered a punch.
+//! One side's rendezvous on a real socket: the core's
+//! [`braid_proto::rendezvous::Client`] decides what to ask the relays,
+//! whom to punch and what to believe; this task sends what it says from
+//! the session's socket, feeds it what arrives, and tells the session of
+//! every way that works (each relay that paired us is a connection, and so
+//! is each address that answered a punch).
 //!
 //! All of it runs on the session's own socket: the address a relay sees
 //! is the NAT mapping the direct connection will use.
@@ -11,25 +12,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use braid_proto::rendezvous::wire::{COOKIE_LEN, TOKEN_LEN};
-use braid_proto::rendezvous::{Handle, Message, Puncher, Refusal};
+use braid_proto::rendezvous::{same_addr, Client, Event, Refusal};
 use braid_proto::Ecn;
 use tokio::sync::{mpsc, Notify};
 
-use crate::endpoint::{lock, Endpoint};
+use crate::endpoint::{lock, Endpoint, Inbound};
 use crate::session::Shared;
 use crate::{clock, Session};
 
-/// First wait for a relay's answer; doubled per attempt up to
-/// [`MAX_RETRY`]. A relay answers within one round trip.
-const FIRST_RETRY: Duration = Duration::from_millis(250);
-const MAX_RETRY: Duration = Duration::from_secs(2);
-/// Between refreshes of a registration or a pair: well inside the relay's
-/// 30 s and a NAT's shortest UDP timeouts (RFC 4787 asks for at least
-/// 2 min, some give 30 s), and soon enough after a NAT rebinds that the
-/// relay's connection comes back within a few of the session's timeouts.
-/// A request a relay answers costs 160 bytes each way.
-const REFRESH: Duration = Duration::from_secs(2);
 /// How often a sender looks at its session's connections: one that
 /// stopped being answered may mean our NAT rebound, and the relays are
 /// asked at once (at most this often) to follow us.
@@ -37,14 +27,9 @@ const CHECK_PATHS: Duration = Duration::from_millis(250);
 /// Rendezvous messages queued from the socket; more are dropped.
 pub(crate) const INBOX: usize = 64;
 
-/// Whether we wait for a peer or look for one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MeetRole {
-    /// Wait under the handle (a receiver).
-    Register,
-    /// Pair with whoever waits under it (a sender).
-    Join,
-}
+/// Whether we wait for a peer ([`MeetRole::Register`], a receiver) or look
+/// for one ([`MeetRole::Join`], a sender).
+pub use braid_proto::rendezvous::Role as MeetRole;
 
 /// What one relay told us.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,30 +69,17 @@ impl Reach {
     }
 }
 
-/// Whether two addresses are the same, an IPv4 one and its IPv4-mapped
-/// IPv6 form included.
-fn same_addr(a: SocketAddr, b: SocketAddr) -> bool {
-    a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
-}
-
-struct RelayState {
-    /// The relay's last cookie (zeros until it gave one).
-    cookie: [u8; COOKIE_LEN],
-    /// The pair's token, once paired: refreshes carry it, so the relay
-    /// follows us if our NAT rebinds.
-    token: [u8; TOKEN_LEN],
-    next: braid_proto::Instant,
-    wait: Duration,
-    /// Registered (refresh later) or paired (a joiner asks no more).
-    settled: bool,
-}
-
 pub(crate) struct MeetingShared {
     reach: Mutex<Reach>,
     pub(crate) changed: Notify,
+    /// The core's side of the meeting.
+    client: Mutex<Client>,
+    /// Wakes the task when the client was told something from outside.
+    wake: Notify,
     /// The session to add connections to (a sender's, once open).
     session: Mutex<Option<Weak<Shared>>>,
     endpoint: Endpoint,
+    role: MeetRole,
 }
 
 /// A rendezvous in progress; dropping it stops asking and punching.
@@ -133,28 +105,34 @@ impl Drop for Meeting {
 impl Meeting {
     /// Starts meeting as `at` says, on `endpoint`'s socket.
     pub fn start(endpoint: &Endpoint, at: &super::Rendezvous, role: MeetRole) -> Meeting {
-        let relays = &at.relays;
         let inbox = endpoint.inner.take_rendezvous();
+        let views = at
+            .relays
+            .iter()
+            .map(|&relay| RelayView {
+                relay,
+                reflexive: None,
+                peer: None,
+                paired_at: None,
+                refused: None,
+            })
+            .collect();
+        let seed = crate::endpoint::os_seed();
+        let client = Client::new(clock::now(), role, at.handle, &at.relays, at.direct, seed);
         let shared = Arc::new(MeetingShared {
             reach: Mutex::new(Reach {
                 started: std::time::Instant::now(),
-                relays: relays
-                    .iter()
-                    .map(|&relay| RelayView {
-                        relay,
-                        reflexive: None,
-                        peer: None,
-                        paired_at: None,
-                        refused: None,
-                    })
-                    .collect(),
+                relays: views,
                 direct: Vec::new(),
             }),
             changed: Notify::new(),
+            client: Mutex::new(client),
+            wake: Notify::new(),
             session: Mutex::new(None),
             endpoint: endpoint.clone(),
+            role,
         });
-        let task = tokio::spawn(run(shared.clone(), inbox, at.handle, at.direct, role));
+        let task = tokio::spawn(run(shared.clone(), inbox));
         Meeting { shared, task }
     }
 
@@ -178,6 +156,14 @@ impl Meeting {
             }
             changed.await;
         }
+    }
+
+    /// Ends our pairs at the relays: the session through them is over, or
+    /// the peer they paired us with never began one. A receiver stays
+    /// registered, for the next sender.
+    pub fn release(&self) {
+        lock(&self.shared.client).release(clock::now());
+        self.shared.wake.notify_one();
     }
 
     /// Lets the meeting add connections to `session` (a client's): one per
@@ -217,155 +203,101 @@ fn add(m: &MeetingShared, remote: SocketAddr) {
     }
 }
 
-async fn run(
-    m: Arc<MeetingShared>,
-    mut inbox: mpsc::Receiver<(SocketAddr, Message)>,
-    handle: Handle,
-    direct: bool,
-    role: MeetRole,
-) {
+/// Records what the core found; a sender adds the connections it opens.
+fn apply(m: &MeetingShared, event: Event) {
+    let join = m.role == MeetRole::Join;
+    let mut reach = lock(&m.reach);
+    let view = |reach: &mut Reach, relay| {
+        let i = reach
+            .relays
+            .iter()
+            .position(|r| same_addr(r.relay, relay))
+            .expect("the core names only our relays");
+        i
+    };
+    match event {
+        Event::Registered { relay, reflexive } => {
+            let i = view(&mut reach, relay);
+            reach.relays[i].reflexive = Some(reflexive);
+            reach.relays[i].refused = None;
+        }
+        Event::Paired {
+            relay,
+            reflexive,
+            peer,
+        } => {
+            let i = view(&mut reach, relay);
+            let v = &mut reach.relays[i];
+            v.reflexive = Some(reflexive);
+            v.peer = peer;
+            v.paired_at.get_or_insert_with(std::time::Instant::now);
+            v.refused = None;
+            drop(reach);
+            if join {
+                add(m, relay);
+            }
+        }
+        Event::Refused { relay, why } => {
+            let i = view(&mut reach, relay);
+            reach.relays[i].refused = Some(why);
+        }
+        Event::Reachable(addr) => {
+            reach.direct.push((addr, std::time::Instant::now()));
+            drop(reach);
+            if join {
+                add(m, addr);
+            }
+        }
+    }
+}
+
+async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
     let io = m.endpoint.inner.io.clone();
-    let relays: Vec<SocketAddr> = lock(&m.reach).relays.iter().map(|r| r.relay).collect();
-    let now = clock::now();
-    let mut states: Vec<RelayState> = relays
-        .iter()
-        .map(|_| RelayState {
-            cookie: [0; COOKIE_LEN],
-            token: [0; TOKEN_LEN],
-            next: now,
-            wait: FIRST_RETRY,
-            settled: false,
-        })
-        .collect();
-    let mut puncher = Puncher::default();
-    let mut next_check = now;
+    let mut next_check = clock::now();
     loop {
         let now = clock::now();
-        for (relay, s) in relays.iter().zip(&mut states) {
-            if s.next > now {
-                continue;
-            }
-            let (cookie, token) = (s.cookie, s.token);
-            let request = match role {
-                MeetRole::Register => Message::Register {
-                    handle,
-                    cookie,
-                    token,
-                },
-                MeetRole::Join => Message::Join {
-                    handle,
-                    cookie,
-                    token,
-                },
-            };
+        let (sends, events, wake_at) = {
+            let mut c = lock(&m.client);
+            let sends: Vec<_> = std::iter::from_fn(|| c.poll_transmit(now)).collect();
+            let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+            (sends, events, c.poll_timeout())
+        };
+        for (to, bytes) in sends {
             // Awaited: a fresh socket is not yet known to be writable, and
             // a `try_` send would drop the first request.
-            let _ = io.send(*relay, Ecn::NotEct, &request.encode(), None).await;
-            s.next = now + if s.settled { REFRESH } else { s.wait };
-            s.wait = (s.wait * 2).min(MAX_RETRY);
-        }
-        while let Some((to, bytes)) = puncher.poll_transmit(now) {
             let _ = io.send(to, Ecn::NotEct, &bytes, None).await;
         }
-        let mut found = Vec::new();
-        while let Some(addr) = puncher.poll_reachable() {
-            found.push(addr);
-        }
-        if !found.is_empty() {
-            let at = std::time::Instant::now();
-            lock(&m.reach).direct.extend(found.iter().map(|&a| (a, at)));
-            if role == MeetRole::Join {
-                for a in found {
-                    add(&m, a);
-                }
+        if !events.is_empty() {
+            for e in events {
+                apply(&m, e);
             }
             m.changed.notify_waiters();
         }
-        let next_request = states.iter().map(|s| s.next).min();
         if now >= next_check {
             next_check = now + CHECK_PATHS;
             if in_trouble(&m) {
                 // Ask the relays now; one that sees us at a new address
                 // moves our end of the pair and tells the peer.
-                for s in states.iter_mut().filter(|s| s.settled) {
-                    s.next = s.next.min(now);
-                }
+                lock(&m.client).refresh(now);
                 continue;
             }
         }
         let check = lock(&m.session).is_some().then_some(next_check);
-        let deadline = [next_request, puncher.poll_timeout(), check]
-            .into_iter()
-            .flatten()
-            .min();
-        let message = match deadline {
-            Some(at) => tokio::select! {
-                m = inbox.recv() => m,
-                _ = tokio::time::sleep_until(clock::deadline(at)) => continue,
-            },
-            None => inbox.recv().await,
+        let deadline = [wake_at, check].into_iter().flatten().min();
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(clock::deadline(at)).await,
+                None => std::future::pending().await,
+            }
         };
-        let Some((from, message)) = message else {
+        let received = tokio::select! {
+            r = inbox.recv() => r,
+            _ = m.wake.notified() => continue,
+            _ = sleep => continue,
+        };
+        let Some((from, bytes)) = received else {
             return;
         };
-        let now = clock::now();
-        if let Message::Punch { token, answer } = message {
-            if direct {
-                puncher.handle(now, from, token, answer);
-            }
-            continue;
-        }
-        // A dual-stack socket sees an IPv4 relay as ::ffff:a.b.c.d.
-        let Some(i) = relays.iter().position(|&r| same_addr(r, from)) else {
-            continue;
-        };
-        let s = &mut states[i];
-        match message {
-            Message::Cookie(c) => {
-                s.cookie = c;
-                s.next = now;
-            }
-            Message::Registered { reflexive, .. } => {
-                s.settled = true;
-                s.wait = FIRST_RETRY;
-                s.next = now + REFRESH;
-                lock(&m.reach).relays[i].reflexive = Some(reflexive);
-                m.changed.notify_waiters();
-            }
-            Message::Paired {
-                reflexive,
-                peer,
-                token,
-            } => {
-                if !s.settled || s.token != token {
-                    s.settled = true;
-                    s.token = token;
-                    s.wait = FIRST_RETRY;
-                    s.next = now + REFRESH;
-                }
-                {
-                    let mut reach = lock(&m.reach);
-                    let view = &mut reach.relays[i];
-                    // New, or moved (its NAT rebound): punch it there.
-                    if direct && view.peer != Some(peer) {
-                        puncher.add_peer(now, peer, token);
-                    }
-                    view.reflexive = Some(reflexive);
-                    view.peer = Some(peer);
-                    view.paired_at.get_or_insert_with(std::time::Instant::now);
-                    view.refused = None;
-                }
-                if role == MeetRole::Join {
-                    add(&m, from);
-                }
-                m.changed.notify_waiters();
-            }
-            Message::Refused(why) => {
-                // Nobody there yet: the receiver may start later.
-                lock(&m.reach).relays[i].refused = Some(why);
-                m.changed.notify_waiters();
-            }
-            _ => {}
-        }
+        lock(&m.client).handle(clock::now(), from, &bytes);
     }
 }

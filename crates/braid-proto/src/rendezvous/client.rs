@@ -1,0 +1,348 @@
+//! One side's meeting, sans-IO: asks every relay to pair it (a sender
+//! joins, a receiver registers and keeps its registration fresh, which also
+//! keeps its NAT's mapping open), agrees keys with each relay, punches the
+//! addresses the relays report, and says what it found as [`Event`]s. The
+//! runtime sends what [`Client::poll_transmit`] gives from the session's
+//! socket and feeds back every rendezvous datagram that arrives there.
+//!
+//! An answer is believed only if it echoes the nonce of one of our last
+//! few requests (so nobody who did not see a request can forge one), and a
+//! pairing only if it opens under our key with that relay (so nobody who
+//! did see it can either).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand::RngCore;
+
+use super::punch::Puncher;
+use super::seal::{EndKeys, Hello};
+use super::wire::{
+    flags, Answer, Message, Refusal, Request, Sealed, COOKIE_LEN, MAC_LEN, PROOF_AT, TOKEN_LEN,
+};
+use super::Handle;
+use crate::crypto::SessionRng;
+use crate::Instant;
+
+/// First wait for a relay's answer; doubled per attempt up to
+/// [`MAX_RETRY`]. A relay answers within one round trip.
+pub const FIRST_RETRY: Duration = Duration::from_millis(250);
+/// See [`FIRST_RETRY`].
+pub const MAX_RETRY: Duration = Duration::from_secs(2);
+/// Between refreshes of a registration or a pair: well inside the relay's
+/// 30 s and a NAT's shortest UDP timeouts (RFC 4787 asks for at least
+/// 2 min, some give 30 s), and soon enough after a NAT rebinds that the
+/// relay's connection comes back within a few of the session's timeouts.
+pub const REFRESH: Duration = Duration::from_secs(2);
+/// Request nonces remembered: answers to older requests are not believed.
+const NONCES_KEPT: usize = 4;
+
+/// Whether we wait for a peer or look for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Wait under the handle (a receiver).
+    Register,
+    /// Pair with whoever waits under it (a sender).
+    Join,
+}
+
+/// What the meeting found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A relay holds our registration and sees us at `reflexive`.
+    Registered {
+        /// The relay.
+        relay: SocketAddr,
+        /// Our address as it sees it.
+        reflexive: SocketAddr,
+    },
+    /// A relay paired us (again, if the peer moved): it forwards between
+    /// us and the peer from now on.
+    Paired {
+        /// The relay.
+        relay: SocketAddr,
+        /// Our address as it sees it.
+        reflexive: SocketAddr,
+        /// The peer's, unless it keeps it to itself.
+        peer: Option<SocketAddr>,
+    },
+    /// A relay refused a request (it may still accept a later one).
+    Refused {
+        /// The relay.
+        relay: SocketAddr,
+        /// Why.
+        why: Refusal,
+    },
+    /// The peer answered a punch from this address: a direct connection
+    /// can go there.
+    Reachable(SocketAddr),
+}
+
+struct RelayEnd {
+    addr: SocketAddr,
+    cookie: [u8; COOKIE_LEN],
+    hello: Hello,
+    keys: Option<EndKeys>,
+    nonces: VecDeque<u64>,
+    next: Instant,
+    wait: Duration,
+    /// Registered or paired: refresh every [`REFRESH`].
+    settled: bool,
+    token: Option<[u8; TOKEN_LEN]>,
+    peer: Option<SocketAddr>,
+    /// The next request releases our pair.
+    release: bool,
+}
+
+/// One side's meeting at its relays.
+pub struct Client {
+    role: Role,
+    handle: Handle,
+    direct: bool,
+    relays: Vec<RelayEnd>,
+    puncher: Puncher,
+    rng: SessionRng,
+    events: VecDeque<Event>,
+    /// A sender that released its pairs asks no more.
+    done: bool,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("role", &self.role)
+            .field("relays", &self.relays.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether two addresses are the same, an IPv4 one and its IPv4-mapped
+/// IPv6 form included (a dual-stack socket sees an IPv4 relay as the latter).
+pub fn same_addr(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
+}
+
+impl Client {
+    /// A meeting under `handle` at `relays`, starting at `now`. Without
+    /// `direct`, we neither punch nor let the relays tell the peer our
+    /// address. `seed` draws nonces and key agreements.
+    pub fn new(
+        now: Instant,
+        role: Role,
+        handle: Handle,
+        relays: &[SocketAddr],
+        direct: bool,
+        seed: [u8; 32],
+    ) -> Client {
+        let mut rng = SessionRng::new(seed);
+        let register = role == Role::Register;
+        let relays = relays
+            .iter()
+            .map(|&addr| RelayEnd {
+                addr,
+                cookie: [0; COOKIE_LEN],
+                hello: Hello::new(&mut rng, &handle, register),
+                keys: None,
+                nonces: VecDeque::with_capacity(NONCES_KEPT),
+                next: now,
+                wait: FIRST_RETRY,
+                settled: false,
+                token: None,
+                peer: None,
+                release: false,
+            })
+            .collect();
+        Client {
+            role,
+            handle,
+            direct,
+            relays,
+            puncher: Puncher::new(rng.seed()),
+            rng,
+            events: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// Asks every relay that holds us at once: our NAT may have rebound,
+    /// and a relay that sees us at a new address moves our end there.
+    pub fn refresh(&mut self, now: Instant) {
+        for r in self.relays.iter_mut().filter(|r| r.settled) {
+            r.next = r.next.min(now);
+        }
+    }
+
+    /// Ends our pairs at every relay (our session is over, or the peer
+    /// never began one); a receiver stays registered.
+    pub fn release(&mut self, now: Instant) {
+        for r in self.relays.iter_mut().filter(|r| r.token.is_some()) {
+            r.release = true;
+            r.next = now;
+        }
+    }
+
+    /// The next request, punch or answer to send, and where.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
+        if let Some(i) = self.relays.iter().position(|r| r.next <= now) {
+            if !self.done {
+                return Some(self.request(now, i));
+            }
+        }
+        self.puncher.poll_transmit(now)
+    }
+
+    fn request(&mut self, now: Instant, i: usize) -> (SocketAddr, Vec<u8>) {
+        let nonce = self.rng.next_u64();
+        let r = &mut self.relays[i];
+        if r.nonces.len() == NONCES_KEPT {
+            r.nonces.pop_front();
+        }
+        r.nonces.push_back(nonce);
+        let mut flags = if self.direct { 0 } else { flags::NO_DIRECT };
+        if std::mem::take(&mut r.release) {
+            flags |= flags::RELEASE;
+            r.token = None;
+            r.peer = None;
+            self.done |= self.role == Role::Join && self.relays.iter().all(|r| r.token.is_none());
+        }
+        let r = &mut self.relays[i];
+        let request = Request {
+            register: self.role == Role::Register,
+            handle: self.handle,
+            cookie: r.cookie,
+            nonce,
+            flags,
+            hello: r.hello.message(),
+            proof: [0; MAC_LEN],
+        };
+        let mut bytes = request.encode();
+        if let Some(keys) = &r.keys {
+            let proof = keys.prove(&bytes);
+            bytes[PROOF_AT..PROOF_AT + MAC_LEN].copy_from_slice(&proof);
+        }
+        r.next = now + if r.settled { REFRESH } else { r.wait };
+        r.wait = (r.wait * 2).min(MAX_RETRY);
+        (r.addr, bytes)
+    }
+
+    /// When [`Client::poll_transmit`] next has something.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let next_request = if self.done {
+            None
+        } else {
+            self.relays.iter().map(|r| r.next).min()
+        };
+        [next_request, self.puncher.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// What was found since the last call.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(addr) = self.puncher.poll_reachable() {
+            return Some(Event::Reachable(addr));
+        }
+        self.events.pop_front()
+    }
+
+    /// A rendezvous datagram from `from`. Returns whether it was believed.
+    pub fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> bool {
+        let Some(message) = Message::decode(datagram) else {
+            return false;
+        };
+        if let Message::Punch { nonce, answer, mac } = message {
+            return self.direct && self.puncher.handle(now, from, nonce, answer, &mac);
+        }
+        let Some(i) = self.relays.iter().position(|r| same_addr(r.addr, from)) else {
+            return false;
+        };
+        let r = &mut self.relays[i];
+        let relay = r.addr;
+        match message {
+            Message::Cookie { echo, cookie } if r.nonces.contains(&echo) => {
+                r.cookie = cookie;
+                r.next = now;
+            }
+            Message::Refused { echo, why } if r.nonces.contains(&echo) => {
+                self.events.push_back(Event::Refused { relay, why });
+            }
+            Message::Sealed(s) if r.nonces.contains(&s.echo) => {
+                let Some(answer) = r.open(&s) else {
+                    return false;
+                };
+                self.on_answer(now, i, answer);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_answer(&mut self, now: Instant, i: usize, answer: Answer) {
+        let r = &mut self.relays[i];
+        let relay = r.addr;
+        if !r.settled {
+            r.settled = true;
+            r.wait = FIRST_RETRY;
+            // Sooner if the key just agreed is to be confirmed.
+            r.next = r.next.min(now + REFRESH);
+        }
+        match answer {
+            Answer::Registered { reflexive, .. } => {
+                // Not (or no longer) paired there.
+                r.token = None;
+                r.peer = None;
+                self.events
+                    .push_back(Event::Registered { relay, reflexive });
+            }
+            Answer::Paired {
+                reflexive,
+                peer,
+                token,
+            } => {
+                let news = r.token != Some(token) || r.peer != peer;
+                r.token = Some(token);
+                r.peer = peer;
+                if self.direct {
+                    self.puncher.add_token(token);
+                    if let (true, Some(peer)) = (news, peer) {
+                        // New, or moved (its NAT rebound): punch it there.
+                        self.puncher.add_peer(now, peer, token);
+                    }
+                }
+                self.events.push_back(Event::Paired {
+                    relay,
+                    reflexive,
+                    peer,
+                });
+            }
+        }
+    }
+}
+
+impl RelayEnd {
+    /// A sealed answer's content, if it opens under our key with this
+    /// relay, or under the key its first answer gives (a relay that
+    /// restarted, or our first answer): the new key is then ours, and
+    /// the relay hears a proved request at once so it stops repeating it.
+    fn open(&mut self, s: &Sealed) -> Option<Answer> {
+        let header = s.header();
+        let opened = self
+            .keys
+            .as_ref()
+            .and_then(|k| k.open(s.counter, &header, &s.body));
+        let plain = match (opened, &s.keyed) {
+            (Some(plain), _) => plain,
+            (None, Some(keyed)) => {
+                let keys = self.hello.finish(keyed)?;
+                let plain = keys.open(s.counter, &header, &s.body)?;
+                self.keys = Some(keys);
+                self.next = Instant::ZERO;
+                plain
+            }
+            (None, None) => return None,
+        };
+        Answer::decode(&plain)
+    }
+}
