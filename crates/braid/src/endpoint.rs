@@ -72,6 +72,17 @@ impl EndpointInner {
         lock(&self.table).insert(shared.id, shared.clone());
     }
 
+    /// Whether a session's connection is bound to `addr` (in either of
+    /// its IPv4 forms).
+    pub(crate) fn has_session_at(&self, addr: SocketAddr) -> bool {
+        let table = lock(&self.table);
+        let mapped = match addr.ip() {
+            std::net::IpAddr::V4(v4) => SocketAddr::new(v4.to_ipv6_mapped().into(), addr.port()),
+            std::net::IpAddr::V6(_) => SocketAddr::new(addr.ip().to_canonical(), addr.port()),
+        };
+        table.by_address(addr).is_some() || table.by_address(mapped).is_some()
+    }
+
     /// Rendezvous messages that arrive on this socket from now on.
     pub(crate) fn take_rendezvous(&self) -> mpsc::Receiver<Inbound> {
         let (tx, rx) = mpsc::channel(crate::rendezvous::INBOX);

@@ -93,6 +93,8 @@ struct RelayEnd {
     peer: Option<SocketAddr>,
     /// The next request releases our pair.
     release: bool,
+    /// A session ran through this relay's pair.
+    had_session: bool,
 }
 
 /// One side's meeting at its relays.
@@ -151,6 +153,7 @@ impl Client {
                 token: None,
                 peer: None,
                 release: false,
+                had_session: false,
             })
             .collect();
         Client {
@@ -177,6 +180,22 @@ impl Client {
     /// never began one); a receiver stays registered.
     pub fn release(&mut self, now: Instant) {
         for r in self.relays.iter_mut().filter(|r| r.token.is_some()) {
+            r.release = true;
+            r.next = now;
+        }
+    }
+
+    /// Whether a session runs through `relay` now. A pair whose session
+    /// ended (or was ended: a peer that never sent data is closed by the
+    /// listener) is released, so the relay pairs the next sender at once
+    /// instead of holding the handle for its idle time.
+    pub fn session_via(&mut self, now: Instant, relay: SocketAddr, alive: bool) {
+        let Some(r) = self.relays.iter_mut().find(|r| same_addr(r.addr, relay)) else {
+            return;
+        };
+        if alive {
+            r.had_session |= r.token.is_some();
+        } else if std::mem::take(&mut r.had_session) && r.token.is_some() {
             r.release = true;
             r.next = now;
         }
@@ -302,6 +321,9 @@ impl Client {
                 token,
             } => {
                 let news = r.token != Some(token) || r.peer != peer;
+                if r.token != Some(token) {
+                    r.had_session = false;
+                }
                 r.token = Some(token);
                 r.peer = peer;
                 if self.direct {

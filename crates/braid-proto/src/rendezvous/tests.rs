@@ -304,6 +304,26 @@ fn a_released_pair_ends_and_the_receiver_waits_for_the_next_sender() {
 }
 
 #[test]
+fn a_pair_whose_session_ended_is_released_and_one_without_a_session_is_kept() {
+    let mut net = Net::new(ServerConfig::default());
+    let h = [6; 32];
+    let r = net.add("198.18.1.1:1000", Role::Register, h, true);
+    net.add("198.18.2.2:2000", Role::Join, h, true);
+    net.run(Duration::from_millis(500));
+    let relay = net.relay;
+    // No session yet: nothing to release.
+    net.ends[r].client.session_via(net.now, relay, false);
+    net.run(Duration::from_millis(100));
+    assert_eq!(net.server.stats().pairs, 1);
+    net.ends[r].client.session_via(net.now, relay, true);
+    net.run(Duration::from_millis(100));
+    net.ends[r].client.session_via(net.now, relay, false);
+    net.run(Duration::from_millis(100));
+    let st = net.server.stats();
+    assert_eq!((st.pairs, st.released, st.registrations), (0, 1, 1));
+}
+
+#[test]
 fn a_pair_is_held_to_its_rate_and_quota() {
     let cfg = ServerConfig {
         pair_rate: Some(1_000_000),

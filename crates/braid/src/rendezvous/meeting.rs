@@ -193,6 +193,15 @@ fn in_trouble(m: &MeetingShared) -> bool {
         .any(|p| p.state == braid_proto::PathState::Probing)
 }
 
+/// Tells the core which relays a session of this listener runs through.
+fn report_sessions(m: &MeetingShared, now: braid_proto::Instant) {
+    let relays: Vec<SocketAddr> = lock(&m.reach).relays.iter().map(|r| r.relay).collect();
+    for relay in relays {
+        let alive = m.endpoint.inner.has_session_at(relay);
+        lock(&m.client).session_via(now, relay, alive);
+    }
+}
+
 /// Adds a connection to `remote` to the attached session, if it has none there yet.
 fn add(m: &MeetingShared, remote: SocketAddr) {
     let Some(shared) = lock(&m.session).as_ref().and_then(Weak::upgrade) else {
@@ -275,6 +284,10 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
         }
         if now >= next_check {
             next_check = now + CHECK_PATHS;
+            if m.role == MeetRole::Register {
+                report_sessions(&m, now);
+                continue;
+            }
             if in_trouble(&m) {
                 // Ask the relays now; one that sees us at a new address
                 // moves our end of the pair and tells the peer.
@@ -282,7 +295,8 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
                 continue;
             }
         }
-        let check = lock(&m.session).is_some().then_some(next_check);
+        let check =
+            (m.role == MeetRole::Register || lock(&m.session).is_some()).then_some(next_check);
         let deadline = [wake_at, check].into_iter().flatten().min();
         let sleep = async {
             match deadline {
