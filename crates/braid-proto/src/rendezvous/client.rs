@@ -93,6 +93,10 @@ struct RelayEnd {
     peer: Option<SocketAddr>,
     /// The next request releases our pair.
     release: bool,
+    /// The next request is our last: it ends our pair and registration.
+    leave: bool,
+    /// Nothing more is asked of this relay.
+    gone: bool,
     /// A session ran through this relay's pair.
     had_session: bool,
 }
@@ -153,6 +157,8 @@ impl Client {
                 token: None,
                 peer: None,
                 release: false,
+                leave: false,
+                gone: false,
                 had_session: false,
             })
             .collect();
@@ -185,6 +191,18 @@ impl Client {
         }
     }
 
+    /// We are going away: the requests [`Client::poll_transmit`] gives
+    /// next end our pairs and registrations at every relay that holds
+    /// one, so the handle is free at once; nothing is asked after them.
+    pub fn leave(&mut self, now: Instant) {
+        for r in self.relays.iter_mut() {
+            r.leave = r.keys.is_some() && r.settled;
+            r.gone = !r.leave;
+            r.next = now;
+        }
+        self.puncher = Puncher::new([0; 32]);
+    }
+
     /// Whether a session runs through `relay` now. A pair whose session
     /// ended (or was ended: a peer that never sent data is closed by the
     /// listener) is released, so the relay pairs the next sender at once
@@ -203,7 +221,7 @@ impl Client {
 
     /// The next request, punch or answer to send, and where.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
-        if let Some(i) = self.relays.iter().position(|r| r.next <= now) {
+        if let Some(i) = self.relays.iter().position(|r| !r.gone && r.next <= now) {
             if !self.done {
                 return Some(self.request(now, i));
             }
@@ -219,6 +237,10 @@ impl Client {
         }
         r.nonces.push_back(nonce);
         let mut flags = if self.direct { 0 } else { flags::NO_DIRECT };
+        if std::mem::take(&mut r.leave) {
+            flags |= flags::LEAVE;
+            r.settled = false;
+        }
         if std::mem::take(&mut r.release) {
             flags |= flags::RELEASE;
             r.token = None;
@@ -240,6 +262,7 @@ impl Client {
             let proof = keys.prove(&bytes);
             bytes[PROOF_AT..PROOF_AT + MAC_LEN].copy_from_slice(&proof);
         }
+        r.gone |= flags & flags::LEAVE != 0;
         r.next = now + if r.settled { REFRESH } else { r.wait };
         r.wait = (r.wait * 2).min(MAX_RETRY);
         (r.addr, bytes)
@@ -250,7 +273,7 @@ impl Client {
         let next_request = if self.done {
             None
         } else {
-            self.relays.iter().map(|r| r.next).min()
+            self.relays.iter().filter(|r| !r.gone).map(|r| r.next).min()
         };
         [next_request, self.puncher.poll_timeout()]
             .into_iter()

@@ -361,6 +361,9 @@ impl Server {
                 if moved && !self.move_registered(req.handle, from) {
                     return self.refuse(from, req.nonce, Refusal::Busy, replies);
                 }
+                if req.flags & flags::LEAVE != 0 {
+                    return self.leave(req.handle);
+                }
                 match pair {
                     Some(id) if req.flags & flags::RELEASE != 0 => {
                         self.stats.released += 1;
@@ -444,7 +447,7 @@ impl Server {
                 if moved && !self.move_joiner(id, from) {
                     return self.refuse(from, req.nonce, Refusal::Busy, replies);
                 }
-                if req.flags & flags::RELEASE != 0 {
+                if req.flags & (flags::RELEASE | flags::LEAVE) != 0 {
                     self.stats.released += 1;
                     return self.unpair(id);
                 }
@@ -550,6 +553,16 @@ impl Server {
         p.joiner.addr = to;
         self.stats.rebound += 1;
         true
+    }
+
+    /// The registered end of `handle` goes away: its pair and registration end.
+    fn leave(&mut self, handle: Handle) {
+        if let Some(id) = self.registrations[&handle].pair {
+            self.stats.released += 1;
+            self.unpair(id);
+        }
+        let r = self.registrations.remove(&handle).expect("held");
+        self.registered_hosts.remove(r.end.addr);
     }
 
     fn unpair(&mut self, id: u64) {

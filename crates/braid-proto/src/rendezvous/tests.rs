@@ -324,6 +324,25 @@ fn a_pair_whose_session_ended_is_released_and_one_without_a_session_is_kept() {
 }
 
 #[test]
+fn an_end_that_leaves_frees_its_handle_at_once() {
+    let mut net = Net::new(ServerConfig::default());
+    let h = [6; 32];
+    let r = net.add("198.18.1.1:1000", Role::Register, h, true);
+    net.add("198.18.2.2:2000", Role::Join, h, true);
+    net.run(Duration::from_millis(500));
+    net.ends[r].client.leave(net.now);
+    net.run(Duration::from_millis(100));
+    assert_eq!(net.ends[r].client.poll_timeout(), None, "asks nothing more");
+    let st = net.server.stats();
+    assert_eq!((st.pairs, st.registrations), (0, 0));
+    // A new receiver takes the handle from another port at once.
+    let next = net.add("198.18.1.1:1001", Role::Register, h, true);
+    net.run(Duration::from_millis(100));
+    assert!(net.refusals(next).is_empty());
+    assert_eq!(net.server.stats().registrations, 1);
+}
+
+#[test]
 fn a_pair_is_held_to_its_rate_and_quota() {
     let cfg = ServerConfig {
         pair_rate: Some(1_000_000),

@@ -40,6 +40,8 @@ pub mod flags {
     pub const NO_DIRECT: u8 = 1;
     /// End the pair this end is in (its session is over, or never began).
     pub const RELEASE: u8 = 2;
+    /// End the pair and the registration: this end is going away.
+    pub const LEAVE: u8 = 4;
 }
 
 /// Why a relay refused a request.

@@ -97,8 +97,17 @@ impl std::fmt::Debug for Meeting {
 }
 
 impl Drop for Meeting {
+    /// Stops asking, and frees our handle and pairs at the relays at once
+    /// (best effort: a lost goodbye lapses as before).
     fn drop(&mut self) {
         self.task.abort();
+        let now = clock::now();
+        let mut client = lock(&self.shared.client);
+        client.leave(now);
+        let io = &self.shared.endpoint.inner.io;
+        while let Some((to, bytes)) = client.poll_transmit(now) {
+            let _ = io.try_send_to(to, &bytes);
+        }
     }
 }
 
