@@ -13,6 +13,7 @@
 
 use ring::{aead, hmac};
 use snow::HandshakeState;
+use zeroize::Zeroizing;
 
 use super::wire::{HELLO_LEN, KEYED_LEN, MAC_LEN, PROOF_AT, TOKEN_LEN};
 use super::Handle;
@@ -28,12 +29,14 @@ fn prologue(handle: &Handle, register: bool) -> Vec<u8> {
     p
 }
 
-/// The keys one client and one relay share.
+/// The keys one client and one relay share. Kept as bytes (a relay holds
+/// two per pair; ring's expanded keys are ten times larger) and expanded
+/// per use, once a refresh.
 pub(crate) struct EndKeys {
     /// Client to relay: MACs of requests.
-    prove: hmac::Key,
+    prove: Zeroizing<[u8; 32]>,
     /// Relay to client: sealed answers.
-    answer: aead::LessSafeKey,
+    answer: Zeroizing<[u8; 32]>,
 }
 
 impl std::fmt::Debug for EndKeys {
@@ -44,12 +47,20 @@ impl std::fmt::Debug for EndKeys {
 
 impl EndKeys {
     fn from_split(to_relay: [u8; 32], to_client: [u8; 32]) -> EndKeys {
-        let answer =
-            aead::UnboundKey::new(&aead::CHACHA20_POLY1305, &to_client).expect("a 32-byte key");
         EndKeys {
-            prove: hmac::Key::new(hmac::HMAC_SHA256, &to_relay),
-            answer: aead::LessSafeKey::new(answer),
+            prove: Zeroizing::new(to_relay),
+            answer: Zeroizing::new(to_client),
         }
+    }
+
+    fn prove_key(&self) -> hmac::Key {
+        hmac::Key::new(hmac::HMAC_SHA256, &*self.prove)
+    }
+
+    fn answer_key(&self) -> aead::LessSafeKey {
+        let key =
+            aead::UnboundKey::new(&aead::CHACHA20_POLY1305, &*self.answer).expect("a 32-byte key");
+        aead::LessSafeKey::new(key)
     }
 
     /// The relay's side: reads a client's `hello` and returns the keys and
@@ -74,7 +85,7 @@ impl EndKeys {
 
     /// The MAC a request's first [`PROOF_AT`] bytes carry.
     pub fn prove(&self, request: &[u8]) -> [u8; MAC_LEN] {
-        let tag = hmac::sign(&self.prove, &request[..PROOF_AT]);
+        let tag = hmac::sign(&self.prove_key(), &request[..PROOF_AT]);
         tag.as_ref().try_into().expect("HMAC-SHA256 is 32 bytes")
     }
 
@@ -82,7 +93,7 @@ impl EndKeys {
     pub fn proves(&self, request: &[u8]) -> bool {
         request.len() >= PROOF_AT + MAC_LEN
             && hmac::verify(
-                &self.prove,
+                &self.prove_key(),
                 &request[..PROOF_AT],
                 &request[PROOF_AT..PROOF_AT + MAC_LEN],
             )
@@ -93,7 +104,7 @@ impl EndKeys {
     /// `header` authenticated beside it. The relay never reuses a counter.
     pub fn seal(&self, counter: u64, header: &[u8], plain: &[u8]) -> Vec<u8> {
         let mut body = plain.to_vec();
-        self.answer
+        self.answer_key()
             .seal_in_place_append_tag(nonce(counter), aead::Aad::from(header), &mut body)
             .expect("a short answer seals");
         body
@@ -103,7 +114,7 @@ impl EndKeys {
     pub fn open(&self, counter: u64, header: &[u8], body: &[u8]) -> Option<Vec<u8>> {
         let mut buf = body.to_vec();
         let n = self
-            .answer
+            .answer_key()
             .open_in_place(nonce(counter), aead::Aad::from(header), &mut buf)
             .ok()?
             .len();
