@@ -31,7 +31,8 @@
 //! Beside the link: [`units`] parses the quantities people write ("50Mbit",
 //! "20ms", "4MiB", "1%"), also as serde fields of scenario files; [`seeds`]
 //! derives every seed of a run from its one seed (a path's two links among
-//! them); [`in_flight`] holds accepted packets until their arrival.
+//! them); [`in_flight`] holds accepted packets until their arrival; [`Nat`]
+//! is a NAT box or firewall between a simulated site and the internet.
 //! Randomness comes only from each link's own seeded ChaCha8 RNG, so a link
 //! is a pure function of its config, its seed and the packets offered.
 
@@ -42,6 +43,7 @@ pub mod units;
 mod config;
 mod link;
 mod loss;
+mod nat;
 mod trace;
 
 pub use config::{
@@ -51,5 +53,6 @@ pub use config::{
 pub use in_flight::InFlight;
 pub use link::{DropReason, Link, LinkStats, Offer, ETHERNET_MTU, IP_UDP_OVERHEAD};
 pub use loss::Gilbert;
+pub use nat::{Nat, NatKind};
 pub use trace::{Trace, TraceError, OPPORTUNITY_BYTES};
 pub use units::Rate;

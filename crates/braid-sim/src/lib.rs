@@ -13,6 +13,7 @@ mod flow_error;
 mod published;
 mod qlog_files;
 mod queue;
+pub mod reach;
 pub mod report;
 pub mod scenario;
 mod sim;

@@ -91,6 +91,8 @@ struct RelayEnd {
     settled: bool,
     token: Option<[u8; TOKEN_LEN]>,
     peer: Option<SocketAddr>,
+    /// Our address as the relay last saw it.
+    reflexive: Option<SocketAddr>,
     /// The next request releases our pair.
     release: bool,
     /// The next request is our last: it ends our pair and registration.
@@ -156,6 +158,7 @@ impl Client {
                 settled: false,
                 token: None,
                 peer: None,
+                reflexive: None,
                 release: false,
                 leave: false,
                 gone: false,
@@ -330,6 +333,10 @@ impl Client {
             // Sooner if the key just agreed is to be confirmed.
             r.next = r.next.min(now + REFRESH);
         }
+        let reflexive = match answer {
+            Answer::Registered { reflexive, .. } | Answer::Paired { reflexive, .. } => reflexive,
+        };
+        let before = r.reflexive.replace(reflexive);
         match answer {
             Answer::Registered { reflexive, .. } => {
                 // Not (or no longer) paired there.
@@ -343,7 +350,11 @@ impl Client {
                 peer,
                 token,
             } => {
-                let news = r.token != Some(token) || r.peer != peer;
+                // A new pair, the peer moved, or we did (our NAT rebound:
+                // our new mapping must punch out before the peer's punches
+                // pass a NAT that filters by address).
+                let moved = before.is_some_and(|old| old != reflexive);
+                let news = r.token != Some(token) || r.peer != peer || moved;
                 if r.token != Some(token) {
                     r.had_session = false;
                 }
@@ -352,7 +363,6 @@ impl Client {
                 if self.direct {
                     self.puncher.add_token(token);
                     if let (true, Some(peer)) = (news, peer) {
-                        // New, or moved (its NAT rebound): punch it there.
                         self.puncher.add_peer(now, peer, token);
                     }
                 }
