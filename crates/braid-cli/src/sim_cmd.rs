@@ -36,9 +36,19 @@ pub struct SimArgs {
     /// virtual time; open them in qvis. See docs/observability.md.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
+    /// Instead of a scenario, run the rendezvous meeting between two sites
+    /// behind every pair of NAT kinds (cone, restricted, symmetric,
+    /// firewall) and a relay, and print when each pair met and found a
+    /// direct path; see docs/reach.md.
+    #[arg(long, conflicts_with_all = ["file", "cc", "delay_start", "json", "plot", "qlog"])]
+    reach: bool,
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
+    if args.reach {
+        print!("{}", braid_sim::reach::matrix(args.seed.unwrap_or(1)));
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut scenario = match &args.file {
         Some(path) => Scenario::from_file(path)?,
 

@@ -77,6 +77,51 @@ pub struct ReachOutcome {
     pub rebound: u64,
 }
 
+/// Every pair of the lab's NAT kinds, then a rebinding and a relay killed,
+/// as a markdown table.
+pub fn matrix(seed: u64) -> String {
+    let cell = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.0}"));
+    let mut out = String::from(
+        "| sender's NAT | receiver's NAT | event | paired (ms after start) | direct (ms after pairing) | direct again (ms after the event) |\n|---|---|---|---|---|---|\n",
+    );
+    let mut row = |setup: ReachSetup, event: &str| {
+        let o = run_reach(&setup);
+        out.push_str(&format!(
+            "| {} | {} | {event} | {} | {} | {} |\n",
+            setup.nats[0].name(),
+            setup.nats[1].name(),
+            cell(o.paired_ms),
+            cell(o.direct_ms[0]),
+            cell(o.direct_after_rebind_ms),
+        ));
+    };
+    for a in NatKind::ALL {
+        for b in NatKind::ALL {
+            row(
+                ReachSetup {
+                    seed,
+                    ..ReachSetup::lab([a, b])
+                },
+                "—",
+            );
+        }
+    }
+    let rebind = ReachSetup {
+        seed,
+        rebind_at: Some(Duration::from_secs(3)),
+        ..ReachSetup::lab([NatKind::Restricted, NatKind::Restricted])
+    };
+    row(rebind, "receiver's NAT rebinds at 3 s");
+    let killed = ReachSetup {
+        seed,
+        relays: 2,
+        relay_dies_at: Some(Duration::ZERO),
+        ..ReachSetup::lab([NatKind::Symmetric, NatKind::Symmetric])
+    };
+    row(killed, "one of two relays dead");
+    out
+}
+
 /// A datagram in flight: when it arrives, and from/to public addresses.
 type Flight = Reverse<(Instant, u64, SocketAddr, SocketAddr, Vec<u8>)>;
 
@@ -356,20 +401,5 @@ mod tests {
     fn the_same_seed_gives_the_same_meeting() {
         let s = ReachSetup::lab([Cone, Restricted]);
         assert_eq!(run_reach(&s), run_reach(&s));
-    }
-}
-
-#[cfg(test)]
-mod print {
-    #[test]
-    #[ignore]
-    fn print_matrix() {
-        use super::*;
-        for a in NatKind::ALL {
-            for b in NatKind::ALL {
-                let o = run_reach(&ReachSetup::lab([a, b]));
-                println!("{}-{}: {:?}", a.name(), b.name(), o);
-            }
-        }
     }
 }
