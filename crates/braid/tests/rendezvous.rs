@@ -9,27 +9,17 @@ mod common;
 use braid::rendezvous::{
     code_handle, connect_via, Meeting, Reach, Rendezvous, RendezvousRelay, ServerConfig,
 };
-use braid::{Listener, Security, SessionConfig};
+use braid::{Listener, SessionConfig};
 use braid_proto::rendezvous::{is_rendezvous, Server};
-use common::content;
+use common::{code_cfg as cfg, content, CODE};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UdpSocket;
 
-const CODE: &str = "417-amber-walrus";
-
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
-}
-
-fn cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::code(CODE),
-        handshake_timeout: Duration::from_secs(10),
-        ..SessionConfig::default()
-    }
 }
 
 /// Receives one stream on `listener` and answers with its length.

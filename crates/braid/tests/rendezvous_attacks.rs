@@ -8,27 +8,17 @@ mod common;
 use braid::rendezvous::{
     code_handle, connect_via, Reach, Rendezvous, RendezvousRelay, ServerConfig,
 };
-use braid::{Listener, Security, SessionConfig};
+use braid::Listener;
 use braid_proto::rendezvous::wire::{Message, Request, COOKIE_LEN, MAC_LEN};
 use braid_proto::rendezvous::{Client, Role};
-use common::content;
+use common::{code_cfg as cfg, content, CODE};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UdpSocket;
 
-const CODE: &str = "417-amber-walrus";
-
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
-}
-
-fn cfg() -> SessionConfig {
-    SessionConfig {
-        security: Security::code(CODE),
-        handshake_timeout: Duration::from_secs(10),
-        ..SessionConfig::default()
-    }
 }
 
 /// A well-formed request under `handle` from the attacker, with a valid

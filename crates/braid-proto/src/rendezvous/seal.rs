@@ -177,11 +177,7 @@ impl Hello {
 
 /// The MAC of a punch (or its answer) with `nonce` under a pair's secret.
 pub(crate) fn punch_mac(token: &[u8; TOKEN_LEN], nonce: u64, answer: bool) -> [u8; MAC_LEN] {
-    let key = hmac::Key::new(hmac::HMAC_SHA256, token);
-    let mut m = b"braid punch\0".to_vec();
-    m.extend_from_slice(&nonce.to_be_bytes());
-    m.push(u8::from(answer));
-    let tag = hmac::sign(&key, &m);
+    let tag = hmac::sign(&punch_key(token), &punch_message(nonce, answer));
     tag.as_ref().try_into().expect("HMAC-SHA256 is 32 bytes")
 }
 
@@ -192,11 +188,19 @@ pub(crate) fn punch_proves(
     answer: bool,
     mac: &[u8; MAC_LEN],
 ) -> bool {
-    let key = hmac::Key::new(hmac::HMAC_SHA256, token);
-    let mut m = b"braid punch\0".to_vec();
-    m.extend_from_slice(&nonce.to_be_bytes());
-    m.push(u8::from(answer));
-    hmac::verify(&key, &m, mac).is_ok()
+    hmac::verify(&punch_key(token), &punch_message(nonce, answer), mac).is_ok()
+}
+
+fn punch_key(token: &[u8; TOKEN_LEN]) -> hmac::Key {
+    hmac::Key::new(hmac::HMAC_SHA256, token)
+}
+
+fn punch_message(nonce: u64, answer: bool) -> [u8; 21] {
+    let mut m = [0u8; 21];
+    m[..12].copy_from_slice(b"braid punch\0");
+    m[12..20].copy_from_slice(&nonce.to_be_bytes());
+    m[20] = u8::from(answer);
+    m
 }
 
 #[cfg(test)]

@@ -65,3 +65,15 @@ pub fn rss_bytes() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }
+
+/// A code both ends of the rendezvous tests meet under.
+pub const CODE: &str = "417-amber-walrus";
+
+/// A session secured by [`CODE`], patient enough for a busy machine.
+pub fn code_cfg() -> SessionConfig {
+    SessionConfig {
+        security: braid::Security::code(CODE),
+        handshake_timeout: std::time::Duration::from_secs(10),
+        ..SessionConfig::default()
+    }
+}
