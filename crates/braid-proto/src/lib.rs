@@ -39,6 +39,8 @@ pub use ids::{PathId, Role};
 pub use recv_stream::ReceivedContent;
 pub use rtt::RtoConfig;
 pub use send_stream::GeneratedContent;
-pub use session::{AcceptError, CloseCode, Datagram, Event, OfferError, Session, Transmit};
+pub use session::{
+    AcceptError, Arrival, CloseCode, Datagram, Event, OfferError, Session, Transmit,
+};
 pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

@@ -4,7 +4,7 @@
 //! loops, which feed the core and wake this task.
 
 use crate::clock;
-use crate::route::{Route, SessionTable};
+use crate::route::SessionTable;
 use crate::session::{Inner, Shared};
 use crate::udp::UdpIo;
 use braid_proto::{Instant, Transmit};
@@ -85,24 +85,24 @@ fn take_burst(
         };
         datagrams += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
         match route(g, &t) {
-            Some(r) => batches.push((t, r.socket.clone(), r.remote, buf)),
+            Some((socket, remote)) => batches.push((t, socket, remote, buf)),
             None => spare.push(buf),
         }
     }
     datagrams
 }
 
-/// Where `t` goes: its connection's address or, for a probe, the candidate
-/// address. A connection the server has not heard on yet has none.
-fn route<'a>(g: &'a Inner, t: &Transmit) -> Option<&'a Route> {
-    if t.to_candidate {
-        g.candidate
-            .as_ref()
-            .filter(|(p, _)| *p == t.path)
-            .map(|(_, r)| r)
+/// Where `t` goes, as the core says: its connection's address or, for a
+/// probe, the candidate address, from the connection's socket. A
+/// connection the server has not heard on yet has none.
+fn route(g: &Inner, t: &Transmit) -> Option<(Arc<UdpIo>, SocketAddr)> {
+    let r = g.routes.get(&t.path)?;
+    let remote = if t.to_candidate {
+        g.proto.candidate_address(t.path)?
     } else {
-        g.routes.get(&t.path)
-    }
+        r.remote
+    };
+    Some((r.socket.clone(), remote))
 }
 
 async fn sleep_or_wake(shared: &Shared, deadline: Option<Instant>) {

@@ -13,7 +13,7 @@ use crate::{clock, Error, Result};
 use braid_proto::rendezvous;
 use braid_proto::wire::{Frame, Frames, Header};
 use braid_proto::{
-    Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role,
+    Arrival, Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role,
     SessionConfig,
 };
 use quinn_udp::RecvMeta;
@@ -136,7 +136,9 @@ impl EndpointInner {
                 (Some(DatagramEvent::Known(shared.clone())), path, Vec::new())
             } else {
                 let path = header.path;
-                let event = table.handle(now, from, datagram, |proto| {
+                let event = table.handle(now, from, datagram, |mut proto| {
+                    // Its answer goes where the opening came from.
+                    proto.set_opening_address(path, from);
                     Shared::new(proto, BTreeMap::from([(path, route)]))
                 });
                 let evicted: Vec<_> = std::iter::from_fn(|| table.poll_evicted()).collect();
@@ -190,12 +192,14 @@ impl EndpointInner {
                         .or_insert_with(std::time::Instant::now);
                 }
                 if g.proto.role() == Role::Server {
-                    let route = self.route(from);
+                    // The core decides where the connection sends.
                     let arrival = Arrival {
                         authentic,
                         ..before
                     };
-                    follow(&mut g, now, path, route, arrival);
+                    if let Some(to) = g.proto.follow(now, path, from, arrival) {
+                        g.routes.insert(path, self.route(to));
+                    }
                 }
                 let rebind = authentic && self.needs_binding(&g, now, path, from);
                 drop(g);
@@ -299,122 +303,10 @@ impl EndpointInner {
     }
 }
 
-/// How long an address a connection moved away from stays validated: a
-/// few round trips of any real path.
-const FORMER_RECENT: Duration = Duration::from_secs(3);
-
 /// How long after another connection held its address a connection asks
 /// for it again (its datagrams go with long headers meanwhile): once a
 /// second, one table lookup, however fast the datagrams come.
 const BIND_RETRY: Duration = Duration::from_secs(1);
-
-/// Where a server's connection `path` sends, after a datagram from
-/// `route` (RFC 9000 §9.3). Before the client confirms, the answer goes
-/// where the latest opening came from: a copy of the opening raced from a
-/// third party's address cannot keep the answer from the client, whose
-/// own repeats win it back. An authentic packet moves the connection only
-/// if it is the highest-numbered so far and its address then answers a
-/// challenge; the stream keeps to the old address meanwhile. After a move
-/// the old address is challenged too, and stays validated for a while:
-/// if the move was an attacker's copies, the peer's own next packets from
-/// there move the connection back at once.
-fn follow(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Route, a: Arrival) {
-    let highest = a.authentic && g.proto.largest_received(path) > a.largest;
-    let same = g.routes.get(&path).map(|r| r.same(&route));
-    // An answer counts only from the candidate's own address.
-    let answered = g.proto.take_candidate_answer(path);
-    let is_candidate = |g: &crate::session::Inner, r: &Route| {
-        g.candidate
-            .as_ref()
-            .is_some_and(|(p, c)| *p == path && c.same(r))
-    };
-    let is_former = |g: &crate::session::Inner, r: &Route| {
-        g.former
-            .as_ref()
-            .is_some_and(|f| f.path == path && f.route.same(r) && now < f.until)
-    };
-    if same == Some(true) {
-        // The peer is back where the connection sends: a pending move is
-        // moot, but the old address's check after a move goes on.
-        let probing_former = g.candidate.as_ref().is_some_and(|(_, c)| is_former(g, c));
-        if highest && g.candidate.as_ref().is_some_and(|(p, _)| *p == path) && !probing_former {
-            g.proto.cancel_candidate(path);
-            g.candidate = None;
-        }
-        return;
-    }
-    if same.is_none() {
-        // A connection heard of for the first time; the core validates it.
-        if a.authentic {
-            g.routes.insert(path, route);
-        }
-        return;
-    }
-    if !a.confirmed && !a.authentic {
-        // A clear datagram moves only a half-open session's answer, and
-        // only when it is a repeated opening (which the core answers).
-        if a.opening {
-            g.routes.insert(path, route);
-        }
-        return;
-    }
-    if answered {
-        if is_candidate(g, &route) {
-            g.candidate = None;
-            if is_former(g, &route) {
-                // The old address still answers: it stays validated, and
-                // only the peer's own packets from there move us back.
-                return;
-            }
-            move_route(g, now, path, route, a.len);
-        }
-        return;
-    }
-    if highest {
-        if is_former(g, &route) {
-            // Seen recently, and validated: no need to ask again (§9.3).
-            move_route(g, now, path, route, a.len);
-            return;
-        }
-        if !is_candidate(g, &route) {
-            // Another address: its own challenge, credit and count, so an
-            // answer meant for one address never validates another.
-            g.proto.cancel_candidate(path);
-        }
-        g.proto.probe_candidate(now, path, a.len);
-        g.candidate = Some((path, route));
-    }
-}
-
-/// Moves connection `path` to `route`, and challenges the address it
-/// leaves (RFC 9000 §9.3.3), which stays validated for [`FORMER_RECENT`].
-fn move_route(g: &mut crate::session::Inner, now: Instant, path: PathId, route: Route, len: usize) {
-    let Some(old) = g.routes.insert(path, route) else {
-        return;
-    };
-    g.proto.cancel_candidate(path);
-    g.proto.handle_address_moved(path);
-    g.proto.probe_candidate(now, path, len);
-    g.candidate = Some((path, old.clone()));
-    g.former = Some(crate::session::Former {
-        path,
-        route: old,
-        until: now + FORMER_RECENT,
-    });
-}
-
-/// What `follow` needs to know of a datagram a server session handled.
-#[derive(Clone, Copy)]
-struct Arrival {
-    /// The connection's largest authentic packet number before it.
-    largest: Option<u64>,
-    /// Whether the client had confirmed the handshake before it.
-    confirmed: bool,
-    /// Whether it is a client's opening, in clear.
-    opening: bool,
-    authentic: bool,
-    len: usize,
-}
 
 /// Whether a datagram is a client's opening (in clear).
 fn is_opening(datagram: &[u8]) -> bool {

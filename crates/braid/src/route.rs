@@ -19,10 +19,3 @@ pub(crate) struct Route {
     pub table: Arc<dyn SessionTable>,
     pub remote: SocketAddr,
 }
-
-impl Route {
-    /// Whether both send from the same socket to the same address.
-    pub(crate) fn same(&self, other: &Route) -> bool {
-        self.remote == other.remote && Arc::ptr_eq(&self.socket, &other.socket)
-    }
-}

@@ -35,23 +35,10 @@ pub struct PathInfo {
     pub answered_at: Option<std::time::Instant>,
 }
 
-/// A connection's previous address after a move (RFC 9000 §9.3.3).
-pub(crate) struct Former {
-    pub path: PathId,
-    pub route: Route,
-    /// Until when it counts as recently validated.
-    pub until: braid_proto::Instant,
-}
-
 /// Everything behind the session's lock.
 pub(crate) struct Inner {
     pub proto: braid_proto::Session,
     pub routes: BTreeMap<PathId, Route>,
-    /// An address a connection may move to, while the core probes it.
-    pub candidate: Option<(PathId, Route)>,
-    /// The address a connection last moved away from, still validated
-    /// for a while: the peer's packets from there move it back at once.
-    pub former: Option<Former>,
     /// When each connection's first authentic datagram arrived.
     pub first_heard: BTreeMap<PathId, std::time::Instant>,
     /// The address each connection was last bound to on its endpoint (for
@@ -163,8 +150,6 @@ impl Shared {
             inner: Mutex::new(Inner {
                 proto,
                 routes,
-                candidate: None,
-                former: None,
                 first_heard: BTreeMap::new(),
                 bound: BTreeMap::new(),
                 reader: None,

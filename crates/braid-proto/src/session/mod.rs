@@ -30,6 +30,7 @@ mod batch;
 mod close;
 mod handshake;
 mod liveness;
+mod migration;
 mod packets;
 mod pmtu;
 mod receive;
@@ -65,6 +66,7 @@ use streams::{Finished, Streams};
 
 pub use close::CloseCode;
 pub use handshake::{AcceptError, OfferError};
+pub use migration::Arrival;
 pub use receive::Datagram;
 pub use transmit::Transmit;
 

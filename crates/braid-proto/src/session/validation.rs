@@ -10,13 +10,16 @@ use crate::Instant;
 use crate::PathId;
 
 /// Address validation that belongs to no one connection: the server's
-/// migration candidate, and the PATH_RESPONSEs owed to the peer.
+/// migration candidate and its connections' addresses, and the
+/// PATH_RESPONSEs owed to the peer.
 #[derive(Debug, Default)]
 pub(super) struct Challenges {
     /// An address a confirmed connection may move to, being probed.
     pub candidate: Option<Candidate>,
     /// PATH_RESPONSEs owed.
     pub responses: PathResponses,
+    /// Where a server's connections send, and the candidate's address.
+    pub addresses: super::migration::Addresses,
 }
 
 impl Session {

@@ -1,0 +1,170 @@
+//! Where a server's connections send (RFC 9000 §9.3): the address each
+//! connection answers, the candidate a connection may move to while it is
+//! challenged, and the address it last moved away from. The runtime tells
+//! the session where each datagram came from and sends where it says.
+//!
+//! Before the client confirms, the answer goes where the latest opening
+//! came from: a copy of the opening raced from a third party's address
+//! cannot keep the answer from the client, whose own repeats win it back.
+//! An authentic packet moves the connection only if it is the
+//! highest-numbered so far and its address then answers a challenge; the
+//! stream keeps to the old address meanwhile. After a move the old address
+//! is challenged too, and stays validated for a while: if the move was an
+//! attacker's copies, the peer's own next packets from there move the
+//! connection back at once.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::Session;
+use crate::{Instant, PathId};
+
+/// How long an address a connection moved away from stays validated: a
+/// few round trips of any real path.
+const FORMER_RECENT: Duration = Duration::from_secs(3);
+
+/// A server session's addresses.
+#[derive(Debug, Default)]
+pub(super) struct Addresses {
+    remotes: BTreeMap<PathId, SocketAddr>,
+    /// An address a connection may move to, while it is challenged.
+    candidate: Option<(PathId, SocketAddr)>,
+    /// The address a connection last moved away from, still validated.
+    former: Option<(PathId, SocketAddr, Instant)>,
+}
+
+/// What [`Session::follow`] needs to know of a datagram a server session
+/// just handled, read before and after handling it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    /// The connection's largest authentic packet number before it.
+    pub largest: Option<u64>,
+    /// Whether the client had confirmed the handshake before it.
+    pub confirmed: bool,
+    /// Whether it is a client's opening, in clear.
+    pub opening: bool,
+    /// Whether it authenticated.
+    pub authentic: bool,
+    /// Its size.
+    pub len: usize,
+}
+
+impl Session {
+    /// The address a server session's opening on `path` came from, where
+    /// its answer goes.
+    pub fn set_opening_address(&mut self, path: PathId, from: SocketAddr) {
+        self.challenges.addresses.remotes.insert(path, from);
+    }
+
+    /// Where connection `path` sends (a server's; a client's connections
+    /// send where they were opened).
+    pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
+        self.challenges.addresses.remotes.get(&path).copied()
+    }
+
+    /// Where a datagram whose [`Transmit::to_candidate`](super::Transmit)
+    /// is set goes.
+    pub fn candidate_address(&self, path: PathId) -> Option<SocketAddr> {
+        self.challenges
+            .addresses
+            .candidate
+            .filter(|(p, _)| *p == path)
+            .map(|(_, a)| a)
+    }
+
+    /// A server session handled a datagram on `path` from `from`, as `a`
+    /// says: decides where the connection sends from now on. Returns its
+    /// address when that changed (or was first learnt).
+    pub fn follow(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        from: SocketAddr,
+        a: Arrival,
+    ) -> Option<SocketAddr> {
+        let highest = a.authentic && self.largest_received(path) > a.largest;
+        let same = self.remote(path).map(|r| r == from);
+        // An answer counts only from the candidate's own address.
+        let answered = self.take_candidate_answer(path);
+        let is_candidate = self.challenges.addresses.candidate == Some((path, from));
+        let is_former = self
+            .challenges
+            .addresses
+            .former
+            .is_some_and(|(p, addr, until)| p == path && addr == from && now < until);
+        match same {
+            Some(true) => {
+                // The peer is back where the connection sends: a pending
+                // move is moot, but the old address's check after a move
+                // goes on.
+                let pending = self
+                    .challenges
+                    .addresses
+                    .candidate
+                    .filter(|(p, _)| *p == path);
+                let probing_former = pending.is_some_and(|(_, c)| {
+                    self.challenges
+                        .addresses
+                        .former
+                        .is_some_and(|(p, f, until)| p == path && f == c && now < until)
+                });
+                if highest && pending.is_some() && !probing_former {
+                    self.cancel_candidate(path);
+                    self.challenges.addresses.candidate = None;
+                }
+                return None;
+            }
+            // A connection heard of for the first time; validated as any.
+            None => return a.authentic.then(|| self.set_remote(path, from)),
+            Some(false) => {}
+        }
+        if !a.confirmed && !a.authentic {
+            // A clear datagram moves only a half-open session's answer,
+            // and only when it is a repeated opening (which the core answers).
+            return a.opening.then(|| self.set_remote(path, from));
+        }
+        if answered {
+            if !is_candidate {
+                return None;
+            }
+            self.challenges.addresses.candidate = None;
+            // The old address still answers: it stays validated, and only
+            // the peer's own packets from there move us back.
+            return (!is_former).then(|| self.move_to(now, path, from, a.len));
+        }
+        if highest {
+            if is_former {
+                // Seen recently, and validated: no need to ask again (§9.3).
+                return Some(self.move_to(now, path, from, a.len));
+            }
+            if !is_candidate {
+                // Another address: its own challenge, credit and count, so
+                // an answer meant for one address never validates another.
+                self.cancel_candidate(path);
+            }
+            self.probe_candidate(now, path, a.len);
+            self.challenges.addresses.candidate = Some((path, from));
+        }
+        None
+    }
+
+    fn set_remote(&mut self, path: PathId, to: SocketAddr) -> SocketAddr {
+        self.challenges.addresses.remotes.insert(path, to);
+        to
+    }
+
+    /// Moves connection `path` to `to`, and challenges the address it
+    /// leaves (RFC 9000 §9.3.3), which stays validated for [`FORMER_RECENT`].
+    fn move_to(&mut self, now: Instant, path: PathId, to: SocketAddr, len: usize) -> SocketAddr {
+        let Some(old) = self.challenges.addresses.remotes.insert(path, to) else {
+            return to;
+        };
+        self.cancel_candidate(path);
+        self.handle_address_moved(path);
+        self.probe_candidate(now, path, len);
+        self.challenges.addresses.candidate = Some((path, old));
+        self.challenges.addresses.former = Some((path, old, now + FORMER_RECENT));
+        to
+    }
+}
