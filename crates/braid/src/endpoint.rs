@@ -6,7 +6,7 @@
 
 use crate::driver::drive;
 use crate::route::{Route, SessionTable};
-use crate::session::{Binding, Session, Shared};
+use crate::session::{Session, Shared};
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
@@ -22,7 +22,6 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tracing::Instrument as _;
@@ -215,8 +214,7 @@ impl EndpointInner {
     }
 
     /// Whether connection `path`, whose datagram from `from` authenticated,
-    /// sends to `from` from this socket and was not yet bound there (or
-    /// was refused the address a while ago).
+    /// sends to `from` from this socket, and the core wants it bound there.
     fn needs_binding(
         &self,
         g: &crate::session::Inner,
@@ -228,15 +226,12 @@ impl EndpointInner {
             .routes
             .get(&path)
             .is_some_and(|r| r.remote == from && Arc::ptr_eq(&r.socket, &self.io));
-        sends_here
-            && g.bound
-                .get(&path)
-                .is_none_or(|b| b.addr != from || b.retry_at.is_some_and(|at| now >= at))
+        sends_here && g.proto.wants_binding(now, path, from)
     }
 
     /// Tells connection `path` apart by `from` on this socket if no other
-    /// connection has that address, and lets the session say so: its peer
-    /// may then send short headers there. Called with no lock held.
+    /// connection has that address, and tells the session whether it did.
+    /// Called with no lock held.
     fn bind(
         &self,
         shared: &Arc<Shared>,
@@ -244,17 +239,8 @@ impl EndpointInner {
         path: PathId,
         from: SocketAddr,
     ) {
-        let bound = lock(&self.table).bind_address(from, shared.id, path);
-        let mut g = shared.lock();
-        let retry_at = (!bound).then(|| now + BIND_RETRY);
-        g.bound.insert(
-            path,
-            Binding {
-                addr: from,
-                retry_at,
-            },
-        );
-        g.proto.accept_short_headers(path, bound);
+        let took = lock(&self.table).bind_address(from, shared.id, path);
+        shared.lock().proto.on_binding(now, path, from, took);
     }
 
     /// A "port unreachable" for a datagram of ours: the session it names
@@ -302,11 +288,6 @@ impl EndpointInner {
         });
     }
 }
-
-/// How long after another connection held its address a connection asks
-/// for it again (its datagrams go with long headers meanwhile): once a
-/// second, one table lookup, however fast the datagrams come.
-const BIND_RETRY: Duration = Duration::from_secs(1);
 
 /// Whether a datagram is a client's opening (in clear).
 fn is_opening(datagram: &[u8]) -> bool {

@@ -41,9 +41,6 @@ pub(crate) struct Inner {
     pub routes: BTreeMap<PathId, Route>,
     /// When each connection's first authentic datagram arrived.
     pub first_heard: BTreeMap<PathId, std::time::Instant>,
-    /// The address each connection was last bound to on its endpoint (for
-    /// short headers), whether or not the binding took.
-    pub bound: BTreeMap<PathId, Binding>,
     reader: Option<Waker>,
     writer: Option<Waker>,
     closer: Option<Waker>,
@@ -127,16 +124,6 @@ pub(crate) struct Shared {
     pub span: tracing::Span,
 }
 
-/// A connection's address in its endpoint's table of addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Binding {
-    pub addr: SocketAddr,
-    /// `None`: bound. Otherwise another connection had the address, and
-    /// from this time on the binding is tried again: that connection may
-    /// have moved or ended since.
-    pub retry_at: Option<braid_proto::Instant>,
-}
-
 impl Shared {
     pub(crate) fn new(proto: braid_proto::Session, routes: BTreeMap<PathId, Route>) -> Arc<Shared> {
         let span = tracing::info_span!(
@@ -151,7 +138,6 @@ impl Shared {
                 proto,
                 routes,
                 first_heard: BTreeMap::new(),
-                bound: BTreeMap::new(),
                 reader: None,
                 writer: None,
                 closer: None,

@@ -1,7 +1,9 @@
 //! Where a server's connections send (RFC 9000 §9.3): the address each
 //! connection answers, the candidate a connection may move to while it is
-//! challenged, and the address it last moved away from. The runtime tells
-//! the session where each datagram came from and sends where it says.
+//! challenged, and the address it last moved away from; and, for any
+//! session, which address each connection is bound to for short headers.
+//! The runtime tells the session where each datagram came from and sends
+//! where it says.
 //!
 //! Before the client confirms, the answer goes where the latest opening
 //! came from: a copy of the opening raced from a third party's address
@@ -24,6 +26,11 @@ use crate::{Instant, PathId};
 /// few round trips of any real path.
 const FORMER_RECENT: Duration = Duration::from_secs(3);
 
+/// How long after another connection held its address a connection asks
+/// for it again (its datagrams go with long headers meanwhile): once a
+/// second, one table lookup, however fast the datagrams come.
+const BIND_RETRY: Duration = Duration::from_secs(1);
+
 /// A server session's addresses.
 #[derive(Debug, Default)]
 pub(super) struct Addresses {
@@ -32,6 +39,9 @@ pub(super) struct Addresses {
     candidate: Option<(PathId, SocketAddr)>,
     /// The address a connection last moved away from, still validated.
     former: Option<(PathId, SocketAddr, Instant)>,
+    /// The address each connection was last bound to on its socket (for
+    /// short headers), and when to ask again if another connection held it.
+    bound: BTreeMap<PathId, (SocketAddr, Option<Instant>)>,
 }
 
 /// What [`Session::follow`] needs to know of a datagram a server session
@@ -147,6 +157,30 @@ impl Session {
             self.challenges.addresses.candidate = Some((path, from));
         }
         None
+    }
+
+    /// Whether the caller should map `from` to connection `path` on its
+    /// socket now, so that the peer may send short headers there: a
+    /// datagram from `from` authenticated on `path`, whose connection sends
+    /// to `from` from that socket (the caller knows its sockets), and
+    /// `path` is not bound there yet, or was refused a while ago.
+    pub fn wants_binding(&self, now: Instant, path: PathId, from: SocketAddr) -> bool {
+        self.challenges
+            .addresses
+            .bound
+            .get(&path)
+            .is_none_or(|&(addr, retry_at)| addr != from || retry_at.is_some_and(|at| now >= at))
+    }
+
+    /// The caller mapped `from` to connection `path` (`took`), or another
+    /// connection holds it: the peer may send short headers there, or not.
+    pub fn on_binding(&mut self, now: Instant, path: PathId, from: SocketAddr, took: bool) {
+        let retry_at = (!took).then(|| now + BIND_RETRY);
+        self.challenges
+            .addresses
+            .bound
+            .insert(path, (from, retry_at));
+        self.accept_short_headers(path, took);
     }
 
     fn set_remote(&mut self, path: PathId, to: SocketAddr) -> SocketAddr {
