@@ -668,12 +668,17 @@ impl Listener {
     }
 
     /// As [`Listener::bind`], with the endpoint's bounds (half-open
-    /// sessions, memory budget, code guesses) set by `limits`.
+    /// sessions, memory budget, code guesses) set by `limits`. Openings
+    /// dated before now are refused unless `limits.fresh_since` says
+    /// otherwise.
     pub fn bind_with(
         addr: SocketAddr,
         mut cfg: SessionConfig,
-        limits: EndpointConfig,
+        mut limits: EndpointConfig,
     ) -> Result<Listener> {
+        limits
+            .fresh_since
+            .get_or_insert(braid_proto::Freshness::since(clock::wall()));
         // The listening address's interface bounds what discovery probes
         // for (Ethernet's when it listens on every interface).
         if cfg.max_datagram.is_none() {
