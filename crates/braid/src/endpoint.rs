@@ -256,7 +256,7 @@ impl EndpointInner {
         };
         let mut g = shared.lock();
         let ours = g.routes.get(&header.path).is_some_and(|r| r.remote == u.to);
-        if ours && g.proto.handle_unreachable(&u.quoted) {
+        if ours && g.proto.handle_unreachable(clock::now(), &u.quoted) {
             drop(g);
             shared.wake_driver.notify_one();
         }
