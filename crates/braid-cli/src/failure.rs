@@ -247,6 +247,14 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
                 crate::human::duration(*after)
             ),
         ),
+        SessionError::ListenerBusy { after, .. } => Failure::new(
+            Kind::NoAnswer,
+            format!(
+                "{peer} is busy: it had no room for the session in {} (it said so \
+                 unauthenticated; try again later)",
+                crate::human::duration(*after)
+            ),
+        ),
         SessionError::CodeRejected => wrong_code(),
         SessionError::HandshakeUnauthenticated(_) if ctx.mode == Mode::Code => wrong_code(),
         SessionError::HandshakeUnauthenticated(_) => Failure::new(
@@ -277,6 +285,13 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
                 (_, Some(CloseCode::Version | CloseCode::Controller)) => Failure::new(
                     Kind::Incompatible,
                     format!("{peer} cannot serve this session: {reason}"),
+                ),
+                (_, Some(CloseCode::Busy)) => {
+                    Failure::new(Kind::NoAnswer, format!("{peer} is busy: {reason}"))
+                }
+                (_, Some(CloseCode::NoData)) => Failure::new(
+                    Kind::Aborted,
+                    format!("{peer} closed the session: {reason}"),
                 ),
                 _ => Failure::new(Kind::Protocol, said),
             }

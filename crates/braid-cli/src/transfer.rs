@@ -30,6 +30,9 @@ const RECV_BUFFERS: usize = 16;
 const UNKNOWN_SIZE: u64 = u64::MAX;
 /// Longest verdict line read back.
 const MAX_VERDICT: u64 = 4096;
+/// How long the header waits for the input's first bytes to travel with:
+/// well within a listener's first-data timeout (5 s).
+const HEADER_WAIT: Duration = Duration::from_secs(1);
 /// Close codes of the application (the core's own are below 16).
 pub const CLOSE_FAILED: u64 = 16;
 pub const CLOSE_INTERRUPTED: u64 = 17;
@@ -126,7 +129,8 @@ pub async fn send(
     // first flight, and BBR measures the path from that flight's ACKs.
     let mut pending_header = Some(header.encode());
     let mut sent = 0u64;
-    while let Some(piece) = reader.next().await.context("reading the input")? {
+    let mut next = first_piece(&mut reader, session, &stream, &mut pending_header).await;
+    while let Some(piece) = next.context("reading the input")? {
         let mut len = piece.bytes().len();
         if let Some(first) = pending_header.take() {
             let n = first.len();
@@ -137,6 +141,7 @@ pub async fn send(
         let (buf, piece_len) = piece.into_parts();
         stream.push(buf, piece_len);
         write_lent(session, len).await?;
+        next = reader.next().await;
     }
     if let Some(first) = pending_header {
         let len = first.len();
@@ -199,6 +204,26 @@ pub async fn send(
 
 /// Counts the `len` bytes just lent to the session as written, waiting
 /// while its send buffer is full.
+/// The input's first piece. A slow source (a pipe) does not hold the
+/// header back past [`HEADER_WAIT`]: it then goes alone, since a listener
+/// closes a session that carries nothing in its first seconds.
+async fn first_piece(
+    reader: &mut HashingReader,
+    session: &Session,
+    stream: &Lent,
+    header: &mut Option<Vec<u8>>,
+) -> std::io::Result<Option<crate::file_io::Piece>> {
+    if let Ok(first) = tokio::time::timeout(HEADER_WAIT, reader.next()).await {
+        return first;
+    }
+    if let Some(h) = header.take() {
+        let n = h.len();
+        stream.push(h, n);
+        write_lent(session, n).await?;
+    }
+    reader.next().await
+}
+
 async fn write_lent(session: &Session, len: usize) -> std::io::Result<()> {
     let mut left = len as u64;
     while left > 0 {

@@ -62,6 +62,21 @@ async fn send_to_receiver_windowed(
     out: &Path,
     window: Option<u64>,
 ) -> (anyhow::Result<Outcome>, anyhow::Result<Outcome>) {
+    send_to_receiver_with(content, size, out, |server| {
+        if let Some(w) = window {
+            (server.recv_window, server.send_window, server.max_window) = (w, w, w);
+        }
+    })
+    .await
+}
+
+/// [`send_to_receiver`], the receiver's configuration changed by `edit`.
+async fn send_to_receiver_with(
+    content: impl Read + Send + 'static,
+    size: u64,
+    out: &Path,
+    edit: impl FnOnce(&mut braid::SessionConfig),
+) -> (anyhow::Result<Outcome>, anyhow::Result<Outcome>) {
     let key = braid::random_keypair();
     let client = braid::SessionConfig {
         security: braid::Security::pinned(key.public()),
@@ -71,9 +86,7 @@ async fn send_to_receiver_windowed(
         security: braid::Security::server(key),
         ..braid::SessionConfig::default()
     };
-    if let Some(w) = window {
-        (server.recv_window, server.send_window, server.max_window) = (w, w, w);
-    }
+    edit(&mut server);
     let listener = braid::Listener::bind("127.0.0.1:0".parse().unwrap(), server).unwrap();
     let addr = listener.local_addr();
     let output = Output::Dir(out.to_path_buf());
@@ -100,6 +113,39 @@ async fn send_to_receiver_windowed(
         .expect("the receiver learns of the failure")
         .unwrap();
     (sent, received)
+}
+
+/// Gives nothing for `stall`, then `data`, as a slow pipe does.
+struct Stalled {
+    stall: Duration,
+    data: std::io::Cursor<Vec<u8>>,
+}
+
+impl Read for Stalled {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        std::thread::sleep(std::mem::take(&mut self.stall));
+        io::Read::read(&mut self.data, buf)
+    }
+}
+
+/// An input that gives nothing for longer than the receiver's first-data
+/// timeout: the header goes alone, so the receiver does not take the
+/// session for an idle one.
+#[tokio::test]
+async fn a_slow_input_does_not_hold_the_header_back() {
+    let data = b"late but welcome".to_vec();
+    let content = Stalled {
+        stall: HEADER_WAIT * 2,
+        data: std::io::Cursor::new(data.clone()),
+    };
+    let out = tempfile::tempdir().unwrap();
+    let (sent, received) = send_to_receiver_with(content, data.len() as u64, out.path(), |s| {
+        s.first_data_timeout = Some(HEADER_WAIT + HEADER_WAIT / 2);
+    })
+    .await;
+    sent.unwrap();
+    received.unwrap();
+    assert_eq!(std::fs::read(out.path().join("f.bin")).unwrap(), data);
 }
 
 #[tokio::test]

@@ -15,11 +15,14 @@ use std::time::Duration;
 
 const LIMITS: EndpointConfig = EndpointConfig {
     max_sessions: 24,
+    max_sessions_per_prefix: 6,
+    max_sessions_per_key: 4,
     max_half_open: 8,
     max_half_open_per_prefix: 3,
     retry_threshold: 4,
     code_guess_limit: 3,
     memory_budget: 0,
+    fresh_since: None,
 };
 
 /// The script: the first byte picks a key or a code listener; then each

@@ -82,6 +82,11 @@ pub struct SessionConfig {
     pub idle_timeout: Duration,
     /// The handshake fails after this long without an answer.
     pub handshake_timeout: Duration,
+    /// A server's: a session in which neither side has written stream data
+    /// this long after the client confirmed the handshake is closed (with
+    /// a reason the client hears), so sessions that hold a listener's room
+    /// and send nothing end; `None` leaves them to the idle timeout.
+    pub first_data_timeout: Option<Duration>,
     /// Send a PING after this long without sending anything; `None` disables.
     pub keep_alive: Option<Duration>,
     /// ACK after this many ack-eliciting packets ...
@@ -132,6 +137,11 @@ pub const SILENT_LIMIT: u32 = 5;
 /// would complete, e.g. behind a flood that fills a small queue for 40 s,
 /// must not fail here; HELLOs go out every `max_probe_interval` meanwhile.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(75);
+/// The default [`SessionConfig::first_data_timeout`]: a sender writes
+/// its first bytes (`braid send`'s file header) as soon as it connects;
+/// this leaves room for a few handshake-length round trips and a slow
+/// start of the application.
+pub const FIRST_DATA_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// See [`SILENT_LIMIT`]: a third of the idle timeout.
 pub const MIN_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -151,6 +161,7 @@ impl Default for SessionConfig {
             silent_limit: Some(SILENT_LIMIT),
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: HANDSHAKE_TIMEOUT,
+            first_data_timeout: Some(FIRST_DATA_TIMEOUT),
             keep_alive: Some(Duration::from_secs(10)),
             ack_every: 2,
             max_ack_delay: Duration::from_millis(10),

@@ -20,6 +20,16 @@ pub enum SessionError {
         /// The refusal's reason text, as received.
         said: String,
     },
+    /// No authenticated answer within the handshake timeout, and an
+    /// unauthenticated packet said the listener had no room (too many
+    /// sessions, from our address block or key, or no memory).
+    #[error("handshake timed out after {after:?}: the listener said it is busy (\"{said}\", unauthenticated) and had no room for the session")]
+    ListenerBusy {
+        /// How long the handshake waited.
+        after: Duration,
+        /// The reason text, as received.
+        said: String,
+    },
     /// Answers arrived but none authenticated within a few seconds of the
     /// first.
     #[error("handshake failed after {0:?}: the server answered, but its answer did not authenticate (a wrong code, or forged answers)")]

@@ -32,7 +32,8 @@ pub use config::{ConfigError, SessionConfig};
 pub use crypto::{Keypair, PublicKey, Security, SecurityError};
 pub use ecn::Ecn;
 pub use endpoint::{
-    DatagramEvent, Endpoint, EndpointConfig, EndpointStats, Prefix, CODE_GUESS_LIMIT,
+    DatagramEvent, Endpoint, EndpointConfig, EndpointStats, Freshness, Prefix, CODE_GUESS_LIMIT,
+    OPENING_DATE_TOLERANCE,
 };
 pub use error::{SessionError, Violation};
 pub use ids::{PathId, Role};

@@ -182,6 +182,11 @@ impl SendStream {
         self.complete
     }
 
+    /// Whether the application wrote anything or ended the stream.
+    pub fn is_touched(&self) -> bool {
+        self.written > 0 || self.finishing
+    }
+
     pub fn written(&self) -> u64 {
         self.written
     }

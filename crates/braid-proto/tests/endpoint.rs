@@ -2,8 +2,8 @@
 //! the runtime runs, fed the openings a guesser or a flood would send.
 
 use braid_proto::{
-    Datagram, DatagramEvent, Endpoint, EndpointConfig, Instant, Keypair, PathId, Security, Session,
-    SessionConfig, CODE_GUESS_LIMIT,
+    CloseCode, Datagram, DatagramEvent, Endpoint, EndpointConfig, Freshness, Instant, Keypair,
+    PathId, Security, Session, SessionConfig, SessionError, CODE_GUESS_LIMIT,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -276,13 +276,14 @@ fn a_half_open_flood_does_not_lock_out_a_real_client() {
     assert!(server.ep.stats().evicted > 0);
 }
 
-/// Established sessions are bounded by the memory budget over each one's
-/// largest window; a session that ends frees its share.
+/// Server sessions draw their initial receive window from the memory
+/// budget; past it an opening is told "busy", and a session that ends
+/// gives its share back.
 #[test]
-fn the_memory_budget_bounds_established_sessions() {
+fn the_memory_budget_bounds_sessions_by_what_they_hold() {
     let (server_cfg, client_cfg) = pinned_key();
     let limits = EndpointConfig {
-        memory_budget: 2 * server_cfg.max_window,
+        memory_budget: 2 * server_cfg.recv_window,
         ..EndpointConfig::default()
     };
     let mut server = Server::new(server_cfg, limits);
@@ -292,6 +293,7 @@ fn the_memory_budget_bounds_established_sessions() {
     assert!(open(&mut server, &mut c1, addr(1, 1), true).is_some());
     assert!(open(&mut server, &mut c2, addr(2, 1), true).is_some());
     assert_eq!(open(&mut server, &mut c3, addr(3, 1), true), None);
+    assert!(server.ep.stats().busy > 0);
     server.end(1);
     let mut c4 = client(client_cfg, 4);
     assert!(open(&mut server, &mut c4, addr(3, 1), true).is_some());
@@ -353,4 +355,131 @@ fn a_replayed_key_opening_opens_nothing_after_its_id_is_forgotten() {
     let mut fresh = dated(3, 20);
     let o = opening_of(&mut fresh, server.now);
     assert_eq!(server.handle(from, &o), Got::Session(3));
+}
+
+/// A listener restarted remembers no opening date. A copy of a genuine
+/// key-mode opening captured before the restart is still refused, without
+/// an answer: it is dated before the listener started. The same client's
+/// next opening, dated after, is welcome.
+#[test]
+fn an_opening_captured_before_a_restart_gets_no_answer() {
+    let (server_cfg, client_cfg) = pinned_key();
+    let wall = Duration::from_secs(1_800_000_000);
+    let started = |at: Duration| EndpointConfig {
+        fresh_since: Some(Freshness::since(at)),
+        ..EndpointConfig::default()
+    };
+    let identity = Keypair::generate([9; 32]);
+    let cfg = SessionConfig {
+        security: match &client_cfg.security {
+            Security::Pinned { peer, .. } => Security::Pinned {
+                peer: *peer,
+                identity: Some(identity),
+            },
+            other => panic!("not a pinned key: {other:?}"),
+        },
+        ..client_cfg
+    };
+    let mut before = Server::new(
+        server_cfg.clone(),
+        started(wall - Duration::from_secs(3600)),
+    );
+    let dated = |id: u64, date: Duration, now: Instant| {
+        let mut c = Session::connect_dated(cfg.clone(), id, now, [id as u8; 32], date).unwrap();
+        opening_of(&mut c, now)
+    };
+    let captured = dated(1, wall, before.now);
+    assert_eq!(before.handle(addr(1, 1), &captured), Got::Session(1));
+    // The listener restarts a minute later, and the copy is replayed.
+    let mut after = Server::new(server_cfg, started(wall + Duration::from_secs(60)));
+    for from in [addr(1, 1), addr(2, 2)] {
+        assert_eq!(after.handle(from, &captured), Got::Nothing);
+    }
+    assert_eq!(after.ep.stats().replayed, 2);
+    assert_eq!(after.ep.len(), 0);
+    let fresh = dated(2, wall + Duration::from_secs(61), after.now);
+    assert_eq!(after.handle(addr(1, 1), &fresh), Got::Session(2));
+}
+
+/// Runs a client and its server session until the server has read
+/// something or `limit` of virtual time passed; returns what it read.
+fn first_bytes(
+    server: &mut Server,
+    c: &mut Session,
+    id: u64,
+    from: SocketAddr,
+    limit: Duration,
+) -> Vec<u8> {
+    let (start, mut buf, mut got) = (server.now, Vec::new(), Vec::new());
+    while got.is_empty() && server.now <= start + limit {
+        while let Some(t) = c.poll_transmit(server.now, 1, &mut buf) {
+            server.handle(from, &buf[..t.size]);
+        }
+        let s = server.sessions.get_mut(&id).unwrap();
+        let mut out = [0u8; 256];
+        let n = s.read(server.now, &mut out);
+        got.extend_from_slice(&out[..n]);
+        while let Some(t) = s.poll_transmit(server.now, 1, &mut buf) {
+            let mut d = buf[..t.size].to_vec();
+            c.handle_datagram(server.now, Datagram::new(server.now, PathId(0), &mut d));
+        }
+        let next = [c.poll_timeout(), s.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        server.now = next
+            .unwrap_or(server.now)
+            .max(server.now + Duration::from_millis(1));
+        c.handle_timeout(server.now);
+        server
+            .sessions
+            .get_mut(&id)
+            .unwrap()
+            .handle_timeout(server.now);
+    }
+    got
+}
+
+/// 100 clients, each with a key of its own, from one host's prefix,
+/// complete the handshake and send nothing. A sender from elsewhere still
+/// gets in, and its first bytes arrive within a second; the idle ones past
+/// their prefix's share were told "busy", and those admitted are closed
+/// after the first-data timeout, with a reason their client hears.
+#[test]
+fn idle_sessions_do_not_lock_out_a_sender() {
+    let (server_cfg, client_cfg) = pinned_key();
+    let mut server = Server::new(server_cfg, EndpointConfig::default());
+    let mut idle = Vec::new();
+    for id in 1..=100u64 {
+        let mut c = client(client_cfg.clone(), id);
+        if let Some(s) = open(&mut server, &mut c, addr(9, id as u8), true) {
+            idle.push((s, c));
+        }
+    }
+    assert!(idle.len() >= 16, "{} idle sessions", idle.len());
+    let from = addr(1, 1);
+    let mut sender = client(client_cfg, 1000);
+    let id = open(&mut server, &mut sender, from, true).expect("the sender gets in");
+    assert_eq!(sender.write(b"file header"), 11);
+    let got = first_bytes(&mut server, &mut sender, id, from, Duration::from_secs(1));
+    assert_eq!(got, b"file header");
+    let (idle_id, mut idle_client) = idle.pop().unwrap();
+    let s = server.sessions.get_mut(&idle_id).unwrap();
+    let at = s.created_at() + Duration::from_secs(5);
+    s.handle_timeout(at);
+    let closed = |e: Option<&SessionError>| {
+        matches!(e, Some(SessionError::LocallyAborted { code, .. }
+            | SessionError::PeerAborted { code, .. }) if *code == CloseCode::NoData.value())
+    };
+    assert!(closed(s.error()), "{:?}", s.error());
+    let mut buf = Vec::new();
+    while let Some(t) = s.poll_transmit(at, 1, &mut buf) {
+        let mut d = buf[..t.size].to_vec();
+        idle_client.handle_datagram(at, Datagram::new(at, PathId(0), &mut d));
+    }
+    assert!(closed(idle_client.error()), "{:?}", idle_client.error());
+    // The sender's session has data: no deadline ends it.
+    let s = server.sessions.get_mut(&id).unwrap();
+    s.handle_timeout(at);
+    assert!(s.error().is_none());
 }

@@ -260,7 +260,7 @@ impl EndpointInner {
         };
         let mut g = shared.lock();
         let ours = g.routes.get(&header.path).is_some_and(|r| r.remote == u.to);
-        if ours && g.proto.handle_unreachable(&u.quoted) {
+        if ours && g.proto.handle_unreachable(clock::now(), &u.quoted) {
             drop(g);
             shared.wake_driver.notify_one();
         }
@@ -555,12 +555,17 @@ impl Listener {
     }
 
     /// As [`Listener::bind`], with the endpoint's bounds (half-open
-    /// sessions, memory budget, code guesses) set by `limits`.
+    /// sessions, memory budget, code guesses) set by `limits`. Openings
+    /// dated before now are refused unless `limits.fresh_since` says
+    /// otherwise.
     pub fn bind_with(
         addr: SocketAddr,
         mut cfg: SessionConfig,
-        limits: EndpointConfig,
+        mut limits: EndpointConfig,
     ) -> Result<Listener> {
+        limits
+            .fresh_since
+            .get_or_insert(braid_proto::Freshness::since(clock::wall()));
         // The listening address's interface bounds what discovery probes
         // for (Ethernet's when it listens on every interface).
         if cfg.max_datagram.is_none() {

@@ -104,9 +104,9 @@ impl Error {
     pub fn kind(&self) -> io::ErrorKind {
         match self {
             Error::Session(e) => match e {
-                SessionError::HandshakeTimeout(_) | SessionError::IdleTimeout(_) => {
-                    io::ErrorKind::TimedOut
-                }
+                SessionError::HandshakeTimeout(_)
+                | SessionError::IdleTimeout(_)
+                | SessionError::ListenerBusy { .. } => io::ErrorKind::TimedOut,
                 SessionError::NoProgress { .. }
                 | SessionError::PeerSilent { .. }
                 | SessionError::AllPathsClosed => io::ErrorKind::NotConnected,

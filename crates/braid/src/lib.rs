@@ -51,8 +51,8 @@ mod udp_errors;
 mod udp_gather;
 
 pub use braid_proto::{
-    CloseCode, ConfigError, EndpointConfig, EndpointStats, Keypair, PathId, PathSample, PathState,
-    PublicKey, Security, SessionConfig, SessionError, SessionStats, Violation,
+    CloseCode, ConfigError, EndpointConfig, EndpointStats, Freshness, Keypair, PathId, PathSample,
+    PathState, PublicKey, Security, SessionConfig, SessionError, SessionStats, Violation,
 };
 pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};

@@ -274,10 +274,15 @@ async fn forged_replayed_and_hijacking_datagrams_change_nothing() {
     );
 }
 
-/// The first datagram of a client with `cfg`.
+/// The first datagram of a client with `cfg`, dated by the wall clock as
+/// a real client's (a listener refuses openings dated before it started).
 fn opening(cfg: SessionConfig, session_id: u64, seed: u8) -> Vec<u8> {
     let zero = braid_proto::Instant::ZERO;
-    let mut s = braid_proto::Session::connect(cfg, session_id, zero, [seed; 32]).unwrap();
+    let date = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let mut s =
+        braid_proto::Session::connect_dated(cfg, session_id, zero, [seed; 32], date).unwrap();
     let mut buf = Vec::new();
     let t = s.poll_transmit(zero, 1, &mut buf).unwrap();
     buf.truncate(t.size);

@@ -3,7 +3,7 @@
 //! retry token) always finds room by pushing out one that did not, or the
 //! oldest of the most crowded prefix.
 
-use crate::Instant;
+use crate::{Instant, PublicKey};
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -49,6 +49,8 @@ pub(super) struct HalfOpen {
     pub validated: bool,
     /// It answered a one-time-code handshake: one guess spent.
     pub code: bool,
+    /// The client's key (key mode), counted once the session is established.
+    pub key: Option<PublicKey>,
 }
 
 /// What to do with an opening.
@@ -179,6 +181,7 @@ mod tests {
             since: Instant::from_nanos(at),
             validated,
             code: false,
+            key: None,
         }
     }
 

@@ -15,24 +15,33 @@
 //! per address prefix; past them an opening is answered with a state-free
 //! retry token rather than dropped, and one that echoes a token pushes out
 //! one that did not, so a client that proves its address is never locked
-//! out by ones that do not. With a one-time code, every answer is a guess
-//! and is counted when it is sent. A key-mode opening is dated by its
-//! client, and one whose date was seen is a replay and opens nothing.
+//! out by ones that do not. Established sessions are capped per address
+//! prefix and per client key, and draw on a memory budget as their
+//! receive windows grow; an opening with no room is told "busy" in clear
+//! rather than met with silence. With a one-time code, every answer is a
+//! guess and is counted when it is sent. A key-mode opening is dated by its
+//! client, and one whose date was seen is a replay and opens nothing, as
+//! is one dated before the listener started ([`Freshness`]).
 
 mod addresses;
 mod admission;
 mod guesses;
+mod memory;
+mod occupancy;
 mod openings;
 
 pub use admission::Prefix;
+pub(crate) use memory::{MemoryBudget, Reservation};
+pub use openings::{Freshness, OPENING_DATE_TOLERANCE};
 
 use crate::config::ConfigError;
 use crate::crypto::{mode, RetryKey, SessionRng};
 use crate::wire::{Frame, Frames, Header, VERSION};
-use crate::{Instant, PathId, Role, Session, SessionConfig};
+use crate::{CloseCode, Instant, PathId, Role, Session, SessionConfig};
 use addresses::AddressTable;
 use admission::{Admit, HalfOpen, HalfOpenTable, Limits};
 use guesses::CodeGuesses;
+use occupancy::{Occupancy, Shares};
 use openings::OpeningDates;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -40,8 +49,15 @@ use std::net::SocketAddr;
 /// An endpoint's bounds. The defaults suit a public listener.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointConfig {
-    /// Sessions at most, of every kind; openings beyond are dropped.
+    /// Sessions at most, of every kind; openings beyond are told "busy".
     pub max_sessions: usize,
+    /// Established server sessions from one address prefix ([`Prefix`])
+    /// from which an opening is told "busy": one host cannot take every
+    /// place. Half-open ones have their own bounds, so this many plus
+    /// those may complete at once.
+    pub max_sessions_per_prefix: usize,
+    /// The same per client key (key mode).
+    pub max_sessions_per_key: usize,
     /// Half-open server sessions (answered, client not yet confirmed) at most.
     pub max_half_open: usize,
     /// Half-open sessions at most from one address prefix ([`Prefix`]).
@@ -53,20 +69,30 @@ pub struct EndpointConfig {
     /// guesses) that end the code.
     pub code_guess_limit: u32,
     /// Bytes that the receive windows of all established server sessions
-    /// (the accept backlog included) may reach together: the listener
-    /// takes at most `memory_budget / max_window` of them at a time.
+    /// (the accept backlog included) may reach together. A session draws
+    /// its initial window once established (one that finds no room closes,
+    /// saying "busy") and more only as its window grows, so idle sessions
+    /// cost what they hold; whatever it drew returns when it is dropped.
+    /// An opening is told "busy" while an initial window would not fit.
     pub memory_budget: u64,
+    /// Key-mode openings dated before this are refused in silence, so a
+    /// copy captured before the listener (re)started opens nothing;
+    /// `None` takes every date (the simulator's clock starts at zero).
+    pub fresh_since: Option<Freshness>,
 }
 
 impl Default for EndpointConfig {
     fn default() -> Self {
         EndpointConfig {
             max_sessions: 16_384,
+            max_sessions_per_prefix: 64,
+            max_sessions_per_key: 16,
             max_half_open: 512,
             max_half_open_per_prefix: 16,
             retry_threshold: 64,
             code_guess_limit: CODE_GUESS_LIMIT,
             memory_budget: 1 << 30,
+            fresh_since: None,
         }
     }
 }
@@ -94,12 +120,16 @@ pub struct EndpointStats {
     pub retries_sent: u64,
     /// Openings refused (answered with a refusal, no session kept).
     pub refused: u64,
-    /// Openings dropped in silence (over the session or memory limits,
-    /// a spent code, or not a handshake).
+    /// Openings told "busy": no room for them (sessions, memory, or the
+    /// share of their prefix or key).
+    pub busy: u64,
+    /// Openings dropped in silence (a replay, a spent code, an insecure
+    /// opening under load, or not a handshake).
     pub dropped: u64,
     /// Half-open sessions pushed out to make room for validated openings.
     pub evicted: u64,
-    /// Key-mode openings dropped as replays (a date seen before).
+    /// Key-mode openings dropped as replays (a date seen before, or one
+    /// from before the listener started).
     pub replayed: u64,
     /// One-time-code handshakes answered: guesses anyone got.
     pub code_answers: u32,
@@ -119,8 +149,10 @@ pub struct Endpoint<H> {
     /// Connections told apart by address, which short headers rely on.
     addresses: AddressTable,
     half_open: HalfOpenTable,
-    /// Established server sessions, counted against the memory budget.
-    established: HashSet<u64>,
+    /// Established server sessions by prefix and key.
+    occupancy: Occupancy,
+    /// What established sessions' receive windows may draw.
+    budget: MemoryBudget,
     /// Ended session ids, so a late copy of an opening opens nothing.
     closed: VecDeque<u64>,
     closed_set: HashSet<u64>,
@@ -134,6 +166,24 @@ pub struct Endpoint<H> {
 /// (each one guess at the code) that end the code, by default.
 pub const CODE_GUESS_LIMIT: u32 = 8;
 
+/// What a busy listener says, in clear.
+const BUSY: &str = "busy: the listener has no room now";
+
+/// An opening being admitted.
+struct Opening<'a> {
+    now: Instant,
+    prefix: Prefix,
+    header: Header,
+    datagram: &'a [u8],
+}
+
+/// What the half-open table decided on an opening it admits.
+struct Admitted {
+    validated: bool,
+    code: bool,
+    evict: Option<u64>,
+}
+
 /// Ended session ids remembered.
 const RECENTLY_CLOSED: usize = 4096;
 
@@ -144,6 +194,8 @@ impl<H: Clone> Endpoint<H> {
     pub fn new(cfg: EndpointConfig, seed: [u8; 32]) -> Endpoint<H> {
         let mut rng = SessionRng::new(seed);
         let retry_key = RetryKey::new(rng.seed());
+        let openings = OpeningDates::new(cfg.fresh_since);
+        let budget = MemoryBudget::new(cfg.memory_budget);
         Endpoint {
             cfg,
             accepting: None,
@@ -152,11 +204,12 @@ impl<H: Clone> Endpoint<H> {
             sessions: HashMap::new(),
             addresses: AddressTable::default(),
             half_open: HalfOpenTable::default(),
-            established: HashSet::new(),
+            occupancy: Occupancy::default(),
+            budget,
             closed: VecDeque::new(),
             closed_set: HashSet::new(),
             guesses: None,
-            openings: OpeningDates::default(),
+            openings,
             evicted: VecDeque::new(),
             stats: EndpointStats::default(),
         }
@@ -208,17 +261,29 @@ impl<H: Clone> Endpoint<H> {
         if let Some(h) = self.sessions.get(&header.session_id) {
             return Some(DatagramEvent::Known(h.clone()));
         }
-        let cfg = self.accepting.as_ref()?;
+        let cfg = self.accepting.clone()?;
         let token = match Frames::new(payload).next() {
             Some(Ok(Frame::ClientHello { token, mode, .. })) => Some((token, mode)),
             Some(Ok(Frame::Hello(_))) => None,
             _ => return None,
         };
-        if self.closed_set.contains(&header.session_id)
-            || self.sessions.len() >= self.cfg.max_sessions
-        {
+        if self.closed_set.contains(&header.session_id) {
             self.stats.dropped += 1;
             return None;
+        }
+        let opening = Opening {
+            now,
+            prefix: Prefix::of(from.ip()),
+            header,
+            datagram,
+        };
+        if self.sessions.len() >= self.cfg.max_sessions
+            || !self
+                .occupancy
+                .prefix_has_room(opening.prefix, self.shares())
+            || !self.budget.has_room(cfg.recv_window)
+        {
+            return self.busy(&opening);
         }
         let code =
             token.is_some_and(|(_, m)| m == mode::CODE) && cfg.security.one_time_code().is_some();
@@ -230,7 +295,6 @@ impl<H: Clone> Endpoint<H> {
         let validated = token.is_some_and(|(t, _)| {
             !t.is_empty() && self.retry_key.verify(t, from, header.session_id, now_s)
         });
-        let prefix = Prefix::of(from.ip());
         // A code handshake spends a guess, so it must come from an address
         // that receives: junk from forged sources cannot use the code up.
         let limits = Limits {
@@ -238,7 +302,10 @@ impl<H: Clone> Endpoint<H> {
             per_prefix: self.cfg.max_half_open_per_prefix,
             retry_from: self.cfg.retry_threshold,
         };
-        let evict = match self.half_open.admit(prefix, validated, code, &limits) {
+        let evict = match self
+            .half_open
+            .admit(opening.prefix, validated, code, &limits)
+        {
             // An insecure opening has no token to echo.
             Admit::Retry if token.is_none() => {
                 self.stats.dropped += 1;
@@ -248,27 +315,47 @@ impl<H: Clone> Endpoint<H> {
                 self.stats.retries_sent += 1;
                 return Some(DatagramEvent::Respond(self.retry(from, &header, now_s)));
             }
-            Admit::Drop => {
-                self.stats.dropped += 1;
-                return None;
-            }
+            Admit::Drop => return self.busy(&opening),
             Admit::Open(evict) => evict,
         };
-        if self.established.len() as u64 >= self.memory_slots(cfg) {
+        let admitted = Admitted {
+            validated,
+            code,
+            evict,
+        };
+        self.open(&opening, cfg, admitted, make)
+    }
+
+    /// Opens a session for an opening the limits admit, unless it is a
+    /// replay or its key holds its share already.
+    fn open(
+        &mut self,
+        o: &Opening<'_>,
+        cfg: SessionConfig,
+        admitted: Admitted,
+        make: impl FnOnce(Session) -> H,
+    ) -> Option<DatagramEvent<H>> {
+        let seed = self.rng.seed();
+        let mut session = Session::accept(cfg, o.now, o.header.path, o.datagram, seed).ok()?;
+        let dated = session.opening_date();
+        if dated.is_some_and(|(key, date)| !self.openings.admits(key, date)) {
+            // Not even a refusal: a replay learns nothing.
+            self.stats.replayed += 1;
             self.stats.dropped += 1;
             return None;
         }
-        let seed = self.rng.seed();
-        let mut session = Session::accept(cfg.clone(), now, header.path, datagram, seed).ok()?;
-        if let Some((key, date)) = session.opening_date() {
-            if !self.openings.check(key, date) {
-                // Not even a refusal: a replay learns nothing.
-                self.stats.replayed += 1;
-                self.stats.dropped += 1;
-                return None;
+        let key = dated.map(|(key, _)| key);
+        if session.error().is_none() {
+            if key.is_some_and(|k| !self.occupancy.key_has_room(k, self.shares())) {
+                return self.busy(o);
             }
+            // It draws its window once established, when data may come.
+            session.use_memory(Reservation::empty(&self.budget));
         }
-        let answered = code && session.has_answered();
+        if let Some((key, date)) = dated {
+            self.openings.check(key, date);
+        }
+        let answered = admitted.code && session.has_answered();
         if answered {
             let g = self.guesses.as_mut().expect("code listener");
             g.on_answered();
@@ -279,46 +366,59 @@ impl<H: Clone> Endpoint<H> {
             // it to 3x the opening. A refused code answer still was a guess.
             self.stats.refused += 1;
             let mut buf = Vec::new();
-            session.poll_transmit(now, 1, &mut buf)?;
+            session.poll_transmit(o.now, 1, &mut buf)?;
             return Some(DatagramEvent::Respond(buf));
         }
-        if let Some(id) = evict {
+        if let Some(id) = admitted.evict {
             self.evict(id);
         }
-        let id = header.session_id;
+        let id = o.header.session_id;
         let handle = make(session);
         self.sessions.insert(id, handle.clone());
         self.half_open.insert(
             id,
             HalfOpen {
-                prefix,
-                since: now,
-                validated,
+                prefix: o.prefix,
+                since: o.now,
+                validated: admitted.validated,
                 code: answered,
+                key,
             },
         );
         self.stats.accepted += 1;
         Some(DatagramEvent::Accepted(handle))
     }
 
-    /// How many established server sessions the memory budget holds.
-    fn memory_slots(&self, cfg: &SessionConfig) -> u64 {
-        (self.cfg.memory_budget / cfg.max_window.max(1)).max(1)
+    fn shares(&self) -> Shares {
+        Shares {
+            per_prefix: self.cfg.max_sessions_per_prefix,
+            per_key: self.cfg.max_sessions_per_key,
+        }
+    }
+
+    /// No room for the opening: a CLOSE in clear says so (a hint the
+    /// client keeps while it tries again), at most 3x the opening's size
+    /// as to any address not yet validated, and nothing is kept.
+    fn busy(&mut self, o: &Opening<'_>) -> Option<DatagramEvent<H>> {
+        let mut datagram = Vec::with_capacity(64);
+        answer_header(&o.header).encode(&mut datagram);
+        Frame::Close {
+            code: CloseCode::Busy.value(),
+            reason: BUSY.as_bytes(),
+        }
+        .encode(&mut datagram);
+        if datagram.len() > 3 * o.datagram.len() {
+            self.stats.dropped += 1;
+            return None;
+        }
+        self.stats.busy += 1;
+        Some(DatagramEvent::Respond(datagram))
     }
 
     fn retry(&self, to: SocketAddr, opening: &Header, now_s: u64) -> Vec<u8> {
         let token = self.retry_key.token(to, opening.session_id, now_s);
         let mut datagram = Vec::with_capacity(80);
-        Header {
-            version: VERSION,
-            key_phase: false,
-            mbecn: 0,
-            short: false,
-            session_id: opening.session_id,
-            path: opening.path,
-            packet_number: 0,
-        }
-        .encode(&mut datagram);
+        answer_header(opening).encode(&mut datagram);
         Frame::Retry { token: &token }.encode(&mut datagram);
         datagram
     }
@@ -363,7 +463,7 @@ impl<H: Clone> Endpoint<H> {
                     g.on_confirmed();
                 }
             }
-            self.established.insert(session_id);
+            self.occupancy.insert(session_id, h.prefix, h.key);
         }
     }
 
@@ -375,7 +475,7 @@ impl<H: Clone> Endpoint<H> {
         }
         self.addresses.remove_session(session_id);
         self.half_open.remove(session_id);
-        self.established.remove(&session_id);
+        self.occupancy.remove(session_id);
         if self.closed.len() == RECENTLY_CLOSED {
             if let Some(old) = self.closed.pop_front() {
                 self.closed_set.remove(&old);
@@ -424,5 +524,18 @@ impl<H: Clone> Endpoint<H> {
             code_unconfirmed: self.guesses.map_or(0, |g| g.unconfirmed()),
             ..self.stats
         }
+    }
+}
+
+/// The header of a stateless answer to `opening`.
+fn answer_header(opening: &Header) -> Header {
+    Header {
+        version: VERSION,
+        key_phase: false,
+        mbecn: 0,
+        short: false,
+        session_id: opening.session_id,
+        path: opening.path,
+        packet_number: 0,
     }
 }

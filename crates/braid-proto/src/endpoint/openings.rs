@@ -13,6 +13,11 @@
 //! remembers as closed: to make it forget a key, an attacker must have
 //! that many openings of keys of its own admitted.
 //!
+//! The table lives in memory only, so a restarted listener has forgotten
+//! every date: it refuses openings dated before it started (less a
+//! tolerance for clocks that disagree, [`Freshness`]), and a copy captured
+//! before the restart gets no answer either.
+//!
 //! As with WireGuard's timestamps, a client whose clock runs backwards
 //! (or that opens more than [`DATES_PER_KEY`] sessions at once, arriving
 //! out of order) finds its older-dated openings refused, in silence,
@@ -20,6 +25,7 @@
 
 use crate::PublicKey;
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 /// Opening dates remembered per client key.
 pub const DATES_PER_KEY: usize = 8;
@@ -37,10 +43,20 @@ struct KeyDates {
 }
 
 impl KeyDates {
+    /// Whether `date` would be recorded: neither seen nor older than all
+    /// kept.
+    fn admits(&self, date: u64) -> bool {
+        let kept = &self.recent[..self.len];
+        if self.floor.is_some_and(|f| date <= f) || kept.contains(&date) {
+            return false;
+        }
+        // When full, one older than all kept would be the one forgotten.
+        self.len < DATES_PER_KEY || kept.iter().any(|&d| d < date)
+    }
+
     /// Records `date`; false if it was seen or is older than all kept.
     fn insert(&mut self, date: u64) -> bool {
-        let kept = &mut self.recent[..self.len];
-        if self.floor.is_some_and(|f| date <= f) || kept.contains(&date) {
+        if !self.admits(date) {
             return false;
         }
         if self.len < DATES_PER_KEY {
@@ -48,24 +64,55 @@ impl KeyDates {
             self.len += 1;
             return true;
         }
-        let (oldest, &min) = kept
+        let (oldest, &min) = self.recent[..self.len]
             .iter()
             .enumerate()
             .min_by_key(|(_, d)| **d)
             .expect("full");
-        if date < min {
-            // It would be the one forgotten.
-            return false;
-        }
         self.floor = Some(min);
         self.recent[oldest] = date;
         true
     }
 }
 
+/// The oldest opening date a listener accepts: its start, by the wall
+/// clock, less the disagreement it tolerates between clocks. Both are
+/// Unix times' offsets, as openings are dated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Freshness {
+    /// When the listener started, since the Unix epoch.
+    pub started: Duration,
+    /// How far behind the listener's a client's clock may run: an
+    /// opening dated up to this long before the start is still taken
+    /// (and so is a replay captured that shortly before a restart).
+    pub tolerance: Duration,
+}
+
+impl Freshness {
+    /// The bound for a listener started at `started` (since the Unix
+    /// epoch), with the [`OPENING_DATE_TOLERANCE`].
+    pub fn since(started: Duration) -> Freshness {
+        Freshness {
+            started,
+            tolerance: OPENING_DATE_TOLERANCE,
+        }
+    }
+
+    fn floor(&self) -> u64 {
+        let floor = self.started.saturating_sub(self.tolerance);
+        u64::try_from(floor.as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Clocks kept by NTP agree within milliseconds; this allows for one
+/// that is not, and is about as long as a listener takes to restart.
+pub const OPENING_DATE_TOLERANCE: Duration = Duration::from_secs(10);
+
 /// The opening dates of each client key the listener remembers.
 #[derive(Debug, Default)]
 pub(crate) struct OpeningDates {
+    /// Dates below this (nanoseconds since the Unix epoch) are refused.
+    floor: u64,
     keys: HashMap<PublicKey, KeyDates>,
     /// The keys by when they were last seen, least recent first.
     by_seen: BTreeMap<u64, PublicKey>,
@@ -73,9 +120,26 @@ pub(crate) struct OpeningDates {
 }
 
 impl OpeningDates {
+    /// An empty table that refuses dates older than `fresh` allows.
+    pub fn new(fresh: Option<Freshness>) -> OpeningDates {
+        OpeningDates {
+            floor: fresh.map_or(0, |f| f.floor()),
+            ..OpeningDates::default()
+        }
+    }
+
+    /// Whether [`OpeningDates::check`] would take `key`'s opening dated
+    /// `date`, without recording it.
+    pub fn admits(&self, key: PublicKey, date: u64) -> bool {
+        date >= self.floor && self.keys.get(&key).is_none_or(|k| k.admits(date))
+    }
+
     /// Records `key`'s opening dated `date` (nanoseconds since the Unix
     /// epoch, by the client's clock); false if it is a replay.
     pub fn check(&mut self, key: PublicKey, date: u64) -> bool {
+        if date < self.floor {
+            return false;
+        }
         self.checked += 1;
         if !self.keys.contains_key(&key) && self.keys.len() >= MAX_KEYS {
             if let Some((_, oldest)) = self.by_seen.pop_first() {
@@ -107,6 +171,17 @@ mod tests {
         assert!(t.check(key(1), 90));
         // Another key has its own dates.
         assert!(t.check(key(2), 100));
+    }
+
+    #[test]
+    fn dates_before_the_start_less_the_tolerance_are_refused() {
+        let started = Duration::from_secs(1000);
+        let mut t = OpeningDates::new(Some(Freshness::since(started)));
+        let at = |s: u64| Duration::from_secs(s).as_nanos() as u64;
+        assert!(!t.check(key(1), at(1000) - at(11)));
+        assert!(t.check(key(1), at(1000) - at(9)));
+        assert!(t.check(key(2), at(2000)));
+        assert!(OpeningDates::new(None).check(key(1), 1));
     }
 
     #[test]

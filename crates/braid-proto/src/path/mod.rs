@@ -123,6 +123,10 @@ pub(crate) struct Path {
     last_eliciting_pn: Option<u64>,
     /// Whether packets here may leave out the session id and path.
     short: ShortHeaders,
+    /// After a first "port unreachable": the packet number sent next then.
+    /// Only a report about a packet from there on (a retransmission) is
+    /// believed, so one forged report cannot end a handshake.
+    unreachable_from: Option<u64>,
 }
 
 impl Path {
@@ -138,6 +142,7 @@ impl Path {
             id,
             state: PathState::Active,
             numbers: PacketNumbers::default(),
+            unreachable_from: None,
             sent: SentPackets::new(u64::from(packet_threshold)),
             delivery: DeliveryRate::new(now, INITIAL_BURST_PACKETS * u64::from(segment_size)),
             acks: AcksOwed::new(now),
@@ -383,6 +388,21 @@ impl Path {
     pub fn has_sent(&self, truncated: u64, bytes: usize) -> bool {
         let next = self.numbers.next();
         next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated, bytes) < next
+    }
+
+    /// A believable "port unreachable" about the packet numbered `truncated`
+    /// (its low `bytes` bytes): whether it recurs about a packet sent after
+    /// the first such report, which alone is noted.
+    pub fn on_unreachable(&mut self, truncated: u64, bytes: usize) -> bool {
+        let next = self.numbers.next();
+        let pn = crate::wire::expand_packet_number(next.checked_sub(1), truncated, bytes);
+        match self.unreachable_from {
+            Some(from) => pn >= from,
+            None => {
+                self.unreachable_from = Some(next);
+                false
+            }
+        }
     }
 
     /// The largest packet number the peer acknowledged here, which the

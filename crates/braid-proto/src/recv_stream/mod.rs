@@ -19,6 +19,7 @@
 //! and out again. The window then advances only as the application
 //! releases what it took, so its buffers count against the window too.
 
+use crate::endpoint::Reservation;
 use crate::Instant;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -90,6 +91,9 @@ pub(crate) struct RecvStream {
     grown_read: u64,
     /// Bytes that arrived more than once.
     pub duplicate_bytes: u64,
+    /// A listener's session: the window grows only as far as the
+    /// listener's memory budget lets it.
+    memory: Option<Reservation>,
 }
 
 impl RecvStream {
@@ -109,7 +113,19 @@ impl RecvStream {
             grown_at: None,
             grown_read: 0,
             duplicate_bytes: 0,
+            memory: None,
         }
+    }
+
+    /// Draws the window, and its growth, from `memory`.
+    pub fn use_memory(&mut self, memory: Reservation) {
+        self.memory = Some(memory);
+    }
+
+    /// Draws the current window from the memory given; whether it has it.
+    pub fn hold_window(&mut self) -> bool {
+        let window = self.window;
+        self.memory.as_mut().is_none_or(|m| m.grow_to(window))
     }
 
     pub fn set_window(&mut self, window: u64) {
@@ -172,7 +188,11 @@ impl RecvStream {
         if unread >= half || consumed < half || !due || self.window >= self.max_window {
             return false;
         }
-        self.window = (self.window * 2).min(self.max_window);
+        let window = (self.window * 2).min(self.max_window);
+        if !self.memory.as_mut().is_none_or(|m| m.grow_to(window)) {
+            return false;
+        }
+        self.window = window;
         self.blocked_floor = self.max_data();
         self.grown_at = Some(now);
         self.grown_read = self.released;
@@ -205,6 +225,11 @@ impl RecvStream {
 
     pub fn cumulative(&self) -> u64 {
         self.cumulative
+    }
+
+    /// Whether any stream data (or its end) has arrived.
+    pub fn has_any(&self) -> bool {
+        self.cumulative > 0 || !self.pending.is_empty() || self.final_size.is_some()
     }
 
     /// Whether every byte up to the FIN has arrived.

@@ -227,6 +227,32 @@ fn blocked_reports_alone_do_not_grow_the_window() {
     assert_eq!(r.window(), 400);
 }
 
+/// A listener's session grows its window only while the listener's
+/// memory budget has room, and holds nothing before it is established.
+#[test]
+fn the_window_grows_only_as_far_as_the_memory_budget() {
+    use crate::endpoint::{MemoryBudget, Reservation};
+    let rtt = 50 * MS;
+    let budget = MemoryBudget::new(300);
+    let mut r = RecvStream::new(100);
+    r.set_max_window(1000);
+    r.use_memory(Reservation::empty(&budget));
+    assert_eq!(budget.used(), 0);
+    assert!(r.hold_window());
+    assert_eq!(budget.used(), 100);
+    r.insert(0, &[0; 50], false).unwrap();
+    read_all(&mut r);
+    assert_eq!(r.on_peer_blocked(150, at(0), rtt), Ok(true));
+    assert_eq!((r.window(), budget.used()), (200, 200));
+    r.insert(50, &[0; 100], false).unwrap();
+    read_all(&mut r);
+    // 400 would pass the budget: the window stays.
+    assert_eq!(r.on_peer_blocked(350, at(100), rtt), Ok(false));
+    assert_eq!((r.window(), budget.used()), (200, 200));
+    drop(r);
+    assert_eq!(budget.used(), 0);
+}
+
 #[test]
 fn data_held_behind_a_hole_grows_the_window() {
     let rtt = 50 * MS;

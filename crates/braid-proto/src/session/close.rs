@@ -41,15 +41,23 @@ pub enum CloseCode {
     /// The handshake's mode, key or client was refused, or the keys are
     /// spent.
     Security = 4,
+    /// Neither side wrote stream data in the first-data timeout
+    /// ([`SessionConfig::first_data_timeout`](crate::SessionConfig)).
+    NoData = 5,
+    /// A listener has no room for the opening now (said in clear, so a
+    /// hint only); it may have some later.
+    Busy = 6,
 }
 
 impl CloseCode {
     /// Every code, in wire order.
-    pub const ALL: [CloseCode; 4] = [
+    pub const ALL: [CloseCode; 6] = [
         CloseCode::Version,
         CloseCode::Controller,
         CloseCode::Protocol,
         CloseCode::Security,
+        CloseCode::NoData,
+        CloseCode::Busy,
     ];
 
     /// The code's value on the wire.
@@ -244,7 +252,7 @@ mod tests {
     #[test]
     fn codes_keep_their_wire_values() {
         let values: Vec<u64> = CloseCode::ALL.iter().map(|c| c.value()).collect();
-        assert_eq!(values, [1, 2, 3, 4]);
+        assert_eq!(values, [1, 2, 3, 4, 5, 6]);
         for c in CloseCode::ALL {
             assert_eq!(CloseCode::from_value(c.into()), Some(c));
         }

@@ -28,6 +28,7 @@
 mod ack_copy;
 mod batch;
 mod close;
+mod first_data;
 mod handshake;
 mod liveness;
 mod migration;

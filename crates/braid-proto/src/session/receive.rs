@@ -315,6 +315,7 @@ impl Session {
             }
         }
         self.handshake.confirm(Some(at));
+        self.hold_receive_window();
     }
 
     /// The client's opening (first or repeated) arrived on `path`: the

@@ -39,6 +39,8 @@ pub(super) enum Timer {
     Drain,
     /// Nothing received for the idle timeout.
     Idle,
+    /// A server session carried no stream data in its first seconds.
+    FirstData,
     /// A server whose client never confirmed gives up on it.
     Unconfirmed,
     /// A path challenge is due or has gone unanswered too often.
@@ -83,6 +85,7 @@ impl Session {
             Timer::Hello,
             Timer::Drain,
             Timer::Idle,
+            Timer::FirstData,
             Timer::Unconfirmed,
             Timer::Validation,
             Timer::KeepAlive,
@@ -146,6 +149,7 @@ impl Session {
                 .unconfirmed_deadline()
                 .is_none()
                 .then(|| self.liveness.idle_deadline(self.cfg.idle_timeout)),
+            Timer::FirstData => self.first_data_deadline(),
             Timer::Unconfirmed => self.unconfirmed_deadline(),
             Timer::Validation => self.validation_deadline(),
             // Both probe the first active connection. Without one they wait:
@@ -228,6 +232,10 @@ impl Session {
                 return Flow::Break(());
             }
             Timer::Idle => return self.end(SessionError::IdleTimeout(self.cfg.idle_timeout)),
+            Timer::FirstData => {
+                self.on_first_data_timeout();
+                return Flow::Break(());
+            }
             Timer::Unconfirmed => return self.end(SessionError::HandshakeTimeout(at - self.epoch)),
             Timer::Validation => self.expire_validations(now),
             // Both probe the first live connection.

@@ -2,20 +2,32 @@
 //! Believed only as RFC 8085 §5.2 asks: for a connection that never heard
 //! from the peer, and only if the quoted datagram names this session, the
 //! connection and a packet number we sent on it, none of which an
-//! off-path forger knows. The connection then closes without a word to
-//! the peer; with none left during the handshake the session fails at
-//! once instead of waiting out the handshake timeout.
+//! off-path forger knows. Even then a first report is only noted: one
+//! that sniffed our datagram can forge it while the peer is up. It brings
+//! the HELLO's retransmission forward, and only a report that recurs
+//! about a datagram sent after the first closes the connection, without
+//! a word to the peer; with none left during the handshake the session
+//! fails then, a fraction of a second after it began, instead of waiting
+//! out the handshake timeout.
 
-use super::Session;
+use super::{Session, State};
 use crate::error::SessionError;
 use crate::stats::PathState;
 use crate::wire::Header;
+use crate::Instant;
+use std::time::Duration;
+
+/// How soon the HELLO goes again after a first report: long enough for a
+/// peer that was restarting to be back, short enough that a port nobody
+/// listens on is reported at once (Linux's least RTO, 200 ms).
+const RETRY_AFTER_UNREACHABLE: Duration = Duration::from_millis(200);
 
 impl Session {
     /// The peer's host reported that nothing listens where `quoted` (the
-    /// start of a datagram of ours, as the error quotes it) was sent.
-    /// Returns whether the report was believed.
-    pub fn handle_unreachable(&mut self, quoted: &[u8]) -> bool {
+    /// start of a datagram of ours, as the error quotes it) was sent, at
+    /// `now`. Returns whether the report was believed (noted, or closing
+    /// the connection): the session's timers or state may have changed.
+    pub fn handle_unreachable(&mut self, now: Instant, quoted: &[u8]) -> bool {
         let Ok((header, _)) = Header::decode(quoted) else {
             return false;
         };
@@ -28,8 +40,19 @@ impl Session {
                     && p.state() != PathState::Closed
                     && p.has_sent(header.packet_number, Header::packet_number_bytes(quoted))
             });
-        if !believable || matches!(self.state, super::State::Closed | super::State::Failed) {
+        if !believable || matches!(self.state, State::Closed | State::Failed) {
             return false;
+        }
+        let pn_bytes = Header::packet_number_bytes(quoted);
+        let recurs = self
+            .paths
+            .get_mut(&path)
+            .is_some_and(|p| p.on_unreachable(header.packet_number, pn_bytes));
+        if !recurs {
+            if let State::Handshaking { next_hello, .. } = &mut self.state {
+                *next_hello = (*next_hello).min(now + RETRY_AFTER_UNREACHABLE);
+            }
+            return true;
         }
         let last = self
             .paths
@@ -38,7 +61,7 @@ impl Session {
         if last && self.is_handshaking() {
             self.fail(SessionError::NothingListening);
         }
-        self.on_path_closed(self.liveness.latest(), path);
+        self.on_path_closed(now, path);
         true
     }
 }

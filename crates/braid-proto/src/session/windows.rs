@@ -90,3 +90,20 @@ impl Session {
         }
     }
 }
+
+impl Session {
+    /// A listener's session: its receive window, once the client has
+    /// confirmed, and its growth are drawn from `memory`.
+    pub(crate) fn use_memory(&mut self, memory: crate::endpoint::Reservation) {
+        self.streams.recv.use_memory(memory);
+    }
+
+    /// The client confirmed: data may come now, so the window must be
+    /// held. A listener whose budget has no room says so and closes.
+    pub(super) fn hold_receive_window(&mut self) {
+        if !self.streams.recv.hold_window() {
+            let busy = crate::CloseCode::Busy.value();
+            self.abort(busy, "busy: the listener's memory is taken");
+        }
+    }
+}

@@ -300,10 +300,10 @@ impl Session {
                     }
                 }
             }
-            Frame::Close { reason, .. } if self.handshake.client_noise().is_some() => {
+            Frame::Close { code, reason } if self.handshake.client_noise().is_some() => {
                 let reason = String::from_utf8_lossy(reason);
                 let client = self.handshake.client_mut().expect("checked");
-                client.on_refusal(now, reason.chars().take(wire::MAX_REASON).collect());
+                client.on_refusal(now, code, reason.chars().take(wire::MAX_REASON).collect());
                 self.counters.forged += 1;
             }
             // A late copy of a handshake message (a second connection's

@@ -138,6 +138,8 @@ pub(in crate::session) struct Client {
     retries: u32,
     /// What an unauthenticated refusal said, shown if the handshake fails.
     refusal_hint: Option<String>,
+    /// What an unauthenticated "busy" said, likewise.
+    busy_hint: Option<String>,
     /// Server answers that did not authenticate (a wrong code or key, or
     /// forgeries): what a handshake timeout then reports.
     unauthentic_answers: u32,
@@ -192,8 +194,14 @@ impl Client {
         self.first_unauthentic.get_or_insert(now);
     }
 
-    /// A refusal in clear arrived at `now`: a hint, never obeyed.
-    pub fn on_refusal(&mut self, now: Instant, reason: String) {
+    /// A refusal in clear arrived at `now`: a hint, never obeyed. A
+    /// listener that says it is busy may have room by the next HELLO, so
+    /// that hint does not shorten the handshake.
+    pub fn on_refusal(&mut self, now: Instant, code: u64, reason: String) {
+        if code == crate::CloseCode::Busy.value() {
+            self.busy_hint = Some(reason);
+            return;
+        }
         self.refusal_hint = Some(reason);
         self.first_unauthentic.get_or_insert(now);
     }
@@ -211,6 +219,10 @@ impl Client {
     pub fn timeout_error(&mut self, after: Duration) -> SessionError {
         match self.refusal_hint.take() {
             Some(said) => SessionError::UnauthenticatedRefusal { after, said },
+            None if self.busy_hint.is_some() => SessionError::ListenerBusy {
+                after,
+                said: self.busy_hint.take().unwrap_or_default(),
+            },
             None if self.unauthentic_answers > 0 => SessionError::HandshakeUnauthenticated(after),
             None => SessionError::HandshakeTimeout(after),
         }
@@ -318,10 +330,22 @@ mod tests {
             c.timeout_error(Duration::from_secs(75)),
             SessionError::HandshakeTimeout(_)
         ));
-        c.on_refusal(t(500), "refused".into());
+        let security = crate::CloseCode::Security.value();
+        c.on_refusal(t(500), security, "refused".into());
         assert_eq!(c.deadline(t(75_000)), t(3_500));
         match c.timeout_error(Duration::from_secs(3)) {
             SessionError::UnauthenticatedRefusal { said, .. } => assert_eq!(said, "refused"),
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn a_busy_listener_is_waited_for_and_named_if_it_stays_busy() {
+        let mut c = Client::default();
+        c.on_refusal(t(500), crate::CloseCode::Busy.value(), "busy".into());
+        assert_eq!(c.deadline(t(75_000)), t(75_000));
+        match c.timeout_error(Duration::from_secs(75)) {
+            SessionError::ListenerBusy { said, .. } => assert_eq!(said, "busy"),
             e => panic!("{e:?}"),
         }
     }
