@@ -156,3 +156,60 @@ async fn a_squatter_that_joined_first_delays_the_real_sender_by_at_most_two_seco
     );
     assert_eq!(relay.stats().replaced, 1, "{:?}", relay.stats());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_squatter_with_the_receivers_key_holds_the_pair_only_until_its_idle_session_is_closed() {
+    use braid::rendezvous::key_handle;
+    use braid::{Keypair, Security, SessionConfig};
+    let relay = RendezvousRelay::start(addr("127.0.0.1:0"), ServerConfig::default()).unwrap();
+    let at = relay.local_addr();
+    let identity = Keypair::generate([5; 32]);
+    let meet = Rendezvous {
+        direct: false,
+        ..Rendezvous::new(&[at], key_handle(&identity.public()))
+    };
+    // A listener that closes sessions carrying nothing for 1 s.
+    let server_cfg = SessionConfig {
+        security: Security::server(identity.clone()),
+        first_data_timeout: Some(Duration::from_secs(1)),
+        ..SessionConfig::default()
+    };
+    let listener = Listener::bind(addr("127.0.0.1:0"), server_cfg).unwrap();
+    let registration = listener.register_at(&meet);
+    let registered = |r: &Reach| r.relays[0].reflexive.is_some();
+    tokio::time::timeout(Duration::from_secs(5), registration.wait_until(registered))
+        .await
+        .unwrap();
+    let client_cfg = SessionConfig {
+        security: Security::pinned(identity.public()),
+        handshake_timeout: Duration::from_secs(10),
+        ..SessionConfig::default()
+    };
+    // Mallory knows the public key: she meets, completes a handshake
+    // through the relay, and sends nothing.
+    let (squat, _her_meeting) = connect_via(Some(addr("127.0.0.2:0")), &meet, client_cfg.clone())
+        .await
+        .unwrap();
+    // Every session the listener takes: the first that carries data wins.
+    let got = tokio::spawn(async move {
+        loop {
+            let mut s = listener.accept().await.unwrap();
+            let mut got = Vec::new();
+            if s.read_to_end(&mut got).await.is_ok() && !got.is_empty() {
+                return got;
+            }
+        }
+    });
+    let started = Instant::now();
+    let (mut s, _meeting) = connect_via(None, &meet, client_cfg).await.unwrap();
+    let opened = started.elapsed();
+    let data = content(1 << 20);
+    s.write_all(&data).await.unwrap();
+    s.shutdown().await.unwrap();
+    assert_eq!(got.await.unwrap(), data);
+    drop(squat);
+    // Her session is closed after 1 s without data, the receiver releases
+    // the pair, and the real sender's next request pairs it.
+    assert!(opened <= Duration::from_secs(5), "opened after {opened:?}");
+    assert!(relay.stats().released >= 1, "{:?}", relay.stats());
+}
