@@ -20,9 +20,11 @@ use crate::endpoint::{lock, Endpoint, Inbound};
 use crate::session::Shared;
 use crate::{clock, Session};
 
-/// How often a sender looks at its session's connections: one that
-/// stopped being answered may mean our NAT rebound, and the relays are
-/// asked at once (at most this often) to follow us.
+/// How often the task tells the core what only the runtime sees: for a
+/// sender, whether a connection stopped being answered (our NAT may have
+/// rebound, and the relays are asked at once to follow us); for a
+/// receiver, which relays a session runs through (a pair whose session
+/// ended is released).
 const CHECK_PATHS: Duration = Duration::from_millis(250);
 /// Rendezvous messages queued from the socket; more are dropped.
 pub(crate) const INBOX: usize = 64;
@@ -226,12 +228,11 @@ fn apply(m: &MeetingShared, event: Event) {
     let join = m.role == MeetRole::Join;
     let mut reach = lock(&m.reach);
     let view = |reach: &mut Reach, relay| {
-        let i = reach
+        reach
             .relays
             .iter()
             .position(|r| same_addr(r.relay, relay))
-            .expect("the core names only our relays");
-        i
+            .expect("the core names only our relays")
     };
     match event {
         Event::Registered { relay, reflexive } => {
