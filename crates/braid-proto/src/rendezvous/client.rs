@@ -177,8 +177,17 @@ impl Client {
         }
     }
 
-    /// Asks every relay that holds us at once: our NAT may have rebound,
-    /// and a relay that sees us at a new address moves our end there.
+    /// Whether a connection of our session stopped being answered (it
+    /// carries only probes): our NAT may have rebound, so every relay that
+    /// holds us is asked at once, and one that sees us at a new address
+    /// moves our end there and tells the peer.
+    pub fn connections_answered(&mut self, now: Instant, all_answered: bool) {
+        if !all_answered {
+            self.refresh(now);
+        }
+    }
+
+    /// Asks every relay that holds us at once.
     pub fn refresh(&mut self, now: Instant) {
         for r in self.relays.iter_mut().filter(|r| r.settled) {
             r.next = r.next.min(now);

@@ -286,6 +286,26 @@ fn an_end_whose_nat_rebound_is_followed_and_its_peer_punches_the_new_address() {
 }
 
 #[test]
+fn a_sender_whose_connection_stopped_being_answered_asks_its_relays_at_once() {
+    let mut net = Net::new(ServerConfig::default());
+    let h = [4; 32];
+    net.add("198.18.1.1:1000", Role::Register, h, true);
+    let s = net.add("198.18.2.2:2000", Role::Join, h, true);
+    net.run(Duration::from_millis(500));
+    let now = net.now;
+    let c = &mut net.ends[s].client;
+    while c.poll_transmit(now).is_some() {}
+    c.connections_answered(now, true);
+    assert!(
+        c.poll_transmit(now).is_none(),
+        "all answered: the next refresh is later"
+    );
+    c.connections_answered(now, false);
+    let (to, _) = c.poll_transmit(now).expect("a request at once");
+    assert_eq!(to, net.relay);
+}
+
+#[test]
 fn a_released_pair_ends_and_the_receiver_waits_for_the_next_sender() {
     let mut net = Net::new(ServerConfig::default());
     let h = [5; 32];

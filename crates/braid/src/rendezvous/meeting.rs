@@ -192,16 +192,16 @@ impl Meeting {
     }
 }
 
-/// Whether the attached session has a connection that stopped being
-/// answered (it carries only probes).
-fn in_trouble(m: &MeetingShared) -> bool {
+/// Whether every connection of the attached session is answered (none
+/// carries only probes).
+fn all_answered(m: &MeetingShared) -> bool {
     let Some(shared) = lock(&m.session).as_ref().and_then(Weak::upgrade) else {
-        return false;
+        return true;
     };
     let paths = shared.paths();
     paths
         .iter()
-        .any(|p| p.state == braid_proto::PathState::Probing)
+        .all(|p| p.state != braid_proto::PathState::Probing)
 }
 
 /// Tells the core which relays a session of this listener runs through.
@@ -298,12 +298,9 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
                 report_sessions(&m, now);
                 continue;
             }
-            if in_trouble(&m) {
-                // Ask the relays now; one that sees us at a new address
-                // moves our end of the pair and tells the peer.
-                lock(&m.client).refresh(now);
-                continue;
-            }
+            let answered = all_answered(&m);
+            lock(&m.client).connections_answered(now, answered);
+            continue;
         }
         let check =
             (m.role == MeetRole::Register || lock(&m.session).is_some()).then_some(next_check);
