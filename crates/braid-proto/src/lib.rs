@@ -9,6 +9,7 @@
 
 pub mod cc;
 mod config;
+mod counts;
 pub mod crypto;
 mod deque_map;
 mod ecn;

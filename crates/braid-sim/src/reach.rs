@@ -292,7 +292,7 @@ impl World {
 
     /// Across the core: to a relay, or down a site's link.
     fn travel(&mut self, at: Instant, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
-        if let Some(i) = self.sites.iter().position(|s| s.nat_public_ip() == to.ip()) {
+        if let Some(i) = self.sites.iter().position(|s| s.nat.public_ip() == to.ip()) {
             let site = &mut self.sites[i];
             let Offer::Deliver { at, .. } = site.down.offer(at, bytes.len() as u32, Ecn::NotEct, 0)
             else {
@@ -326,7 +326,7 @@ impl World {
             }
             return;
         }
-        let Some(site) = self.sites.iter_mut().find(|s| s.nat_public_ip() == to.ip()) else {
+        let Some(site) = self.sites.iter_mut().find(|s| s.nat.public_ip() == to.ip()) else {
             return;
         };
         if site.nat.inbound(self.now, from, to).is_some() {
@@ -337,12 +337,6 @@ impl World {
 
 /// Between the core and a relay, one way.
 const RELAY_HOP: Duration = Duration::from_millis(5);
-
-impl Site {
-    fn nat_public_ip(&self) -> IpAddr {
-        self.nat.public_ip()
-    }
-}
 
 #[cfg(test)]
 mod tests {

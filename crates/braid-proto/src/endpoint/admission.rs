@@ -3,6 +3,7 @@
 //! retry token) always finds room by pushing out one that did not, or the
 //! oldest of the most crowded prefix.
 
+use crate::counts::Counts;
 use crate::{Instant, PublicKey};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -68,7 +69,7 @@ pub(super) enum Admit {
 #[derive(Debug, Default)]
 pub(super) struct HalfOpenTable {
     entries: HashMap<u64, HalfOpen>,
-    per_prefix: HashMap<Prefix, usize>,
+    per_prefix: Counts<Prefix>,
 }
 
 impl HalfOpenTable {
@@ -82,29 +83,20 @@ impl HalfOpenTable {
     }
 
     pub fn in_prefix(&self, prefix: Prefix) -> usize {
-        self.per_prefix.get(&prefix).copied().unwrap_or(0)
+        self.per_prefix.get(prefix)
     }
 
     pub fn insert(&mut self, id: u64, h: HalfOpen) {
         if let Some(old) = self.entries.insert(id, h) {
-            self.forget_prefix(old.prefix);
+            self.per_prefix.remove(old.prefix);
         }
-        *self.per_prefix.entry(h.prefix).or_default() += 1;
+        self.per_prefix.add(h.prefix);
     }
 
     pub fn remove(&mut self, id: u64) -> Option<HalfOpen> {
         let h = self.entries.remove(&id)?;
-        self.forget_prefix(h.prefix);
+        self.per_prefix.remove(h.prefix);
         Some(h)
-    }
-
-    fn forget_prefix(&mut self, prefix: Prefix) {
-        if let Some(n) = self.per_prefix.get_mut(&prefix) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_prefix.remove(&prefix);
-            }
-        }
     }
 
     /// Decides on an opening from `prefix`. `validated`: it echoed a valid
@@ -147,8 +139,8 @@ impl HalfOpenTable {
     fn most_crowded(&self) -> Option<Prefix> {
         self.per_prefix
             .iter()
-            .max_by_key(|(&p, &n)| (n, p))
-            .map(|(&p, _)| p)
+            .max_by_key(|&(p, n)| (n, p))
+            .map(|(p, _)| p)
     }
 }
 

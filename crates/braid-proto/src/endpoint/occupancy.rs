@@ -3,6 +3,7 @@
 //! sessions and keeps them cannot take every place.
 
 use super::Prefix;
+use crate::counts::Counts;
 use crate::PublicKey;
 use std::collections::HashMap;
 
@@ -23,27 +24,27 @@ struct Holder {
 #[derive(Debug, Default)]
 pub(super) struct Occupancy {
     holders: HashMap<u64, Holder>,
-    prefixes: HashMap<Prefix, usize>,
-    keys: HashMap<PublicKey, usize>,
+    prefixes: Counts<Prefix>,
+    keys: Counts<PublicKey>,
 }
 
 impl Occupancy {
     /// Whether `prefix` may hold one more session.
     pub fn prefix_has_room(&self, prefix: Prefix, shares: Shares) -> bool {
-        self.prefixes.get(&prefix).copied().unwrap_or(0) < shares.per_prefix
+        self.prefixes.get(prefix) < shares.per_prefix
     }
 
     /// Whether `key` may hold one more session.
     pub fn key_has_room(&self, key: PublicKey, shares: Shares) -> bool {
-        self.keys.get(&key).copied().unwrap_or(0) < shares.per_key
+        self.keys.get(key) < shares.per_key
     }
 
     pub fn insert(&mut self, id: u64, prefix: Prefix, key: Option<PublicKey>) {
         self.remove(id);
         self.holders.insert(id, Holder { prefix, key });
-        *self.prefixes.entry(prefix).or_default() += 1;
+        self.prefixes.add(prefix);
         if let Some(k) = key {
-            *self.keys.entry(k).or_default() += 1;
+            self.keys.add(k);
         }
     }
 
@@ -51,18 +52,9 @@ impl Occupancy {
         let Some(h) = self.holders.remove(&id) else {
             return;
         };
-        decrement(&mut self.prefixes, h.prefix);
+        self.prefixes.remove(h.prefix);
         if let Some(k) = h.key {
-            decrement(&mut self.keys, k);
-        }
-    }
-}
-
-fn decrement<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, usize>, k: K) {
-    if let Some(n) = counts.get_mut(&k) {
-        *n -= 1;
-        if *n == 0 {
-            counts.remove(&k);
+            self.keys.remove(k);
         }
     }
 }

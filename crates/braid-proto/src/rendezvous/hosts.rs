@@ -1,8 +1,9 @@
 //! How many registrations or pairs each host holds at a relay, so one host
 //! cannot take the tables (or every code number) from everyone else.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+
+use crate::counts::Counts;
 
 /// A host: an IPv4 address, or an IPv6 /64 (one subnet, as a host is
 /// usually given), IPv4-mapped addresses counted as IPv4.
@@ -20,26 +21,20 @@ impl Host {
 
 /// Counts per host, with a bound.
 #[derive(Debug, Default)]
-pub(crate) struct HostCounts(HashMap<Host, u32>);
+pub(crate) struct HostCounts(Counts<Host>);
 
 impl HostCounts {
     /// Whether `addr`'s host holds `bound` already.
     pub fn at_bound(&self, addr: SocketAddr, bound: usize) -> bool {
-        self.0.get(&Host::of(addr)).map_or(0, |&n| n as usize) >= bound
+        self.0.get(Host::of(addr)) >= bound
     }
 
     pub fn add(&mut self, addr: SocketAddr) {
-        *self.0.entry(Host::of(addr)).or_default() += 1;
+        self.0.add(Host::of(addr));
     }
 
     pub fn remove(&mut self, addr: SocketAddr) {
-        let host = Host::of(addr);
-        if let Some(n) = self.0.get_mut(&host) {
-            *n -= 1;
-            if *n == 0 {
-                self.0.remove(&host);
-            }
-        }
+        self.0.remove(Host::of(addr));
     }
 
     /// One held by `from` is now held by `to`.

@@ -57,8 +57,13 @@ struct Target {
 }
 
 impl Target {
+    /// Still punched: not answered, punches left, and not past `until`.
+    fn active(&self) -> bool {
+        !self.answered && self.credit != Some(0) && self.next < self.until
+    }
+
     fn due(&self, now: Instant) -> bool {
-        !self.answered && self.credit != Some(0) && self.next <= now && now < self.until
+        self.active() && self.next <= now && now < self.until
     }
 
     fn interval(&self) -> Duration {
@@ -225,7 +230,7 @@ impl Puncher {
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.targets
             .iter()
-            .filter(|t| !t.answered && t.credit != Some(0) && t.next < t.until)
+            .filter(|t| t.active())
             .map(|t| t.next)
             .min()
     }
