@@ -145,15 +145,17 @@ fn label(setup: &Setup, id: PathId, remote: Option<SocketAddr>) -> String {
         return format!("path {id} · {note}");
     }
     match remote {
-        Some(r) if setup.relays.iter().any(|&a| same_addr(a, r)) => format!("{r} (relay)"),
+        Some(r)
+            if setup
+                .relays
+                .iter()
+                .any(|&a| braid_proto::rendezvous::same_addr(a, r)) =>
+        {
+            format!("{r} (relay)")
+        }
         Some(r) => r.to_string(),
         None => format!("path {id}"),
     }
-}
-
-/// An IPv4 address and its IPv4-mapped IPv6 form are the same.
-fn same_addr(a: SocketAddr, b: SocketAddr) -> bool {
-    a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
 }
 
 #[cfg(test)]

@@ -198,8 +198,7 @@ impl Client {
     /// never began one); a receiver stays registered.
     pub fn release(&mut self, now: Instant) {
         for r in self.relays.iter_mut().filter(|r| r.token.is_some()) {
-            r.release = true;
-            r.next = now;
+            r.ask_release(now);
         }
     }
 
@@ -226,8 +225,7 @@ impl Client {
         if alive {
             r.had_session |= r.token.is_some();
         } else if std::mem::take(&mut r.had_session) && r.token.is_some() {
-            r.release = true;
-            r.next = now;
+            r.ask_release(now);
         }
     }
 
@@ -386,6 +384,12 @@ impl Client {
 }
 
 impl RelayEnd {
+    /// The next request, sent now, releases our pair here.
+    fn ask_release(&mut self, now: Instant) {
+        self.release = true;
+        self.next = now;
+    }
+
     /// A sealed answer's content, if it opens under our key with this
     /// relay, or under the key its first answer gives (a relay that
     /// restarted, or our first answer): the new key is then ours, and

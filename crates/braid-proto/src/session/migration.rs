@@ -44,6 +44,15 @@ pub(super) struct Addresses {
     bound: BTreeMap<PathId, (SocketAddr, Option<Instant>)>,
 }
 
+impl Addresses {
+    /// Whether `addr` is the address connection `path` last moved away
+    /// from, still validated at `now`.
+    fn is_recent_former(&self, now: Instant, path: PathId, addr: SocketAddr) -> bool {
+        self.former
+            .is_some_and(|(p, f, until)| p == path && f == addr && now < until)
+    }
+}
+
 /// What [`Session::follow`] needs to know of a datagram a server session
 /// just handled, read before and after handling it.
 #[derive(Debug, Clone, Copy)]
@@ -97,28 +106,17 @@ impl Session {
         let same = self.remote(path).map(|r| r == from);
         // An answer counts only from the candidate's own address.
         let answered = self.take_candidate_answer(path);
-        let is_candidate = self.challenges.addresses.candidate == Some((path, from));
-        let is_former = self
-            .challenges
-            .addresses
-            .former
-            .is_some_and(|(p, addr, until)| p == path && addr == from && now < until);
+        let addresses = &self.challenges.addresses;
+        let is_candidate = addresses.candidate == Some((path, from));
+        let recent_former = |addr| addresses.is_recent_former(now, path, addr);
+        let is_former = recent_former(from);
+        let pending = addresses.candidate.filter(|(p, _)| *p == path);
+        let probing_former = pending.is_some_and(|(_, c)| recent_former(c));
         match same {
             Some(true) => {
                 // The peer is back where the connection sends: a pending
                 // move is moot, but the old address's check after a move
                 // goes on.
-                let pending = self
-                    .challenges
-                    .addresses
-                    .candidate
-                    .filter(|(p, _)| *p == path);
-                let probing_former = pending.is_some_and(|(_, c)| {
-                    self.challenges
-                        .addresses
-                        .former
-                        .is_some_and(|(p, f, until)| p == path && f == c && now < until)
-                });
                 if highest && pending.is_some() && !probing_former {
                     self.cancel_candidate(path);
                     self.challenges.addresses.candidate = None;
