@@ -42,7 +42,7 @@ pub use recv_stream::ReceivedContent;
 pub use rtt::RtoConfig;
 pub use send_stream::GeneratedContent;
 pub use session::{
-    AcceptError, Arrival, CloseCode, Datagram, Event, OfferError, Session, Transmit,
+    AcceptError, CloseCode, Datagram, Event, Handled, OfferError, Session, Transmit,
 };
 pub use stats::{PathSample, PathState, PathStats, SessionStats};
 pub use time::Instant;

@@ -309,6 +309,10 @@ fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
         ..SessionConfig::insecure()
     };
     let mut client = Session::connect(cfg, 7, Instant::ZERO, [3; 32]).unwrap();
+    let peer: std::net::SocketAddr = "192.0.2.1:7000".parse().unwrap();
+    let elsewhere: std::net::SocketAddr = "192.0.2.1:7001".parse().unwrap();
+    client.set_remote(PathId(0), peer);
+    client.set_remote(PathId(1), peer);
     let headers = |client: &mut Session, now: Instant| {
         let (mut buf, mut sent) = (Vec::new(), Vec::new());
         while let Some(t) = client.poll_transmit(now, 1, &mut buf) {
@@ -334,12 +338,14 @@ fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
     ];
     let zero = Instant::ZERO;
     for q in &forged {
-        assert!(!client.handle_unreachable(zero, q));
+        assert!(!client.handle_unreachable(zero, peer, q));
     }
+    // About an address the connection does not send to.
+    assert!(!client.handle_unreachable(zero, elsewhere, &quote(PathId(0))));
     // A first report about each connection is only noted, however often.
     for _ in 0..3 {
-        assert!(client.handle_unreachable(zero, &quote(PathId(0))));
-        assert!(client.handle_unreachable(zero, &quote(PathId(1))));
+        assert!(client.handle_unreachable(zero, peer, &quote(PathId(0))));
+        assert!(client.handle_unreachable(zero, peer, &quote(PathId(1))));
     }
     assert!(client.error().is_none());
     let open = |c: &Session| c.path_states().iter().all(|(_, s)| *s != PathState::Closed);
@@ -351,10 +357,10 @@ fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
     let requote = |path: PathId| again.iter().find(|(p, _)| *p == path).unwrap().1.clone();
     // It recurs after the retransmission: one connection refused, the
     // other may still answer.
-    assert!(client.handle_unreachable(now, &requote(PathId(0))));
+    assert!(client.handle_unreachable(now, peer, &requote(PathId(0))));
     assert!(client.error().is_none());
     assert!(client.is_handshaking());
-    assert!(client.handle_unreachable(now, &requote(PathId(1))));
+    assert!(client.handle_unreachable(now, peer, &requote(PathId(1))));
     assert_eq!(client.error(), Some(&SessionError::NothingListening));
 
     // A connection the peer answered on is not closed by any report.
@@ -371,6 +377,7 @@ fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
         packet_number: 0,
     }
     .encode(&mut q);
-    assert!(!pair.client.handle_unreachable(pair.now, &q));
+    pair.client.set_remote(PathId(0), peer);
+    assert!(!pair.client.handle_unreachable(pair.now, peer, &q));
     assert!(pair.client.error().is_none());
 }

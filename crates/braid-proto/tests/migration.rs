@@ -5,7 +5,7 @@
 
 mod common;
 
-use braid_proto::{Arrival, Datagram, PathId, Session};
+use braid_proto::{Datagram, PathId, Session};
 use common::{greeted_pair, Pair, MS};
 use std::net::SocketAddr;
 
@@ -30,23 +30,8 @@ fn from_client(pair: &mut Pair) -> Vec<Vec<u8>> {
 fn to_server(pair: &mut Pair, from: SocketAddr, mut bytes: Vec<u8>) -> Option<SocketAddr> {
     let now = pair.now;
     let s: &mut Session = pair.server.as_mut().unwrap();
-    let before = Arrival {
-        largest: s.largest_received(P),
-        confirmed: s.is_peer_confirmed(),
-        opening: false,
-        authentic: false,
-        len: bytes.len(),
-    };
-    let authentic = s.handle_datagram(now, Datagram::new(now, P, &mut bytes));
-    s.follow(
-        now,
-        P,
-        from,
-        Arrival {
-            authentic,
-            ..before
-        },
-    )
+    s.handle_datagram_from(now, from, Datagram::new(now, P, &mut bytes))
+        .moved_to
 }
 
 /// The server's next datagrams, each with where the core sends it.
@@ -56,12 +41,7 @@ fn from_server(pair: &mut Pair) -> Vec<(SocketAddr, Vec<u8>)> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     while let Some(t) = s.poll_transmit(now, 1, &mut buf) {
-        let to = if t.to_candidate {
-            s.candidate_address(t.path).unwrap()
-        } else {
-            s.remote(t.path).unwrap()
-        };
-        out.push((to, buf[..t.size].to_vec()));
+        out.push((t.to.unwrap(), buf[..t.size].to_vec()));
     }
     out
 }
@@ -76,7 +56,7 @@ fn setup() -> (Pair, SocketAddr) {
     let mut pair = greeted_pair();
     pair.in_flight.clear();
     let old = addr("198.18.0.1:4000");
-    pair.server.as_mut().unwrap().set_opening_address(P, old);
+    pair.server.as_mut().unwrap().set_remote(P, old);
     (pair, old)
 }
 

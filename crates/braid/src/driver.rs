@@ -92,17 +92,11 @@ fn take_burst(
     datagrams
 }
 
-/// Where `t` goes, as the core says: its connection's address or, for a
-/// probe, the candidate address, from the connection's socket. A
-/// connection the server has not heard on yet has none.
+/// Where `t` goes, as the core says (its connection's address or, for a
+/// probe, the candidate's), from the connection's socket. A connection
+/// the server has not heard on yet has neither.
 fn route(g: &Inner, t: &Transmit) -> Option<(Arc<UdpIo>, SocketAddr)> {
-    let r = g.routes.get(&t.path)?;
-    let remote = if t.to_candidate {
-        g.proto.candidate_address(t.path)?
-    } else {
-        r.remote
-    };
-    Some((r.socket.clone(), remote))
+    Some((g.routes.get(&t.path)?.socket.clone(), t.to?))
 }
 
 async fn sleep_or_wake(shared: &Shared, deadline: Option<Instant>) {

@@ -11,10 +11,9 @@ use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
 use braid_proto::rendezvous;
-use braid_proto::wire::{Frame, Frames, Header};
+use braid_proto::wire::Header;
 use braid_proto::{
-    Arrival, Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, Role,
-    SessionConfig,
+    Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, SessionConfig,
 };
 use quinn_udp::RecvMeta;
 use rand::RngCore;
@@ -89,12 +88,11 @@ impl EndpointInner {
         rx
     }
 
-    /// A route from this endpoint's socket to `remote`.
-    pub(crate) fn route(self: &Arc<Self>, remote: SocketAddr) -> Route {
+    /// A route from this endpoint's socket.
+    pub(crate) fn route(self: &Arc<Self>) -> Route {
         Route {
             socket: self.io.clone(),
             table: self.clone(),
-            remote,
         }
     }
 
@@ -123,7 +121,6 @@ impl EndpointInner {
         let Ok((header, _)) = Header::decode(datagram) else {
             return;
         };
-        let route = self.route(from);
         let (event, path, evicted) = {
             let mut table = lock(&self.table);
             if header.short {
@@ -137,8 +134,8 @@ impl EndpointInner {
                 let path = header.path;
                 let event = table.handle(now, from, datagram, |mut proto| {
                     // Its answer goes where the opening came from.
-                    proto.set_opening_address(path, from);
-                    Shared::new(proto, BTreeMap::from([(path, route)]))
+                    proto.set_remote(path, from);
+                    Shared::new(proto, BTreeMap::from([(path, self.route())]))
                 });
                 let evicted: Vec<_> = std::iter::from_fn(|| table.poll_evicted()).collect();
                 (event, path, evicted)
@@ -170,35 +167,24 @@ impl EndpointInner {
                 );
                 let _in_path = span.enter();
                 let mut g = shared.lock();
-                let before = Arrival {
-                    largest: g.proto.largest_received(path),
-                    confirmed: g.proto.is_peer_confirmed(),
-                    // Read before opening, which works in place.
-                    opening: is_opening(datagram),
-                    authentic: false,
-                    len: datagram.len(),
-                };
+                let unheard = g.proto.largest_received(path).is_none();
                 let datagram = Datagram {
                     path,
                     ecn,
                     received_at,
                     bytes: datagram,
                 };
-                let authentic = g.proto.handle_datagram(now, datagram);
-                if authentic && before.largest.is_none() {
+                // The core decides where the connection sends; it sends
+                // from the socket its peer was last heard on.
+                let handled = g.proto.handle_datagram_from(now, from, datagram);
+                let authentic = handled.authentic;
+                if authentic && unheard {
                     g.first_heard
                         .entry(path)
                         .or_insert_with(std::time::Instant::now);
                 }
-                if g.proto.role() == Role::Server {
-                    // The core decides where the connection sends.
-                    let arrival = Arrival {
-                        authentic,
-                        ..before
-                    };
-                    if let Some(to) = g.proto.follow(now, path, from, arrival) {
-                        g.routes.insert(path, self.route(to));
-                    }
+                if handled.moved_to.is_some() {
+                    g.routes.insert(path, self.route());
                 }
                 let rebind = authentic && self.needs_binding(&g, now, path, from);
                 drop(g);
@@ -222,10 +208,10 @@ impl EndpointInner {
         path: PathId,
         from: SocketAddr,
     ) -> bool {
-        let sends_here = g
-            .routes
-            .get(&path)
-            .is_some_and(|r| r.remote == from && Arc::ptr_eq(&r.socket, &self.io));
+        let sends_here = g.proto.remote(path) == Some(from)
+            && g.routes
+                .get(&path)
+                .is_some_and(|r| Arc::ptr_eq(&r.socket, &self.io));
         sends_here && g.proto.wants_binding(now, path, from)
     }
 
@@ -244,8 +230,7 @@ impl EndpointInner {
     }
 
     /// A "port unreachable" for a datagram of ours: the session it names
-    /// decides whether to believe it, if the address is where that
-    /// connection sends.
+    /// decides whether to believe it.
     fn on_unreachable(&self, u: &Unreachable) {
         let Ok((header, _)) = Header::decode(&u.quoted) else {
             return;
@@ -259,8 +244,7 @@ impl EndpointInner {
             return;
         };
         let mut g = shared.lock();
-        let ours = g.routes.get(&header.path).is_some_and(|r| r.remote == u.to);
-        if ours && g.proto.handle_unreachable(clock::now(), &u.quoted) {
+        if g.proto.handle_unreachable(clock::now(), u.to, &u.quoted) {
             drop(g);
             shared.wake_driver.notify_one();
         }
@@ -287,16 +271,6 @@ impl EndpointInner {
             endpoint.changed.notify_waiters();
         });
     }
-}
-
-/// Whether a datagram is a client's opening (in clear).
-fn is_opening(datagram: &[u8]) -> bool {
-    Header::decode(datagram).is_ok_and(|(_, payload)| {
-        matches!(
-            Frames::new(payload).next(),
-            Some(Ok(Frame::ClientHello { .. } | Frame::Hello(_)))
-        )
-    })
 }
 
 impl SessionTable for EndpointInner {
@@ -444,7 +418,8 @@ pub(crate) fn add_path(
     if g.done || !g.proto.add_path(clock::now(), id) {
         return None;
     }
-    g.routes.insert(id, endpoint.inner.route(remote));
+    g.proto.set_remote(id, remote);
+    g.routes.insert(id, endpoint.inner.route());
     drop(g);
     endpoint.inner.register(shared);
     shared.wake_driver.notify_one();
@@ -522,13 +497,13 @@ async fn open(paths: &[(Endpoint, SocketAddr)], mut cfg: SessionConfig) -> Resul
     let date = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let proto =
+    let mut proto =
         braid_proto::Session::connect_dated(cfg, rand::random(), clock::now(), os_seed(), date)?;
-    let routes = paths
-        .iter()
-        .enumerate()
-        .map(|(i, (e, remote))| (PathId(i as u8), e.inner.route(*remote)))
-        .collect();
+    let mut routes = BTreeMap::new();
+    for (i, (e, remote)) in paths.iter().enumerate() {
+        proto.set_remote(PathId(i as u8), *remote);
+        routes.insert(PathId(i as u8), e.inner.route());
+    }
     let shared = Shared::new(proto, routes);
     for (e, _) in paths {
         e.inner.register(&shared);

@@ -167,7 +167,7 @@ impl Shared {
                     id,
                     state,
                     local: route.map(|r| r.socket.local_addr()),
-                    remote: route.map(|r| r.remote),
+                    remote: g.proto.remote(id),
                     answered_at: g.first_heard.get(&id).copied(),
                 }
             })

@@ -146,6 +146,7 @@ mod tests {
             ecn: Ecn::Ect0,
             segment_size: None,
             to_candidate: false,
+            to: None,
         }
     }
 

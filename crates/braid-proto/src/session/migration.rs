@@ -1,9 +1,10 @@
-//! Where a server's connections send (RFC 9000 §9.3): the address each
-//! connection answers, the candidate a connection may move to while it is
-//! challenged, and the address it last moved away from; and, for any
-//! session, which address each connection is bound to for short headers.
-//! The runtime tells the session where each datagram came from and sends
-//! where it says.
+//! Where a session's connections send: a client's where it opened them; a
+//! server's (RFC 9000 §9.3) where the opening came from, then wherever the
+//! core follows the peer, with the candidate a connection may move to
+//! while it is challenged and the address it last moved away from; and,
+//! for any session, which address each connection is bound to for short
+//! headers. The caller tells the session where each datagram came from
+//! and sends where each [`Transmit::to`](super::Transmit) says.
 //!
 //! Before the client confirms, the answer goes where the latest opening
 //! came from: a copy of the opening raced from a third party's address
@@ -19,8 +20,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::Session;
-use crate::{Instant, PathId};
+use super::{Datagram, Session};
+use crate::wire::{Frame, Frames, Header};
+use crate::{Instant, PathId, Role};
 
 /// How long an address a connection moved away from stays validated: a
 /// few round trips of any real path.
@@ -31,7 +33,7 @@ const FORMER_RECENT: Duration = Duration::from_secs(3);
 /// second, one table lookup, however fast the datagrams come.
 const BIND_RETRY: Duration = Duration::from_secs(1);
 
-/// A server session's addresses.
+/// A session's addresses.
 #[derive(Debug, Default)]
 pub(super) struct Addresses {
     remotes: BTreeMap<PathId, SocketAddr>,
@@ -53,10 +55,20 @@ impl Addresses {
     }
 }
 
+/// What [`Session::handle_datagram_from`] did with a datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handled {
+    /// Whether it authenticated.
+    pub authentic: bool,
+    /// The connection's new address, when the core moved it there (or
+    /// first learnt it): the caller's routes follow.
+    pub moved_to: Option<SocketAddr>,
+}
+
 /// What [`Session::follow`] needs to know of a datagram a server session
 /// just handled, read before and after handling it.
 #[derive(Debug, Clone, Copy)]
-pub struct Arrival {
+pub(super) struct Arrival {
     /// The connection's largest authentic packet number before it.
     pub largest: Option<u64>,
     /// Whether the client had confirmed the handshake before it.
@@ -70,14 +82,14 @@ pub struct Arrival {
 }
 
 impl Session {
-    /// The address a server session's opening on `path` came from, where
-    /// its answer goes.
-    pub fn set_opening_address(&mut self, path: PathId, from: SocketAddr) {
-        self.challenges.addresses.remotes.insert(path, from);
+    /// Where connection `path` sends: a client's, the address it opens the
+    /// connection to; a server's, the address its opening came from (its
+    /// answer goes there), which [`Session::follow`] moves after.
+    pub fn set_remote(&mut self, path: PathId, to: SocketAddr) {
+        self.challenges.addresses.remotes.insert(path, to);
     }
 
-    /// Where connection `path` sends (a server's; a client's connections
-    /// send where they were opened).
+    /// Where connection `path` sends, once told.
     pub fn remote(&self, path: PathId) -> Option<SocketAddr> {
         self.challenges.addresses.remotes.get(&path).copied()
     }
@@ -92,10 +104,50 @@ impl Session {
             .map(|(_, a)| a)
     }
 
+    /// Handles a datagram that arrived from `from` (see
+    /// [`Session::handle_datagram`]); a server's connection then follows
+    /// its peer as the module says. A client's connections send where
+    /// they were opened.
+    pub fn handle_datagram_from(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: Datagram<'_>,
+    ) -> Handled {
+        let path = datagram.path;
+        let confirmed = self.is_peer_confirmed();
+        let before = Arrival {
+            largest: self.largest_received(path),
+            confirmed,
+            // Read before opening, which works in place; only a half-open
+            // session asks.
+            opening: !confirmed && is_opening(datagram.bytes),
+            authentic: false,
+            len: datagram.bytes.len(),
+        };
+        let authentic = self.handle_datagram(now, datagram);
+        let moved_to = match self.role() {
+            Role::Server => self.follow(
+                now,
+                path,
+                from,
+                Arrival {
+                    authentic,
+                    ..before
+                },
+            ),
+            Role::Client => None,
+        };
+        Handled {
+            authentic,
+            moved_to,
+        }
+    }
+
     /// A server session handled a datagram on `path` from `from`, as `a`
     /// says: decides where the connection sends from now on. Returns its
     /// address when that changed (or was first learnt).
-    pub fn follow(
+    fn follow(
         &mut self,
         now: Instant,
         path: PathId,
@@ -124,13 +176,13 @@ impl Session {
                 return None;
             }
             // A connection heard of for the first time; validated as any.
-            None => return a.authentic.then(|| self.set_remote(path, from)),
+            None => return a.authentic.then(|| self.follow_to(path, from)),
             Some(false) => {}
         }
         if !a.confirmed && !a.authentic {
             // A clear datagram moves only a half-open session's answer,
             // and only when it is a repeated opening (which the core answers).
-            return a.opening.then(|| self.set_remote(path, from));
+            return a.opening.then(|| self.follow_to(path, from));
         }
         if answered {
             if !is_candidate {
@@ -181,8 +233,8 @@ impl Session {
         self.accept_short_headers(path, took);
     }
 
-    fn set_remote(&mut self, path: PathId, to: SocketAddr) -> SocketAddr {
-        self.challenges.addresses.remotes.insert(path, to);
+    fn follow_to(&mut self, path: PathId, to: SocketAddr) -> SocketAddr {
+        self.set_remote(path, to);
         to
     }
 
@@ -199,4 +251,14 @@ impl Session {
         self.challenges.addresses.former = Some((path, old, now + FORMER_RECENT));
         to
     }
+}
+
+/// Whether `datagram` is a client's opening, in clear.
+fn is_opening(datagram: &[u8]) -> bool {
+    Header::decode(datagram).is_ok_and(|(_, payload)| {
+        matches!(
+            Frames::new(payload).next(),
+            Some(Ok(Frame::ClientHello { .. } | Frame::Hello(_)))
+        )
+    })
 }

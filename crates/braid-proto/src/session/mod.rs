@@ -67,7 +67,7 @@ use streams::{Finished, Streams};
 
 pub use close::CloseCode;
 pub use handshake::{AcceptError, OfferError};
-pub use migration::Arrival;
+pub use migration::Handled;
 pub use receive::Datagram;
 pub use transmit::Transmit;
 

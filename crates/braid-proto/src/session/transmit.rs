@@ -12,6 +12,7 @@ use crate::stats::PathState;
 use crate::wire::{self, Frame, Header, MIN_INITIAL_DATAGRAM, VERSION};
 use crate::PathId;
 use crate::{Ecn, Instant};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// ACK ranges a data packet may carry and still fit a 1500-byte IP MTU
@@ -38,6 +39,10 @@ pub struct Transmit {
     /// [`Session::probe_candidate`]) rather than the connection's own.
     /// Such a datagram travels alone.
     pub to_candidate: bool,
+    /// Where it goes: the connection's address, or the candidate's, as
+    /// the session was told them ([`Session::set_remote`]); `None` for a
+    /// caller that never tells addresses (each connection its own link).
+    pub to: Option<SocketAddr>,
 }
 
 impl Session {
@@ -83,7 +88,15 @@ impl Session {
         if batch.is_none() {
             self.packets.held_mut().release_spare();
         }
-        batch.map(|b| b.transmit())
+        batch.map(|b| {
+            let t = b.transmit();
+            let to = if t.to_candidate {
+                self.candidate_address(t.path)
+            } else {
+                self.remote(t.path)
+            };
+            Transmit { to, ..t }
+        })
     }
 
     fn next_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -217,6 +230,7 @@ impl Session {
             ecn: Ecn::Ect0,
             segment_size: None,
             to_candidate: false,
+            to: None,
         }
     }
 
@@ -444,6 +458,7 @@ impl Session {
                 ecn: Ecn::Ect0,
                 segment_size: None,
                 to_candidate: true,
+                to: None,
             });
         }
         let (id, data) = self.due_challenge(now)?;

@@ -1,6 +1,7 @@
 //! "Port unreachable" from the peer's host (ICMP, which anyone can forge).
 //! Believed only as RFC 8085 §5.2 asks: for a connection that never heard
-//! from the peer, and only if the quoted datagram names this session, the
+//! from the peer, about the address it sends to, and only if the quoted
+//! datagram names this session, the
 //! connection and a packet number we sent on it, none of which an
 //! off-path forger knows. Even then a first report is only noted: one
 //! that sniffed our datagram can forge it while the peer is up. It brings
@@ -15,6 +16,7 @@ use crate::error::SessionError;
 use crate::stats::PathState;
 use crate::wire::Header;
 use crate::Instant;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// How soon the HELLO goes again after a first report: long enough for a
@@ -23,11 +25,12 @@ use std::time::Duration;
 const RETRY_AFTER_UNREACHABLE: Duration = Duration::from_millis(200);
 
 impl Session {
-    /// The peer's host reported that nothing listens where `quoted` (the
-    /// start of a datagram of ours, as the error quotes it) was sent, at
-    /// `now`. Returns whether the report was believed (noted, or closing
-    /// the connection): the session's timers or state may have changed.
-    pub fn handle_unreachable(&mut self, now: Instant, quoted: &[u8]) -> bool {
+    /// The peer's host reported that nothing listens at `to`, where
+    /// `quoted` (the start of a datagram of ours, as the error quotes it)
+    /// was sent, at `now`. Returns whether the report was believed (noted,
+    /// or closing the connection): the session's timers or state may have
+    /// changed.
+    pub fn handle_unreachable(&mut self, now: Instant, to: SocketAddr, quoted: &[u8]) -> bool {
         let Ok((header, _)) = Header::decode(quoted) else {
             return false;
         };
@@ -35,6 +38,7 @@ impl Session {
         // A short header went only where the peer had been heard.
         let believable = !header.short
             && header.session_id == self.session_id()
+            && self.remote(path) == Some(to)
             && self.paths.get(&path).is_some_and(|p| {
                 !p.was_heard()
                     && p.state() != PathState::Closed
