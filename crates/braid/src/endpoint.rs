@@ -411,14 +411,10 @@ pub(crate) fn add_path(
     remote: SocketAddr,
 ) -> Option<PathId> {
     let mut g = shared.lock();
-    let used = g.proto.path_states();
-    let id = (0..=u8::MAX)
-        .map(PathId)
-        .find(|id| !used.iter().any(|(p, _)| p == id) && !g.routes.contains_key(id))?;
-    if g.done || !g.proto.add_path(clock::now(), id) {
+    if g.done {
         return None;
     }
-    g.proto.set_remote(id, remote);
+    let id = g.proto.open_path(clock::now(), remote)?;
     g.routes.insert(id, endpoint.inner.route());
     drop(g);
     endpoint.inner.register(shared);

@@ -79,6 +79,20 @@ pub enum Event {
     Reachable(SocketAddr),
 }
 
+impl Event {
+    /// Where the session of an end in `role` opens a connection after this
+    /// event, if it has none there yet: a sender's, to each relay that
+    /// paired it and to each address that answered a punch. A receiver's
+    /// session learns its connections from the sender's packets.
+    pub fn connection(&self, role: Role) -> Option<SocketAddr> {
+        match (role, self) {
+            (Role::Join, Event::Paired { relay, .. }) => Some(*relay),
+            (Role::Join, Event::Reachable(addr)) => Some(*addr),
+            _ => None,
+        }
+    }
+}
+
 struct RelayEnd {
     addr: SocketAddr,
     cookie: [u8; COOKIE_LEN],

@@ -63,6 +63,7 @@ use liveness::Liveness;
 use packets::Packets;
 use stats::Sampler;
 use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
 use streams::{Finished, Streams};
 
 pub use close::CloseCode;
@@ -566,6 +567,26 @@ impl Session {
         self.insert_path(id, now);
         self.normalize_windows();
         true
+    }
+
+    /// Adds a connection to `remote` (client side) under the lowest free
+    /// id, which it returns; `None` at [`SessionConfig::max_paths`].
+    pub fn open_path(&mut self, now: Instant, remote: SocketAddr) -> Option<PathId> {
+        let id = (0..=u8::MAX)
+            .map(PathId)
+            .find(|id| !self.paths.contains_key(id))?;
+        self.add_path(now, id).then(|| {
+            self.set_remote(id, remote);
+            id
+        })
+    }
+
+    /// The connection that sends to `remote`, if one does.
+    pub fn path_to(&self, remote: SocketAddr) -> Option<PathId> {
+        self.paths
+            .keys()
+            .copied()
+            .find(|&id| self.remote(id) == Some(remote))
     }
 
     /// Stops using connection `id`; the peer is told, and its data moves to other connections.

@@ -218,14 +218,17 @@ fn add(m: &MeetingShared, remote: SocketAddr) {
     let Some(shared) = lock(&m.session).as_ref().and_then(Weak::upgrade) else {
         return;
     };
-    if !shared.paths().iter().any(|p| p.remote == Some(remote)) {
+    let known = shared.lock().proto.path_to(remote).is_some();
+    if !known {
         crate::endpoint::add_path(&shared, &m.endpoint, remote);
     }
 }
 
-/// Records what the core found; a sender adds the connections it opens.
+/// Records what the core found, and opens the connections it says.
 fn apply(m: &MeetingShared, event: Event) {
-    let join = m.role == MeetRole::Join;
+    if let Some(to) = event.connection(m.role) {
+        add(m, to);
+    }
     let mut reach = lock(&m.reach);
     let view = |reach: &mut Reach, relay| {
         reach
@@ -251,10 +254,6 @@ fn apply(m: &MeetingShared, event: Event) {
             v.peer = peer;
             v.paired_at.get_or_insert_with(std::time::Instant::now);
             v.refused = None;
-            drop(reach);
-            if join {
-                add(m, relay);
-            }
         }
         Event::Refused { relay, why } => {
             let i = view(&mut reach, relay);
@@ -262,10 +261,6 @@ fn apply(m: &MeetingShared, event: Event) {
         }
         Event::Reachable(addr) => {
             reach.direct.push((addr, std::time::Instant::now()));
-            drop(reach);
-            if join {
-                add(m, addr);
-            }
         }
     }
 }
