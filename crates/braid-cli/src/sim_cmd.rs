@@ -38,15 +38,20 @@ pub struct SimArgs {
     qlog: Option<PathBuf>,
     /// Instead of a scenario, run the rendezvous meeting between two sites
     /// behind every pair of NAT kinds (cone, restricted, symmetric,
-    /// firewall) and a relay, and print when each pair met and found a
-    /// direct path; see docs/reach.md.
+    /// firewall) and print when each pair met and found a direct path;
+    /// then `braid bench reach`'s lab cases (NAT pairs, capacity,
+    /// failover) as 20 MB transfers in virtual time; see docs/reach.md.
     #[arg(long, conflicts_with_all = ["file", "cc", "delay_start", "json", "plot", "qlog"])]
     reach: bool,
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     if args.reach {
-        print!("{}", braid_sim::reach::matrix(args.seed.unwrap_or(1)));
+        let seed = args.seed.unwrap_or(1);
+        print!("{}", braid_sim::reach::matrix(seed));
+        println!();
+        let rows = braid_sim::reach::run_lab_cases(20_000_000, seed);
+        print!("{}", braid_sim::reach::markdown(&rows));
         return Ok(ExitCode::SUCCESS);
     }
     let mut scenario = match &args.file {

@@ -1,5 +1,5 @@
-//! `braid sim --reach`: the meeting through every pair of NAT kinds, in
-//! virtual time, as a table.
+//! `braid sim --reach`: the meeting through every pair of NAT kinds, and
+//! the lab's transfer cases, in virtual time, as tables.
 
 use std::process::Command;
 
@@ -19,11 +19,11 @@ fn sim_reach_prints_which_nat_pairs_punch_through() {
     };
     // Paired; a direct path where a mapping can be learnt, none elsewhere.
     assert!(
-        row("cone", "symmetric").ends_with(" | 100 | 120 | — |"),
+        row("cone", "symmetric").ends_with(" | 60 | 60 | — |"),
         "{text}"
     );
     assert!(
-        row("symmetric", "symmetric").ends_with(" | 100 | — | — |"),
+        row("symmetric", "symmetric").ends_with(" | 60 | — | — |"),
         "{text}"
     );
     let rebind = text.lines().find(|l| l.contains("rebinds")).unwrap();
@@ -31,6 +31,13 @@ fn sim_reach_prints_which_nat_pairs_punch_through() {
         !rebind.ends_with("| — |"),
         "no direct path after the rebinding: {rebind}"
     );
+    // Every lab case's transfer completed.
+    let cases: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("| yes |") || l.contains("| no |"))
+        .collect();
+    assert_eq!(cases.len(), 13, "{text}");
+    assert!(cases.iter().all(|l| l.contains("| yes |")), "{text}");
     // The same seed, the same table.
     let again = Command::new(env!("CARGO_BIN_EXE_braid"))
         .args(["sim", "--reach"])

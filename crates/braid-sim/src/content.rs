@@ -144,6 +144,12 @@ impl Transfer {
         self.read_matches = true;
     }
 
+    /// Whether every byte was read, each as the generator makes it (for a
+    /// reader whose writer is elsewhere).
+    pub fn read_intact(&self) -> bool {
+        self.read == self.total && self.read_matches
+    }
+
     /// Whether exactly the written bytes were read.
     pub fn verified(&self) -> bool {
         self.read == self.total && self.is_written() && self.read_matches

@@ -83,6 +83,11 @@ impl<T> EventQueue<T> {
     }
 
     /// The earliest event and when it is due.
+    /// When the next event is due.
+    pub fn next_at(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((at, ..))| *at)
+    }
+
     pub fn pop(&mut self) -> Option<(Instant, T)> {
         let Reverse((at, _, entry)) = self.heap.pop()?;
         let event = match entry {

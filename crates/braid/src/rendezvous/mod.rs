@@ -8,6 +8,7 @@
 mod meeting;
 mod relay;
 
+use braid_proto::rendezvous::OTHER_RELAYS_GRACE;
 pub use braid_proto::rendezvous::{
     code_handle, key_handle, Handle, Refusal, ServerConfig, ServerStats,
 };
@@ -19,10 +20,6 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use crate::{Endpoint, Error, Listener, Result, Session, SessionConfig};
-
-/// After the first relay paired us, how long the others get to pair
-/// before the session opens without them (they join it later).
-const OTHER_RELAYS_GRACE: Duration = Duration::from_millis(300);
 
 /// Where and how two ends meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
