@@ -93,6 +93,55 @@ fn one_host_takes_at_most_its_share_of_code_numbers_and_of_the_table() {
 }
 
 #[test]
+fn refusals_are_counted_by_cause() {
+    let cfg = ServerConfig {
+        max_registrations: 2,
+        max_per_host: 1,
+        ..ServerConfig::default()
+    };
+    let mut net = Net::new(cfg);
+    let (a, b, c) = (
+        addr("198.18.1.1:1"),
+        addr("198.18.2.2:2"),
+        addr("198.18.3.3:3"),
+    );
+    let refused = |replies: &[(SocketAddr, Vec<u8>)]| match Message::decode(&replies[0].1) {
+        Some(Message::Refused { why, .. }) => Some(why),
+        _ => None,
+    };
+    // Nobody waits under [1; 32] yet.
+    assert_eq!(
+        refused(&request(&mut net, a, [1; 32], false, 1)),
+        Some(Refusal::Unknown)
+    );
+    assert!(sealed_ok(&request(&mut net, a, [1; 32], true, 1)));
+    // Host a holds its one registration.
+    assert_eq!(
+        refused(&request(&mut net, a, [2; 32], true, 2)),
+        Some(Refusal::Full)
+    );
+    // a holds [1; 32].
+    assert_eq!(
+        refused(&request(&mut net, b, [1; 32], true, 3)),
+        Some(Refusal::Busy)
+    );
+    assert!(sealed_ok(&request(&mut net, b, [2; 32], true, 4)));
+    // The relay holds its two registrations.
+    assert_eq!(
+        refused(&request(&mut net, c, [3; 32], true, 5)),
+        Some(Refusal::Full)
+    );
+    let s = net.server.stats();
+    let by = Refusals {
+        unknown: 1,
+        busy: 1,
+        host_full: 1,
+        relay_full: 1,
+    };
+    assert_eq!((s.refused, s.refused_by), (4, by));
+}
+
+#[test]
 fn a_squatter_that_joins_first_delays_the_real_sender_by_at_most_two_seconds() {
     let mut net = Net::new(ServerConfig::default());
     let h = key_handle(&crate::Keypair::generate([3; 32]).public());

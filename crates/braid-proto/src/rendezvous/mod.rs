@@ -24,7 +24,7 @@ pub mod wire;
 
 pub use client::{same_addr, Client, Event, Role, FIRST_RETRY, MAX_RETRY, REFRESH};
 pub use punch::{Puncher, PUNCH_FOR, PUNCH_INTERVAL};
-pub use server::{Handle, Server, ServerConfig, ServerStats, REPLACE_AFTER};
+pub use server::{Handle, Refusals, Server, ServerConfig, ServerStats, REPLACE_AFTER};
 /// After the first relay paired a sender, how long the others get to pair
 /// before its session opens without them (they join it later).
 pub const OTHER_RELAYS_GRACE: std::time::Duration = std::time::Duration::from_millis(300);

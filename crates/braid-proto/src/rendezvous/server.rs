@@ -94,12 +94,40 @@ pub struct ServerStats {
     pub cookies: u64,
     /// Requests refused (busy, unknown handle, full).
     pub refused: u64,
+    /// `refused`, by cause.
+    pub refused_by: Refusals,
     /// Ends of pairs that moved to a new address (a NAT rebound).
     pub rebound: u64,
     /// Pairs taken over by a new joiner because the receiver never answered.
     pub replaced: u64,
     /// Pairs an end released.
     pub released: u64,
+}
+
+/// Requests refused, by cause; together they are [`ServerStats::refused`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// A join under a handle nobody is registered under ([`Refusal::Unknown`]).
+    pub unknown: u64,
+    /// A handle another address holds, or whose receiver is paired
+    /// ([`Refusal::Busy`]).
+    pub busy: u64,
+    /// The requester's host held [`ServerConfig::max_per_host`]
+    /// registrations or pairs ([`Refusal::Full`]).
+    pub host_full: u64,
+    /// The relay held [`ServerConfig::max_registrations`] registrations or
+    /// [`ServerConfig::max_pairs`] pairs ([`Refusal::Full`]).
+    pub relay_full: u64,
+}
+
+/// Why a request is refused, as [`Refusals`] counts it; the wire tells
+/// the two bounds apart no more than [`Refusal::Full`] does.
+#[derive(Debug, Clone, Copy)]
+enum Cause {
+    Unknown,
+    Busy,
+    HostFull,
+    RelayFull,
 }
 
 /// One end's keys and what the relay tells it.
@@ -332,8 +360,16 @@ impl Server {
         false
     }
 
-    fn refuse(&mut self, to: SocketAddr, echo: u64, why: Refusal, replies: &mut Replies) {
+    fn refuse(&mut self, to: SocketAddr, echo: u64, cause: Cause, replies: &mut Replies) {
         self.stats.refused += 1;
+        let by = &mut self.stats.refused_by;
+        let (count, why) = match cause {
+            Cause::Unknown => (&mut by.unknown, Refusal::Unknown),
+            Cause::Busy => (&mut by.busy, Refusal::Busy),
+            Cause::HostFull => (&mut by.host_full, Refusal::Full),
+            Cause::RelayFull => (&mut by.relay_full, Refusal::Full),
+        };
+        *count += 1;
         replies.push((to, Message::Refused { echo, why }.encode()));
     }
 
@@ -359,7 +395,7 @@ impl Server {
                 r.expires = expires;
                 let (pair, moved) = (r.pair, r.end.addr != from);
                 if moved && !self.move_registered(req.handle, from) {
-                    return self.refuse(from, req.nonce, Refusal::Busy, replies);
+                    return self.refuse(from, req.nonce, Cause::Busy, replies);
                 }
                 if req.flags & flags::LEAVE != 0 {
                     return self.leave(req.handle);
@@ -385,7 +421,7 @@ impl Server {
             }
             // Another address holds it, until it lapses.
             Some(r) if r.pair.is_some() || r.expires > now => {
-                return self.refuse(from, req.nonce, Refusal::Busy, replies)
+                return self.refuse(from, req.nonce, Cause::Busy, replies)
             }
             Some(_) => {
                 let lapsed = self.registrations.remove(&req.handle).expect("held");
@@ -394,12 +430,12 @@ impl Server {
             None => {}
         }
         if self.registered_hosts.at_bound(from, self.cfg.max_per_host) {
-            return self.refuse(from, req.nonce, Refusal::Full, replies);
+            return self.refuse(from, req.nonce, Cause::HostFull, replies);
         }
         if self.registrations.len() >= self.cfg.max_registrations {
             self.expire(now);
             if self.registrations.len() >= self.cfg.max_registrations {
-                return self.refuse(from, req.nonce, Refusal::Full, replies);
+                return self.refuse(from, req.nonce, Cause::RelayFull, replies);
             }
         }
         let Some(mut end) = self.new_end(from, req) else {
@@ -437,7 +473,7 @@ impl Server {
             .get(&req.handle)
             .filter(|r| r.pair.is_some() || r.expires > now)
         else {
-            return self.refuse(from, req.nonce, Refusal::Unknown, replies);
+            return self.refuse(from, req.nonce, Cause::Unknown, replies);
         };
         if let Some(id) = r.pair {
             let p = self.pairs.get_mut(&id).expect("registrations' pairs exist");
@@ -445,7 +481,7 @@ impl Server {
                 p.joiner.update(req);
                 let moved = p.joiner.addr != from;
                 if moved && !self.move_joiner(id, from) {
-                    return self.refuse(from, req.nonce, Refusal::Busy, replies);
+                    return self.refuse(from, req.nonce, Cause::Busy, replies);
                 }
                 if req.flags & (flags::RELEASE | flags::LEAVE) != 0 {
                     self.stats.released += 1;
@@ -457,22 +493,22 @@ impl Server {
                 return self.answer_paired(id, false, replies);
             }
             if !p.replaceable(from, now) {
-                return self.refuse(from, req.nonce, Refusal::Busy, replies);
+                return self.refuse(from, req.nonce, Cause::Busy, replies);
             }
             self.stats.replaced += 1;
             self.unpair(id);
         }
         let registered = self.registrations[&req.handle].end.addr;
         if registered == from || self.by_addr.contains_key(&from) {
-            return self.refuse(from, req.nonce, Refusal::Busy, replies);
+            return self.refuse(from, req.nonce, Cause::Busy, replies);
         }
         if self.joined_hosts.at_bound(from, self.cfg.max_per_host) {
-            return self.refuse(from, req.nonce, Refusal::Full, replies);
+            return self.refuse(from, req.nonce, Cause::HostFull, replies);
         }
         if self.pairs.len() >= self.cfg.max_pairs {
             self.expire(now);
             if self.pairs.len() >= self.cfg.max_pairs {
-                return self.refuse(from, req.nonce, Refusal::Full, replies);
+                return self.refuse(from, req.nonce, Cause::RelayFull, replies);
             }
         }
         let Some(joiner) = self.new_end(from, req) else {

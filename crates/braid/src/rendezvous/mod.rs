@@ -10,7 +10,7 @@ mod relay;
 
 use braid_proto::rendezvous::OTHER_RELAYS_GRACE;
 pub use braid_proto::rendezvous::{
-    code_handle, key_handle, Handle, Refusal, ServerConfig, ServerStats,
+    code_handle, key_handle, Handle, Refusal, Refusals, ServerConfig, ServerStats,
 };
 pub(crate) use meeting::INBOX;
 pub use meeting::{MeetRole, Meeting, Reach, RelayView};
