@@ -15,6 +15,7 @@ mod live;
 mod netns;
 mod observe;
 mod plot;
+mod proc_usage;
 mod progress;
 mod record;
 mod recv_cmd;
