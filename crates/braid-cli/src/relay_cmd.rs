@@ -145,7 +145,7 @@ fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 tick.tick().await;
-                println!("{}", serve_counters(&relay.stats()));
+                eprintln!("{}", serve_counters(&relay.stats()));
             }
         };
         // Stopping is how a relay ends: not a failure.
@@ -154,7 +154,7 @@ fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
             never = periodic => never,
         };
         eprintln!("braid: {what}");
-        println!("{}", serve_counters(&relay.stats()));
+        eprintln!("{}", serve_counters(&relay.stats()));
         Ok(ExitCode::SUCCESS)
     })?
 }
@@ -164,7 +164,8 @@ fn serve_counters(s: &braid::rendezvous::ServerStats) -> String {
     format!(
         "pairs: {} made, {} now; registrations: {} now; forwarded {} datagrams, {}; \
          dropped {} over a pair's limits, {} from unpaired addresses; {} cookies, {} refusals, \
-         {} ends moved after a NAT rebinding, {} pairs taken from a joiner the receiver never          answered, {} released",
+         {} ends moved after a NAT rebinding, {} pairs taken from a joiner the receiver never \
+         answered, {} released",
         s.paired,
         s.pairs,
         s.registrations,
