@@ -12,6 +12,7 @@ mod lent;
 mod link_args;
 mod link_cmd;
 mod live;
+mod metrics;
 mod netns;
 mod observe;
 mod plot;

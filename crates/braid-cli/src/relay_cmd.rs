@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use braid::relay::{DirectionStats, Relay, RelayConfig};
@@ -14,6 +15,7 @@ use clap::Args;
 use std::time::Duration;
 
 use crate::link_args::{describe_both, link_counters, LinkArgs};
+use crate::metrics;
 
 #[derive(Args)]
 #[command(
@@ -30,6 +32,11 @@ pub struct RelayArgs {
     /// paired peers and sees only sealed datagrams.
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["listen", "to"])]
     serve: Option<SocketAddr>,
+    /// With --serve: answer `GET /metrics` over HTTP at this address (e.g.
+    /// 127.0.0.1:9400) with the relay's counters in Prometheus's text
+    /// format. Off by default; anyone who reaches the address can read them.
+    #[arg(long, value_name = "ADDR", requires = "serve")]
+    metrics: Option<SocketAddr>,
     #[command(flatten)]
     limits: ServeLimits,
     /// Emulated link: the address clients send to, e.g. 127.0.0.1:7001.
@@ -77,7 +84,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
     if let Some(listen) = args.serve {
-        return serve(listen, &args.limits);
+        return serve(listen, args.metrics, &args.limits);
     }
     let (Some(listen), Some(to)) = (args.listen, args.to) else {
         return Err(
@@ -111,8 +118,13 @@ pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Runs a rendezvous relay until Ctrl-C or SIGTERM, then prints its counters.
-fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
+/// Runs a rendezvous relay until Ctrl-C or SIGTERM, then prints its
+/// counters; with `metrics`, serves them there over HTTP meanwhile.
+fn serve(
+    listen: SocketAddr,
+    metrics: Option<SocketAddr>,
+    limits: &ServeLimits,
+) -> anyhow::Result<ExitCode> {
     let pair_rate = match limits.pair_rate {
         None => None,
         Some(braid_link::units::Rate::BitsPerSec(b)) => Some(b / 8),
@@ -132,11 +144,33 @@ fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
         ..ServerConfig::default()
     };
     crate::block_on(async {
-        let relay = RendezvousRelay::start(listen, cfg)?;
+        let relay = Arc::new(RendezvousRelay::start(listen, cfg)?);
+        let scraped = match metrics {
+            Some(at) => Some(
+                tokio::net::TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("cannot listen for metrics on {at}"))?,
+            ),
+            None => None,
+        };
         println!(
             "relay serving on {}: peers meet here by code or key; only paired peers are forwarded",
             relay.local_addr()
         );
+        if let Some(listener) = &scraped {
+            println!("metrics at http://{}/metrics", listener.local_addr()?);
+        }
+        let scrapes = async {
+            let Some(listener) = scraped else {
+                return std::future::pending().await;
+            };
+            let relay = relay.clone();
+            let render: metrics::Render = Arc::new(move || {
+                let process = crate::proc_usage::usage(std::process::id()).ok();
+                metrics::exposition(&relay.stats(), process)
+            });
+            match metrics::serve(listener, metrics::Limits::default(), render).await {}
+        };
         let every = limits.stats_every;
         let periodic = async {
             if every.is_zero() {
@@ -152,6 +186,7 @@ fn serve(listen: SocketAddr, limits: &ServeLimits) -> anyhow::Result<ExitCode> {
         let (what, _) = tokio::select! {
             stopped = crate::interrupted() => stopped,
             never = periodic => never,
+            never = scrapes => never,
         };
         eprintln!("braid: {what}");
         eprintln!("{}", serve_counters(&relay.stats()));
