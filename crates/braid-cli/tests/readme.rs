@@ -350,6 +350,8 @@ fn every_braid_command_in_the_user_docs_parses() {
         "docs/scenarios.md",
         "docs/measurements.md",
         "docs/observability.md",
+        "docs/reach.md",
+        "deploy/README.md",
     ] {
         found.extend(commands_in(file, false));
     }
