@@ -35,7 +35,9 @@ pub struct RelayArgs {
     /// With --serve: answer `GET /metrics` over HTTP at this address (e.g.
     /// 127.0.0.1:9400) with the relay's counters in Prometheus's text
     /// format. Off by default; anyone who reaches the address can read them.
-    #[arg(long, value_name = "ADDR", requires = "serve")]
+    // `requires` alone lets it through beside --listen and --to, which
+    // conflict with --serve.
+    #[arg(long, value_name = "ADDR", requires = "serve", conflicts_with_all = ["listen", "to"])]
     metrics: Option<SocketAddr>,
     #[command(flatten)]
     limits: ServeLimits,
