@@ -49,6 +49,8 @@ pub(super) struct Host {
     pub established_at: Option<Instant>,
     pub received_at: Option<Instant>,
     next_check: Instant,
+    /// Per session, whether the endpoint was told it is established (a
+    /// server's, once its client confirmed; a client's from the start).
     confirmed: Vec<bool>,
 }
 
