@@ -43,6 +43,7 @@ fn request(handle: [u8; 32], register: bool, cookie: [u8; COOKIE_LEN]) -> Vec<u8
         nonce: 1,
         flags: 0,
         hello: r.hello,
+        candidates: Vec::new(),
         proof: [0; MAC_LEN],
     }
     .encode()

@@ -25,6 +25,7 @@ fn request(
         nonce: 1,
         flags: 0,
         hello: hello_of(hello),
+        candidates: Vec::new(),
         proof: [0; MAC_LEN],
     };
     let mut replies = Vec::new();

@@ -19,7 +19,8 @@ use rand::RngCore;
 use super::punch::Puncher;
 use super::seal::{EndKeys, Hello};
 use super::wire::{
-    flags, Answer, Message, Refusal, Request, Sealed, COOKIE_LEN, MAC_LEN, PROOF_AT, TOKEN_LEN,
+    flags, Answer, Message, Refusal, Request, Sealed, COOKIE_LEN, MAC_LEN, MAX_CANDIDATES,
+    PROOF_AT, TOKEN_LEN,
 };
 use super::Handle;
 use crate::crypto::SessionRng;
@@ -128,6 +129,8 @@ pub struct Client {
     events: VecDeque<Event>,
     /// A sender that released its pairs asks no more.
     done: bool,
+    /// Our local addresses, offered to the peer (ICE host candidates).
+    candidates: Vec<SocketAddr>,
 }
 
 impl std::fmt::Debug for Client {
@@ -137,6 +140,46 @@ impl std::fmt::Debug for Client {
             .field("relays", &self.relays.len())
             .finish_non_exhaustive()
     }
+}
+
+/// Of an end's local addresses, those worth offering a peer, at most
+/// [`MAX_CANDIDATES`], IPv4 and IPv6 alternating: never unspecified,
+/// loopback (only the same host reaches it, and the relay's view of a
+/// host on loopback is already one), link-local (it needs the link's
+/// interface named), multicast, or port 0.
+pub fn host_candidates(local: &[SocketAddr]) -> Vec<SocketAddr> {
+    let usable = |a: &SocketAddr| {
+        let ip = a.ip().to_canonical();
+        let link_local = match ip {
+            std::net::IpAddr::V4(v4) => v4.is_link_local() || v4.is_broadcast(),
+            std::net::IpAddr::V6(v6) => v6.is_unicast_link_local(),
+        };
+        a.port() != 0
+            && !ip.is_unspecified()
+            && !ip.is_loopback()
+            && !ip.is_multicast()
+            && !link_local
+    };
+    let mut v4 = Vec::new();
+    let mut v6 = Vec::new();
+    for a in local.iter().filter(|a| usable(a)) {
+        let a = SocketAddr::new(a.ip().to_canonical(), a.port());
+        let family = if a.is_ipv4() { &mut v4 } else { &mut v6 };
+        if !family.contains(&a) {
+            family.push(a);
+        }
+    }
+    let mut out = Vec::with_capacity(MAX_CANDIDATES);
+    let (mut v4, mut v6) = (v4.into_iter(), v6.into_iter());
+    while out.len() < MAX_CANDIDATES {
+        let next: Vec<SocketAddr> = v4.next().into_iter().chain(v6.next()).collect();
+        if next.is_empty() {
+            break;
+        }
+        out.extend(next);
+    }
+    out.truncate(MAX_CANDIDATES);
+    out
 }
 
 /// Whether two addresses are the same, an IPv4 one and its IPv4-mapped
@@ -188,7 +231,20 @@ impl Client {
             rng,
             events: VecDeque::new(),
             done: false,
+            candidates: Vec::new(),
         }
+    }
+
+    /// Offers the peer our local addresses from now on, so that two ends
+    /// on one network find each other there (a NAT seldom loops traffic
+    /// between its own hosts back inside). Only those a peer elsewhere
+    /// could use are kept ([`host_candidates`]); none without `direct`.
+    pub fn set_candidates(&mut self, local: &[SocketAddr]) {
+        self.candidates = if self.direct {
+            host_candidates(local)
+        } else {
+            Vec::new()
+        };
     }
 
     /// Whether a connection of our session stopped being answered (it
@@ -279,6 +335,7 @@ impl Client {
             nonce,
             flags,
             hello: r.hello.message(),
+            candidates: self.candidates.clone(),
             proof: [0; MAC_LEN],
         };
         let mut bytes = request.encode();
@@ -354,8 +411,8 @@ impl Client {
             // Sooner if the key just agreed is to be confirmed.
             r.next = r.next.min(now + REFRESH);
         }
-        let reflexive = match answer {
-            Answer::Registered { reflexive, .. } | Answer::Paired { reflexive, .. } => reflexive,
+        let reflexive = match &answer {
+            Answer::Registered { reflexive, .. } | Answer::Paired { reflexive, .. } => *reflexive,
         };
         let before = r.reflexive.replace(reflexive);
         match answer {
@@ -370,6 +427,7 @@ impl Client {
                 reflexive,
                 peer,
                 token,
+                candidates,
             } => {
                 // A new pair, the peer moved, or we did (our NAT rebound:
                 // our new mapping must punch out before the peer's punches
@@ -385,6 +443,17 @@ impl Client {
                     self.puncher.add_token(token);
                     if let (true, Some(peer)) = (news, peer) {
                         self.puncher.add_peer(now, peer, token);
+                    }
+                    if news {
+                        // The peer's local addresses too, beside its
+                        // public one; never one of ours, which would
+                        // answer our own punches.
+                        let theirs = host_candidates(&candidates);
+                        for c in theirs.into_iter().filter(|c| {
+                            Some(*c) != peer && !self.candidates.iter().any(|o| same_addr(*o, *c))
+                        }) {
+                            self.puncher.add_peer(now, c, token);
+                        }
                     }
                 }
                 self.events.push_back(Event::Paired {

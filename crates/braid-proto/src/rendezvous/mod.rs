@@ -22,14 +22,16 @@ mod seal;
 mod server;
 pub mod wire;
 
-pub use client::{same_addr, Client, Event, Role, FIRST_RETRY, MAX_RETRY, REFRESH};
+pub use client::{
+    host_candidates, same_addr, Client, Event, Role, FIRST_RETRY, MAX_RETRY, REFRESH,
+};
 pub use punch::{Puncher, PUNCH_FOR, PUNCH_INTERVAL};
 pub use server::{Handle, Refusals, Server, ServerConfig, ServerStats, REPLACE_AFTER};
 /// After the first relay paired a sender, how long the others get to pair
 /// before its session opens without them (they join it later).
 pub const OTHER_RELAYS_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
-pub use wire::{is_rendezvous, Message, Refusal};
+pub use wire::{is_rendezvous, Message, Refusal, MAX_CANDIDATES};
 
 use crate::PublicKey;
 use ring::digest;

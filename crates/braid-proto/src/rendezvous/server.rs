@@ -143,6 +143,8 @@ struct End {
     /// The latest request's nonce, which answers echo.
     nonce: u64,
     no_direct: bool,
+    /// Its local addresses, for its peer (none if `no_direct`).
+    candidates: Vec<SocketAddr>,
 }
 
 impl End {
@@ -156,6 +158,7 @@ impl End {
             counter: 0,
             nonce: req.nonce,
             no_direct: req.flags & flags::NO_DIRECT != 0,
+            candidates: req.candidates.clone(),
         }
     }
 
@@ -172,6 +175,9 @@ impl End {
         self.confirmed |= req.proof != [0; MAC_LEN];
         self.nonce = req.nonce;
         self.no_direct = req.flags & flags::NO_DIRECT != 0;
+        if self.candidates != req.candidates {
+            self.candidates = req.candidates.clone();
+        }
     }
 
     fn seal(&mut self, answer: Answer) -> Vec<u8> {
@@ -191,6 +197,11 @@ impl End {
             reflexive: canonical(self.addr),
             peer: (!peer.no_direct).then(|| canonical(peer.addr)),
             token,
+            candidates: if peer.no_direct {
+                Vec::new()
+            } else {
+                peer.candidates.clone()
+            },
         })
     }
 }

@@ -10,12 +10,15 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// bits (127) are a version braid's packets never carry, so an endpoint
 /// tells the two apart from the first byte alone; the last byte is this
 /// protocol's own version.
-pub const MAGIC: [u8; 4] = [0x7f, b'R', b'Z', 2];
+pub const MAGIC: [u8; 4] = [0x7f, b'R', b'Z', 3];
 
 /// Size of a client's REGISTER and JOIN, padded: every answer the relay
 /// sends for one (to the sender and, on pairing, to the registered peer)
 /// fits in it, so a forged source address gains an attacker nothing.
-pub const REQUEST_LEN: usize = 288;
+pub const REQUEST_LEN: usize = 448;
+
+/// Local addresses (ICE host candidates) an end offers its peer at most.
+pub const MAX_CANDIDATES: usize = 4;
 
 /// Length of a handle.
 pub const HANDLE_LEN: usize = 32;
@@ -103,13 +106,17 @@ pub struct Request {
     /// Our half of the key agreement with this relay, the same in every
     /// request until the relay answered it.
     pub hello: [u8; HELLO_LEN],
+    /// Our local addresses, for a peer on the same network (at most
+    /// [`MAX_CANDIDATES`]; none with [`flags::NO_DIRECT`]).
+    pub candidates: Vec<SocketAddr>,
     /// Once keyed, a MAC of everything above under our key with the relay
     /// (zero before): proves we are this end, from any address.
     pub proof: [u8; MAC_LEN],
 }
 
 /// Where the proof starts in an encoded request: it covers the bytes before.
-pub const PROOF_AT: usize = 5 + HANDLE_LEN + COOKIE_LEN + 8 + 1 + HELLO_LEN;
+pub const PROOF_AT: usize =
+    5 + HANDLE_LEN + COOKIE_LEN + 8 + 1 + HELLO_LEN + 1 + MAX_CANDIDATES * ADDR_LEN;
 
 /// A rendezvous message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +152,7 @@ pub enum Message {
 }
 
 /// What a sealed answer says, once opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Registered: our address as the relay sees it (server reflexive, RFC
     /// 8489), and seconds until the registration lapses unless refreshed.
@@ -166,6 +173,8 @@ pub enum Answer {
         peer: Option<SocketAddr>,
         /// Random, per pair, known to the two ends and the relay only.
         token: [u8; TOKEN_LEN],
+        /// The peer's local addresses, unless it keeps its addresses to itself.
+        candidates: Vec<SocketAddr>,
     },
 }
 
@@ -194,7 +203,7 @@ const PAIRED: u8 = 2;
 
 /// Sealed body lengths: a kind, then the fields, then the AEAD tag.
 const REGISTERED_LEN: usize = 1 + ADDR_LEN + 2;
-const PAIRED_LEN: usize = 1 + 2 * ADDR_LEN + TOKEN_LEN;
+const PAIRED_LEN: usize = 1 + 2 * ADDR_LEN + TOKEN_LEN + 1 + MAX_CANDIDATES * ADDR_LEN;
 /// The longest sealed answer, on the wire.
 pub const MAX_SEALED_LEN: usize = 5 + 8 + 8 + 1 + KEYED_LEN + PAIRED_LEN + TAG_LEN;
 
@@ -218,6 +227,7 @@ impl Request {
         out.extend_from_slice(&self.nonce.to_be_bytes());
         out.push(self.flags);
         out.extend_from_slice(&self.hello);
+        put_addrs(&mut out, &self.candidates);
         debug_assert_eq!(out.len(), PROOF_AT);
         out.extend_from_slice(&self.proof);
         out.resize(REQUEST_LEN, 0);
@@ -229,24 +239,26 @@ impl Answer {
     /// The plaintext of a sealed answer.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(PAIRED_LEN);
-        match *self {
+        match self {
             Answer::Registered {
                 reflexive,
                 lifetime_s,
             } => {
                 out.push(REGISTERED);
-                put_addr(&mut out, Some(reflexive));
+                put_addr(&mut out, Some(*reflexive));
                 out.extend_from_slice(&lifetime_s.to_be_bytes());
             }
             Answer::Paired {
                 reflexive,
                 peer,
                 token,
+                candidates,
             } => {
                 out.push(PAIRED);
-                put_addr(&mut out, Some(reflexive));
-                put_addr(&mut out, peer);
-                out.extend_from_slice(&token);
+                put_addr(&mut out, Some(*reflexive));
+                put_addr(&mut out, *peer);
+                out.extend_from_slice(token);
+                put_addrs(&mut out, candidates);
             }
         }
         out
@@ -265,6 +277,7 @@ impl Answer {
                 reflexive: r.addr()??,
                 peer: r.addr()?,
                 token: r.array()?,
+                candidates: r.addrs()?,
             },
             _ => return None,
         };
@@ -342,6 +355,7 @@ impl Message {
                     nonce: u64::from_be_bytes(r.array()?),
                     flags: r.array::<1>()?[0],
                     hello: r.array()?,
+                    candidates: r.addrs()?,
                     proof: r.array()?,
                 });
                 return Some(m);
@@ -409,6 +423,16 @@ fn put_addr(out: &mut Vec<u8>, a: Option<SocketAddr>) {
     out.extend_from_slice(&a.port().to_be_bytes());
 }
 
+/// Up to [`MAX_CANDIDATES`] addresses: a count, then that many slots,
+/// the unused ones zero (a fixed length).
+fn put_addrs(out: &mut Vec<u8>, addrs: &[SocketAddr]) {
+    let n = addrs.len().min(MAX_CANDIDATES);
+    out.push(n as u8);
+    for i in 0..MAX_CANDIDATES {
+        put_addr(out, addrs.get(i).filter(|_| i < n).copied());
+    }
+}
+
 struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {
@@ -416,6 +440,23 @@ impl Reader<'_> {
         let (head, rest) = self.0.split_at_checked(N)?;
         self.0 = rest;
         head.try_into().ok()
+    }
+
+    /// The addresses [`put_addrs`] wrote; `None` if malformed.
+    fn addrs(&mut self) -> Option<Vec<SocketAddr>> {
+        let n = usize::from(self.array::<1>()?[0]);
+        if n > MAX_CANDIDATES {
+            return None;
+        }
+        let mut out = Vec::with_capacity(n);
+        for i in 0..MAX_CANDIDATES {
+            match (self.addr()?, i < n) {
+                (Some(a), true) => out.push(a),
+                (None, false) => {}
+                _ => return None,
+            }
+        }
+        Some(out)
     }
 
     /// `None` if malformed, `Some(None)` for the all-zero "none".
@@ -447,6 +488,7 @@ mod tests {
                 nonce: 7,
                 flags: flags::NO_DIRECT,
                 hello: [4; HELLO_LEN],
+                candidates: Vec::new(),
                 proof: [5; MAC_LEN],
             }),
             Message::Request(Request {
@@ -456,6 +498,10 @@ mod tests {
                 nonce: 8,
                 flags: 0,
                 hello: [6; HELLO_LEN],
+                candidates: vec![
+                    "192.168.1.20:4000".parse().unwrap(),
+                    "[2001:db8::20]:4000".parse().unwrap(),
+                ],
                 proof: [0; MAC_LEN],
             }),
             Message::Cookie {
@@ -510,15 +556,30 @@ mod tests {
                 reflexive: a,
                 peer: Some(b),
                 token: [7; TOKEN_LEN],
+                candidates: vec![a, b, a, b],
             },
             Answer::Paired {
                 reflexive: a,
                 peer: None,
                 token: [7; TOKEN_LEN],
+                candidates: Vec::new(),
             },
         ] {
-            assert_eq!(Answer::decode(&ans.encode()), Some(ans));
+            assert_eq!(Answer::decode(&ans.encode()), Some(ans.clone()));
         }
+        // A count past the bound, or an address beyond the count, is malformed.
+        let mut too_many = Answer::Paired {
+            reflexive: a,
+            peer: None,
+            token: [7; TOKEN_LEN],
+            candidates: vec![a],
+        }
+        .encode();
+        let count_at = 1 + 2 * ADDR_LEN + TOKEN_LEN;
+        too_many[count_at] = MAX_CANDIDATES as u8 + 1;
+        assert_eq!(Answer::decode(&too_many), None);
+        too_many[count_at] = 0;
+        assert_eq!(Answer::decode(&too_many), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The cases of `braid bench reach`'s NAT lab, run in virtual time: the
 //! same NATs, links, relays and events, so the simulator's figures can be
-//! set beside the lab's.
+//! set beside the lab's; and two hosts on one LAN (1 Gbit/s), which the
+//! lab does not build yet.
 
 use braid_link::NatKind::{self, *};
 
@@ -32,6 +33,13 @@ pub fn lab_cases(bytes: u64) -> Vec<(&'static str, ReachSetup)> {
         ("one relay", case([Symmetric, Symmetric], 1, None)),
         ("two relays", case([Symmetric, Symmetric], 2, None)),
         ("direct + relay", case([Cone, Cone], 1, None)),
+        (
+            "same LAN, behind one restricted NAT",
+            ReachSetup {
+                same_lan: true,
+                ..case([Restricted, Restricted], 2, None)
+            },
+        ),
         (
             "relay A killed, relay B left",
             case([Symmetric, Symmetric], 2, Some(Happening::RelayDies)),

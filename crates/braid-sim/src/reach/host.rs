@@ -107,6 +107,11 @@ impl Host {
         }
     }
 
+    /// Offers the peer the host's local addresses.
+    pub fn offer_candidates(&mut self, local: &[SocketAddr]) {
+        self.client.set_candidates(local);
+    }
+
     /// The session of this end (a receiver's first), once open.
     pub fn session(&self) -> Option<&Session> {
         self.sessions.first()

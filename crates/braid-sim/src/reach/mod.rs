@@ -23,7 +23,7 @@ use braid_proto::rendezvous::{Event, Role, Server, ServerConfig};
 use braid_proto::Instant;
 
 use host::Host;
-use world::{Relay, Site, World};
+use world::{HostAt, Relay, Site, World};
 
 /// Something that happens to the network during a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,6 +50,9 @@ pub enum When {
 pub struct ReachSetup {
     /// The sender's site's box, and the receiver's.
     pub nats: [NatKind; 2],
+    /// Both hosts on one LAN behind the sender's site's box (the
+    /// receiver's site is then empty).
+    pub same_lan: bool,
     /// Each site's uplink (each way).
     pub uplink: LinkConfig,
     /// Each relay's link (each way).
@@ -82,6 +85,7 @@ impl ReachSetup {
         };
         ReachSetup {
             nats,
+            same_lan: false,
             uplink: link(100, 10, 400),
             relay_link: link(40, 5, 250),
             relays: 2,
@@ -195,7 +199,7 @@ pub fn run_reach(s: &ReachSetup) -> ReachOutcome {
             event_at = Some(now);
         }
         w.step(now);
-        let receiver = &w.sites[1].host;
+        let receiver = &w.hosts[1].host;
         if s.bytes > 0 && receiver.received_at.is_some() {
             break;
         }
@@ -208,7 +212,7 @@ fn due(s: &ReachSetup, w: &World, now: Instant) -> bool {
     match s.event {
         Some((_, When::At(t))) => now >= Instant::ZERO + t,
         Some((_, When::Received(share))) => {
-            let t = &w.sites[1].host.transfer;
+            let t = &w.hosts[1].host.transfer;
             t.total > 0 && t.read as f64 >= share * t.total as f64
         }
         None => false,
@@ -217,15 +221,18 @@ fn due(s: &ReachSetup, w: &World, now: Instant) -> bool {
 
 fn happen(w: &mut World, what: Happening) {
     match what {
-        Happening::Rebinds(i) => w.sites[i].nat.rebind(),
+        Happening::Rebinds(i) => {
+            let site = w.hosts[i].site;
+            w.sites[site].nat.rebind();
+        }
         Happening::RelayDies => w.relays[0].alive = false,
         Happening::DirectCut => w.direct_cut = true,
     }
 }
 
 fn outcome(s: &ReachSetup, w: &World, event_at: Option<Instant>) -> ReachOutcome {
-    let sender = &w.sites[0].host;
-    let receiver = &w.sites[1].host;
+    let sender = &w.hosts[0].host;
+    let receiver = &w.hosts[1].host;
     let found = |host: &Host, after: Instant| {
         host.events.iter().find_map(|(t, e)| match e {
             Event::Reachable(_) if *t >= after => Some(ms(*t)),
@@ -311,12 +318,24 @@ fn build(s: &ReachSetup) -> World {
     let content = (s.seed ^ 0x0062_7261_6964, s.bytes);
     let sites = (0..2)
         .map(|i| {
-            let role = if i == 0 { Role::Join } else { Role::Register };
             let public = IpAddr::V4(Ipv4Addr::new(198, 18, 11 + i as u8, 2));
-            let inside = if s.nats[i] == NatKind::Firewall {
-                SocketAddr::new(public, 5000)
-            } else {
-                SocketAddr::from(([192, 0, 2 + i as u8, 2], 5000))
+            let k = 16 + 2 * i as u64;
+            Site {
+                nat: Nat::new(s.nats[i], public, &relay_ips),
+                up: Link::new(s.uplink.clone(), link_seed(k)),
+                down: Link::new(s.uplink.clone(), link_seed(k + 1)),
+            }
+        })
+        .collect();
+    let hosts = (0..2)
+        .map(|i| {
+            let role = if i == 0 { Role::Join } else { Role::Register };
+            let site = if s.same_lan { 0 } else { i };
+            let public = IpAddr::V4(Ipv4Addr::new(198, 18, 11 + site as u8, 2));
+            let inside = match (s.nats[site], s.same_lan) {
+                (NatKind::Firewall, false) => SocketAddr::new(public, 5000),
+                (_, true) => SocketAddr::from(([192, 0, 2, 2 + i as u8], 5000)),
+                (_, false) => SocketAddr::from(([192, 0, 2 + i as u8, 2], 5000)),
             };
             let start = Instant::ZERO
                 + if i == 0 {
@@ -324,7 +343,7 @@ fn build(s: &ReachSetup) -> World {
                 } else {
                     Duration::ZERO
                 };
-            let host = Host::new(
+            let mut host = Host::new(
                 role,
                 start,
                 &relay_addrs,
@@ -332,17 +351,26 @@ fn build(s: &ReachSetup) -> World {
                 content,
                 seed_of(10 + i as u8),
             );
-            let k = 16 + 2 * i as u64;
-            Site {
+            host.offer_candidates(&[inside]);
+            HostAt {
+                site,
                 inside,
-                nat: Nat::new(s.nats[i], public, &relay_ips),
-                up: Link::new(s.uplink.clone(), link_seed(k)),
-                down: Link::new(s.uplink.clone(), link_seed(k + 1)),
+                lan: Link::new(lan_link(), link_seed(32 + i as u64)),
                 host,
             }
         })
         .collect();
-    World::new(relays, sites)
+    World::new(relays, sites, hosts)
+}
+
+/// A gigabit Ethernet hop between two hosts of one LAN.
+fn lan_link() -> LinkConfig {
+    LinkConfig {
+        rate: Some(braid_link::units::Rate::mbit(1000)),
+        delay: Duration::from_micros(100),
+        queue: QueueLimit::Packets(1000),
+        ..LinkConfig::default()
+    }
 }
 
 #[cfg(test)]
@@ -429,6 +457,24 @@ mod tests {
             .expect("a rebinding case");
         let out = run_reach(&rebind);
         assert!(out.direct_again_ms.is_some(), "{out:?}");
+    }
+
+    #[test]
+    fn two_hosts_on_one_lan_find_each_other_there_and_not_through_the_internet() {
+        for nat in [Restricted, Symmetric] {
+            let out = run_reach(&ReachSetup {
+                same_lan: true,
+                ..ReachSetup::transfer([nat, nat], 4_000_000)
+            });
+            assert!(out.verified, "{nat:?}: {out:?}");
+            // The LAN answers first: one LAN round trip after pairing.
+            let direct = out.direct_ms[0].expect("a direct path");
+            assert!(direct < 5.0, "{nat:?}: {out:?}");
+            let share = out.share_direct.expect("bytes were acknowledged");
+            assert!(share > 0.8, "{nat:?}: {out:?}");
+            // Faster than the 100 Mbit/s uplink the relays are reached by.
+            assert!(out.goodput_mbps.unwrap() > 150.0, "{nat:?}: {out:?}");
+        }
     }
 
     #[test]

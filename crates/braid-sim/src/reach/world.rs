@@ -1,8 +1,8 @@
-//! The lab's network in virtual time: two sites, each a host behind a NAT
-//! box on an uplink of its own, relays on links of their own, all joined
-//! at an internet core. Every hop is a [`Link`] each way; a datagram is an
-//! event at each hop it reaches, so each link is offered its datagrams in
-//! time order.
+//! The lab's network in virtual time: sites, each a NAT box on an uplink
+//! of its own with one host behind it (or both hosts, on one LAN), relays
+//! on links of their own, all joined at an internet core. Every hop is a
+//! [`Link`] each way; a datagram is an event at each hop it reaches, so
+//! each link is offered its datagrams in time order.
 
 use std::net::SocketAddr;
 
@@ -23,13 +23,20 @@ pub(super) struct Relay {
     pub down: Link,
 }
 
-/// A site: one host behind its NAT box, on its uplink.
+/// A site: a NAT box on its uplink.
 pub(super) struct Site {
-    pub inside: SocketAddr,
     pub nat: Nat,
     /// Site to core, and core to site.
     pub up: Link,
     pub down: Link,
+}
+
+/// A host on a site's LAN.
+pub(super) struct HostAt {
+    pub site: usize,
+    pub inside: SocketAddr,
+    /// Its link to the other hosts of its LAN.
+    pub lan: Link,
     pub host: Host,
 }
 
@@ -39,6 +46,7 @@ enum Leg {
     Core,
     Relay(usize),
     Site(usize),
+    Host(usize),
 }
 
 #[derive(Debug)]
@@ -54,6 +62,7 @@ pub(super) struct World {
     pub now: Instant,
     pub relays: Vec<Relay>,
     pub sites: Vec<Site>,
+    pub hosts: Vec<HostAt>,
     /// The core drops whatever goes between the two sites.
     pub direct_cut: bool,
     queue: EventQueue<Flight>,
@@ -63,11 +72,12 @@ pub(super) struct World {
 }
 
 impl World {
-    pub fn new(relays: Vec<Relay>, sites: Vec<Site>) -> World {
+    pub fn new(relays: Vec<Relay>, sites: Vec<Site>, hosts: Vec<HostAt>) -> World {
         World {
             now: Instant::ZERO,
             relays,
             sites,
+            hosts,
             direct_cut: false,
             queue: EventQueue::new(),
             out: Vec::new(),
@@ -78,9 +88,9 @@ impl World {
     /// When something next happens: a datagram reaches a hop, or a host's
     /// timer fires.
     pub fn next_at(&self) -> Option<Instant> {
-        self.sites
+        self.hosts
             .iter()
-            .filter_map(|s| s.host.poll_timeout())
+            .filter_map(|h| h.host.poll_timeout())
             .chain(self.queue.next_at())
             .min()
     }
@@ -98,39 +108,54 @@ impl World {
                 r.server.expire(now);
             }
         }
-        for i in 0..self.sites.len() {
-            let site = &mut self.sites[i];
-            site.host.handle_timeout(now);
-            site.host.service(now, &mut self.out);
+        for i in 0..self.hosts.len() {
+            let h = &mut self.hosts[i];
+            h.host.handle_timeout(now);
+            h.host.service(now, &mut self.out);
             self.send_all(i);
         }
     }
 
-    /// Sends what site `i`'s host queued in `out`.
+    /// Sends what host `i` queued in `out`.
     fn send_all(&mut self, i: usize) {
         let mut out = std::mem::take(&mut self.out);
         for (to, ecn, bytes) in out.drain(..) {
-            self.leave_site(i, to, ecn, bytes);
+            self.leave_host(i, to, ecn, bytes);
         }
         self.out = out;
     }
 
-    /// Through site `i`'s box and up its link.
-    fn leave_site(&mut self, i: usize, to: SocketAddr, ecn: Ecn, bytes: Vec<u8>) {
+    /// To another host of its LAN, or through its site's box and up the
+    /// site's link.
+    fn leave_host(&mut self, i: usize, to: SocketAddr, ecn: Ecn, bytes: Vec<u8>) {
         let now = self.now;
-        let site = &mut self.sites[i];
-        let Some(from) = site.nat.outbound(now, site.inside, to) else {
+        let (site, inside) = (self.hosts[i].site, self.hosts[i].inside);
+        let neighbour = self
+            .hosts
+            .iter()
+            .position(|h| h.site == site && h.inside == to);
+        if let Some(k) = neighbour {
+            let flight = Flight {
+                leg: Leg::Host(k),
+                from: inside,
+                to,
+                ecn,
+                bytes,
+            };
+            return Self::offer(&mut self.queue, &mut self.hosts[i].lan, now, flight);
+        }
+        let s = &mut self.sites[site];
+        let Some(from) = s.nat.outbound(now, inside, to) else {
             return;
         };
-        let leg = Leg::Core;
         let flight = Flight {
-            leg,
+            leg: Leg::Core,
             from,
             to,
             ecn,
             bytes,
         };
-        Self::offer(&mut self.queue, &mut site.up, now, flight);
+        Self::offer(&mut self.queue, &mut s.up, now, flight);
     }
 
     /// Offers `f` to `link` at `now`; what it delivers arrives at `f.leg`.
@@ -168,16 +193,28 @@ impl World {
             }
             Leg::Relay(r) => self.at_relay(r, f),
             Leg::Site(s) => {
-                let site = &mut self.sites[s];
-                if site.nat.inbound(now, f.from, f.to).is_none() {
+                let Some(inside) = self.sites[s].nat.inbound(now, f.from, f.to) else {
                     return;
+                };
+                if let Some(h) = self
+                    .hosts
+                    .iter()
+                    .position(|h| h.site == s && h.inside == inside)
+                {
+                    self.deliver(h, f);
                 }
-                let mut bytes = f.bytes;
-                site.host
-                    .receive(now, f.from, f.ecn, &mut bytes, &mut self.out);
-                self.send_all(s);
             }
+            Leg::Host(h) => self.deliver(h, f),
         }
+    }
+
+    /// `f` reached host `h`'s socket.
+    fn deliver(&mut self, h: usize, f: Flight) {
+        let mut bytes = f.bytes;
+        self.hosts[h]
+            .host
+            .receive(self.now, f.from, f.ecn, &mut bytes, &mut self.out);
+        self.send_all(h);
     }
 
     fn at_relay(&mut self, r: usize, f: Flight) {

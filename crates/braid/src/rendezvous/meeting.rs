@@ -129,7 +129,9 @@ impl Meeting {
             })
             .collect();
         let seed = crate::endpoint::os_seed();
-        let client = Client::new(clock::now(), role, at.handle, &at.relays, at.direct, seed);
+        let mut client = Client::new(clock::now(), role, at.handle, &at.relays, at.direct, seed);
+        let local = endpoint.local_addr();
+        client.set_candidates(&super::candidates::local_addresses(local));
         let shared = Arc::new(MeetingShared {
             reach: Mutex::new(Reach {
                 started: std::time::Instant::now(),

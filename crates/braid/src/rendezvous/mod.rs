@@ -5,6 +5,7 @@
 //! and over every direct path hole punching finds, at once; the relays
 //! see only sealed datagrams. The protocol is in docs/reach.md.
 
+mod candidates;
 mod meeting;
 mod relay;
 
