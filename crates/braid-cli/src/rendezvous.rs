@@ -24,6 +24,7 @@ pub async fn meeting(
         relays: at,
         handle: handle(security)?,
         direct,
+        relay_timeout: braid::rendezvous::RELAY_TIMEOUT,
     }))
 }
 
