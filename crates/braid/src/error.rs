@@ -128,9 +128,7 @@ impl Error {
             Error::AllPathsDown(_) => io::ErrorKind::NotConnected,
             Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
             Error::RelayRefused { .. } => io::ErrorKind::ConnectionRefused,
-            Error::NoPeerAtRelays { .. } | Error::NoRelayAnswered { .. } => {
-                io::ErrorKind::TimedOut
-            }
+            Error::NoPeerAtRelays { .. } | Error::NoRelayAnswered { .. } => io::ErrorKind::TimedOut,
             Error::CodeGuessLimit(_) => io::ErrorKind::PermissionDenied,
             Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::Io { kind, .. } => *kind,

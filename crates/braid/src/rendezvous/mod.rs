@@ -211,10 +211,7 @@ fn silent(reach: &Reach, waited: Duration) -> Error {
 }
 
 fn list(relays: impl Iterator<Item = SocketAddr>) -> String {
-    relays
-        .map(|r| r.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+    relays.map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
 }
 
 impl Listener {
