@@ -78,7 +78,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     };
     let result = attempt(&args, &mut report, &mut ctx).await;
     let session = match result {
-        Ok(session) => Some(session),
+        Ok(done) => Some(done),
         Err(e) if e.is::<UsageError>() => return Err(e),
         Err(e) => {
             report.failure = Some(failure::classify(&e, &ctx));
@@ -86,20 +86,23 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let status = report.print(args.report.json);
-    if let Some(session) = session {
-        // CLOSE_DONE goes out before we exit.
+    if let Some((session, meeting)) = session {
+        // CLOSE_DONE goes out before we exit, through the relays too: the
+        // meeting leaves them (and ends our pairs there) only after.
         crate::linger(&session).await;
+        drop(meeting);
     }
     Ok(status)
 }
 
 /// Connects and sends, filling `report` as it learns; returns the session
-/// of a verified transfer, to linger on after printing.
+/// of a verified transfer, to linger on after printing, and the meeting
+/// that keeps its relays.
 async fn attempt(
     args: &SendArgs,
     report: &mut Report,
     ctx: &mut Context,
-) -> anyhow::Result<Session> {
+) -> anyhow::Result<(Session, crate::rendezvous::Kept)> {
     let security = args.security.resolve().map_err(failure::local)?;
     crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
     ctx.mode = Mode::of(&security);
@@ -194,7 +197,7 @@ async fn attempt(
             report.bytes = o.bytes;
             report.hash = Some(o.hash);
             report.duration = o.elapsed;
-            Ok(session)
+            Ok((session, meeting))
         }
         Err(e) => {
             report.bytes = transfer::content_acknowledged(&session, &header);
