@@ -17,7 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 #[derive(Args)]
 pub struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7000 (port 0: any free port).
-    /// With --relay: optional (default: any address, any free port).
+    /// With --relay: optional (default: any free port on every address
+    /// that reaches the relays: [::], which takes IPv4 too, if a relay has
+    /// an IPv6 address, else 0.0.0.0).
     #[arg(long, value_name = "ADDR", required_unless_present = "relay")]
     listen: Option<String>,
     /// Wait for the sender at this rendezvous relay (`braid relay --serve`)
