@@ -154,8 +154,12 @@ async fn attempt(
         (what, status) = crate::interrupted() => Err(Failure::err(Kind::Interrupted(status), what)),
         never = waiting => match never {},
     };
-    // A failed handshake's duration is how long it tried.
-    let mut session = connected.inspect_err(|_| report.duration = started.elapsed())?;
+    // A failed handshake's duration is how long it tried; what the relays
+    // said is part of why.
+    let mut session = connected.inspect_err(|_| {
+        report.duration = started.elapsed();
+        report.reach = joined.as_ref().map(braid::rendezvous::Meeting::reach);
+    })?;
     // Kept while the transfer runs: it adds the connections found later.
     let meeting = crate::rendezvous::Kept(joined);
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);

@@ -335,6 +335,9 @@ fn a_relay_that_never_answers_ends_both_sides_in_seconds_saying_so() {
         (4.0..10.0).contains(&r["duration_s"].as_f64().unwrap()),
         "{r}"
     );
+    // What the relay said: nothing.
+    assert_eq!(r["reach"]["relays"][0]["relay"], nobody.as_str(), "{r}");
+    assert!(r["reach"]["relays"][0]["reflexive"].is_null(), "{r}");
     // --relay-timeout sets how long the receiver waits for its relays.
     let start = Instant::now();
     let o = run(&[
