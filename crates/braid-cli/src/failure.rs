@@ -13,8 +13,10 @@ Exit status:
   0    verified: the file arrived whole and both sides checked its BLAKE3 hash
   1    the transfer failed (the peer stopped or vanished, corrupted content)
   2    the command line is wrong
-  3    the peer could not be reached: no answer, nothing listening, unknown host
-  4    the peer would not take the session: refused, wrong key, wrong code
+  3    the peer could not be reached: no answer, nothing listening, unknown host,
+       no relay answered, nobody waiting under the code or key at the relays
+  4    the peer would not take the session: refused, wrong key, wrong code;
+       or a relay refused (the code or key is in use, the relay is full)
   5    a local error: a file, a directory, a socket of this machine
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM)";
 
@@ -27,6 +29,12 @@ pub enum Kind {
     NothingListening,
     /// The peer's host name did not resolve.
     CannotResolve,
+    /// No rendezvous relay answered at all (down, or UDP to it blocked).
+    NoRelay,
+    /// The relays answered, but no peer came under the code or key.
+    NoPeer,
+    /// A rendezvous relay refused to register or pair us.
+    RelayRefused,
     /// The peer answered that it will not take the session (mode mismatch).
     Refused,
     /// Key mode: the peer did not accept our key, or is not the key we pinned.
@@ -62,6 +70,9 @@ impl Kind {
             Kind::NoAnswer => "no_answer",
             Kind::NothingListening => "nothing_listening",
             Kind::CannotResolve => "cannot_resolve",
+            Kind::NoRelay => "no_relay",
+            Kind::NoPeer => "no_peer",
+            Kind::RelayRefused => "relay_refused",
             Kind::Refused => "refused",
             Kind::WrongKey => "wrong_key",
             Kind::WrongCode => "wrong_code",
@@ -81,8 +92,13 @@ impl Kind {
     /// The process exit status (see [`EXIT_HELP`]).
     pub fn exit_status(self) -> u8 {
         match self {
-            Kind::NoAnswer | Kind::NothingListening | Kind::CannotResolve => 3,
+            Kind::NoAnswer
+            | Kind::NothingListening
+            | Kind::CannotResolve
+            | Kind::NoRelay
+            | Kind::NoPeer => 3,
             Kind::Refused
+            | Kind::RelayRefused
             | Kind::WrongKey
             | Kind::WrongCode
             | Kind::CodeSpent
@@ -174,6 +190,8 @@ pub struct Context {
     /// The peer's address(es) as the user gave or saw them.
     pub peer: String,
     pub mode: Mode,
+    /// The two ends met at rendezvous relays.
+    pub relayed: bool,
 }
 
 /// The failure behind `e`: a [`Failure`] anywhere in the chain as it is;
@@ -210,8 +228,9 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
     // the runtime reports as a refused connection, whichever variant
     // carries it. A socket error of ours with that kind is still ours.
     match e {
-        braid::Error::RelayRefused { .. } => return Failure::new(Kind::Refused, said),
-        braid::Error::NoPeerAtRelays { .. } => return Failure::new(Kind::NoAnswer, said),
+        braid::Error::RelayRefused { .. } => return Failure::new(Kind::RelayRefused, said),
+        braid::Error::NoPeerAtRelays { .. } => return Failure::new(Kind::NoPeer, said),
+        braid::Error::NoRelayAnswered { .. } => return Failure::new(Kind::NoRelay, said),
         _ => {}
     }
     let refused_connection = e.kind() == std::io::ErrorKind::ConnectionRefused;
@@ -239,6 +258,15 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
         )
     };
     match session {
+        SessionError::HandshakeTimeout(after) if ctx.relayed => Failure::new(
+            Kind::NoAnswer,
+            format!(
+                "a relay paired us with {}, but the handshake through it got no answer \
+                 within {} (the peer stopped, or the relay stopped forwarding)",
+                ctx.side.peer(),
+                crate::human::duration(*after)
+            ),
+        ),
         SessionError::HandshakeTimeout(after) => Failure::new(
             Kind::NoAnswer,
             format!(
@@ -342,6 +370,7 @@ mod tests {
             side: Side::Send,
             peer: "127.0.0.1:7000".into(),
             mode,
+            relayed: false,
         }
     }
 
@@ -384,6 +413,60 @@ mod tests {
             ),
         ] {
             assert!(!f.message.contains("cannot reach"), "{}", f.message);
+        }
+    }
+
+    #[test]
+    fn meeting_at_relays_fails_with_its_own_causes() {
+        use braid::rendezvous::Refusal;
+        let relayed = Context {
+            relayed: true,
+            ..ctx(Mode::Code)
+        };
+        let relay = "127.0.0.1:7000".parse().unwrap();
+        let cases = [
+            (
+                braid::Error::NoRelayAnswered {
+                    relays: "127.0.0.1:7000".into(),
+                    waited: Duration::from_secs(5),
+                },
+                ("no_relay", 3),
+                "no relay answered at 127.0.0.1:7000 (is UDP to it allowed?)",
+            ),
+            (
+                braid::Error::RelayRefused {
+                    relay,
+                    refusal: Refusal::Busy,
+                },
+                ("relay_refused", 4),
+                "relay 127.0.0.1:7000 refused: that code or key is in use by another transfer",
+            ),
+            (
+                braid::Error::RelayRefused {
+                    relay,
+                    refusal: Refusal::Full,
+                },
+                ("relay_refused", 4),
+                "relay 127.0.0.1:7000 refused: the relay is full",
+            ),
+            (
+                braid::Error::NoPeerAtRelays {
+                    relays: "127.0.0.1:7000".into(),
+                    waited: Duration::from_secs(75),
+                },
+                ("no_peer", 3),
+                "no receiver came: 127.0.0.1:7000 said nobody is waiting under that code or key",
+            ),
+            (
+                braid::Error::Session(SessionError::HandshakeTimeout(Duration::from_secs(75))),
+                ("no_answer", 3),
+                "a relay paired us with the receiver, but the handshake through it got no answer",
+            ),
+        ];
+        for (e, (code, status), words) in cases {
+            let f = from_runtime(&e, &relayed);
+            assert_eq!((f.kind.code(), f.kind.exit_status()), (code, status));
+            assert!(f.message.starts_with(words), "{}", f.message);
         }
     }
 

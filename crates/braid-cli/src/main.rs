@@ -191,10 +191,18 @@ fn block_on<T>(command: impl std::future::Future<Output = T>) -> anyhow::Result<
 }
 
 /// `ip:port`, `[ipv6]:port` or `host:port`; anything without a port is a
-/// usage error, a name that does not resolve a runtime one.
+/// usage error, a name that does not resolve a runtime one. A name's first
+/// address in the system's order of preference (RFC 6724: one this host
+/// has no route to comes last).
 async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
+    Ok(resolve_all(addr).await?[0])
+}
+
+/// As [`resolve`], every address a host name has (its A and AAAA records),
+/// in the system's order of preference; never empty.
+async fn resolve_all(addr: &str) -> anyhow::Result<Vec<SocketAddr>> {
     if let Ok(a) = addr.parse() {
-        return Ok(a);
+        return Ok(vec![a]);
     }
     let has_port = addr
         .rsplit_once(':')
@@ -205,16 +213,17 @@ async fn resolve(addr: &str) -> anyhow::Result<SocketAddr> {
         ))
         .into());
     }
-    tokio::net::lookup_host(addr)
+    let found: Vec<SocketAddr> = tokio::net::lookup_host(addr)
         .await
-        .ok()
-        .and_then(|mut it| it.next())
-        .ok_or_else(|| {
-            failure::Failure::err(
-                failure::Kind::CannotResolve,
-                format!("cannot resolve {addr:?}; expected HOST:PORT, e.g. 127.0.0.1:7000"),
-            )
-        })
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    if found.is_empty() {
+        return Err(failure::Failure::err(
+            failure::Kind::CannotResolve,
+            format!("cannot resolve {addr:?}; expected HOST:PORT, e.g. 127.0.0.1:7000"),
+        ));
+    }
+    Ok(found)
 }
 
 fn parse_cc(name: &str) -> Result<braid_proto::cc::Algorithm, String> {

@@ -6,10 +6,10 @@ use crate::progress::Progress;
 use crate::summary::{Report, Side, Written};
 use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
 use crate::UsageError;
-use braid::rendezvous::{Reach, Refusal};
+use braid::rendezvous::Refusal;
 use braid::{Listener, Session, SessionConfig};
 use clap::Args;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -17,7 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 #[derive(Args)]
 pub struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7000 (port 0: any free port).
-    /// With --relay: optional (default: any address, any free port).
+    /// With --relay: optional (default: any free port on every address
+    /// that reaches the relays: [::], which takes IPv4 too, if a relay has
+    /// an IPv6 address, else 0.0.0.0).
     #[arg(long, value_name = "ADDR", required_unless_present = "relay")]
     listen: Option<String>,
     /// Wait for the sender at this rendezvous relay (`braid relay --serve`)
@@ -30,6 +32,11 @@ pub struct RecvArgs {
     /// learn our address from us (the relays still see it).
     #[arg(long, requires = "relay")]
     no_direct: bool,
+    /// With --relay: give up if no relay registers us within this time
+    /// [default: 5s]. Once one has, we wait for a sender for as long as
+    /// it takes.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout, requires = "relay")]
+    relay_timeout: Option<Duration>,
     /// Where to write: a file, a directory (the sender's file name inside
     /// it; a missing one is created if the name ends with /), or - for
     /// stdout. Default: the current directory.
@@ -69,21 +76,30 @@ struct Setup {
 
 /// Codes tried when a relay says a generated code's number is taken.
 const CODE_TRIES: usize = 5;
-/// How long to wait for the relays to confirm a registration before
-/// telling the user what to run on the sender anyway.
-const REGISTER_WAIT: Duration = Duration::from_secs(3);
+
+/// When the command started: a record of a run that ended before any
+/// transfer says how long it ran.
+#[derive(Clone, Copy)]
+struct Began {
+    at: SystemTime,
+    clock: Instant,
+}
 
 async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
-    let (listener, setup) = match listen(&args).await {
+    let began = Began {
+        at: SystemTime::now(),
+        clock: Instant::now(),
+    };
+    let listening = tokio::select! {
+        l = listen(&args) => l,
+        (what, status) = crate::interrupted() => Err(Failure::err(Kind::Interrupted(status), what)),
+    };
+    let (listener, setup) = match listening {
         Ok(l) => l,
         Err(e) if e.is::<UsageError>() => return Err(e),
         Err(e) => {
-            let ctx = context(Mode::Code);
-            return Ok(failed(
-                Report::new(Side::Recv),
-                failure::classify(&e, &ctx),
-                &args,
-            ));
+            let ctx = context(Mode::Code, !args.relay.is_empty());
+            return Ok(failed(failure::classify(&e, &ctx), &args, began, None));
         }
     };
     let args = Arc::new(args);
@@ -103,22 +119,26 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
         let session = match accepted {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
-                let ctx = context(setup.mode);
+                let ctx = context(setup.mode, !args.relay.is_empty());
                 let f = failure::from_runtime(&e, &ctx);
-                return Ok(failed(Report::new(Side::Recv), f, &args));
+                return Ok(failed(f, &args, began, Some(&setup)));
             }
             Err((what, status)) => {
                 let _ = tokio::time::timeout(SIGNAL_GRACE, async {
                     while running.join_next().await.is_some() {}
                 })
                 .await;
-                let f = Failure::new(Kind::Interrupted(status), what);
                 if args.keep {
                     // Stopping is how --keep ends: no transfer to record.
-                    eprintln!("braid: {}", f.message);
+                    eprintln!("braid: {what}");
                     return Ok(ExitCode::from(status));
                 }
-                return Ok(failed(Report::new(Side::Recv), f, &args));
+                let waited = crate::human::duration(began.clock.elapsed());
+                let f = Failure::new(
+                    Kind::Interrupted(status),
+                    format!("{what} while waiting for a sender: none came in {waited}"),
+                );
+                return Ok(failed(f, &args, began, Some(&setup)));
             }
         };
         if args.keep {
@@ -132,16 +152,25 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn context(mode: Mode) -> Context {
+fn context(mode: Mode, relayed: bool) -> Context {
     Context {
         side: Side::Recv,
         peer: "the sender".into(),
         mode,
+        relayed,
     }
 }
 
-/// Prints a failure that ended the command before or between transfers.
-fn failed(mut report: Report, f: Failure, args: &RecvArgs) -> ExitCode {
+/// Prints a failure that ended the command before any transfer, with how
+/// long it ran and, once listening, what the relays said.
+fn failed(f: Failure, args: &RecvArgs, began: Began, setup: Option<&Setup>) -> ExitCode {
+    let mut report = Report::new(Side::Recv);
+    if let Some(setup) = setup {
+        report.mode = Some(setup.mode);
+        report.reach = setup.meeting.reach();
+    }
+    report.started = began.at;
+    report.duration = began.clock.elapsed();
     report.failure = Some(f);
     report.print(args.report.json)
 }
@@ -164,54 +193,58 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
             ));
         }
     }
-    let addr = match &args.listen {
-        Some(a) => crate::resolve(a).await?,
-        None => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+    let listen = match &args.listen {
+        Some(a) => Some(crate::resolve(a).await?),
+        None => None,
     };
     let mut tries = 0;
     let (listener, identity, meeting) = loop {
         let identity = args.security.resolve().map_err(failure::local)?;
-        let meet =
-            crate::rendezvous::meeting(&args.relay, &identity.security, !args.no_direct).await?;
+        let meet = crate::rendezvous::meeting(
+            &args.relay,
+            &identity.security,
+            !args.no_direct,
+            args.relay_timeout,
+        )
+        .await?;
         let mut cfg = SessionConfig {
             security: identity.security.clone(),
             ..SessionConfig::default()
         };
         args.observe.configure(&mut cfg);
-        let listener = Listener::bind(addr, cfg)?;
+        // Without --listen, --relay is given: bind what reaches the relays.
+        let binds = listen.map_or_else(|| meet.as_ref().expect("--relay").binds(), |a| vec![a]);
+        let listener = bind(&binds, cfg)?;
         let Some(meet) = meet else {
             break (listener, identity, None);
         };
-        let meeting = listener.register_at(&meet);
-        let settled = |r: &Reach| {
-            r.relays
-                .iter()
-                .all(|v| v.reflexive.is_some() || v.refused.is_some())
-        };
-        let _ = tokio::time::timeout(REGISTER_WAIT, meeting.wait_until(settled)).await;
-        let reach = meeting.reach();
-        let taken = reach
-            .relays
-            .iter()
-            .any(|v| v.refused == Some(Refusal::Busy));
+        let meeting = listener.register_at(&meet.at);
         tries += 1;
-        if taken && args.security.generates_code() && tries < CODE_TRIES {
-            // Another receiver waits under this code's number: pick another.
-            continue;
-        }
-        if taken || reach.relays.iter().all(|v| v.refused.is_some()) {
-            let v = reach
+        // A relay where another receiver holds the handle: a sender there
+        // would meet that one. (No relay holding us at all is an error.)
+        let taken = match meeting.registered().await {
+            Ok(reach) => reach
                 .relays
                 .iter()
-                .find(|v| v.refused.is_some())
-                .expect("refused");
-            return Err(braid::Error::RelayRefused {
-                relay: v.relay,
-                refusal: v.refused.expect("refused"),
-            }
-            .into());
+                .find(|v| v.refused == Some(Refusal::Busy))
+                .map(|v| braid::Error::RelayRefused {
+                    relay: v.relay,
+                    refusal: Refusal::Busy,
+                }),
+            Err(
+                e @ braid::Error::RelayRefused {
+                    refusal: Refusal::Busy,
+                    ..
+                },
+            ) => Some(e),
+            Err(e) => return Err(e.into()),
+        };
+        match taken {
+            // Another receiver waits under this code's number: pick another.
+            Some(_) if args.security.generates_code() && tries < CODE_TRIES => continue,
+            Some(e) => return Err(e.into()),
+            None => break (listener, identity, Some((meeting, meet))),
         }
-        break (listener, identity, Some((meeting, meet)));
     };
     let mode = Mode::of(&identity.security);
     let local = listener.local_addr();
@@ -239,6 +272,7 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
                 }
             }
             let relays: String = meet
+                .at
                 .relays
                 .iter()
                 .map(|r| format!(" --relay {r}"))
@@ -269,6 +303,18 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
             meeting,
         },
     ))
+}
+
+/// A listener on the first of `binds` that binds.
+fn bind(binds: &[SocketAddr], cfg: SessionConfig) -> braid::Result<Listener> {
+    let mut failed = None;
+    for &addr in binds {
+        match Listener::bind(addr, cfg.clone()) {
+            Ok(l) => return Ok(l),
+            Err(e) => failed = Some(e),
+        }
+    }
+    Err(failed.expect("one address at least"))
 }
 
 /// Says on stderr, one line per try, each handshake that failed here (the
@@ -356,7 +402,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
         report.file = Some(h.name);
         report.size = h.size;
     }
-    let mut ctx = context(setup.mode);
+    let mut ctx = context(setup.mode, setup.meeting.0.is_some());
     if let Some(peer) = report.peer {
         ctx.peer = peer.to_string();
     }

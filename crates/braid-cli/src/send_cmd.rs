@@ -47,6 +47,11 @@ pub struct SendArgs {
     /// meanwhile is found].
     #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout)]
     handshake_timeout: Option<Duration>,
+    /// With --relay: give up if no relay answers within this time
+    /// [default: 5s]; then --handshake-timeout bounds the wait for the
+    /// receiver.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout, requires = "relay")]
+    relay_timeout: Option<Duration>,
     #[command(flatten)]
     security: crate::keys::SendSecurity,
     #[command(flatten)]
@@ -69,10 +74,11 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
             format!("the receiver (via {})", args.relay.join(", "))
         },
         mode: Mode::Code,
+        relayed: !args.relay.is_empty(),
     };
     let result = attempt(&args, &mut report, &mut ctx).await;
     let session = match result {
-        Ok(session) => Some(session),
+        Ok(done) => Some(done),
         Err(e) if e.is::<UsageError>() => return Err(e),
         Err(e) => {
             report.failure = Some(failure::classify(&e, &ctx));
@@ -80,25 +86,30 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let status = report.print(args.report.json);
-    if let Some(session) = session {
-        // CLOSE_DONE goes out before we exit.
+    if let Some((session, meeting)) = session {
+        // CLOSE_DONE goes out before we exit, through the relays too: the
+        // meeting leaves them (and ends our pairs there) only after.
         crate::linger(&session).await;
+        drop(meeting);
     }
     Ok(status)
 }
 
 /// Connects and sends, filling `report` as it learns; returns the session
-/// of a verified transfer, to linger on after printing.
+/// of a verified transfer, to linger on after printing, and the meeting
+/// that keeps its relays.
 async fn attempt(
     args: &SendArgs,
     report: &mut Report,
     ctx: &mut Context,
-) -> anyhow::Result<Session> {
+) -> anyhow::Result<(Session, crate::rendezvous::Kept)> {
     let security = args.security.resolve().map_err(failure::local)?;
     crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
     ctx.mode = Mode::of(&security);
     report.mode = Some(ctx.mode);
-    let meet = crate::rendezvous::meeting(&args.relay, &security, !args.no_direct).await?;
+    let meet =
+        crate::rendezvous::meeting(&args.relay, &security, !args.no_direct, args.relay_timeout)
+            .await?;
     let mut remotes = Vec::new();
     for to in &args.to {
         remotes.push(crate::resolve(to).await?);
@@ -125,18 +136,17 @@ async fn attempt(
         cfg.cc = *cc;
     }
     args.observe.configure(&mut cfg);
-    let waiting = match &meet {
-        Some(_) => waiting_notice(&args.relay, give_up, true),
-        None => waiting_notice(&args.to, give_up, false),
-    };
     report.started = SystemTime::now();
     let started = Instant::now();
+    let joined = match &meet {
+        Some(m) => Some(m.join(args.bind.first().copied())?),
+        None => None,
+    };
+    let waiting = waiting_notice(&args.to, give_up, joined.as_ref());
     let opening = async {
-        match &meet {
-            Some(m) => braid::rendezvous::connect_via(args.bind.first().copied(), m, cfg)
-                .await
-                .map(|(s, meeting)| (s, Some(meeting))),
-            None => braid::connect(&paths, cfg).await.map(|s| (s, None)),
+        match &joined {
+            Some(m) => m.open(cfg).await,
+            None => braid::connect(&paths, cfg).await,
         }
     };
     let connected = tokio::select! {
@@ -144,10 +154,14 @@ async fn attempt(
         (what, status) = crate::interrupted() => Err(Failure::err(Kind::Interrupted(status), what)),
         never = waiting => match never {},
     };
-    // A failed handshake's duration is how long it tried.
-    let (mut session, meeting) = connected.inspect_err(|_| report.duration = started.elapsed())?;
+    // A failed handshake's duration is how long it tried; what the relays
+    // said is part of why.
+    let mut session = connected.inspect_err(|_| {
+        report.duration = started.elapsed();
+        report.reach = joined.as_ref().map(braid::rendezvous::Meeting::reach);
+    })?;
     // Kept while the transfer runs: it adds the connections found later.
-    let meeting = crate::rendezvous::Kept(meeting);
+    let meeting = crate::rendezvous::Kept(joined);
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
@@ -157,7 +171,7 @@ async fn attempt(
         side: Side::Send,
         title: format!("braid send {}", crate::text::escape(&header.name)),
         notes: Vec::new(),
-        relays: meet.as_ref().map_or_else(Vec::new, |m| m.relays.clone()),
+        relays: meet.as_ref().map_or_else(Vec::new, |m| m.at.relays.clone()),
     };
     let live = args.observe.live.unwrap_or(false);
     let progress = Progress::with_live(args.report.live(), live, header.size, "send", view);
@@ -187,7 +201,7 @@ async fn attempt(
             report.bytes = o.bytes;
             report.hash = Some(o.hash);
             report.duration = o.elapsed;
-            Ok(session)
+            Ok((session, meeting))
         }
         Err(e) => {
             report.bytes = transfer::content_acknowledged(&session, &header);
@@ -266,29 +280,84 @@ fn parse_name(s: &str) -> Result<String, String> {
 /// After [`NOTICE_AFTER`] without an answer, says once on stderr who is
 /// silent and how long the handshake will keep trying: the timeout is as
 /// long as TCP's connect, and a mistyped address should not look like a
-/// hang. Shown with --quiet too: it hides the bar, not reasons. Never
-/// resolves.
+/// hang. At relays it says what they said instead. Shown with --quiet
+/// too: it hides the bar, not reasons. Never resolves.
 async fn waiting_notice(
     to: &[String],
     give_up: Duration,
-    relays: bool,
+    meeting: Option<&braid::rendezvous::Meeting>,
 ) -> std::convert::Infallible {
-    if give_up > NOTICE_AFTER {
-        tokio::time::sleep(NOTICE_AFTER).await;
-        let question = if relays {
-            "is `braid recv` running with the same --relay and code or key?"
-        } else {
-            "is `braid recv` running there?"
-        };
-        eprintln!(
-            "braid: no answer from {} after {} s ({question}); \
-             trying until {} s (--handshake-timeout)",
+    tokio::time::sleep(NOTICE_AFTER).await;
+    let until = |flag| format!("trying until {} s ({flag})", give_up.as_secs_f64());
+    let line = match meeting {
+        None if give_up > NOTICE_AFTER => Some(format!(
+            "no answer from {} after {} s (is `braid recv` running there?); {}",
             to.join(", "),
             NOTICE_AFTER.as_secs(),
-            give_up.as_secs_f64(),
-        );
+            until("--handshake-timeout"),
+        )),
+        None => None,
+        Some(m) => relay_notice(&m.reach(), m.relay_timeout(), give_up).map(|(what, flag)| {
+            let limit = if flag == "--relay-timeout" {
+                m.relay_timeout()
+            } else {
+                give_up
+            };
+            format!("{what}; trying until {} s ({flag})", limit.as_secs_f64())
+        }),
+    };
+    if let Some(line) = line {
+        eprintln!("braid: {line}");
     }
     std::future::pending().await
+}
+
+/// What the relays said after [`NOTICE_AFTER`], and the option that bounds
+/// the wait from here; `None` when the wait ends about now anyway.
+fn relay_notice(
+    reach: &braid::rendezvous::Reach,
+    relay_timeout: Duration,
+    give_up: Duration,
+) -> Option<(String, &'static str)> {
+    let after = NOTICE_AFTER.as_secs();
+    let answered: Vec<_> = reach.relays.iter().filter(|r| r.answered).collect();
+    if answered.is_empty() {
+        // Without an answer the meeting ends at the relay timeout.
+        let silent = crate::rendezvous::list(reach.relays.iter().map(|r| r.relay));
+        return (relay_timeout.min(give_up) > NOTICE_AFTER).then(|| {
+            let what =
+                format!("no relay answered at {silent} after {after} s (is UDP to it allowed?)");
+            let flag = if relay_timeout < give_up {
+                "--relay-timeout"
+            } else {
+                "--handshake-timeout"
+            };
+            (what, flag)
+        });
+    }
+    if give_up <= NOTICE_AFTER {
+        return None;
+    }
+    let what = if let Some(r) = reach.relays.iter().find(|r| r.paired_at.is_some()) {
+        format!(
+            "relay {} paired us with the receiver, but its handshake has not answered after {after} s",
+            r.relay
+        )
+    } else if let Some((r, why)) = reach.relays.iter().find_map(|r| {
+        r.refused
+            .filter(|&w| w != braid::rendezvous::Refusal::Unknown)
+            .map(|w| (r, w))
+    }) {
+        format!("relay {} refused: {why}", r.relay)
+    } else {
+        let answered: Vec<_> = answered.iter().map(|r| r.relay).collect();
+        format!(
+            "{} answered, but nobody is waiting under that code or key after {after} s \
+             (is `braid recv` running with the same --relay and code or key?)",
+            crate::rendezvous::named(&answered)
+        )
+    };
+    Some((what, "--handshake-timeout"))
 }
 
 /// See [`waiting_notice`].

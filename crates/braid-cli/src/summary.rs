@@ -144,8 +144,10 @@ impl Report {
                 let remote = route.and_then(|r| r.remote);
                 Connection {
                     id,
-                    local: route.and_then(|r| r.local).map(|l| concrete(l, remote)),
-                    remote,
+                    local: route
+                        .and_then(|r| r.local)
+                        .map(|l| canonical(concrete(l, remote))),
+                    remote: remote.map(canonical),
                     answered_at: route.and_then(|r| r.answered_at),
                     stats: s,
                 }
@@ -434,6 +436,12 @@ impl Ended {
         }
         out + &r.summary()
     }
+}
+
+/// An address as its owner knows it: a dual-stack socket sees an IPv4
+/// peer as `::ffff:a.b.c.d`, which is `a.b.c.d`.
+fn canonical(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(a.ip().to_canonical(), a.port())
 }
 
 /// `local` with the IP the system sends to `remote` from, where the socket

@@ -8,7 +8,7 @@ use common::{braid, lines, run, stderr, wait, write_data};
 use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A running `braid relay --serve`; killed on drop.
 struct Served {
@@ -24,7 +24,10 @@ impl Drop for Served {
 }
 
 fn serve() -> Served {
-    let addr = common::free_port();
+    serve_at(common::free_port())
+}
+
+fn serve_at(addr: String) -> Served {
     let mut child = braid()
         .args(["relay", "--serve", &addr])
         .stdout(Stdio::piped())
@@ -192,7 +195,14 @@ fn a_sender_with_nobody_waiting_says_so_and_exits_3() {
         "1s",
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no peer met us at"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "no receiver came: {} said nobody is waiting under that code or key",
+            relay.addr
+        )),
+        "{}",
+        stderr(&o)
+    );
     // A relay address where nothing answers is named as such.
     let (_silent, nobody) = common::silent_port();
     let o = run(&[
@@ -245,8 +255,200 @@ fn a_taken_code_number_makes_a_second_receiver_pick_another() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+    let refused = format!(
+        "relay {} refused: that code or key is in use by another transfer",
+        relay.addr
+    );
+    assert!(stderr(&o).contains(&refused), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("on the sender:"), "{}", stderr(&o));
     let mut first = first;
     let _ = first.kill();
     let _ = first.wait();
+}
+
+/// The record a command printed with --json.
+fn failure_of(o: &std::process::Output) -> Value {
+    let r = record(&o.stdout);
+    assert_eq!(r["outcome"], "failed", "{r}");
+    r
+}
+
+#[test]
+fn a_relay_that_never_answers_ends_both_sides_in_seconds_saying_so() {
+    // Bound, so no "port unreachable" comes back either: as a firewall
+    // that drops UDP to the relay.
+    let (_silent, nobody) = common::silent_port();
+    let said = format!("no relay answered at {nobody} (is UDP to it allowed?)");
+    let dir = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let o = run(&[
+        "recv",
+        "--relay",
+        &nobody,
+        "-o",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&said), "{}", stderr(&o));
+    // It never looked ready: no code, no command for the sender.
+    assert!(!stderr(&o).contains("on the sender:"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("waiting at relay"), "{}", stderr(&o));
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    let r = failure_of(&o);
+    assert_eq!(r["error"]["code"], "no_relay", "{r}");
+    let duration = r["duration_s"].as_f64().unwrap();
+    assert!((4.0..10.0).contains(&duration), "{r}");
+    // The sender, with the handshake's 75 s untouched.
+    let file = dir.path().join("data.bin");
+    write_data(&file, 1000);
+    let start = Instant::now();
+    let o = run(&[
+        "send",
+        file.to_str().unwrap(),
+        "--relay",
+        &nobody,
+        "--code",
+        "5-acid-acorn",
+        "--json",
+    ]);
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&said), "{}", stderr(&o));
+    // Not the question about the receiver: no relay was there to ask.
+    assert!(
+        !stderr(&o).contains("braid recv` running"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    let r = failure_of(&o);
+    assert_eq!(r["error"]["code"], "no_relay", "{r}");
+    assert!(
+        (4.0..10.0).contains(&r["duration_s"].as_f64().unwrap()),
+        "{r}"
+    );
+    // What the relay said: nothing.
+    assert_eq!(r["reach"]["relays"][0]["relay"], nobody.as_str(), "{r}");
+    assert!(r["reach"]["relays"][0]["reflexive"].is_null(), "{r}");
+    // --relay-timeout sets how long the receiver waits for its relays.
+    let start = Instant::now();
+    let o = run(&[
+        "recv",
+        "--relay",
+        &nobody,
+        "-o",
+        dir.path().to_str().unwrap(),
+        "--relay-timeout",
+        "1s",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn an_ipv6_relay_needs_no_listen_option() {
+    // Hosts without IPv6 cannot bind this; the IPv4 tests cover them there.
+    let Ok(probe) = std::net::UdpSocket::bind("[::1]:0") else {
+        return;
+    };
+    let addr = probe.local_addr().unwrap().to_string();
+    drop(probe);
+    let relay = serve_at(addr);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    let data = write_data(&file, 2_000_000);
+    let out = dir.path().join("out/");
+    let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
+    assert_eq!(option[..2], ["--relay".to_owned(), relay.addr.clone()]);
+    let start = Instant::now();
+    let sent = braid()
+        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
+        .args(&option)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let recv_out = recv.wait_with_output().unwrap();
+    assert!(recv_out.status.success());
+    let (send, recv) = (record(&sent.stdout), record(&recv_out.stdout));
+    for r in [&send, &recv] {
+        assert_eq!(r["outcome"], "verified", "{r}");
+        assert_eq!(r["reach"]["relays"][0]["relay"], relay.addr, "{r}");
+        assert!(r["reach"]["relays"][0]["paired_ms"].is_number(), "{r}");
+    }
+    assert_eq!(send["blake3"], recv["blake3"]);
+    assert_eq!(std::fs::read(out.join("data.bin")).unwrap(), data);
+}
+
+#[test]
+fn a_key_receiver_started_again_at_once_takes_the_next_transfer() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("r.key");
+    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
+        .status
+        .success());
+    let pubkey = dir.path().join("r.key.pub");
+    let file = dir.path().join("data.bin");
+    write_data(&file, 1_000_000);
+    let send = || {
+        braid()
+            .args(["send", file.to_str().unwrap(), "--quiet"])
+            .args(["--relay", &relay.addr, "--peer", pubkey.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    for round in ["one/", "two/"] {
+        let out = dir.path().join(round);
+        // The second receiver starts as soon as the first has exited, and
+        // must find its key's handle free at the relay.
+        let (recv, _err, _option) = recv_via(
+            &relay.addr,
+            out.to_str().unwrap(),
+            &["--key", key.to_str().unwrap()],
+        );
+        let start = Instant::now();
+        let sent = send();
+        assert!(sent.status.success(), "{round}: {}", stderr(&sent));
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{round}: {:?}",
+            start.elapsed()
+        );
+        assert!(wait(recv, Duration::from_secs(10)).success(), "{round}");
+        assert!(out.join("data.bin").exists(), "{round}");
+    }
+}
+
+#[test]
+fn a_receiver_stopped_while_waiting_says_how_long_it_waited() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let (recv, _err, _option) = recv_via(&relay.addr, dir.path().to_str().unwrap(), &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: a pid of our own child, not yet reaped.
+    unsafe { libc::kill(recv.id() as libc::pid_t, libc::SIGTERM) };
+    let o = recv.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(128 + libc::SIGTERM));
+    let r = failure_of(&o);
+    assert_eq!(r["error"]["code"], "interrupted", "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("while waiting for a sender: none came"),
+        "{r}"
+    );
+    assert!(r["duration_s"].as_f64().unwrap() >= 1.4, "{r}");
+    assert!(r["reach"]["relays"][0]["reflexive"].is_string(), "{r}");
 }

@@ -38,8 +38,8 @@ pub enum Error {
     /// The endpoint the session runs on was shut down.
     #[error("the endpoint was closed")]
     EndpointClosed,
-    /// Every rendezvous relay refused to pair us (the code or key is in
-    /// use by another transfer, or the relay is full).
+    /// A rendezvous relay refused to pair or register us (the code or
+    /// key is in use by another transfer, or the relay is full).
     #[error("relay {relay} refused: {refusal}")]
     RelayRefused {
         /// The last relay that refused.
@@ -47,32 +47,36 @@ pub enum Error {
         /// Why.
         refusal: braid_proto::rendezvous::Refusal,
     },
-    /// No relay paired us with a peer in time: nobody registered under the
-    /// code or key, or no relay answered.
-    #[error("{}", no_peer_message(relays, *waited, *relays_answered))]
+    /// No relay paired us with a peer in time: the relays answered, but
+    /// nobody waited under the code or key.
+    #[error(
+        "no receiver came: {relays} said nobody is waiting under that code or key \
+         (asked for {} s; is `braid recv` running with the same relay and code or key?)",
+        secs(*waited)
+    )]
     NoPeerAtRelays {
         /// The relays tried, as given.
         relays: String,
         /// How long we tried.
         waited: std::time::Duration,
-        /// Whether any relay answered at all.
-        relays_answered: bool,
+    },
+    /// No relay answered at all: it is down, or UDP to it is blocked.
+    #[error(
+        "no relay answered at {relays} (is UDP to it allowed?): nothing came back in {} s; \
+         is `braid relay --serve` running there?",
+        secs(*waited)
+    )]
+    NoRelayAnswered {
+        /// The relays that never answered, as given.
+        relays: String,
+        /// How long we waited.
+        waited: std::time::Duration,
     },
 }
 
-fn no_peer_message(relays: &str, waited: std::time::Duration, answered: bool) -> String {
-    let waited = waited.as_secs_f64();
-    if answered {
-        format!(
-            "no peer met us at {relays} within {waited} s: is `braid recv` running with the \
-             same relay and code or key?"
-        )
-    } else {
-        format!(
-            "no relay answered at {relays} within {waited} s: is `braid relay --serve` running \
-             there, and is UDP to it allowed?"
-        )
-    }
+/// Seconds to a tenth.
+fn secs(d: std::time::Duration) -> String {
+    format!("{:.1}", d.as_secs_f64())
 }
 
 impl Error {
@@ -124,7 +128,7 @@ impl Error {
             Error::AllPathsDown(_) => io::ErrorKind::NotConnected,
             Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
             Error::RelayRefused { .. } => io::ErrorKind::ConnectionRefused,
-            Error::NoPeerAtRelays { .. } => io::ErrorKind::TimedOut,
+            Error::NoPeerAtRelays { .. } | Error::NoRelayAnswered { .. } => io::ErrorKind::TimedOut,
             Error::CodeGuessLimit(_) => io::ErrorKind::PermissionDenied,
             Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::Io { kind, .. } => *kind,

@@ -143,6 +143,84 @@ async fn a_sender_without_a_receiver_gives_up_with_a_clear_error() {
     assert!(matches!(e, braid::Error::NoPeerAtRelays { .. }), "{e}");
 }
 
+/// A socket that never reads: requests to it get no answer, and no "port
+/// unreachable" either, as behind a firewall that drops UDP.
+fn silent_relay() -> std::net::UdpSocket {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_never_answers_fails_both_ends_within_the_relay_timeout() {
+    let silent = silent_relay();
+    let at = Rendezvous {
+        relay_timeout: Duration::from_millis(1500),
+        ..meet(&[silent.local_addr().unwrap()])
+    };
+    let started = std::time::Instant::now();
+    // The handshake timeout is 75 s: the relay's silence ends it sooner.
+    let e = connect_via(None, &at, cfg()).await.unwrap_err();
+    let waited = started.elapsed();
+    assert!(matches!(e, braid::Error::NoRelayAnswered { .. }), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "no relay answered at {} (is UDP to it allowed?)",
+            silent.local_addr().unwrap()
+        )),
+        "{e}"
+    );
+    assert!(waited >= Duration::from_millis(1500), "{waited:?}");
+    assert!(waited < Duration::from_secs(4), "{waited:?}");
+    let listener = Listener::bind(addr("127.0.0.1:0"), cfg()).unwrap();
+    let registration = listener.register_at(&at);
+    let started = std::time::Instant::now();
+    let e = registration.registered().await.unwrap_err();
+    assert!(matches!(e, braid::Error::NoRelayAnswered { .. }), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    // One relay that answers is enough: the silent one is only noted.
+    let relay = RendezvousRelay::start(addr("127.0.0.1:0"), ServerConfig::default()).unwrap();
+    let both = Rendezvous {
+        relays: vec![silent.local_addr().unwrap(), relay.local_addr()],
+        ..at
+    };
+    let reach = listener.register_at(&both).registered().await.unwrap();
+    assert!(!reach.relays[0].answered && reach.relays[0].reflexive.is_none());
+    assert!(reach.relays[1].answered && reach.relays[1].reflexive.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dual_stack_ends_meet_at_an_ipv4_and_an_ipv6_relay() {
+    // Hosts without IPv6 cannot bind these; the IPv4 tests cover them there.
+    if std::net::UdpSocket::bind("[::1]:0").is_err() {
+        return;
+    }
+    let relays = [
+        RendezvousRelay::start(addr("127.0.0.1:0"), ServerConfig::default()).unwrap(),
+        RendezvousRelay::start(addr("[::1]:0"), ServerConfig::default()).unwrap(),
+    ];
+    let at: Vec<SocketAddr> = relays.iter().map(RendezvousRelay::local_addr).collect();
+    let local = braid::rendezvous::any_local_for(&at);
+    assert_eq!(local, addr("[::]:0"));
+    let listener = Listener::bind(local, cfg()).unwrap();
+    let registration = listener.register_at(&meet(&at));
+    registered(&registration).await;
+    let got = receive(listener);
+    let (mut s, meeting) = connect_via(None, &meet(&at), cfg()).await.unwrap();
+    let data = content(4 << 20);
+    send(&mut s, &data).await.unwrap();
+    assert_eq!(got.await.unwrap().unwrap(), data);
+    let reach = meeting.reach();
+    assert!(
+        reach.relays.iter().all(|r| r.paired_at.is_some()),
+        "{reach:?}"
+    );
+    // The IPv4 relay's connection is known as a relay's in its mapped form.
+    for p in s.paths().iter().filter_map(|p| p.remote) {
+        let relay = at.iter().any(|&r| braid_proto::rendezvous::same_addr(r, p));
+        assert_eq!(reach.is_relay(p), relay, "{p}");
+    }
+    assert!(relays.iter().all(|r| r.stats().forwarded_datagrams > 0));
+}
+
 /// What the hostile relay did.
 #[derive(Default)]
 struct Mischief {

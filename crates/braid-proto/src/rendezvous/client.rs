@@ -116,6 +116,9 @@ struct RelayEnd {
     gone: bool,
     /// A session ran through this relay's pair.
     had_session: bool,
+    /// The relay answered one of our requests (a cookie, a refusal or a
+    /// sealed answer that opened).
+    answered: bool,
 }
 
 /// One side's meeting at its relays.
@@ -220,6 +223,7 @@ impl Client {
                 leave: false,
                 gone: false,
                 had_session: false,
+                answered: false,
             })
             .collect();
         Client {
@@ -282,6 +286,14 @@ impl Client {
             r.next = now;
         }
         self.puncher = Puncher::new([0; 32]);
+    }
+
+    /// Whether `relay` ever answered one of our requests: a relay that
+    /// never did may be down, or UDP to it blocked.
+    pub fn has_answered(&self, relay: SocketAddr) -> bool {
+        self.relays
+            .iter()
+            .any(|r| r.answered && same_addr(r.addr, relay))
     }
 
     /// Whether a session runs through `relay` now. A pair whose session
@@ -399,6 +411,7 @@ impl Client {
             }
             _ => return false,
         }
+        self.relays[i].answered = true;
         true
     }
 

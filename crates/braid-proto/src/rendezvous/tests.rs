@@ -438,3 +438,42 @@ fn a_dual_stack_relay_reports_ipv4_clients_as_ipv4() {
         .any(|(_, e)| matches!(e, Event::Registered { reflexive, .. } if *reflexive == v4)));
     assert!(net.paired_with(s, Some(v4)).is_some());
 }
+
+#[test]
+fn a_relay_has_answered_only_once_an_answer_to_us_arrived() {
+    let mut net = Net::new(ServerConfig::default());
+    let silent = addr("203.0.113.5:7000");
+    let me = addr("198.18.1.1:1000");
+    let mut c = Client::new(
+        Instant::ZERO,
+        Role::Register,
+        [1; 32],
+        &[net.relay, silent],
+        true,
+        [1; 32],
+    );
+    // A refusal that echoes none of our nonces is no answer.
+    let forged = Message::Refused {
+        echo: 1,
+        why: Refusal::Full,
+    };
+    assert!(!c.handle(Instant::ZERO, net.relay, &forged.encode()));
+    assert!(!c.has_answered(net.relay) && !c.has_answered(silent));
+    let mut now = Instant::ZERO;
+    while now < Instant::ZERO + Duration::from_secs(1) {
+        while let Some((to, bytes)) = c.poll_transmit(now) {
+            let mut replies = Vec::new();
+            if to == net.relay {
+                net.server.handle(now, me, &bytes, &mut replies);
+            }
+            for (_, reply) in replies {
+                c.handle(now, net.relay, &reply);
+            }
+        }
+        now += Duration::from_millis(10);
+    }
+    assert!(c.has_answered(net.relay));
+    // In either of its IPv4 forms; the silent relay never answered.
+    assert!(c.has_answered(addr("[::ffff:198.51.100.9]:7000")));
+    assert!(!c.has_answered(silent));
+}

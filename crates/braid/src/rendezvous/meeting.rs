@@ -46,6 +46,9 @@ pub struct RelayView {
     pub paired_at: Option<std::time::Instant>,
     /// Its last refusal, if it refused.
     pub refused: Option<Refusal>,
+    /// Whether it ever answered us: one that never did may be down, or
+    /// UDP to it blocked.
+    pub answered: bool,
 }
 
 /// What the relays and the punching found so far.
@@ -82,6 +85,8 @@ pub(crate) struct MeetingShared {
     session: Mutex<Option<Weak<Shared>>>,
     endpoint: Endpoint,
     role: MeetRole,
+    /// How long to wait for a first answer from any relay.
+    relay_timeout: Duration,
 }
 
 /// A rendezvous in progress; dropping it stops asking and punching.
@@ -126,6 +131,7 @@ impl Meeting {
                 peer: None,
                 paired_at: None,
                 refused: None,
+                answered: false,
             })
             .collect();
         let seed = crate::endpoint::os_seed();
@@ -144,9 +150,21 @@ impl Meeting {
             session: Mutex::new(None),
             endpoint: endpoint.clone(),
             role,
+            relay_timeout: at.relay_timeout,
         });
         let task = tokio::spawn(run(shared.clone(), inbox));
         Meeting { shared, task }
+    }
+
+    /// The socket the meeting runs on.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.shared.endpoint
+    }
+
+    /// How long to wait for a first answer from any relay
+    /// ([`super::Rendezvous::relay_timeout`]).
+    pub fn relay_timeout(&self) -> Duration {
+        self.shared.relay_timeout
     }
 
     /// What was found so far.
@@ -267,6 +285,16 @@ fn apply(m: &MeetingShared, event: Event) {
     }
 }
 
+/// Marks relay `from`, which the core says answered us, as having
+/// answered; returns whether that is news.
+fn note_answer(m: &MeetingShared, from: SocketAddr) -> bool {
+    let mut reach = lock(&m.reach);
+    let Some(v) = reach.relays.iter_mut().find(|v| same_addr(v.relay, from)) else {
+        return false;
+    };
+    !std::mem::replace(&mut v.answered, true)
+}
+
 async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
     let io = m.endpoint.inner.io.clone();
     let mut next_check = clock::now();
@@ -316,6 +344,12 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
         let Some((from, bytes)) = received else {
             return;
         };
-        lock(&m.client).handle(clock::now(), from, &bytes);
+        let answered = {
+            let mut c = lock(&m.client);
+            c.handle(clock::now(), from, &bytes) && c.has_answered(from)
+        };
+        if answered && note_answer(&m, from) {
+            m.changed.notify_waiters();
+        }
     }
 }

@@ -22,6 +22,12 @@ use std::time::Duration;
 
 use crate::{Endpoint, Error, Listener, Result, Session, SessionConfig};
 
+/// How long an end waits for a first answer from any relay by default: a
+/// relay answers within a round trip, and the requests are repeated at
+/// 0.25, 0.75, 1.75 and 3.75 s, so five seconds of silence means the relay
+/// is down, or UDP to it is blocked, rather than a lost datagram.
+pub const RELAY_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Where and how two ends meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendezvous {
@@ -32,6 +38,9 @@ pub struct Rendezvous {
     /// Whether to punch a direct path too. Without one, the peer never
     /// learns our address from us (the relays still see it).
     pub direct: bool,
+    /// How long to wait for a first answer from any relay before giving
+    /// up ([`Error::NoRelayAnswered`]); [`RELAY_TIMEOUT`] by default.
+    pub relay_timeout: Duration,
 }
 
 impl Rendezvous {
@@ -41,65 +50,138 @@ impl Rendezvous {
             relays: relays.to_vec(),
             handle,
             direct: true,
+            relay_timeout: RELAY_TIMEOUT,
         }
     }
 }
 
+/// The address to bind for meeting at `relays` when none is given: IPv6's
+/// any address (a dual-stack socket, which reaches IPv4 relays and peers
+/// too, as IPv4-mapped addresses) if any relay is IPv6, else IPv4's.
+pub fn any_local_for(relays: &[SocketAddr]) -> SocketAddr {
+    if relays.iter().any(SocketAddr::is_ipv6) {
+        SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+    } else {
+        SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+    }
+}
+
 /// Meets the receiver waiting under `at.handle` at `at.relays` and opens a
-/// session, from a socket bound at `local` (`None`: any), with one
-/// connection through each relay that paired us; hole punching adds direct
-/// connections as it finds them. Gives up after `cfg.handshake_timeout`
-/// without a pairing. Keep the [`Meeting`] while the session runs: it adds
-/// the connections found later.
+/// session, from a socket bound at `local` (`None`: [`any_local_for`] the
+/// relays), with one connection through each relay that paired us; hole
+/// punching adds direct connections as it finds them. Gives up after
+/// `at.relay_timeout` if no relay answered, and after
+/// `cfg.handshake_timeout` without a pairing. Keep the [`Meeting`] while
+/// the session runs: it adds the connections found later.
+/// [`Meeting::join`] and [`Meeting::open`] are its two halves, for a
+/// caller that watches the meeting meanwhile.
 pub async fn connect_via(
     local: Option<SocketAddr>,
     at: &Rendezvous,
     cfg: SessionConfig,
 ) -> Result<(Session, Meeting)> {
-    let relays = &at.relays[..];
-    let local = local.unwrap_or(match relays.first() {
-        Some(r) if r.is_ipv6() => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
-        _ => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
-    });
-    let endpoint = Endpoint::bind(local)?;
-    let meeting = Meeting::start(&endpoint, at, MeetRole::Join);
-    let give_up = tokio::time::Instant::now() + cfg.handshake_timeout;
-    let mut grace_until = None;
-    let paired = loop {
-        let changed = meeting.changed();
-        tokio::pin!(changed);
-        let reach = meeting.reach();
-        let paired: Vec<SocketAddr> = reach
-            .relays
-            .iter()
-            .filter(|r| r.paired_at.is_some())
-            .map(|r| r.relay)
-            .collect();
-        if paired.len() == relays.len() {
-            break paired;
-        }
-        if !paired.is_empty() {
-            grace_until.get_or_insert(tokio::time::Instant::now() + OTHER_RELAYS_GRACE);
-        }
-        let until = grace_until.unwrap_or(give_up).min(give_up);
-        if tokio::time::timeout_at(until, changed).await.is_err() {
-            if !paired.is_empty() {
-                break paired;
-            }
-            return Err(no_pairing(&reach, relays, cfg.handshake_timeout));
-        }
-    };
-    let waited = give_up.saturating_duration_since(tokio::time::Instant::now());
-    let cfg = SessionConfig {
-        handshake_timeout: waited.max(Duration::from_secs(1)),
-        ..cfg
-    };
-    let session = endpoint.connect(&paired, cfg).await?;
-    meeting.attach(&session);
+    let meeting = Meeting::join(local, at)?;
+    let session = meeting.open(cfg).await?;
     Ok((session, meeting))
 }
 
-fn no_pairing(reach: &Reach, relays: &[SocketAddr], waited: Duration) -> Error {
+impl Meeting {
+    /// A sender's meeting: binds a socket at `local` (`None`:
+    /// [`any_local_for`] the relays) and starts asking the relays to pair
+    /// us with whoever waits under `at.handle`. [`Meeting::open`] then
+    /// opens the session.
+    pub fn join(local: Option<SocketAddr>, at: &Rendezvous) -> Result<Meeting> {
+        let local = local.unwrap_or_else(|| any_local_for(&at.relays));
+        let endpoint = Endpoint::bind(local)?;
+        Ok(Meeting::start(&endpoint, at, MeetRole::Join))
+    }
+
+    /// Waits until the relays paired us (every relay, or the others for
+    /// a short while after the first) and opens a session through them on
+    /// the meeting's socket, handing it the connections found later.
+    /// Fails with [`Error::NoRelayAnswered`] once no relay answered for
+    /// the meeting's relay timeout, and after `cfg.handshake_timeout`
+    /// (from the meeting's start) without a pairing with
+    /// [`Error::RelayRefused`] or [`Error::NoPeerAtRelays`].
+    pub async fn open(&self, cfg: SessionConfig) -> Result<Session> {
+        let started = tokio::time::Instant::from_std(self.reach().started);
+        let give_up = started + cfg.handshake_timeout;
+        let silent_until = started + self.relay_timeout();
+        let mut grace_until = None;
+        let paired = loop {
+            let changed = self.changed();
+            tokio::pin!(changed);
+            let reach = self.reach();
+            let paired: Vec<SocketAddr> = reach
+                .relays
+                .iter()
+                .filter(|r| r.paired_at.is_some())
+                .map(|r| r.relay)
+                .collect();
+            if paired.len() == reach.relays.len() {
+                break paired;
+            }
+            if !paired.is_empty() {
+                grace_until.get_or_insert(tokio::time::Instant::now() + OTHER_RELAYS_GRACE);
+            }
+            let answered = reach.relays.iter().any(|r| r.answered);
+            let mut until = grace_until.unwrap_or(give_up).min(give_up);
+            if !answered {
+                until = until.min(silent_until);
+            }
+            if tokio::time::timeout_at(until, changed).await.is_err() {
+                if !paired.is_empty() {
+                    break paired;
+                }
+                let now = tokio::time::Instant::now();
+                if now >= give_up || (!answered && now >= silent_until) {
+                    return Err(no_pairing(&self.reach(), now - started));
+                }
+            }
+        };
+        let waited = give_up.saturating_duration_since(tokio::time::Instant::now());
+        let cfg = SessionConfig {
+            handshake_timeout: waited.max(Duration::from_secs(1)),
+            ..cfg
+        };
+        let session = self.endpoint().connect(&paired, cfg).await?;
+        self.attach(&session);
+        Ok(session)
+    }
+
+    /// A receiver's first wait: until every relay registered us or
+    /// refused, or for the meeting's relay timeout. Then fails if no
+    /// relay holds our registration: with [`Error::RelayRefused`] if one
+    /// refused, else [`Error::NoRelayAnswered`]. Otherwise at least one
+    /// relay holds it; the views of the others say why not (a refusal, or
+    /// no answer yet: the meeting keeps asking them).
+    pub async fn registered(&self) -> Result<Reach> {
+        let settled = |r: &Reach| {
+            r.relays
+                .iter()
+                .all(|v| v.reflexive.is_some() || v.refused.is_some())
+        };
+        let _ = tokio::time::timeout(self.relay_timeout(), self.wait_until(settled)).await;
+        let reach = self.reach();
+        if reach.relays.iter().any(|v| v.reflexive.is_some()) {
+            return Ok(reach);
+        }
+        if let Some(v) = reach.relays.iter().find(|v| v.refused.is_some()) {
+            return Err(Error::RelayRefused {
+                relay: v.relay,
+                refusal: v.refused.expect("found"),
+            });
+        }
+        Err(silent(&reach, reach.started.elapsed()))
+    }
+}
+
+/// Why a sender was not paired: no relay answered, one refused (other
+/// than "nobody waits"), or nobody waited under the handle.
+fn no_pairing(reach: &Reach, waited: Duration) -> Error {
+    if !reach.relays.iter().any(|r| r.answered) {
+        return silent(reach, waited);
+    }
     let refused = reach.relays.iter().rev().find_map(|r| {
         r.refused
             .filter(|&why| why != Refusal::Unknown)
@@ -108,18 +190,26 @@ fn no_pairing(reach: &Reach, relays: &[SocketAddr], waited: Duration) -> Error {
     match refused {
         Some((relay, refusal)) => Error::RelayRefused { relay, refusal },
         None => Error::NoPeerAtRelays {
-            relays: relays
-                .iter()
-                .map(SocketAddr::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
+            relays: list(reach.relays.iter().map(|r| r.relay)),
             waited,
-            relays_answered: reach
-                .relays
-                .iter()
-                .any(|r| r.reflexive.is_some() || r.refused.is_some()),
         },
     }
+}
+
+/// [`Error::NoRelayAnswered`], naming the relays that did not answer.
+/// (All of them if each sent no more than a cookie.)
+fn silent(reach: &Reach, waited: Duration) -> Error {
+    let quiet = reach.relays.iter().filter(|r| !r.answered);
+    let relays = if quiet.clone().next().is_some() {
+        list(quiet.map(|r| r.relay))
+    } else {
+        list(reach.relays.iter().map(|r| r.relay))
+    };
+    Error::NoRelayAnswered { relays, waited }
+}
+
+fn list(relays: impl Iterator<Item = SocketAddr>) -> String {
+    relays.map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
 }
 
 impl Listener {
