@@ -36,7 +36,7 @@ fn sim_reach_prints_which_nat_pairs_punch_through() {
         .lines()
         .filter(|l| l.contains("| yes |") || l.contains("| no |"))
         .collect();
-    assert_eq!(cases.len(), 14, "{text}");
+    assert_eq!(cases.len(), 15, "{text}");
     assert!(cases.iter().all(|l| l.contains("| yes |")), "{text}");
     // The same seed, the same table.
     let again = Command::new(env!("CARGO_BIN_EXE_braid"))

@@ -81,6 +81,13 @@ impl EndpointInner {
         table.by_address(addr).is_some() || table.by_address(mapped).is_some()
     }
 
+    /// Whether every connection of every session on this socket is
+    /// answered ([`braid_proto::Session::is_answered`]).
+    pub(crate) fn all_answered(&self, now: Instant) -> bool {
+        let sessions: Vec<Arc<Shared>> = lock(&self.table).sessions().cloned().collect();
+        sessions.iter().all(|s| s.lock().proto.is_answered(now))
+    }
+
     /// Rendezvous messages that arrive on this socket from now on.
     pub(crate) fn take_rendezvous(&self) -> mpsc::Receiver<Inbound> {
         let (tx, rx) = mpsc::channel(crate::rendezvous::INBOX);

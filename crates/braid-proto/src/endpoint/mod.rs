@@ -449,6 +449,11 @@ impl<H: Clone> Endpoint<H> {
         Some((self.sessions.get(&id)?, path))
     }
 
+    /// Every session the table holds, in no particular order.
+    pub fn sessions(&self) -> impl Iterator<Item = &H> {
+        self.sessions.values()
+    }
+
     /// The handle of session `session_id`, if the table holds it.
     pub fn get(&self, session_id: u64) -> Option<&H> {
         self.sessions.get(&session_id)

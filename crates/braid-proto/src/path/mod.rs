@@ -61,6 +61,10 @@ pub(crate) struct PendingFrames {
     pub probe: bool,
 }
 
+/// The least time without a packet from the peer, while it should be
+/// sending, that makes a connection count as silent.
+const QUIET_FLOOR: Duration = Duration::from_millis(250);
+
 #[derive(Debug)]
 pub(crate) struct Path {
     id: PathId,
@@ -250,6 +254,18 @@ impl Path {
 
     pub fn is_usable(&self) -> bool {
         self.state != PathState::Closed
+    }
+
+    /// Whether the peer went quiet on it: our last retransmission timeout
+    /// went unanswered, or, while the peer should be sending (`expecting`),
+    /// nothing new arrived for a few round trips ([`QUIET_FLOOR`] at least).
+    pub fn is_silent(&self, now: Instant, expecting: bool) -> bool {
+        let quiet_for = (3 * self.rtt.srtt_or(Duration::ZERO)).max(QUIET_FLOOR);
+        let quiet = expecting
+            && self
+                .last_received
+                .is_some_and(|t| now.saturating_duration_since(t) > quiet_for);
+        self.is_usable() && (self.backoffs > 0 || quiet)
     }
 
     pub fn has_in_flight(&self) -> bool {

@@ -36,6 +36,11 @@ pub const MAX_RETRY: Duration = Duration::from_secs(2);
 /// 2 min, some give 30 s), and soon enough after a NAT rebinds that the
 /// relay's connection comes back within a few of the session's timeouts.
 pub const REFRESH: Duration = Duration::from_secs(2);
+/// While a connection of ours goes unanswered, how often the relays are
+/// asked whether our address moved: a NAT that rebound is found within a
+/// round trip to them, and a path that is simply dead costs a request a
+/// second.
+pub const SILENT_REFRESH: Duration = Duration::from_secs(1);
 /// Request nonces remembered: answers to older requests are not believed.
 const NONCES_KEPT: usize = 4;
 
@@ -134,6 +139,8 @@ pub struct Client {
     done: bool,
     /// Our local addresses, offered to the peer (ICE host candidates).
     candidates: Vec<SocketAddr>,
+    /// While a connection is unanswered: when the relays may be asked again.
+    silent_refresh_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for Client {
@@ -236,6 +243,7 @@ impl Client {
             events: VecDeque::new(),
             done: false,
             candidates: Vec::new(),
+            silent_refresh_at: None,
         }
     }
 
@@ -251,12 +259,18 @@ impl Client {
         };
     }
 
-    /// Whether a connection of our session stopped being answered (it
+    /// Whether a connection of our sessions stopped being answered (it
     /// carries only probes): our NAT may have rebound, so every relay that
-    /// holds us is asked at once, and one that sees us at a new address
-    /// moves our end there and tells the peer.
+    /// holds us is asked at once (then at most once per
+    /// [`SILENT_REFRESH`] while it lasts), and one that sees us at a new
+    /// address moves our end there and tells the peer, who punches it.
     pub fn connections_answered(&mut self, now: Instant, all_answered: bool) {
-        if !all_answered {
+        if all_answered {
+            self.silent_refresh_at = None;
+            return;
+        }
+        if self.silent_refresh_at.is_none_or(|at| now >= at) {
+            self.silent_refresh_at = Some(now + SILENT_REFRESH);
             self.refresh(now);
         }
     }

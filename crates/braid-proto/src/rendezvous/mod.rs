@@ -24,6 +24,7 @@ pub mod wire;
 
 pub use client::{
     host_candidates, same_addr, Client, Event, Role, FIRST_RETRY, MAX_RETRY, REFRESH,
+    SILENT_REFRESH,
 };
 pub use punch::{Puncher, PUNCH_FOR, PUNCH_INTERVAL};
 pub use server::{Handle, Refusals, Server, ServerConfig, ServerStats, REPLACE_AFTER};

@@ -581,6 +581,16 @@ impl Session {
         })
     }
 
+    /// Whether every open connection is answered at `now`: none has had a
+    /// retransmission timeout since the peer last acknowledged anything on
+    /// it, and, while the peer's stream is still coming, none has been
+    /// quiet for a few round trips. One that is not may be behind a NAT
+    /// that rebound (see `rendezvous::Client::connections_answered`).
+    pub fn is_answered(&self, now: Instant) -> bool {
+        let expecting = self.is_established() && !self.is_recv_finished();
+        !self.paths.values().any(|p| p.is_silent(now, expecting))
+    }
+
     /// The connection that sends to `remote`, if one does.
     pub fn path_to(&self, remote: SocketAddr) -> Option<PathId> {
         self.paths

@@ -56,6 +56,10 @@ pub fn lab_cases(bytes: u64) -> Vec<(&'static str, ReachSetup)> {
             "site A's NAT rebinds",
             case([Restricted, Restricted], 1, Some(Happening::Rebinds(0))),
         ),
+        (
+            "site B's NAT rebinds",
+            case([Restricted, Restricted], 1, Some(Happening::Rebinds(1))),
+        ),
     ]
 }
 
@@ -71,11 +75,11 @@ pub fn run_lab_cases(bytes: u64, seed: u64) -> Vec<(&'static str, ReachOutcome)>
 pub fn markdown(rows: &[(&'static str, ReachOutcome)]) -> String {
     let f = |v: Option<f64>, digits: usize| v.map_or("—".into(), |v| format!("{v:.digits$}"));
     let mut out = String::from(
-        "| case | verified | direct validated (ms after pairing) | to data s | share direct | goodput Mbit/s | event at s |\n|---|---|---|---|---|---|---|\n",
+        "| case | verified | direct validated (ms after pairing) | to data s | share direct | goodput Mbit/s | event at s | direct again (ms after the event) |\n|---|---|---|---|---|---|---|---|\n",
     );
     for (name, o) in rows {
         out.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |\n",
             if o.verified { "yes" } else { "no" },
             f(o.validated_ms, 0),
             f(o.to_data_s, 2),
@@ -83,6 +87,7 @@ pub fn markdown(rows: &[(&'static str, ReachOutcome)]) -> String {
                 .map_or("—".into(), |s| format!("{:.0} %", s * 100.0)),
             f(o.goodput_mbps, 1),
             f(o.event_s, 2),
+            f(o.direct_again_ms, 0),
         ));
     }
     out

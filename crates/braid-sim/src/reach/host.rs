@@ -14,8 +14,8 @@ use std::time::Duration;
 use braid_proto::rendezvous::{self, Client, Event, Role};
 use braid_proto::wire::Header;
 use braid_proto::{
-    Datagram, DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, PathId, PathState, Security,
-    Session, SessionConfig,
+    Datagram, DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, PathId, Security, Session,
+    SessionConfig,
 };
 
 use crate::content::Transfer;
@@ -204,23 +204,15 @@ impl Host {
 
     /// Tells the meeting what only the sockets know.
     fn check_paths(&mut self, now: Instant) {
-        match self.role {
-            Role::Join => {
-                let answered = self.sessions.iter().all(|s| {
-                    s.path_states()
-                        .iter()
-                        .all(|(_, st)| *st != PathState::Probing)
-                });
-                if !self.sessions.is_empty() {
-                    self.client.connections_answered(now, answered);
-                }
+        if self.role == Role::Register {
+            for &relay in &self.relays {
+                let alive = self.endpoint.by_address(relay).is_some();
+                self.client.session_via(now, relay, alive);
             }
-            Role::Register => {
-                for &relay in &self.relays {
-                    let alive = self.endpoint.by_address(relay).is_some();
-                    self.client.session_via(now, relay, alive);
-                }
-            }
+        }
+        let answered = self.sessions.iter().all(|s| s.is_answered(now));
+        if !self.sessions.is_empty() {
+            self.client.connections_answered(now, answered);
         }
     }
 

@@ -212,16 +212,14 @@ impl Meeting {
     }
 }
 
-/// Whether every connection of the attached session is answered (none
-/// carries only probes).
-fn all_answered(m: &MeetingShared) -> bool {
+/// Whether every connection of the attached session is answered
+/// ([`braid_proto::Session::is_answered`]).
+fn all_answered(m: &MeetingShared, now: braid_proto::Instant) -> bool {
     let Some(shared) = lock(&m.session).as_ref().and_then(Weak::upgrade) else {
         return true;
     };
-    let paths = shared.paths();
-    paths
-        .iter()
-        .all(|p| p.state != braid_proto::PathState::Probing)
+    let answered = shared.lock().proto.is_answered(now);
+    answered
 }
 
 /// Tells the core which relays a session of this listener runs through.
@@ -319,11 +317,13 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
         }
         if now >= next_check {
             next_check = now + CHECK_PATHS;
-            if m.role == MeetRole::Register {
-                report_sessions(&m, now);
-                continue;
-            }
-            let answered = all_answered(&m);
+            let answered = match m.role {
+                MeetRole::Register => {
+                    report_sessions(&m, now);
+                    m.endpoint.inner.all_answered(now)
+                }
+                MeetRole::Join => all_answered(&m, now),
+            };
             lock(&m.client).connections_answered(now, answered);
             continue;
         }
