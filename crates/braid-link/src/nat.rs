@@ -171,6 +171,13 @@ impl Nat {
         passes.then_some(m.inside)
     }
 
+    /// Forgets every mapping and takes a new public address, as a home
+    /// router whose provider gave it another (the lab's rebinding).
+    pub fn renumber(&mut self, public_ip: IpAddr) {
+        self.public_ip = public_ip;
+        self.rebind();
+    }
+
     /// Forgets every mapping: the next datagram out gets a new port.
     pub fn rebind(&mut self) {
         self.mappings.clear();

@@ -28,7 +28,7 @@ use world::{HostAt, Relay, Site, World};
 /// Something that happens to the network during a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Happening {
-    /// Site `i`'s NAT forgets its mappings and moves to new ports.
+    /// Host `i`'s NAT forgets its mappings and takes a new public address.
     Rebinds(usize),
     /// The first relay dies.
     RelayDies,
@@ -222,8 +222,14 @@ fn due(s: &ReachSetup, w: &World, now: Instant) -> bool {
 fn happen(w: &mut World, what: Happening) {
     match what {
         Happening::Rebinds(i) => {
-            let site = w.hosts[i].site;
-            w.sites[site].nat.rebind();
+            // As the lab's routers: a new public address (.2 and .3 in
+            // turn), every mapping forgotten.
+            let nat = &mut w.sites[w.hosts[i].site].nat;
+            let IpAddr::V4(ip) = nat.public_ip() else {
+                return nat.rebind();
+            };
+            let [a, b, c, d] = ip.octets();
+            nat.renumber(IpAddr::V4(Ipv4Addr::new(a, b, c, d ^ 1)));
         }
         Happening::RelayDies => w.relays[0].alive = false,
         Happening::DirectCut => w.direct_cut = true,
