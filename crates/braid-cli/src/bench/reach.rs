@@ -315,8 +315,11 @@ pub struct Run {
     pub error: Option<String>,
     /// The sender's goodput (handshake to the receiver's verdict).
     pub goodput_mbps: Option<f64>,
-    /// From starting the sender to the receiver's exit with the file.
+    /// From starting the sender to the receiver's exit with the file (its
+    /// record).
     pub wall_s: Option<f64>,
+    /// From starting the sender to its record.
+    pub sender_s: Option<f64>,
     /// From the sender's start to its session being open (data can flow):
     /// when its record arrived less its `duration_s`.
     pub to_data_s: Option<f64>,
@@ -636,7 +639,11 @@ fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Resu
     // A failed sender's receiver may wait for ever: a moment only.
     let limit = Duration::from_secs(if sent_ok { 15 } else { 1 });
     let got = receiver.finish(limit).ok().and_then(|_| receiver.json());
-    run.wall_s = Some(started.elapsed().as_secs_f64());
+    // The receiver's record marks its end with the file; the sender may
+    // linger after its own.
+    let ended = got.as_ref().map_or_else(Instant::now, |(at, _)| *at);
+    run.wall_s = Some((ended - started).as_secs_f64());
+    run.sender_s = Some((said_at - started).as_secs_f64());
     for &r in &case.relays {
         if let Some(p) = procs.get(&relay_name(r)) {
             if !p.exited() {

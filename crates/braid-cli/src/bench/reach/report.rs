@@ -61,6 +61,10 @@ pub struct Summary {
     /// its start and from the receiver's restart.
     pub second_s: Option<f64>,
     pub second_total_s: Option<f64>,
+    /// From starting the sender to its record, and the worst of the
+    /// receiver's wall times.
+    pub sender_s: Option<f64>,
+    pub wall_s_worst: Option<f64>,
 }
 
 /// One target and how it fared; `met` is `None` when there is no target
@@ -160,6 +164,12 @@ fn summarise(index: usize, case: &Case, runs: &[Run], direct_limit_ms: f64) -> S
         error_codes: error_codes(&of),
         second_s: med(of.iter().filter_map(|r| r.second_s)),
         second_total_s: med(of.iter().filter_map(|r| r.second_total_s)),
+        sender_s: med(of.iter().filter(|r| r.verified).filter_map(|r| r.sender_s)),
+        wall_s_worst: of
+            .iter()
+            .filter(|r| r.verified)
+            .filter_map(|r| r.wall_s)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
     }
 }
 

@@ -177,7 +177,8 @@ fn topology_table(r: &Report, md: &mut String) {
         "\n## One LAN, carrier-grade NATs, IPv6 only\n\nWall = from starting the side that sets \
          the transfer going (braid's sender; croc's receiver, once croc's sender is in its \
          relay's room) to the receiver's verified file. braid --to dials the receiver's LAN \
-         address with no relay. croc runs with its LAN discovery where both hosts share a LAN.\n\n\
+         address with no relay. croc runs with its LAN discovery where both hosts share a LAN. \
+         Validated ms and share direct as in the tables above.\n\n\
          | case | lab | NATs | program | runs | verified | direct validated | validated ms | share direct | goodput Mbit/s | wall s |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -240,15 +241,17 @@ pub fn markdown(r: &Report, md: &mut String) {
         let _ = writeln!(
             md,
             "\n## Rebinding (when {:.0} % of the file has arrived)\n\nDirect back = the other \
-             side's record has an answered connection to the rebound site's new public address.\n\n\
-             | case | NATs | relays | runs | survived | event at s | direct back | goodput Mbit/s | share direct |\n\
-             |---|---|---|---|---|---|---|---|---|",
+             side's record has an answered connection to the rebound site's new public address. \
+             Sender s, receiver s = from starting the sender to each one's record (median; the \
+             receiver's worst too).\n\n\
+             | case | NATs | relays | runs | survived | event at s | direct back | goodput Mbit/s | share direct | sender s | receiver s (median / worst) |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|",
             super::EVENT_AT * 100.0
         );
         for s in of(r, Part::Rebinding) {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} / {} |",
                 s.case,
                 s.pair,
                 s.relays,
@@ -258,7 +261,10 @@ pub fn markdown(r: &Report, md: &mut String) {
                 s.direct_back,
                 s.runs,
                 f(s.goodput_mbps, 1),
-                pct(s.direct_share)
+                pct(s.direct_share),
+                f(s.sender_s, 2),
+                f(s.wall_s, 2),
+                f(s.wall_s_worst, 2)
             );
         }
     }
