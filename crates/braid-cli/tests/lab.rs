@@ -2,7 +2,8 @@
 //! through, checked with plain UDP sockets made in the lab's namespaces
 //! (no braid protocol involved), that rebinding, cutting the direct path
 //! and taking a hop down do what they say, that the lab leaves nothing
-//! behind, and two cases of `braid bench reach` end to end. Needs root,
+//! behind, and cases of `braid bench reach` end to end (NAT pairs,
+//! failover, one LAN, UDP blocked). Needs root,
 //! iproute2, nftables (scripts/install-lab-deps.sh) and /dev/net/tun;
 //! without them each test says why it skipped.
 
@@ -471,4 +472,63 @@ fn bench_reach_punches_where_it_can_relays_elsewhere_and_survives_failures() {
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let left = String::from_utf8_lossy(&left.stdout);
     assert!(!left.contains(&format!("braid-lab-{pid}-")), "{left}");
+}
+
+/// The same-LAN and UDP-blocked cases of `braid bench reach`, one small
+/// file each: both hosts behind one router find each other on the LAN
+/// (braid --relay opens a direct path there, braid --to the LAN address
+/// needs no relay), and with all UDP out dropped both ends fail naming
+/// the cause (`no_relay`, exit 3) within 10 s.
+#[test]
+fn bench_reach_on_one_lan_and_with_udp_blocked() {
+    if let Some(why) = missing() {
+        eprintln!("skipping: the NAT lab cannot run here: {why}");
+        return;
+    }
+    let _shared = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["bench", "reach", "--parts", "lan,udp-blocked"])
+        .args(["--rounds", "1", "--size", "2MB", "--timeout", "30s"])
+        .args(["--report-name", "cases", "--out"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("cases.json")).unwrap())
+            .unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    // Without --croc, croc's cases are left out.
+    assert_eq!(runs.len(), 3, "{stderr}");
+    for run in runs {
+        let case = &report["cases"][run["case"].as_u64().unwrap() as usize];
+        let name = case["name"].as_str().unwrap();
+        assert_eq!(run["as_expected"], true, "{name}: {}", run["error"]);
+        match name {
+            "same LAN, braid --relay" => {
+                assert_eq!(run["verified"], true);
+                assert!(run["validated_ms"].is_f64(), "{name}: no direct path");
+            }
+            "same LAN, braid --to LAN address" => assert_eq!(run["verified"], true),
+            "UDP blocked, braid" => {
+                assert_eq!(run["verified"], false);
+                assert_eq!(
+                    run["error_codes"],
+                    serde_json::json!(["no_relay", "no_relay"])
+                );
+                assert_eq!(run["exit_codes"], serde_json::json!([3, 3]));
+                for t in run["fail_s"].as_array().unwrap() {
+                    assert!(t.as_f64().is_some_and(|t| t <= 10.0), "{name}: {t}");
+                }
+            }
+            _ => panic!("unexpected case {name}"),
+        }
+    }
+    let md = std::fs::read_to_string(dir.path().join("cases.md")).unwrap();
+    assert!(md.contains("same LAN: braid --relay goodput"), "{md}");
+    assert!(md.contains("[cases.json](cases.json)"), "{md}");
 }

@@ -10,12 +10,18 @@
 //! on different links, the direct path with and without a relay beside
 //! it) and failover (a relay killed, the direct path cut, a NAT rebinding,
 //! each when 30 % of the file has arrived). `--croc` adds croc beside
-//! braid. The report puts the verdicts first, then medians per case.
+//! braid. More topologies ([`cases`]): one LAN, carrier-grade NATs, IPv6
+//! only, UDP blocked, a rebinding on either side and a key-mode receiver
+//! restarted. The report puts the verdicts first, then medians per case.
 
+mod cases;
 mod croc;
+mod flows;
 pub(super) mod procs;
 mod report;
+mod report_more;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -24,7 +30,8 @@ use anyhow::{bail, Context};
 use braid_link::LinkConfig;
 use serde::Serialize;
 
-use crate::lab::{self, Lab, LabConfig, Nat, Node, RELAY};
+use crate::lab::{self, Lab, LabConfig, Nat, Node, Topology};
+pub use cases::{Expect, Program};
 use procs::Procs;
 
 /// The port every relay serves on.
@@ -58,11 +65,12 @@ pub struct ReachArgs {
     /// "cone-cone,one relay"); all of the parts' cases by default.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     cases: Vec<String>,
-    /// Parts to run (comma-separated); croc only with --croc.
+    /// Parts to run (comma-separated); croc, and croc's cases in the
+    /// others, only with --croc.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "pairs,capacity,failover,croc"
+        default_value = "pairs,capacity,failover,croc,lan,cgnat,ipv6,udp-blocked,rebinding,key-restart"
     )]
     parts: Vec<Part>,
     /// Each site's uplink to the public network: RATE:DELAY[:LOSS[:QUEUE]]
@@ -85,6 +93,21 @@ pub struct ReachArgs {
     /// Output directory: reach.md and reach.json.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
+    /// The report's file name, without .md and .json: another name keeps a
+    /// run of some parts beside the full report.
+    #[arg(long, default_value = "reach", value_parser = parse_report_name)]
+    report_name: String,
+}
+
+fn parse_report_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("{s:?}: letters, digits, - and _ only"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -94,6 +117,18 @@ pub enum Part {
     Capacity,
     Failover,
     Croc,
+    /// Both hosts on one LAN behind one NAT.
+    Lan,
+    /// Carrier-grade NATs, shared and separate.
+    Cgnat,
+    /// IPv6 only.
+    Ipv6,
+    /// The sites' routers drop all UDP out.
+    UdpBlocked,
+    /// Either site's NAT rebinds mid-transfer.
+    Rebinding,
+    /// A key-mode receiver restarted after a transfer.
+    KeyRestart,
 }
 
 /// What happens to a transfer under way.
@@ -125,11 +160,26 @@ pub struct Case {
     /// given site B's public address (its NAT must be a cone).
     pub direct_only: bool,
     pub event: Option<Event>,
+    /// How the lab is wired.
+    pub topology: Topology,
+    /// Which program makes the transfer.
+    pub program: Program,
+    /// What must happen.
+    pub expect: Expect,
+    /// The sites' routers drop all UDP out.
+    pub block_udp: bool,
+    /// Key mode: after a first transfer the receiver is restarted at once
+    /// and a second sender comes.
+    pub key_restart: bool,
 }
 
 impl Case {
     fn pair(&self) -> String {
-        format!("{}–{}", self.nat[0], self.nat[1])
+        match self.topology {
+            Topology::SameLan => format!("{} (one router)", self.nat[0]),
+            Topology::Ipv6 => "v6 firewalls".into(),
+            _ => format!("{}–{}", self.nat[0], self.nat[1]),
+        }
     }
 
     fn relays_text(&self) -> String {
@@ -153,12 +203,9 @@ pub const PAIRS: [[Nat; 2]; 6] = [
 
 fn cases(parts: &[Part]) -> Vec<Case> {
     let case = |part, name: &str, nat, relays: &[usize], direct_only, event| Case {
-        part,
-        name: name.to_owned(),
-        nat,
-        relays: relays.to_vec(),
         direct_only,
         event,
+        ..Case::new(part, name, nat, relays)
     };
     let (cone, sym, restricted) = (
         [Nat::Cone, Nat::Cone],
@@ -216,6 +263,7 @@ fn cases(parts: &[Part]) -> Vec<Case> {
             ),
         ]);
     }
+    out.extend(cases::more(parts));
     out
 }
 
@@ -267,8 +315,11 @@ pub struct Run {
     pub error: Option<String>,
     /// The sender's goodput (handshake to the receiver's verdict).
     pub goodput_mbps: Option<f64>,
-    /// From starting the sender to the receiver's exit with the file.
+    /// From starting the sender to the receiver's exit with the file (its
+    /// record).
     pub wall_s: Option<f64>,
+    /// From starting the sender to its record.
+    pub sender_s: Option<f64>,
     /// From the sender's start to its session being open (data can flow):
     /// when its record arrived less its `duration_s`.
     pub to_data_s: Option<f64>,
@@ -281,6 +332,21 @@ pub struct Run {
     /// When the event happened, from the sender's start.
     pub event_at_s: Option<f64>,
     pub relays: Vec<RelayUse>,
+    /// After a rebinding: whether the other side's record has an answered
+    /// connection to the rebound site's new public address.
+    pub direct_after_event: Option<bool>,
+    /// A case expected to fail: the sender's and the receiver's error
+    /// codes, exit statuses and times to fail (from their start).
+    pub error_codes: Option<[Option<String>; 2]>,
+    pub exit_codes: Option<[Option<i32>; 2]>,
+    pub fail_s: Option<[Option<f64>; 2]>,
+    /// Whether the run did what its case expects (verified, or failed as
+    /// it should).
+    pub as_expected: bool,
+    /// Key restart: from starting the second sender to its verified end,
+    /// and from restarting the receiver to it.
+    pub second_s: Option<f64>,
+    pub second_total_s: Option<f64>,
 }
 
 /// What every run needs.
@@ -290,14 +356,15 @@ struct Ctx {
     input: PathBuf,
     size: u64,
     timeout: Duration,
+    croc: Option<croc::Croc>,
 }
 
 pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
     lab::guard_signals();
     lab::check_prerequisites()?;
     let croc_setup = match &args.croc {
-        Some(path) if args.parts.contains(&Part::Croc) => Some(croc::Croc::find(path)?),
-        _ => None,
+        Some(path) => Some(croc::Croc::find(path)?),
+        None => None,
     };
     let exe = std::env::current_exe().context("cannot find this program")?;
     let work = WorkDir::create()?;
@@ -310,14 +377,20 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
         input,
         size: args.size,
         timeout: args.timeout,
+        croc: croc_setup,
     };
     let config = LabConfig {
         nat: [Nat::Cone; 2],
         uplink: [args.uplink.clone(), args.uplink.clone()],
         relay_link: [args.relay_link.clone(), args.relay_link.clone()],
         seed: args.seed,
+        topology: Topology::Sites,
     };
-    let cases = select(cases(&args.parts), &args.cases)?;
+    let mut all = cases(&args.parts);
+    if ctx.croc.is_none() {
+        all.retain(|c| c.program != Program::Croc);
+    }
+    let cases = select(all, &args.cases)?;
     let mut runs = Vec::new();
     if !cases.is_empty() {
         eprintln!(
@@ -326,31 +399,50 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
             args.rounds,
             cases.len()
         );
-        let mut lab = Lab::build(config.clone())?;
+        let mut lab: Option<Lab> = None;
         for round in 1..=args.rounds {
             for i in 0..cases.len() {
                 let c = (i + round as usize - 1) % cases.len();
-                let run = transfer(&ctx, &mut lab, &cases[c], round, c);
+                let lab = lab_for(&mut lab, &config, cases[c].topology)?;
+                let run = transfer(&ctx, lab, &cases[c], round, c);
                 eprintln!("{}", progress_line(&cases[c], &run));
                 runs.push(run);
             }
         }
     }
-    let croc_rows = match &croc_setup {
-        Some(c) => croc::run(c, &ctx, &config, args.rounds)?,
-        None => Vec::new(),
+    let croc_rows = match &ctx.croc {
+        Some(c) if args.parts.contains(&Part::Croc) => croc::run(c, &ctx, &config, args.rounds)?,
+        _ => Vec::new(),
     };
     let report = report::Report::new(&cases, &runs, &config, &args, croc_rows);
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let md = report.markdown();
     print!("{md}");
-    std::fs::write(args.out.join("reach.md"), &md)?;
+    let name = &args.report_name;
+    std::fs::write(args.out.join(format!("{name}.md")), &md)?;
     std::fs::write(
-        args.out.join("reach.json"),
+        args.out.join(format!("{name}.json")),
         serde_json::to_string_pretty(&report.json())? + "\n",
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lab wired as `topology` wants: the one there, or a new one (the
+/// old one removed first: the namespaces' names are the same).
+fn lab_for<'a>(
+    lab: &'a mut Option<Lab>,
+    base: &LabConfig,
+    topology: Topology,
+) -> anyhow::Result<&'a mut Lab> {
+    if lab.as_ref().map(|l| l.config.topology) != Some(topology) {
+        *lab = None;
+        *lab = Some(Lab::build(LabConfig {
+            topology,
+            ..base.clone()
+        })?);
+    }
+    Ok(lab.as_mut().expect("just built"))
 }
 
 /// The run's files (the file sent, what was received), in
@@ -395,10 +487,14 @@ impl Drop for WorkDir {
 fn progress_line(case: &Case, run: &Run) -> String {
     let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} ms"));
     let mut s = format!(
-        "round {}  {:<34} {:<9} goodput {:>6}  direct {:>8}  to data {:>6}",
+        "round {}  {:<34} {:<18} goodput {:>6}  direct {:>8}  to data {:>6}",
         run.round,
         case.name,
-        if run.verified { "verified" } else { "FAILED" },
+        match (run.verified, run.as_expected) {
+            (true, _) => "verified",
+            (false, true) => "failed as expected",
+            (false, false) => "FAILED",
+        },
         run.goodput_mbps.map_or("-".into(), |g| format!("{g:.1}")),
         ms(run.validated_ms),
         run.to_data_s.map_or("-".into(), |t| format!("{t:.2} s")),
@@ -416,9 +512,18 @@ fn transfer(ctx: &Ctx, lab: &mut Lab, case: &Case, round: u32, ci: usize) -> Run
         case: ci,
         ..Run::default()
     };
-    if let Err(e) = attempt(ctx, lab, case, &mut run) {
+    let result = match (case.program, case.expect) {
+        (Program::Croc, _) => flows::croc(ctx, lab, case, &mut run),
+        (_, Expect::Fails { .. }) => flows::expect_failure(ctx, lab, case, &mut run),
+        _ if case.key_restart => flows::key_restart(ctx, lab, case, &mut run),
+        _ => attempt(ctx, lab, case, &mut run),
+    };
+    if let Err(e) = result {
         run.verified = false;
         run.error = Some(format!("{e:#}"));
+    }
+    if case.expect == Expect::Verified {
+        run.as_expected = run.verified;
     }
     run
 }
@@ -427,11 +532,17 @@ fn relay_name(r: usize) -> String {
     format!("relay {}", relay_letter(r))
 }
 
-fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Result<()> {
-    lab.cut_direct(false)?;
+/// Sets the lab up for `case` (NATs, UDP, the direct path, no mappings
+/// left from the last run) and makes the run's output directory and code.
+fn prepare(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &Run) -> anyhow::Result<(PathBuf, String)> {
+    if lab.config.topology != Topology::Ipv6 {
+        lab.cut_direct(false)?;
+    }
     for site in 0..2 {
+        lab.block_udp(site, case.block_udp)?;
         lab.set_nat(site, case.nat[site])?;
     }
+    lab.forget_mappings()?;
     let out = ctx.work.join(format!("recv-{}-{}", run.round, run.case));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out)?;
@@ -439,17 +550,44 @@ fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Resu
         "{}-amber-walrus",
         (run.round as usize * 41 + run.case) % 1000
     );
-    let mut procs = Procs::default();
+    Ok((out, code))
+}
+
+/// Starts the case's relays, each once it serves; the `--relay` options
+/// that name them.
+fn start_relays(
+    ctx: &Ctx,
+    lab: &Lab,
+    case: &Case,
+    procs: &mut Procs,
+    wait: bool,
+) -> anyhow::Result<Vec<String>> {
     let mut relay_args = Vec::new();
     for &r in &case.relays {
-        let addr = format!("{}:{RELAY_PORT}", RELAY[r]);
+        let addr = lab.relay_addr(r, RELAY_PORT).to_string();
         let mut cmd = lab.command(Node::relay(r), &ctx.exe)?;
         cmd.args(["relay", "--serve", &addr]);
-        procs
-            .start(&relay_name(r), cmd)?
-            .wait_for(READY_LIMIT, |l| l.text.starts_with("relay serving on "))?;
+        let p = procs.start(&relay_name(r), cmd)?;
+        if wait {
+            p.wait_for(READY_LIMIT, |l| l.text.starts_with("relay serving on "))?;
+        }
         relay_args.extend(["--relay".to_owned(), addr]);
     }
+    Ok(relay_args)
+}
+
+/// Where the sender dials the receiver without a relay.
+fn direct_target(lab: &Lab) -> SocketAddr {
+    match lab.config.topology {
+        Topology::SameLan => SocketAddr::new(lab.host_addr(1), DIRECT_PORT),
+        _ => SocketAddr::new(lab.public(1).into(), DIRECT_PORT),
+    }
+}
+
+fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Result<()> {
+    let (out, code) = prepare(ctx, lab, case, run)?;
+    let mut procs = Procs::default();
+    let relay_args = start_relays(ctx, lab, case, &mut procs, true)?;
     let mut recv = lab.command(Node::HostB, &ctx.exe)?;
     recv.args(["recv", "--code", &code, "--json", "--quiet", "--output"])
         .arg(&out);
@@ -466,7 +604,7 @@ fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Resu
         .arg(&ctx.input)
         .args(["--code", &code, "--json", "--quiet"]);
     if case.direct_only {
-        send.args(["--to", &format!("{}:{DIRECT_PORT}", lab.public(1))]);
+        send.args(["--to", &direct_target(lab).to_string()]);
     } else {
         send.args(&relay_args);
     }
@@ -501,11 +639,16 @@ fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Resu
     // A failed sender's receiver may wait for ever: a moment only.
     let limit = Duration::from_secs(if sent_ok { 15 } else { 1 });
     let got = receiver.finish(limit).ok().and_then(|_| receiver.json());
-    run.wall_s = Some(started.elapsed().as_secs_f64());
+    // The receiver's record marks its end with the file; the sender may
+    // linger after its own.
+    let ended = got.as_ref().map_or_else(Instant::now, |(at, _)| *at);
+    run.wall_s = Some((ended - started).as_secs_f64());
+    run.sender_s = Some((said_at - started).as_secs_f64());
     for &r in &case.relays {
         if let Some(p) = procs.get(&relay_name(r)) {
             if !p.exited() {
-                run.relays.push(stop_relay(p, r, &sent)?);
+                run.relays
+                    .push(stop_relay(p, r, lab.relay_addr(r, 0).ip(), &sent)?);
             }
         }
     }
@@ -519,6 +662,14 @@ fn attempt(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &mut Run) -> anyhow::Resu
         .map(|a| a.iter().filter_map(|r| r["paired_ms"].as_f64()).collect())
         .unwrap_or_default();
     run.direct_share = direct_share(&sent);
+    if let Some(Event::Rebind(site)) = case.event {
+        let other = if site == 1 {
+            Some(&sent)
+        } else {
+            got.as_ref().map(|(_, g)| g)
+        };
+        run.direct_after_event = other.map(|r| answered_at(r, lab.public(site).into()));
+    }
     if event.is_some() {
         bail!(
             "the transfer ended before {:.0} % had arrived: nothing happened to it",
@@ -554,6 +705,19 @@ pub fn direct_share(sent: &serde_json::Value) -> Option<f64> {
             .filter_map(|c| c["share"].as_f64())
             .fold(0.0, |a, b| a + b),
     )
+}
+
+/// Whether a record has an answered connection to `ip`.
+fn answered_at(record: &serde_json::Value, ip: std::net::IpAddr) -> bool {
+    record["connections"].as_array().is_some_and(|conns| {
+        conns.iter().any(|c| {
+            c["answered"] != false
+                && c["remote"]
+                    .as_str()
+                    .and_then(|r| r.parse::<SocketAddr>().ok())
+                    .is_some_and(|r| r.ip() == ip)
+        })
+    })
 }
 
 /// Bytes the receiver has written so far (its partial file included).
@@ -595,7 +759,12 @@ fn happen(lab: &mut Lab, procs: &mut Procs, event: Event, run: &mut Run) -> anyh
 
 /// Reads a relay's CPU time and memory, then stops it (SIGTERM) and reads
 /// the counters it prints.
-fn stop_relay(p: &mut procs::Proc, r: usize, sent: &serde_json::Value) -> anyhow::Result<RelayUse> {
+fn stop_relay(
+    p: &mut procs::Proc,
+    r: usize,
+    at: std::net::IpAddr,
+    sent: &serde_json::Value,
+) -> anyhow::Result<RelayUse> {
     let usage = procs::usage(p.pid())?;
     p.signal(libc::SIGTERM);
     p.finish(Duration::from_secs(5))?;
@@ -603,14 +772,14 @@ fn stop_relay(p: &mut procs::Proc, r: usize, sent: &serde_json::Value) -> anyhow
     // Otherwise: what the sender's connections through it carried.
     let estimate = || {
         let size = sent["size"].as_u64()? as f64;
-        let addr = RELAY[r].to_string();
         let share: f64 = sent["connections"]
             .as_array()?
             .iter()
             .filter(|c| {
                 c["remote"]
                     .as_str()
-                    .is_some_and(|a| a.starts_with(&format!("{addr}:")))
+                    .and_then(|a| a.parse::<SocketAddr>().ok())
+                    .is_some_and(|a| a.ip() == at)
             })
             .filter_map(|c| c["share"].as_f64())
             .sum();

@@ -22,14 +22,17 @@
 //! pairs. The NAT kinds are nftables rulesets ([`nat`]). Nothing is done
 //! in the namespace braid was started in: every device is made inside the
 //! lab's namespaces, and removing them (on drop, on SIGINT/SIGTERM/SIGHUP,
-//! or by the next lab after a kill -9) removes everything.
+//! or by the next lab after a kill -9) removes everything. Other wirings
+//! (one LAN, carrier-grade NATs, IPv6 only) are in [`topology`] and [`v6`].
 
 pub mod hop;
 pub mod nat;
 pub mod ns;
+pub mod topology;
+pub mod v6;
 
 use std::io::{BufRead, Write};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::{Command, ExitCode};
 use std::sync::{Mutex, Once};
 use std::time::Duration;
@@ -41,6 +44,7 @@ use braid_link::{LinkConfig, QueueLimit};
 use crate::netns::Tun;
 use hop::Hop;
 pub use nat::Nat;
+pub use topology::Topology;
 
 /// A machine of the lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +56,9 @@ pub enum Node {
     RouterB,
     HostA,
     HostB,
+    /// Carrier-grade NATs, in [`Topology::Cgnat`] only.
+    CgnatA,
+    CgnatB,
 }
 
 impl Node {
@@ -74,6 +81,8 @@ impl Node {
             Node::RouterB => "router-b",
             Node::HostA => "host-a",
             Node::HostB => "host-b",
+            Node::CgnatA => "cgnat-a",
+            Node::CgnatB => "cgnat-b",
         }
     }
 
@@ -87,6 +96,10 @@ impl Node {
 
     fn router(site: usize) -> Node {
         [Node::RouterA, Node::RouterB][site]
+    }
+
+    pub fn cgnat(i: usize) -> Node {
+        [Node::CgnatA, Node::CgnatB][i]
     }
 }
 
@@ -120,6 +133,8 @@ pub struct LabConfig {
     pub relay_link: [LinkConfig; 2],
     /// Seed of the links' randomness.
     pub seed: u64,
+    /// How the machines are joined.
+    pub topology: Topology,
 }
 
 impl LabConfig {
@@ -256,8 +271,12 @@ impl Lab {
             kind: config.nat[s],
             host: HOST[s],
             lan: LAN[s].to_owned(),
-            public: PUBLIC[s][0],
+            public: match config.topology.cgnat_of(s) {
+                Some(_) => topology::CGNAT_INSIDE[s][0],
+                None => PUBLIC[s][0],
+            },
             relays: RELAY.to_vec(),
+            block_udp: false,
         });
         let mut lab = Lab {
             config,
@@ -289,6 +308,9 @@ impl Lab {
     /// The address `site`'s host is seen at from outside now (its own for a
     /// firewall).
     pub fn public(&self, site: usize) -> Ipv4Addr {
+        if let Some(c) = self.config.topology.cgnat_of(site) {
+            return PUBLIC[c][0];
+        }
         if self.routers[site].kind.translates() {
             self.routers[site].public
         } else {
@@ -296,81 +318,146 @@ impl Lab {
         }
     }
 
+    /// `site`'s host's own address.
+    pub fn host_addr(&self, site: usize) -> IpAddr {
+        match self.config.topology {
+            Topology::SameLan => topology::SAME_LAN_HOST[site].into(),
+            Topology::Ipv6 => v6::HOST6[site].into(),
+            _ => HOST[site].into(),
+        }
+    }
+
+    /// Relay `r`'s address and `port`, in the lab's family.
+    pub fn relay_addr(&self, r: usize, port: u16) -> SocketAddr {
+        match self.config.topology {
+            Topology::Ipv6 => SocketAddr::new(v6::RELAY6[r].into(), port),
+            _ => SocketAddr::new(RELAY[r].into(), port),
+        }
+    }
+
+    /// Makes `site`'s router drop (or pass again) all UDP its site sends
+    /// out.
+    pub fn block_udp(&mut self, site: usize, block: bool) -> anyhow::Result<()> {
+        if self.routers[site].block_udp != block {
+            self.routers[site].block_udp = block;
+            self.apply_router(site)?;
+        }
+        Ok(())
+    }
+
     pub fn nat(&self, site: usize) -> Nat {
         self.routers[site].kind
     }
 
     fn wire(&mut self) -> anyhow::Result<()> {
-        for node in Node::ALL {
+        let v6 = self.config.topology == Topology::Ipv6;
+        for node in self.config.topology.nodes() {
             let name = self.ns(node);
             ns::add(&name)?;
             self.names.push(name.clone());
             if let Ok(mut l) = LIVE.lock() {
                 l.0.push(name.clone());
             }
+            if v6 {
+                v6::prepare(&name)?;
+                continue;
+            }
             // Only IPv4 in the lab: no router solicitations on the hops.
             for key in ["all", "default"] {
                 let _ = ns::sysctl(&name, &format!("net/ipv6/conf/{key}/disable_ipv6"), "1");
             }
         }
-        let core = self.ns(Node::Core);
+        if v6 {
+            return self.wire_v6();
+        }
         for n in [Node::Core, Node::RouterA, Node::RouterB] {
             ns::sysctl(&self.ns(n), "net/ipv4/ip_forward", "1")?;
         }
-        let seeds = |i: u64| braid_link::seeds::links(self.config.seed, i as usize);
-        // The sites' uplinks.
+        self.wire_cgnats()?;
         for s in 0..2 {
-            let router = self.ns(Node::router(s));
-            let public = PUBLIC[s].map(|a| format!("{a}/24"));
-            let link = self.config.uplink[s].clone();
-            let hop = self.hop(
-                HOPS[s],
-                (&router, nat::WAN, &public),
-                (&core, HOPS[s], UPLINK_CORE[s]),
-                link,
-                seeds(s as u64),
-            )?;
-            self.hops.push(hop);
-            ns::ip(&["-n", &router, "route", "add", "default", "dev", nat::WAN])?;
-            // The site's private network, reached through its router (whose
-            // rules let in only what its NAT kind allows).
-            ns::ip(&["-n", &core, "route", "add", LAN[s], "dev", HOPS[s]])?;
-            let host = self.ns(Node::host(s));
-            ns::ip(&[
-                "-n", &router, "link", "add", "lan", "type", "veth", "peer", "name", "eth0",
-                "netns", &host,
-            ])?;
-            ns::ip(&[
-                "-n",
-                &router,
-                "addr",
-                "add",
-                &format!("{}/24", GATEWAY[s]),
-                "dev",
-                "lan",
-            ])?;
-            ns::ip(&["-n", &router, "link", "set", "dev", "lan", "up"])?;
-            ns::ip(&[
-                "-n",
-                &host,
-                "addr",
-                "add",
-                &format!("{}/24", HOST[s]),
-                "dev",
-                "eth0",
-            ])?;
-            ns::ip(&["-n", &host, "link", "set", "dev", "eth0", "up"])?;
-            ns::ip(&[
-                "-n",
-                &host,
-                "route",
-                "add",
-                "default",
-                "via",
-                &GATEWAY[s].to_string(),
-            ])?;
+            self.wire_uplink(s)?;
+            match self.config.topology {
+                Topology::SameLan if s == 0 => self.wire_same_lan()?,
+                Topology::SameLan => {}
+                _ => self.wire_lan(s)?,
+            }
         }
-        // The relays' links.
+        self.wire_relays()?;
+        for s in 0..2 {
+            self.apply_router(s)?;
+        }
+        self.apply_cgnats()?;
+        self.apply_core()
+    }
+
+    /// A site's uplink: its router to the core (or to its CGNAT).
+    fn wire_uplink(&mut self, s: usize) -> anyhow::Result<()> {
+        let seeds = braid_link::seeds::links(self.config.seed, s);
+        let router = self.ns(Node::router(s));
+        let wan = self.wan_addrs(s).map(|a| format!("{a}/24"));
+        let (far, far_addr) = self.uplink_far_end(s);
+        let link = self.config.uplink[s].clone();
+        let hop = self.hop(
+            HOPS[s],
+            (&router, nat::WAN, &wan),
+            (&far, HOPS[s], far_addr),
+            link,
+            seeds,
+        )?;
+        self.hops.push(hop);
+        ns::ip(&["-n", &router, "route", "add", "default", "dev", nat::WAN])?;
+        if self.config.topology.cgnat_of(s).is_some() {
+            return self.route_lan_at_cgnat(s);
+        }
+        // The site's private network, reached through its router (whose
+        // rules let in only what its NAT kind allows).
+        ns::ip(&["-n", &far, "route", "add", LAN[s], "dev", HOPS[s]])
+    }
+
+    /// A site's host on a veth to its router.
+    fn wire_lan(&mut self, s: usize) -> anyhow::Result<()> {
+        let router = self.ns(Node::router(s));
+        let host = self.ns(Node::host(s));
+        ns::ip(&[
+            "-n", &router, "link", "add", "lan", "type", "veth", "peer", "name", "eth0", "netns",
+            &host,
+        ])?;
+        ns::ip(&[
+            "-n",
+            &router,
+            "addr",
+            "add",
+            &format!("{}/24", GATEWAY[s]),
+            "dev",
+            "lan",
+        ])?;
+        ns::ip(&["-n", &router, "link", "set", "dev", "lan", "up"])?;
+        ns::ip(&[
+            "-n",
+            &host,
+            "addr",
+            "add",
+            &format!("{}/24", HOST[s]),
+            "dev",
+            "eth0",
+        ])?;
+        ns::ip(&["-n", &host, "link", "set", "dev", "eth0", "up"])?;
+        ns::ip(&[
+            "-n",
+            &host,
+            "route",
+            "add",
+            "default",
+            "via",
+            &GATEWAY[s].to_string(),
+        ])?;
+        Ok(())
+    }
+
+    /// The relays' links.
+    fn wire_relays(&mut self) -> anyhow::Result<()> {
+        let core = self.ns(Node::Core);
+        let seeds = |i: u64| braid_link::seeds::links(self.config.seed, i as usize);
         for r in 0..2 {
             let relay = self.ns(Node::relay(r));
             let addr = [format!("{}/24", RELAY[r])];
@@ -386,10 +473,7 @@ impl Lab {
             ns::ip(&["-n", &relay, "route", "add", "default", "dev", "up"])?;
         }
         debug_assert!(RELAY_NET.iter().all(|n| n.ends_with("/24")));
-        for s in 0..2 {
-            self.apply_router(s)?;
-        }
-        self.apply_core()
+        Ok(())
     }
 
     /// A hop between a node's device (its addresses) and the core's.
@@ -413,7 +497,10 @@ impl Lab {
     }
 
     fn apply_router(&self, site: usize) -> anyhow::Result<()> {
-        let rules = nat::router_rules(&self.routers[site]);
+        let rules = match self.config.topology {
+            Topology::Ipv6 => v6::firewall_rules(self.routers[site].block_udp),
+            _ => nat::router_rules(&self.routers[site]),
+        };
         ns::run(&self.ns(Node::router(site)), "nft", &["-f", "-"], &rules)
     }
 
@@ -424,7 +511,15 @@ impl Lab {
     }
 
     fn flush(&self, site: usize) -> anyhow::Result<()> {
-        ns::within(&self.ns(Node::router(site)), nat::flush_conntrack)?
+        self.flush_node(Node::router(site))
+    }
+
+    fn flush_node(&self, node: Node) -> anyhow::Result<()> {
+        if self.config.topology == Topology::Ipv6 {
+            // Nothing is translated; each run's ports are new anyway.
+            return Ok(());
+        }
+        ns::within(&self.ns(node), nat::flush_conntrack)?
             .context("cannot flush the router's connection tracking")
     }
 
@@ -438,7 +533,11 @@ impl Lab {
     /// Forgets both routers' mappings (between runs: each starts afresh).
     pub fn forget_mappings(&self) -> anyhow::Result<()> {
         self.flush(0)?;
-        self.flush(1)
+        self.flush(1)?;
+        for c in self.config.topology.cgnats() {
+            self.flush_node(Node::cgnat(c))?;
+        }
+        Ok(())
     }
 
     /// Moves `site`'s mappings to its other public address, as a NAT that
@@ -452,7 +551,7 @@ impl Lab {
             bail!("site {} has no NAT to rebind", site_name(site));
         }
         self.rebound[site] = !self.rebound[site];
-        self.routers[site].public = PUBLIC[site][usize::from(self.rebound[site])];
+        self.routers[site].public = self.wan_addrs(site)[usize::from(self.rebound[site])];
         self.apply_router(site)?;
         self.flush(site)?;
         Ok(self.routers[site].public)
@@ -478,14 +577,17 @@ impl Lab {
 
     /// The lab as JSON: namespaces, addresses, NAT kinds.
     pub fn describe(&self) -> serde_json::Value {
-        let nodes: serde_json::Map<String, serde_json::Value> = Node::ALL
+        let nodes: serde_json::Map<String, serde_json::Value> = (self.config.topology.nodes())
             .iter()
             .map(|&n| (n.name().to_owned(), self.ns(n).into()))
             .collect();
+        let relays = [0, 1].map(|r| self.relay_addr(r, 0).ip().to_string());
+        let hosts = [0, 1].map(|s| self.host_addr(s).to_string());
         serde_json::json!({
             "namespaces": nodes,
-            "relays": RELAY.map(|a| a.to_string()),
-            "hosts": HOST.map(|a| a.to_string()),
+            "topology": self.config.topology,
+            "relays": relays,
+            "hosts": hosts,
             "public": [self.public(0).to_string(), self.public(1).to_string()],
             "nat": [self.nat(0), self.nat(1)],
             "direct_rtt_ms": self.config.direct_rtt().as_secs_f64() * 1e3,
@@ -493,7 +595,7 @@ impl Lab {
     }
 }
 
-fn site_name(site: usize) -> &'static str {
+pub(crate) fn site_name(site: usize) -> &'static str {
     ["a", "b"][site]
 }
 
@@ -537,6 +639,40 @@ pub struct LabArgs {
     /// Seed of the links' randomness.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How the machines are joined.
+    #[arg(long, value_enum, default_value = "sites")]
+    pub topology: TopologyArg,
+}
+
+/// [`Topology`] on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TopologyArg {
+    /// Two sites, each one host behind its own NAT router.
+    Sites,
+    /// Both hosts on one LAN behind site A's router.
+    SameLan,
+    /// Both sites' routers behind one carrier-grade NAT.
+    SharedCgnat,
+    /// Each site's router behind a carrier-grade NAT of its own.
+    SeparateCgnats,
+    /// Both hosts directly inside one carrier-grade NAT (no home NATs).
+    InsideCgnat,
+    /// IPv6 only; the routers are stateful firewalls.
+    Ipv6,
+}
+
+impl From<TopologyArg> for Topology {
+    fn from(t: TopologyArg) -> Topology {
+        let cgnat = |shared, home_nat| Topology::Cgnat { shared, home_nat };
+        match t {
+            TopologyArg::Sites => Topology::Sites,
+            TopologyArg::SameLan => Topology::SameLan,
+            TopologyArg::SharedCgnat => cgnat(true, true),
+            TopologyArg::SeparateCgnats => cgnat(false, true),
+            TopologyArg::InsideCgnat => cgnat(true, false),
+            TopologyArg::Ipv6 => Topology::Ipv6,
+        }
+    }
 }
 
 pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
@@ -546,6 +682,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         uplink: [args.uplink.clone(), args.uplink],
         relay_link: [args.relay_link.clone(), args.relay_link],
         seed: args.seed,
+        topology: args.topology.into(),
     })?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", lab.describe())?;
@@ -615,6 +752,7 @@ mod tests {
             uplink: [link(10), link(15)],
             relay_link: [link(1), link(1)],
             seed: 1,
+            topology: Topology::Sites,
         };
         assert_eq!(cfg.direct_rtt(), Duration::from_millis(50));
     }

@@ -32,10 +32,19 @@ pub enum Nat {
     Symmetric,
     /// No NAT; UDP only to and from the relays.
     Firewall,
+    /// No NAT and no filtering: the router only routes (a host directly
+    /// inside a carrier-grade NAT).
+    None,
 }
 
 impl Nat {
-    pub const ALL: [Nat; 4] = [Nat::Cone, Nat::Restricted, Nat::Symmetric, Nat::Firewall];
+    pub const ALL: [Nat; 5] = [
+        Nat::Cone,
+        Nat::Restricted,
+        Nat::Symmetric,
+        Nat::Firewall,
+        Nat::None,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -43,12 +52,13 @@ impl Nat {
             Nat::Restricted => "restricted",
             Nat::Symmetric => "symmetric",
             Nat::Firewall => "firewall",
+            Nat::None => "none",
         }
     }
 
     /// Whether the site's host is seen from outside at another address.
     pub fn translates(self) -> bool {
-        self != Nat::Firewall
+        !matches!(self, Nat::Firewall | Nat::None)
     }
 }
 
@@ -58,7 +68,7 @@ impl std::str::FromStr for Nat {
         Nat::ALL
             .into_iter()
             .find(|n| n.name() == s)
-            .ok_or_else(|| format!("{s:?}: expected cone, restricted, symmetric or firewall"))
+            .ok_or_else(|| format!("{s:?}: expected cone, restricted, symmetric, firewall or none"))
     }
 }
 
@@ -86,11 +96,29 @@ pub struct Router {
     pub public: Ipv4Addr,
     /// The relays' addresses (a firewall lets UDP through to them only).
     pub relays: Vec<Ipv4Addr>,
+    /// Whether it drops all UDP its site sends out (a network that lets
+    /// only TCP through).
+    pub block_udp: bool,
 }
 
 /// `nft -f` input that replaces the table in one transaction.
 fn replace(body: &str) -> String {
-    format!("table ip {TABLE}\ndelete table ip {TABLE}\ntable ip {TABLE} {{\n{body}}}\n")
+    replace_in("ip", body)
+}
+
+/// The same for another family ("ip6").
+pub(super) fn replace_in(family: &str, body: &str) -> String {
+    format!(
+        "table {family} {TABLE}\ndelete table {family} {TABLE}\ntable {family} {TABLE} {{\n{body}}}\n"
+    )
+}
+
+/// A chain, before every other, that drops the UDP a site sends out.
+pub(super) fn block_udp_chain() -> String {
+    format!(
+        "  chain block_udp {{\n    type filter hook forward priority -1; policy accept;\n    \
+         oifname \"{WAN}\" meta l4proto udp drop\n  }}\n"
+    )
 }
 
 fn set(addrs: &[Ipv4Addr]) -> String {
@@ -100,7 +128,14 @@ fn set(addrs: &[Ipv4Addr]) -> String {
 
 /// The router's whole ruleset.
 pub fn router_rules(r: &Router) -> String {
-    let mut b = String::new();
+    let mut b = if r.block_udp {
+        block_udp_chain()
+    } else {
+        String::new()
+    };
+    if r.kind == Nat::None {
+        return replace(&b);
+    }
     if r.kind == Nat::Firewall {
         let relays = set(&r.relays);
         let _ = writeln!(
@@ -252,6 +287,7 @@ mod tests {
             lan: "192.0.2.0/24".into(),
             public: Ipv4Addr::new(198, 18, 11, 2),
             relays: vec![Ipv4Addr::new(198, 18, 1, 10), Ipv4Addr::new(198, 18, 2, 10)],
+            block_udp: false,
         }
     }
 
@@ -271,7 +307,16 @@ mod tests {
         assert!(firewall.contains(
             "ip saddr != { 198.18.1.10, 198.18.2.10 } ip daddr != { 198.18.1.10, 198.18.2.10 } drop"
         ));
-        for rules in [cone, restricted, symmetric, firewall] {
+        assert!(!cone.contains("block_udp"));
+        let none = router_rules(&router(Nat::None));
+        assert!(!none.contains("snat") && !none.contains("drop"), "{none}");
+        let blocked = router_rules(&Router {
+            block_udp: true,
+            ..router(Nat::Restricted)
+        });
+        assert!(blocked.contains("oifname \"wan\" meta l4proto udp drop"));
+        assert!(blocked.contains("snat ip to 198.18.11.2\n"));
+        for rules in [cone, restricted, symmetric, firewall, none, blocked] {
             assert!(rules.starts_with("table ip braid_lab\ndelete table ip braid_lab\n"));
             assert_eq!(rules.matches('{').count(), rules.matches('}').count());
         }

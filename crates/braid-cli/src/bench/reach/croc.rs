@@ -103,10 +103,10 @@ pub struct CrocRun {
 }
 
 /// What one verified transfer took.
-struct Timing {
-    wall_s: f64,
-    total_s: f64,
-    direct_share: Option<f64>,
+pub(super) struct Timing {
+    pub wall_s: f64,
+    pub total_s: f64,
+    pub direct_share: Option<f64>,
 }
 
 /// The three conditions, from the lab's uplink.
@@ -150,7 +150,7 @@ pub fn run(croc: &Croc, ctx: &Ctx, base: &LabConfig, rounds: u32) -> anyhow::Res
             for program in order {
                 lab.forget_mappings()?;
                 let result = match program {
-                    "croc" => croc_once(croc, ctx, &lab, round, &hash),
+                    "croc" => croc_once(croc, ctx, &lab, round, &hash, false),
                     _ => braid_once(ctx, &lab, round, &hash, program.ends_with("--no-direct")),
                 };
                 let run = match result {
@@ -223,7 +223,7 @@ fn row(name: &str, uplink: &LinkConfig, runs: Vec<CrocRun>) -> CrocRow {
     }
 }
 
-fn blake3_of(path: &Path) -> anyhow::Result<blake3::Hash> {
+pub(super) fn blake3_of(path: &Path) -> anyhow::Result<blake3::Hash> {
     let mut h = blake3::Hasher::new();
     let mut f =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -341,13 +341,15 @@ fn until(limit: Duration, what: &str, ready: impl Fn() -> bool) -> anyhow::Resul
     Ok(())
 }
 
-/// croc through its own relay on relay host A.
-fn croc_once(
+/// croc through its own relay on relay host A; with `local`, as users run
+/// it, its sender also offers itself on the LAN (croc's discovery).
+pub(super) fn croc_once(
     croc: &Croc,
     ctx: &Ctx,
     lab: &Lab,
     round: u32,
     want: &blake3::Hash,
+    local: bool,
 ) -> anyhow::Result<Timing> {
     let out = fresh_dir(ctx, &format!("croc-out-{round}"))?;
     let config = fresh_dir(ctx, &format!("croc-config-{round}"))?;
@@ -386,8 +388,8 @@ fn croc_once(
         "--ignore-stdin",
         "--disable-clipboard",
         "send",
-        "--no-local",
     ])
+    .args(if local { None } else { Some("--no-local") })
     .arg(&ctx.input);
     let first = Instant::now();
     let pid = procs.start("croc send", send)?.pid();

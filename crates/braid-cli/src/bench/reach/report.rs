@@ -44,6 +44,27 @@ pub struct Summary {
     /// Relay CPU seconds per GB forwarded (runs where it lived to the end).
     pub relay_cpu_s_per_gb: Option<f64>,
     pub relay_rss_peak_mb: Option<f64>,
+    pub program: super::Program,
+    /// How the lab was wired.
+    pub topology: String,
+    /// Runs that did what the case expects.
+    pub as_expected: usize,
+    /// After a rebinding: runs whose other side had an answered
+    /// connection to the rebound site's new address.
+    pub direct_back: usize,
+    /// Expected failures: median time to fail of the sender and of the
+    /// receiver, the worst of either, and the codes seen.
+    pub fail_s: [Option<f64>; 2],
+    pub fail_s_worst: Option<f64>,
+    pub error_codes: Vec<String>,
+    /// Key restart: the second sender's time to its verified record, from
+    /// its start and from the receiver's restart.
+    pub second_s: Option<f64>,
+    pub second_total_s: Option<f64>,
+    /// From starting the sender to its record, and the worst of the
+    /// receiver's wall times.
+    pub sender_s: Option<f64>,
+    pub wall_s_worst: Option<f64>,
 }
 
 /// One target and how it fared; `met` is `None` when there is no target
@@ -66,6 +87,8 @@ pub struct Report {
     pub rounds: u32,
     pub direct_rtt_ms: f64,
     pub croc: Vec<CrocRow>,
+    /// The report's file name (without .md and .json).
+    pub name: String,
 }
 
 fn mbit(link: &LinkConfig) -> Option<f64> {
@@ -125,7 +148,44 @@ fn summarise(index: usize, case: &Case, runs: &[Run], direct_limit_ms: f64) -> S
             .iter()
             .map(|u| u.rss_peak_bytes as f64 / 1e6)
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        program: case.program,
+        topology: case.topology.describe().to_owned(),
+        as_expected: of.iter().filter(|r| r.as_expected).count(),
+        direct_back: of
+            .iter()
+            .filter(|r| r.direct_after_event == Some(true))
+            .count(),
+        fail_s: [0, 1].map(|i| med(of.iter().filter_map(|r| r.fail_s.as_ref()?[i]))),
+        fail_s_worst: of
+            .iter()
+            .filter_map(|r| r.fail_s.as_ref())
+            .flat_map(|f| f.iter().flatten().copied())
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        error_codes: error_codes(&of),
+        second_s: med(of.iter().filter_map(|r| r.second_s)),
+        second_total_s: med(of.iter().filter_map(|r| r.second_total_s)),
+        sender_s: med(of.iter().filter(|r| r.verified).filter_map(|r| r.sender_s)),
+        wall_s_worst: of
+            .iter()
+            .filter(|r| r.verified)
+            .filter_map(|r| r.wall_s)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
     }
+}
+
+/// The distinct "sender's code / receiver's code" of expected failures.
+fn error_codes(of: &[&Run]) -> Vec<String> {
+    let mut v: Vec<String> = of
+        .iter()
+        .filter_map(|r| r.error_codes.as_ref())
+        .map(|[s, r]| {
+            let c = |c: &Option<String>| c.clone().unwrap_or_else(|| "none".into());
+            format!("{} / {}", c(s), c(r))
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 impl Report {
@@ -167,12 +227,13 @@ impl Report {
             rounds: args.rounds,
             direct_rtt_ms,
             croc,
+            name: args.report_name.clone(),
         };
         report.judge(lab);
         report
     }
 
-    fn by_name(&self, name: &str) -> Option<&Summary> {
+    pub(super) fn by_name(&self, name: &str) -> Option<&Summary> {
         self.summaries.iter().find(|s| s.case == name && s.runs > 0)
     }
 
@@ -218,7 +279,7 @@ impl Report {
         let judged: Vec<&Run> = self
             .runs
             .iter()
-            .filter(|r| self.cases[r.case].part != Part::Failover)
+            .filter(|r| matches!(self.cases[r.case].part, Part::Pairs | Part::Capacity))
             .collect();
         if !judged.is_empty() {
             let failed = judged.iter().filter(|r| !r.verified).count();
@@ -287,6 +348,7 @@ impl Report {
                 met: targeted.then_some(s.verified == s.runs),
             });
         }
+        v.extend(super::report_more::verdicts(self));
         self.verdicts = v;
         // Relay cost, for what it is.
         let alive: Vec<&super::RelayUse> = self
@@ -347,7 +409,7 @@ impl Report {
         let _ = writeln!(
             md,
             "\n```sh\n{}\n```\n\n{} per transfer, {} rounds, cases rotated each round, medians \
-             (every run in [reach.json](reach.json)). Each run starts its relays (`braid relay \
+             (every run in [{name}.json]({name}.json)). Each run starts its relays (`braid relay \
              --serve`), the receiver (`braid recv --relay ... --code`) on site B's host and the \
              sender (`braid send --relay ...`) on site A's, each a process in its machine's \
              network namespace. Validated = the sender's `reach.direct.validated_ms`, from the \
@@ -356,7 +418,8 @@ impl Report {
              `duration_s`). Goodput = the sender's, from the handshake to the receiver's verdict.\n",
             crate::bench::command_line(),
             crate::human::size(self.size),
-            self.rounds
+            self.rounds,
+            name = self.name,
         );
         md.push_str("The lab (`braid bench lab` builds the same one):\n\n");
         for l in &self.lab {
@@ -453,6 +516,7 @@ impl Report {
                 let _ = writeln!(md, "- {}", crate::text::escape(&f));
             }
         }
+        super::report_more::markdown(self, &mut md);
         super::croc::markdown(&self.croc, &mut md);
         md
     }
@@ -486,6 +550,7 @@ mod tests {
             uplink: std::array::from_fn(|_| crate::lab::parse_link("100mbit:10ms").unwrap()),
             relay_link: std::array::from_fn(|_| crate::lab::parse_link("40mbit:5ms").unwrap()),
             seed: 1,
+            topology: crate::lab::Topology::Sites,
         }
     }
 

@@ -1,0 +1,293 @@
+//! The report's verdicts and tables for the cases beyond two sites' NAT
+//! pairs ([`super::cases`]): one LAN, carrier-grade NATs, IPv6 only, UDP
+//! blocked, rebinding on either side, a key-mode receiver restarted.
+
+use std::fmt::Write as _;
+
+use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY};
+use super::report::{Report, Summary, Verdict};
+use super::{Expect, Part, Program};
+
+/// Goodput through the relay (both hosts on one LAN) over the direct
+/// `--to` transfer on that LAN.
+const LAN_RATIO: f64 = 0.9;
+
+fn f(v: Option<f64>, d: usize) -> String {
+    v.map_or("—".to_owned(), |v| format!("{v:.d$}"))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("—".into(), |d| format!("{:.0} %", d * 100.0))
+}
+
+fn of(r: &Report, part: Part) -> impl Iterator<Item = &Summary> {
+    r.summaries
+        .iter()
+        .filter(move |s| s.part == part && s.runs > 0)
+}
+
+fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
+    let (Some(relay), Some(direct)) = (r.by_name(LAN_RELAY), r.by_name(LAN_DIRECT)) else {
+        return;
+    };
+    let ratio = relay
+        .goodput_mbps
+        .zip(direct.goodput_mbps)
+        .map(|(a, b)| a / b);
+    v.push(Verdict {
+        target: format!(
+            "same LAN: braid --relay goodput ≥ {LAN_RATIO}x braid --to the LAN address"
+        ),
+        measured: ratio.map_or("no transfer verified".into(), |x| {
+            format!(
+                "{x:.2}x ({} vs {} Mbit/s; wall {} vs {} s; direct path in {} of {} runs)",
+                f(relay.goodput_mbps, 1),
+                f(direct.goodput_mbps, 1),
+                f(relay.wall_s, 2),
+                f(direct.wall_s, 2),
+                relay.direct_validated,
+                relay.runs
+            )
+        }),
+        met: Some(ratio.is_some_and(|x| x >= LAN_RATIO)),
+    });
+    if let Some(croc) = r.by_name(LAN_CROC) {
+        let ratio = croc.wall_s.zip(relay.wall_s).map(|(c, b)| c / b);
+        v.push(Verdict {
+            target: "same LAN: braid --relay faster than croc (wall time to verified receipt)"
+                .into(),
+            measured: ratio.map_or("no transfer verified".into(), |x| {
+                format!(
+                    "croc / braid {x:.2}x ({} vs {} s)",
+                    f(croc.wall_s, 2),
+                    f(relay.wall_s, 2)
+                )
+            }),
+            met: Some(ratio.is_some_and(|x| x > 1.0)),
+        });
+    }
+}
+
+fn direct_text(s: &Summary) -> String {
+    format!(
+        "{} of {} verified; direct path in {} of {} runs{}",
+        s.verified,
+        s.runs,
+        s.direct_validated,
+        s.runs,
+        s.validated_ms
+            .map_or(String::new(), |m| format!(" (median {m:.0} ms)"))
+    )
+}
+
+pub fn verdicts(r: &Report) -> Vec<Verdict> {
+    let mut v = Vec::new();
+    lan_verdicts(r, &mut v);
+    for s in of(r, Part::Cgnat).filter(|s| s.program == Program::Braid) {
+        v.push(Verdict {
+            target: format!("{}: does a direct path open (no target)", s.case),
+            measured: direct_text(s),
+            met: None,
+        });
+    }
+    for s in of(r, Part::Ipv6) {
+        v.push(Verdict {
+            target: format!(
+                "{}: every transfer verified, without --listen or --bind",
+                s.case
+            ),
+            measured: direct_text(s),
+            met: Some(s.verified == s.runs),
+        });
+    }
+    for s in of(r, Part::UdpBlocked) {
+        let case = r.cases.iter().find(|c| c.name == s.case).expect("its case");
+        let (target, met) = match case.expect {
+            Expect::Fails {
+                code,
+                exit,
+                within_s,
+            } => (
+                format!("{}: both ends fail with {code} (exit {exit}) within {within_s:.0} s, every run", s.case),
+                Some(s.as_expected == s.runs),
+            ),
+            Expect::Verified if s.program == Program::Croc => {
+                (format!("{}: croc reaches its relay over TCP (no target)", s.case), None)
+            }
+            Expect::Verified => (format!("{}: every transfer verified", s.case), Some(s.verified == s.runs)),
+        };
+        let measured = match case.expect {
+            Expect::Fails { .. } => format!(
+                "{} of {}; sender {} s, receiver {} s, worst {} s; codes (sender / receiver) {}",
+                s.as_expected,
+                s.runs,
+                f(s.fail_s[0], 2),
+                f(s.fail_s[1], 2),
+                f(s.fail_s_worst, 2),
+                s.error_codes.join(", ")
+            ),
+            Expect::Verified => format!(
+                "{} of {} verified; wall {} s",
+                s.verified,
+                s.runs,
+                f(s.wall_s, 2)
+            ),
+        };
+        v.push(Verdict {
+            target,
+            measured,
+            met,
+        });
+    }
+    for s in of(r, Part::Rebinding) {
+        v.push(Verdict {
+            target: format!(
+                "{}: survives, and the direct path comes back (no target)",
+                s.case
+            ),
+            measured: format!(
+                "{} of {} survived; direct path back in {} of {}",
+                s.verified, s.runs, s.direct_back, s.runs
+            ),
+            met: None,
+        });
+    }
+    for s in of(r, Part::KeyRestart) {
+        v.push(Verdict {
+            target: format!("{}: the second sender completes, every run", s.case),
+            measured: format!(
+                "{} of {}; the second sender's time to completion {} s ({} s from the restart)",
+                s.verified,
+                s.runs,
+                f(s.second_s, 2),
+                f(s.second_total_s, 2)
+            ),
+            met: Some(s.verified == s.runs),
+        });
+    }
+    v
+}
+
+fn topology_table(r: &Report, md: &mut String) {
+    let parts = [Part::Lan, Part::Cgnat, Part::Ipv6];
+    if !parts.iter().any(|&p| of(r, p).next().is_some()) {
+        return;
+    }
+    md.push_str(
+        "\n## One LAN, carrier-grade NATs, IPv6 only\n\nWall = from starting the side that sets \
+         the transfer going (braid's sender; croc's receiver, once croc's sender is in its \
+         relay's room) to the receiver's verified file. braid --to dials the receiver's LAN \
+         address with no relay. croc runs with its LAN discovery where both hosts share a LAN. \
+         Validated ms and share direct as in the tables above.\n\n\
+         | case | lab | NATs | program | runs | verified | direct validated | validated ms | share direct | goodput Mbit/s | wall s |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for s in parts.iter().flat_map(|&p| of(r, p)) {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.case,
+            s.topology,
+            s.pair,
+            match s.program {
+                Program::Braid => "braid",
+                Program::Croc => "croc",
+            },
+            s.runs,
+            s.verified,
+            s.direct_validated,
+            f(s.validated_ms, 0),
+            pct(s.direct_share),
+            f(s.goodput_mbps, 1),
+            f(s.wall_s, 2)
+        );
+    }
+}
+
+fn blocked_table(r: &Report, md: &mut String) {
+    if of(r, Part::UdpBlocked).next().is_none() {
+        return;
+    }
+    md.push_str(
+        "\n## UDP blocked (the sites' routers drop all UDP out)\n\nBoth braid ends start at \
+         once; time to fail from each one's start. croc reaches its relay over TCP.\n\n\
+         | case | runs | as expected | verified | sender fails after s | receiver fails after s | codes (sender / receiver) | wall s |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for s in of(r, Part::UdpBlocked) {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.case,
+            s.runs,
+            s.as_expected,
+            s.verified,
+            f(s.fail_s[0], 2),
+            f(s.fail_s[1], 2),
+            if s.error_codes.is_empty() {
+                "—".into()
+            } else {
+                s.error_codes.join(", ")
+            },
+            f(s.wall_s, 2)
+        );
+    }
+}
+
+pub fn markdown(r: &Report, md: &mut String) {
+    topology_table(r, md);
+    blocked_table(r, md);
+    if of(r, Part::Rebinding).next().is_some() {
+        let _ = writeln!(
+            md,
+            "\n## Rebinding (when {:.0} % of the file has arrived)\n\nDirect back = the other \
+             side's record has an answered connection to the rebound site's new public address. \
+             Sender s, receiver s = from starting the sender to each one's record (median; the \
+             receiver's worst too).\n\n\
+             | case | NATs | relays | runs | survived | event at s | direct back | goodput Mbit/s | share direct | sender s | receiver s (median / worst) |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|",
+            super::EVENT_AT * 100.0
+        );
+        for s in of(r, Part::Rebinding) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} / {} |",
+                s.case,
+                s.pair,
+                s.relays,
+                s.runs,
+                s.verified,
+                f(s.event_at_s, 2),
+                s.direct_back,
+                s.runs,
+                f(s.goodput_mbps, 1),
+                pct(s.direct_share),
+                f(s.sender_s, 2),
+                f(s.wall_s, 2),
+                f(s.wall_s_worst, 2)
+            );
+        }
+    }
+    if of(r, Part::KeyRestart).next().is_some() {
+        md.push_str(
+            "\n## A key-mode receiver restarted\n\n`braid recv --relay ... --key` takes one \
+             transfer from `braid send --peer`, is started again as soon as it exits, and a \
+             second sender comes once it waits again. Time to completion = from starting the \
+             second sender to its verified record.\n\n\
+             | case | runs | verified | second sender s | from the restart s | goodput Mbit/s |\n\
+             |---|---|---|---|---|---|\n",
+        );
+        for s in of(r, Part::KeyRestart) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} |",
+                s.case,
+                s.runs,
+                s.verified,
+                f(s.second_s, 2),
+                f(s.second_total_s, 2),
+                f(s.goodput_mbps, 1)
+            );
+        }
+    }
+}
