@@ -48,6 +48,7 @@ pub async fn meeting(
             handle: handle(security)?,
             direct,
             relay_timeout: relay_timeout.unwrap_or(RELAY_TIMEOUT),
+            tcp_only: false,
         },
         local: any_local_for(&every),
     }))

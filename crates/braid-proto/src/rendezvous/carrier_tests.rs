@@ -54,7 +54,7 @@ impl Net {
 
     /// Delivers what the relay says to the ends, over the carrier the
     /// address it names belongs to.
-    fn to_relay(&mut self, from: SocketAddr, bytes: &[u8]) {
+    fn deliver_at_relay(&mut self, from: SocketAddr, bytes: &[u8]) {
         let mut replies = Vec::new();
         self.server.handle(self.now, from, bytes, &mut replies);
         for (to, reply) in replies {
@@ -88,7 +88,7 @@ impl Net {
                         Carrier::Udp if e.udp_blocked => continue,
                         Carrier::Udp => e.udp,
                     };
-                    self.to_relay(from, &bytes);
+                    self.deliver_at_relay(from, &bytes);
                 }
                 let now = self.now;
                 let e = &mut self.ends[i];
