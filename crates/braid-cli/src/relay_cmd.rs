@@ -160,7 +160,7 @@ fn serve(
         pair_idle: limits.pair_idle,
         ..ServerConfig::default()
     };
-    let tcp = (!limits.no_tcp).then(|| TcpOptions {
+    let tcp = (!limits.no_tcp).then_some(TcpOptions {
         listen: limits.tcp,
         max_connections: limits.max_tcp,
         max_per_host: limits.max_per_host,
@@ -176,11 +176,11 @@ fn serve(
             None => None,
         };
         let tcp = match relay.tcp_addr() {
-            Some(at) => format!(" (and TCP {at}, for peers whose UDP is blocked)"),
+            Some(at) => format!("; peers whose UDP is blocked reach it over TCP at {at}"),
             None => String::new(),
         };
         println!(
-            "relay serving on {}{tcp}: peers meet here by code or key; only paired peers are forwarded",
+            "relay serving on {}: peers meet here by code or key; only paired peers are forwarded{tcp}",
             relay.local_addr()
         );
         if let Some(listener) = &scraped {
