@@ -37,6 +37,11 @@ pub struct RecvArgs {
     /// it takes.
     #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout, requires = "relay")]
     relay_timeout: Option<Duration>,
+    /// With --relay: reach the relays over TCP from the start (a network
+    /// known to block UDP). Without it, a relay whose UDP does not answer
+    /// within 3 s is reached over TCP until its UDP answers again.
+    #[arg(long, requires = "relay")]
+    relay_tcp: bool,
     /// Where to write: a file, a directory (the sender's file name inside
     /// it; a missing one is created if the name ends with /), or - for
     /// stdout. Default: the current directory.
@@ -205,6 +210,7 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
             &identity.security,
             !args.no_direct,
             args.relay_timeout,
+            args.relay_tcp,
         )
         .await?;
         let mut cfg = SessionConfig {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use braid::relay::{DirectionStats, Relay, RelayConfig};
-use braid::rendezvous::{RendezvousRelay, ServerConfig};
+use braid::rendezvous::{RendezvousRelay, ServerConfig, TcpOptions};
 use braid_link::LinkConfig;
 use clap::Args;
 use std::time::Duration;
@@ -78,6 +78,21 @@ struct ServeLimits {
     /// A pair that forwarded nothing for this long ends.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::parse_timeout, requires = "serve")]
     pair_idle: Duration,
+    /// Where peers whose UDP is blocked reach the relay over TCP [default:
+    /// the --serve address, on TCP].
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "serve",
+        conflicts_with = "no_tcp"
+    )]
+    tcp: Option<SocketAddr>,
+    /// Serve over UDP only.
+    #[arg(long, requires = "serve")]
+    no_tcp: bool,
+    /// TCP connections open at once; more are closed as they come.
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "serve")]
+    max_tcp: usize,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -145,8 +160,13 @@ fn serve(
         pair_idle: limits.pair_idle,
         ..ServerConfig::default()
     };
+    let tcp = (!limits.no_tcp).then_some(TcpOptions {
+        listen: limits.tcp,
+        max_connections: limits.max_tcp,
+        max_per_host: limits.max_per_host,
+    });
     crate::block_on(async {
-        let relay = Arc::new(RendezvousRelay::start(listen, cfg)?);
+        let relay = Arc::new(RendezvousRelay::start_with(listen, cfg, tcp)?);
         let scraped = match metrics {
             Some(at) => Some(
                 tokio::net::TcpListener::bind(at)
@@ -155,8 +175,12 @@ fn serve(
             ),
             None => None,
         };
+        let tcp = match relay.tcp_addr() {
+            Some(at) => format!("; peers whose UDP is blocked reach it over TCP at {at}"),
+            None => String::new(),
+        };
         println!(
-            "relay serving on {}: peers meet here by code or key; only paired peers are forwarded",
+            "relay serving on {}: peers meet here by code or key; only paired peers are forwarded{tcp}",
             relay.local_addr()
         );
         if let Some(listener) = &scraped {
@@ -181,7 +205,7 @@ fn serve(
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 tick.tick().await;
-                eprintln!("{}", serve_counters(&relay.stats()));
+                eprintln!("{}", serve_counters(&relay.stats(), &relay.tcp_stats()));
             }
         };
         // Stopping is how a relay ends: not a failure.
@@ -191,14 +215,14 @@ fn serve(
             never = scrapes => never,
         };
         eprintln!("braid: {what}");
-        eprintln!("{}", serve_counters(&relay.stats()));
+        eprintln!("{}", serve_counters(&relay.stats(), &relay.tcp_stats()));
         Ok(ExitCode::SUCCESS)
     })?
 }
 
 /// A rendezvous relay's counters, on one line.
-fn serve_counters(s: &braid::rendezvous::ServerStats) -> String {
-    format!(
+fn serve_counters(s: &braid::rendezvous::ServerStats, t: &braid::rendezvous::TcpStats) -> String {
+    let mut line = format!(
         "pairs: {} made, {} now; registrations: {} now; forwarded {} datagrams, {}; \
          dropped {} over a pair's limits, {} from unpaired addresses; {} cookies, {} refusals, \
          {} ends moved after a NAT rebinding, {} pairs taken from a joiner the receiver never \
@@ -215,7 +239,22 @@ fn serve_counters(s: &braid::rendezvous::ServerStats) -> String {
         s.rebound,
         s.replaced,
         s.released,
-    )
+    );
+    if t.accepted > 0 || t.refused > 0 {
+        line += &format!(
+            "; TCP: {} connections now, {} in all, {} refused; {} datagrams in ({}), {} out ({}), \
+             {} dropped at a full connection",
+            t.open,
+            t.accepted,
+            t.refused,
+            t.datagrams_in,
+            crate::human::size(t.bytes_in),
+            t.datagrams_out,
+            crate::human::size(t.bytes_out),
+            t.dropped,
+        );
+    }
+    line
 }
 
 fn counters(d: &DirectionStats) -> String {

@@ -25,12 +25,13 @@ pub struct Meet {
 /// has (A and AAAA) decides the family of the socket, so that a peer the
 /// relay reports in either family can be punched. Without a relay
 /// answer for `relay_timeout` (default [`RELAY_TIMEOUT`]) the meeting
-/// fails.
+/// fails. With `tcp_only`, the relays are reached over TCP from the start.
 pub async fn meeting(
     relays: &[String],
     security: &Security,
     direct: bool,
     relay_timeout: Option<Duration>,
+    tcp_only: bool,
 ) -> anyhow::Result<Option<Meet>> {
     if relays.is_empty() {
         return Ok(None);
@@ -48,6 +49,7 @@ pub async fn meeting(
             handle: handle(security)?,
             direct,
             relay_timeout: relay_timeout.unwrap_or(RELAY_TIMEOUT),
+            tcp_only,
         },
         local: any_local_for(&every),
     }))

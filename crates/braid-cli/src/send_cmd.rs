@@ -52,6 +52,11 @@ pub struct SendArgs {
     /// receiver.
     #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout, requires = "relay")]
     relay_timeout: Option<Duration>,
+    /// With --relay: reach the relays over TCP from the start (a network
+    /// known to block UDP). Without it, a relay whose UDP does not answer
+    /// within 3 s is reached over TCP until its UDP answers again.
+    #[arg(long, requires = "relay")]
+    relay_tcp: bool,
     #[command(flatten)]
     security: crate::keys::SendSecurity,
     #[command(flatten)]
@@ -107,9 +112,14 @@ async fn attempt(
     crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
     ctx.mode = Mode::of(&security);
     report.mode = Some(ctx.mode);
-    let meet =
-        crate::rendezvous::meeting(&args.relay, &security, !args.no_direct, args.relay_timeout)
-            .await?;
+    let meet = crate::rendezvous::meeting(
+        &args.relay,
+        &security,
+        !args.no_direct,
+        args.relay_timeout,
+        args.relay_tcp,
+    )
+    .await?;
     let mut remotes = Vec::new();
     for to in &args.to {
         remotes.push(crate::resolve(to).await?);

@@ -4,9 +4,8 @@
 //! loops, which feed the core and wake this task.
 
 use crate::clock;
-use crate::route::SessionTable;
+use crate::route::{Route, SessionTable};
 use crate::session::{Inner, Shared};
-use crate::udp::UdpIo;
 use braid_proto::{Instant, Transmit};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,7 +16,7 @@ const MAX_BURST: usize = 64;
 const SPARE_BUFFERS: usize = 8;
 
 /// A batch taken from the core, with where it goes.
-type Outgoing = (Transmit, Arc<UdpIo>, SocketAddr, Vec<u8>);
+type Outgoing = (Transmit, Route, SocketAddr, Vec<u8>);
 
 /// Runs until the session has closed or failed, then unregisters it.
 pub(crate) async fn drive(shared: Arc<Shared>) {
@@ -44,8 +43,8 @@ pub(crate) async fn drive(shared: Arc<Shared>) {
             // Closed only by finish_qlog, which reports the writer's error.
             let _ = qlog.send(events).await;
         }
-        for (t, socket, remote, buf) in batches.drain(..) {
-            let sent = socket.send(remote, t.ecn, &buf, t.segment_size).await;
+        for (t, route, remote, buf) in batches.drain(..) {
+            let sent = route.send(remote, t.ecn, &buf, t.segment_size).await;
             // A refusal reported on the socket is an earlier datagram's
             // ICMP error (read from the error queue), not congestion.
             if sent.is_err_and(|e| !crate::udp_errors::is_icmp_report(&e)) {
@@ -85,7 +84,7 @@ fn take_burst(
         };
         datagrams += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
         match route(g, &t) {
-            Some((socket, remote)) => batches.push((t, socket, remote, buf)),
+            Some((route, remote)) => batches.push((t, route, remote, buf)),
             None => spare.push(buf),
         }
     }
@@ -95,8 +94,8 @@ fn take_burst(
 /// Where `t` goes, as the core says (its connection's address or, for a
 /// probe, the candidate's), from the connection's socket. A connection
 /// the server has not heard on yet has neither.
-fn route(g: &Inner, t: &Transmit) -> Option<(Arc<UdpIo>, SocketAddr)> {
-    Some((g.routes.get(&t.path)?.socket.clone(), t.to?))
+fn route(g: &Inner, t: &Transmit) -> Option<(Route, SocketAddr)> {
+    Some((g.routes.get(&t.path)?.clone(), t.to?))
 }
 
 async fn sleep_or_wake(shared: &Shared, deadline: Option<Instant>) {

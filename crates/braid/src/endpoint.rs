@@ -7,10 +7,11 @@
 use crate::driver::drive;
 use crate::route::{Route, SessionTable};
 use crate::session::{Session, Shared};
+use crate::tcp_carrier::Carriers;
 use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
-use braid_proto::rendezvous;
+use braid_proto::rendezvous::{self, Carrier};
 use braid_proto::wire::Header;
 use braid_proto::{
     Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, SessionConfig,
@@ -41,8 +42,8 @@ pub(crate) fn os_seed() -> [u8; 32] {
     seed
 }
 
-/// A rendezvous datagram and where it came from.
-pub(crate) type Inbound = (SocketAddr, Vec<u8>);
+/// A rendezvous datagram, where it came from, and over what.
+pub(crate) type Inbound = (SocketAddr, Vec<u8>, Carrier);
 
 pub(crate) struct EndpointInner {
     /// The socket; rendezvous meetings send on it too.
@@ -56,6 +57,9 @@ pub(crate) struct EndpointInner {
     tasks: Mutex<Vec<AbortHandle>>,
     /// Where rendezvous messages go, while a meeting runs on this socket.
     rendezvous: Mutex<Option<mpsc::Sender<Inbound>>>,
+    /// TCP streams that carry this socket's datagrams to relays whose UDP
+    /// does not answer (the meeting opens and closes them).
+    pub(crate) carriers: Arc<Carriers>,
 }
 
 /// A lock whose holder panicked still guards usable state here.
@@ -99,8 +103,55 @@ impl EndpointInner {
     pub(crate) fn route(self: &Arc<Self>) -> Route {
         Route {
             socket: self.io.clone(),
+            carriers: self.carriers.clone(),
             table: self.clone(),
         }
+    }
+
+    /// Sends one datagram to `to` now if the socket (or the stream that
+    /// carries datagrams to `to`) has room; else it is dropped.
+    pub(crate) fn try_send_to(&self, to: SocketAddr, bytes: &[u8]) {
+        if !self.carriers.try_send(to, bytes, None) {
+            let _ = self.io.try_send_to(to, bytes);
+        }
+    }
+
+    /// From now on, datagrams to `relay` go over a TCP stream to it, and
+    /// what it sends back is handled as datagrams from it.
+    pub(crate) fn carry_over_tcp(self: &Arc<Self>, relay: SocketAddr) {
+        // As this socket would see it over UDP: IPv4-mapped on IPv6.
+        let from = match relay {
+            SocketAddr::V4(v4) if self.io.local_addr().is_ipv6() => {
+                SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
+            }
+            other => other,
+        };
+        let endpoint = Arc::downgrade(self);
+        let deliver = move |datagram: &mut [u8]| {
+            let Some(ep) = endpoint.upgrade() else {
+                return;
+            };
+            let mut touched = Vec::new();
+            let now = clock::now();
+            ep.dispatch(
+                now,
+                now,
+                from,
+                Ecn::NotEct,
+                datagram,
+                Carrier::Tcp,
+                &mut touched,
+            );
+            for s in touched {
+                s.wake_driver.notify_one();
+            }
+        };
+        self.carriers.open(relay, Arc::new(deliver));
+    }
+
+    /// Datagrams to `relay` go by UDP again.
+    pub(crate) fn carry_over_udp(&self, relay: SocketAddr) {
+        self.carriers.close(relay);
     }
 
     /// Hands one datagram to its session, opens a server session for a
@@ -108,6 +159,7 @@ impl EndpointInner {
     /// server's route to a connection follows its packets, but only those
     /// that authenticate; a new address is validated by the core before
     /// it carries data.
+    #[allow(clippy::too_many_arguments)]
     fn dispatch(
         self: &Arc<Self>,
         now: Instant,
@@ -115,13 +167,14 @@ impl EndpointInner {
         from: SocketAddr,
         ecn: Ecn,
         datagram: &mut [u8],
+        carrier: Carrier,
         touched: &mut Vec<Arc<Shared>>,
     ) {
         if rendezvous::is_rendezvous(datagram) {
             if let Some(tx) = lock(&self.rendezvous).as_ref() {
                 // The meeting's core decodes it. A full inbox drops, as a
                 // full socket buffer would.
-                let _ = tx.try_send((from, datagram.to_vec()));
+                let _ = tx.try_send((from, datagram.to_vec(), carrier));
             }
             return;
         }
@@ -158,7 +211,7 @@ impl EndpointInner {
         let shared = match event {
             None => return,
             Some(DatagramEvent::Respond(answer)) => {
-                let _ = self.io.try_send_to(from, &answer);
+                self.try_send_to(from, &answer);
                 return;
             }
             Some(DatagramEvent::Accepted(shared)) => {
@@ -324,6 +377,7 @@ async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
                     m.addr,
                     udp::from_codepoint(m.ecn),
                     datagram,
+                    Carrier::Udp,
                     &mut touched,
                 );
             }
@@ -379,6 +433,7 @@ impl Endpoint {
             changed: tokio::sync::Notify::new(),
             tasks: Mutex::new(Vec::new()),
             rendezvous: Mutex::new(None),
+            carriers: Arc::new(Carriers::default()),
         });
         let recv = tokio::spawn(recv_loop(inner.io.clone(), Arc::downgrade(&inner)));
         let errors = tokio::spawn(error_loop(inner.io.clone(), Arc::downgrade(&inner)));

@@ -46,6 +46,7 @@ pub mod relay;
 pub mod rendezvous;
 mod route;
 mod session;
+mod tcp_carrier;
 pub mod udp;
 mod udp_errors;
 mod udp_gather;

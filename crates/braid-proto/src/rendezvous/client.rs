@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use rand::RngCore;
 
+use super::carrier::{Carrier, CarrierChoice};
 use super::punch::Puncher;
 use super::seal::{EndKeys, Hello};
 use super::wire::{
@@ -83,6 +84,16 @@ pub enum Event {
     /// The peer answered a punch from this address: a direct connection
     /// can go there.
     Reachable(SocketAddr),
+    /// Every datagram to `relay` (our requests, and the session's through
+    /// it) goes over a TCP stream to it from now on (`tcp`: its UDP went
+    /// unanswered for [`super::TCP_AFTER`], or TCP was asked for), or over
+    /// UDP again (it answered there; the stream can close).
+    Carrier {
+        /// The relay.
+        relay: SocketAddr,
+        /// TCP (else UDP).
+        tcp: bool,
+    },
 }
 
 impl Event {
@@ -101,7 +112,11 @@ impl Event {
 
 struct RelayEnd {
     addr: SocketAddr,
-    cookie: [u8; COOKIE_LEN],
+    /// The relay's latest cookie for our address on each carrier
+    /// ([`Carrier::index`]): the two are different addresses to it.
+    cookies: [[u8; COOKIE_LEN]; 2],
+    /// UDP or TCP, and when to move.
+    carrier: CarrierChoice,
     hello: Hello,
     keys: Option<EndKeys>,
     nonces: VecDeque<u64>,
@@ -216,7 +231,8 @@ impl Client {
             .iter()
             .map(|&addr| RelayEnd {
                 addr,
-                cookie: [0; COOKIE_LEN],
+                cookies: [[0; COOKIE_LEN]; 2],
+                carrier: CarrierChoice::new(),
                 hello: Hello::new(&mut rng, &handle, register),
                 keys: None,
                 nonces: VecDeque::with_capacity(NONCES_KEPT),
@@ -325,23 +341,70 @@ impl Client {
         }
     }
 
-    /// The next request, punch or answer to send, and where.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
-        if let Some(i) = self.relays.iter().position(|r| !r.gone && r.next <= now) {
-            if !self.done {
-                return Some(self.request(now, i));
+    /// Every relay's datagrams go over TCP from now on, and never over UDP
+    /// again (the network is known to block UDP): each relay's
+    /// [`Event::Carrier`] comes before anything is sent to it.
+    pub fn use_tcp_only(&mut self) {
+        for r in &mut self.relays {
+            if r.carrier.force_tcp() {
+                let relay = r.addr;
+                self.events.push_back(Event::Carrier { relay, tcp: true });
             }
         }
-        self.puncher.poll_transmit(now)
     }
 
-    fn request(&mut self, now: Instant, i: usize) -> (SocketAddr, Vec<u8>) {
-        let nonce = self.rng.next_u64();
-        let r = &mut self.relays[i];
-        if r.nonces.len() == NONCES_KEPT {
-            r.nonces.pop_front();
+    /// The carrier datagrams to `relay` take now (UDP for any other address).
+    pub fn carrier(&self, relay: SocketAddr) -> Carrier {
+        self.relays
+            .iter()
+            .find(|r| same_addr(r.addr, relay))
+            .map_or(Carrier::Udp, |r| r.carrier.carrier())
+    }
+
+    /// The next request, punch or answer to send, and where, whatever its
+    /// carrier (a runtime without TCP, or the simulator, sends all over UDP).
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
+        self.poll_transmit_on(now).map(|(to, bytes, _)| (to, bytes))
+    }
+
+    /// The next request, punch or answer to send, where, and over which
+    /// carrier. Moves a relay whose UDP went unanswered for
+    /// [`super::TCP_AFTER`] to TCP first ([`Event::Carrier`]).
+    pub fn poll_transmit_on(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>, Carrier)> {
+        if !self.done {
+            self.check_carriers(now);
+            if let Some(i) = self.relays.iter().position(|r| !r.gone && r.next <= now) {
+                return Some(self.request(now, i));
+            }
+            let probe = self
+                .relays
+                .iter_mut()
+                .position(|r| !r.gone && !r.leave && r.keys.is_some() && r.carrier.take_probe(now));
+            if let Some(i) = probe {
+                let flags = if self.direct { 0 } else { flags::NO_DIRECT };
+                let bytes = self.encode_request(i, flags, Carrier::Udp);
+                return Some((self.relays[i].addr, bytes, Carrier::Udp));
+            }
         }
-        r.nonces.push_back(nonce);
+        let (to, bytes) = self.puncher.poll_transmit(now)?;
+        Some((to, bytes, Carrier::Udp))
+    }
+
+    /// Moves each relay whose UDP went unanswered too long to TCP, and asks
+    /// it at once there.
+    fn check_carriers(&mut self, now: Instant) {
+        for r in self.relays.iter_mut().filter(|r| !r.gone) {
+            if r.carrier.poll(now).is_some() {
+                r.next = now;
+                let relay = r.addr;
+                self.events.push_back(Event::Carrier { relay, tcp: true });
+            }
+        }
+    }
+
+    fn request(&mut self, now: Instant, i: usize) -> (SocketAddr, Vec<u8>, Carrier) {
+        let r = &mut self.relays[i];
+        let carrier = r.carrier.carrier();
         let mut flags = if self.direct { 0 } else { flags::NO_DIRECT };
         if std::mem::take(&mut r.leave) {
             flags |= flags::LEAVE;
@@ -353,11 +416,28 @@ impl Client {
             r.peer = None;
             self.done |= self.role == Role::Join && self.relays.iter().all(|r| r.token.is_none());
         }
+        let bytes = self.encode_request(i, flags, carrier);
         let r = &mut self.relays[i];
+        r.carrier.on_sent(now, carrier);
+        r.gone |= flags & flags::LEAVE != 0;
+        r.next = now + if r.settled { REFRESH } else { r.wait };
+        r.wait = (r.wait * 2).min(MAX_RETRY);
+        (r.addr, bytes, carrier)
+    }
+
+    /// A request to relay `i` with a fresh nonce, carrying the relay's
+    /// cookie for our address on `carrier`, proved once keys are agreed.
+    fn encode_request(&mut self, i: usize, flags: u8, carrier: Carrier) -> Vec<u8> {
+        let nonce = self.rng.next_u64();
+        let r = &mut self.relays[i];
+        if r.nonces.len() == NONCES_KEPT {
+            r.nonces.pop_front();
+        }
+        r.nonces.push_back(nonce);
         let request = Request {
             register: self.role == Role::Register,
             handle: self.handle,
-            cookie: r.cookie,
+            cookie: r.cookies[carrier.index()],
             nonce,
             flags,
             hello: r.hello.message(),
@@ -369,20 +449,19 @@ impl Client {
             let proof = keys.prove(&bytes);
             bytes[PROOF_AT..PROOF_AT + MAC_LEN].copy_from_slice(&proof);
         }
-        r.gone |= flags & flags::LEAVE != 0;
-        r.next = now + if r.settled { REFRESH } else { r.wait };
-        r.wait = (r.wait * 2).min(MAX_RETRY);
-        (r.addr, bytes)
+        bytes
     }
 
     /// When [`Client::poll_transmit`] next has something.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let next_request = if self.done {
-            None
+        let (next_request, carriers) = if self.done {
+            (None, None)
         } else {
-            self.relays.iter().filter(|r| !r.gone).map(|r| r.next).min()
+            let live = || self.relays.iter().filter(|r| !r.gone);
+            let carriers = live().filter_map(RelayEnd::carrier_timeout).min();
+            (live().map(|r| r.next).min(), carriers)
         };
-        [next_request, self.puncher.poll_timeout()]
+        [next_request, carriers, self.puncher.poll_timeout()]
             .into_iter()
             .flatten()
             .min()
@@ -396,8 +475,21 @@ impl Client {
         self.events.pop_front()
     }
 
-    /// A rendezvous datagram from `from`. Returns whether it was believed.
+    /// A rendezvous datagram from `from`, over UDP. Returns whether it was believed.
     pub fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> bool {
+        self.handle_via(now, from, datagram, Carrier::Udp)
+    }
+
+    /// A rendezvous datagram from `from` that came over `carrier`. Returns
+    /// whether it was believed. A relay that answers over UDP while we use
+    /// TCP there shows UDP works again.
+    pub fn handle_via(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+        carrier: Carrier,
+    ) -> bool {
         let Some(message) = Message::decode(datagram) else {
             return false;
         };
@@ -409,23 +501,42 @@ impl Client {
         };
         let r = &mut self.relays[i];
         let relay = r.addr;
+        let current = carrier == r.carrier.carrier();
+        let mut sealed = false;
         match message {
             Message::Cookie { echo, cookie } if r.nonces.contains(&echo) => {
-                r.cookie = cookie;
-                r.next = now;
+                r.cookies[carrier.index()] = cookie;
+                if current {
+                    r.next = now;
+                } else if carrier == Carrier::Udp {
+                    // A proved probe with it moves our end back to UDP.
+                    r.carrier.probe_now(now);
+                }
             }
+            // A probe's refusal says nothing of the carrier in use.
             Message::Refused { echo, why } if r.nonces.contains(&echo) => {
-                self.events.push_back(Event::Refused { relay, why });
+                if current {
+                    self.events.push_back(Event::Refused { relay, why });
+                }
             }
             Message::Sealed(s) if r.nonces.contains(&s.echo) => {
                 let Some(answer) = r.open(&s) else {
                     return false;
                 };
                 self.on_answer(now, i, answer);
+                sealed = true;
             }
             _ => return false,
         }
-        self.relays[i].answered = true;
+        let r = &mut self.relays[i];
+        r.answered = true;
+        if r.carrier.on_answer(carrier, sealed).is_some() {
+            // Back on UDP: the relay moved our end there; confirm at once
+            // over UDP, so that no request still queued on the stream
+            // moves it back for long.
+            r.next = now;
+            self.events.push_back(Event::Carrier { relay, tcp: false });
+        }
         true
     }
 
@@ -494,6 +605,15 @@ impl Client {
 }
 
 impl RelayEnd {
+    /// When the carrier next has something to decide or probe: probes need
+    /// keys agreed (they are proved, so the relay can move our end).
+    fn carrier_timeout(&self) -> Option<Instant> {
+        match self.carrier.carrier() {
+            Carrier::Tcp if self.keys.is_none() || self.leave => None,
+            _ => self.carrier.poll_timeout(),
+        }
+    }
+
     /// The next request, sent now, releases our pair here.
     fn ask_release(&mut self, now: Instant) {
         self.release = true;

@@ -15,6 +15,7 @@
 //! session on top is sealed end to end: the relay sees ciphertext, and
 //! the handshake binds the two ends, not the relay.
 
+mod carrier;
 mod client;
 mod hosts;
 mod punch;
@@ -22,6 +23,7 @@ mod seal;
 mod server;
 pub mod wire;
 
+pub use carrier::{Carrier, TCP_AFTER, UDP_PROBE};
 pub use client::{
     host_candidates, same_addr, Client, Event, Role, FIRST_RETRY, MAX_RETRY, REFRESH,
     SILENT_REFRESH,
@@ -65,5 +67,7 @@ fn handle(kind: &[u8], value: &[u8]) -> Handle {
 
 #[cfg(test)]
 mod attack_tests;
+#[cfg(test)]
+mod carrier_tests;
 #[cfg(test)]
 mod tests;

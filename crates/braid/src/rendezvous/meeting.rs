@@ -6,13 +6,15 @@
 //! is each address that answered a punch).
 //!
 //! All of it runs on the session's own socket: the address a relay sees
-//! is the NAT mapping the direct connection will use.
+//! is the NAT mapping the direct connection will use. When the core moves
+//! a relay to TCP ([`Event::Carrier`]), the socket carries everything to
+//! that relay over a TCP stream until the core moves it back.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use braid_proto::rendezvous::{same_addr, Client, Event, Refusal};
+use braid_proto::rendezvous::{same_addr, Carrier, Client, Event, Refusal};
 use braid_proto::Ecn;
 use tokio::sync::{mpsc, Notify};
 
@@ -49,6 +51,9 @@ pub struct RelayView {
     /// Whether it ever answered us: one that never did may be down, or
     /// UDP to it blocked.
     pub answered: bool,
+    /// Whether our datagrams to it go over TCP now (its UDP did not
+    /// answer, or TCP was asked for).
+    pub tcp: bool,
 }
 
 /// What the relays and the punching found so far.
@@ -111,9 +116,19 @@ impl Drop for Meeting {
         let now = clock::now();
         let mut client = lock(&self.shared.client);
         client.leave(now);
-        let io = &self.shared.endpoint.inner.io;
-        while let Some((to, bytes)) = client.poll_transmit(now) {
-            let _ = io.try_send_to(to, &bytes);
+        let inner = &self.shared.endpoint.inner;
+        while let Some((to, bytes, carrier)) = client.poll_transmit_on(now) {
+            match carrier {
+                Carrier::Tcp => inner.try_send_to(to, &bytes),
+                Carrier::Udp => {
+                    let _ = inner.io.try_send_to(to, &bytes);
+                }
+            }
+        }
+        drop(client);
+        // The goodbyes queued on a stream are written before it closes.
+        for r in lock(&self.shared.reach).relays.iter().filter(|r| r.tcp) {
+            inner.carry_over_udp(r.relay);
         }
     }
 }
@@ -132,10 +147,14 @@ impl Meeting {
                 paired_at: None,
                 refused: None,
                 answered: false,
+                tcp: false,
             })
             .collect();
         let seed = crate::endpoint::os_seed();
         let mut client = Client::new(clock::now(), role, at.handle, &at.relays, at.direct, seed);
+        if at.tcp_only {
+            client.use_tcp_only();
+        }
         let local = endpoint.local_addr();
         client.set_candidates(&super::candidates::local_addresses(local));
         let shared = Arc::new(MeetingShared {
@@ -280,6 +299,29 @@ fn apply(m: &MeetingShared, event: Event) {
         Event::Reachable(addr) => {
             reach.direct.push((addr, std::time::Instant::now()));
         }
+        Event::Carrier { relay, tcp } => {
+            let i = view(&mut reach, relay);
+            reach.relays[i].tcp = tcp;
+            drop(reach);
+            if tcp {
+                m.endpoint.inner.carry_over_tcp(relay);
+            } else {
+                m.endpoint.inner.carry_over_udp(relay);
+            }
+        }
+    }
+}
+
+/// Sends one of the meeting's datagrams over the carrier the core says.
+async fn send(m: &MeetingShared, to: SocketAddr, bytes: &[u8], carrier: Carrier) {
+    match carrier {
+        Carrier::Tcp => m.endpoint.inner.try_send_to(to, bytes),
+        // Awaited: a fresh socket is not yet known to be writable, and a
+        // `try_` send would drop the first request. From the socket even
+        // while a stream carries the rest: this is how UDP is probed.
+        Carrier::Udp => {
+            let _ = m.endpoint.inner.io.send(to, Ecn::NotEct, bytes, None).await;
+        }
     }
 }
 
@@ -294,26 +336,25 @@ fn note_answer(m: &MeetingShared, from: SocketAddr) -> bool {
 }
 
 async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
-    let io = m.endpoint.inner.io.clone();
     let mut next_check = clock::now();
     loop {
         let now = clock::now();
         let (sends, events, wake_at) = {
             let mut c = lock(&m.client);
-            let sends: Vec<_> = std::iter::from_fn(|| c.poll_transmit(now)).collect();
+            let sends: Vec<_> = std::iter::from_fn(|| c.poll_transmit_on(now)).collect();
             let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
             (sends, events, c.poll_timeout())
         };
-        for (to, bytes) in sends {
-            // Awaited: a fresh socket is not yet known to be writable, and
-            // a `try_` send would drop the first request.
-            let _ = io.send(to, Ecn::NotEct, &bytes, None).await;
-        }
+        // Events first: a stream the core just asked for carries the
+        // requests that follow.
         if !events.is_empty() {
             for e in events {
                 apply(&m, e);
             }
             m.changed.notify_waiters();
+        }
+        for (to, bytes, carrier) in sends {
+            send(&m, to, &bytes, carrier).await;
         }
         if now >= next_check {
             next_check = now + CHECK_PATHS;
@@ -341,12 +382,12 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
             _ = m.wake.notified() => continue,
             _ = sleep => continue,
         };
-        let Some((from, bytes)) = received else {
+        let Some((from, bytes, carrier)) = received else {
             return;
         };
         let answered = {
             let mut c = lock(&m.client);
-            c.handle(clock::now(), from, &bytes) && c.has_answered(from)
+            c.handle_via(clock::now(), from, &bytes, carrier) && c.has_answered(from)
         };
         if answered && note_answer(&m, from) {
             m.changed.notify_waiters();

@@ -8,14 +8,18 @@
 mod candidates;
 mod meeting;
 mod relay;
+mod relay_tcp;
 
+pub use crate::tcp_carrier::MAX_FRAME;
 use braid_proto::rendezvous::OTHER_RELAYS_GRACE;
 pub use braid_proto::rendezvous::{
     code_handle, key_handle, Handle, Refusal, Refusals, ServerConfig, ServerStats,
 };
+pub use braid_proto::rendezvous::{Carrier, TCP_AFTER};
 pub(crate) use meeting::INBOX;
 pub use meeting::{MeetRole, Meeting, Reach, RelayView};
 pub use relay::RendezvousRelay;
+pub use relay_tcp::{TcpOptions, TcpStats, CLOSED_FOR};
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -41,6 +45,10 @@ pub struct Rendezvous {
     /// How long to wait for a first answer from any relay before giving
     /// up ([`Error::NoRelayAnswered`]); [`RELAY_TIMEOUT`] by default.
     pub relay_timeout: Duration,
+    /// Reach the relays over TCP from the start, never over UDP (a
+    /// network known to block UDP). Otherwise a relay whose UDP does not
+    /// answer for [`TCP_AFTER`] is reached over TCP until it does.
+    pub tcp_only: bool,
 }
 
 impl Rendezvous {
@@ -51,6 +59,7 @@ impl Rendezvous {
             handle,
             direct: true,
             relay_timeout: RELAY_TIMEOUT,
+            tcp_only: false,
         }
     }
 }
