@@ -503,7 +503,7 @@ fn bench_reach_on_one_lan_and_with_udp_blocked() {
             .unwrap();
     let runs = report["runs"].as_array().unwrap();
     // Without --croc, croc's cases are left out.
-    assert_eq!(runs.len(), 3, "{stderr}");
+    assert_eq!(runs.len(), 4, "{stderr}");
     for run in runs {
         let case = &report["cases"][run["case"].as_u64().unwrap() as usize];
         let name = case["name"].as_str().unwrap();
@@ -514,7 +514,10 @@ fn bench_reach_on_one_lan_and_with_udp_blocked() {
                 assert!(run["validated_ms"].is_f64(), "{name}: no direct path");
             }
             "same LAN, braid --to LAN address" => assert_eq!(run["verified"], true),
-            "UDP blocked, braid" => {
+            // Over TCP to the relay, after 3 s of UDP silence.
+            "UDP blocked, braid" => assert_eq!(run["verified"], true, "{name}: {}", run["error"]),
+            // A relay without TCP: no way through, said within 10 s.
+            "UDP blocked, braid, relay without TCP" => {
                 assert_eq!(run["verified"], false);
                 assert_eq!(
                     run["error_codes"],

@@ -168,6 +168,8 @@ pub struct Case {
     pub expect: Expect,
     /// The sites' routers drop all UDP out.
     pub block_udp: bool,
+    /// The relays also listen on TCP (`braid relay --serve` does by default).
+    pub relay_tcp: bool,
     /// Key mode: after a first transfer the receiver is restarted at once
     /// and a second sender comes.
     pub key_restart: bool,
@@ -567,6 +569,9 @@ fn start_relays(
         let addr = lab.relay_addr(r, RELAY_PORT).to_string();
         let mut cmd = lab.command(Node::relay(r), &ctx.exe)?;
         cmd.args(["relay", "--serve", &addr]);
+        if !case.relay_tcp {
+            cmd.arg("--no-tcp");
+        }
         let p = procs.start(&relay_name(r), cmd)?;
         if wait {
             p.wait_for(READY_LIMIT, |l| l.text.starts_with("relay serving on "))?;

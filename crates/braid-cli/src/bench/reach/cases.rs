@@ -35,9 +35,12 @@ pub enum Expect {
     },
 }
 
-/// What UDP blocked must do: fail, naming the cause. (When braid reaches
-/// relays over TCP, this becomes [`Expect::Verified`].)
-pub const UDP_BLOCKED: Expect = Expect::Fails {
+/// What UDP blocked must do: complete, through the relay over TCP.
+pub const UDP_BLOCKED: Expect = Expect::Verified;
+
+/// What UDP blocked must do when the relay does not listen on TCP: fail
+/// fast, naming the cause.
+pub const UDP_BLOCKED_NO_TCP: Expect = Expect::Fails {
     code: "no_relay",
     exit: 3,
     within_s: 10.0,
@@ -57,6 +60,7 @@ impl Case {
             program: Program::Braid,
             expect: Expect::Verified,
             block_udp: false,
+            relay_tcp: true,
             key_restart: false,
         }
     }
@@ -126,6 +130,11 @@ pub fn more(parts: &[Part]) -> Vec<Case> {
         out.push(Case {
             expect: UDP_BLOCKED,
             ..blocked("UDP blocked, braid")
+        });
+        out.push(Case {
+            expect: UDP_BLOCKED_NO_TCP,
+            relay_tcp: false,
+            ..blocked("UDP blocked, braid, relay without TCP")
         });
         out.push(blocked("UDP blocked, croc").croc());
     }

@@ -348,7 +348,7 @@ impl Report {
                 met: targeted.then_some(s.verified == s.runs),
             });
         }
-        v.extend(super::report_more::verdicts(self));
+        v.extend(super::report_more::verdicts(self, relay_mbit));
         self.verdicts = v;
         // Relay cost, for what it is.
         let alive: Vec<&super::RelayUse> = self

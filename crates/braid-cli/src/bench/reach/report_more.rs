@@ -80,7 +80,8 @@ fn direct_text(s: &Summary) -> String {
     )
 }
 
-pub fn verdicts(r: &Report) -> Vec<Verdict> {
+/// The new parts' verdicts; `relay_mbit` is a relay link's rate, where known.
+pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
     let mut v = Vec::new();
     lan_verdicts(r, &mut v);
     for s in of(r, Part::Cgnat).filter(|s| s.program == Program::Braid) {
@@ -114,7 +115,19 @@ pub fn verdicts(r: &Report) -> Vec<Verdict> {
             Expect::Verified if s.program == Program::Croc => {
                 (format!("{}: croc reaches its relay over TCP (no target)", s.case), None)
             }
-            Expect::Verified => (format!("{}: every transfer verified", s.case), Some(s.verified == s.runs)),
+            Expect::Verified => match relay_mbit {
+                Some(cap) => (
+                    format!(
+                        "{}: every transfer verified over TCP, goodput ≥ 80 % of the relay's link",
+                        s.case
+                    ),
+                    Some(s.verified == s.runs && s.goodput_mbps.is_some_and(|g| g >= 0.8 * cap)),
+                ),
+                None => (
+                    format!("{}: every transfer verified", s.case),
+                    Some(s.verified == s.runs),
+                ),
+            },
         };
         let measured = match case.expect {
             Expect::Fails { .. } => format!(
@@ -127,10 +140,17 @@ pub fn verdicts(r: &Report) -> Vec<Verdict> {
                 s.error_codes.join(", ")
             ),
             Expect::Verified => format!(
-                "{} of {} verified; wall {} s",
+                "{} of {} verified; wall {} s; goodput {} Mbit/s{}",
                 s.verified,
                 s.runs,
-                f(s.wall_s, 2)
+                f(s.wall_s, 2),
+                f(s.goodput_mbps, 1),
+                match (relay_mbit, s.goodput_mbps) {
+                    (Some(cap), Some(g)) if s.program == Program::Braid => {
+                        format!(" ({:.0} % of {cap:.0})", g / cap * 100.0)
+                    }
+                    _ => String::new(),
+                }
             ),
         };
         v.push(Verdict {
@@ -210,7 +230,8 @@ fn blocked_table(r: &Report, md: &mut String) {
     }
     md.push_str(
         "\n## UDP blocked (the sites' routers drop all UDP out)\n\nBoth braid ends start at \
-         once; time to fail from each one's start. croc reaches its relay over TCP.\n\n\
+         once; braid's ends reach the relay over TCP after 3 s of UDP silence, as croc \
+         does throughout.\n\n\
          | case | runs | as expected | verified | sender fails after s | receiver fails after s | codes (sender / receiver) | wall s |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
