@@ -466,14 +466,33 @@ impl Session {
     }
 }
 
+/// As [`add_path`], unless the session already has a connection to
+/// `remote` (checked under the same lock, so two callers add one).
+pub(crate) fn add_path_if_new(
+    shared: &Arc<Shared>,
+    endpoint: &Endpoint,
+    remote: SocketAddr,
+) -> Option<PathId> {
+    open_route(shared, endpoint, remote, true)
+}
+
 /// See [`Session::add_path`].
 pub(crate) fn add_path(
     shared: &Arc<Shared>,
     endpoint: &Endpoint,
     remote: SocketAddr,
 ) -> Option<PathId> {
+    open_route(shared, endpoint, remote, false)
+}
+
+fn open_route(
+    shared: &Arc<Shared>,
+    endpoint: &Endpoint,
+    remote: SocketAddr,
+    only_new: bool,
+) -> Option<PathId> {
     let mut g = shared.lock();
-    if g.done {
+    if g.done || (only_new && g.proto.path_to(remote).is_some()) {
         return None;
     }
     let id = g.proto.open_path(clock::now(), remote)?;

@@ -255,17 +255,20 @@ fn add(m: &MeetingShared, remote: SocketAddr) {
     let Some(shared) = lock(&m.session).as_ref().and_then(Weak::upgrade) else {
         return;
     };
-    let known = shared.lock().proto.path_to(remote).is_some();
-    if !known {
-        crate::endpoint::add_path(&shared, &m.endpoint, remote);
-    }
+    crate::endpoint::add_path_if_new(&shared, &m.endpoint, remote);
 }
 
-/// Records what the core found, and opens the connections it says.
+/// Records what the core found, and opens the connections it says:
+/// recorded first, so that [`Meeting::attach`], which reads the record
+/// after setting the session, misses none.
 fn apply(m: &MeetingShared, event: Event) {
+    record(m, event);
     if let Some(to) = event.connection(m.role) {
         add(m, to);
     }
+}
+
+fn record(m: &MeetingShared, event: Event) {
     let mut reach = lock(&m.reach);
     let view = |reach: &mut Reach, relay| {
         reach
