@@ -177,15 +177,21 @@ mod tests {
             Part::Rebinding,
             Part::KeyRestart,
         ]);
-        assert_eq!(all.len(), 3 + 4 + 1 + 2 + 2 + 1);
+        assert_eq!(all.len(), 3 + 4 + 1 + 3 + 2 + 1);
         let names: std::collections::HashSet<&str> = all.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names.len(), all.len(), "names are unique");
         let direct = all.iter().find(|c| c.name == LAN_DIRECT).unwrap();
         assert!(direct.direct_only && direct.relays.is_empty());
         assert_eq!(direct.topology, Topology::SameLan);
         let blocked = all.iter().find(|c| c.name == "UDP blocked, braid").unwrap();
-        assert!(blocked.block_udp);
+        assert!(blocked.block_udp && blocked.relay_tcp);
         assert_eq!(blocked.expect, UDP_BLOCKED);
+        let no_tcp = all
+            .iter()
+            .find(|c| c.name == "UDP blocked, braid, relay without TCP")
+            .unwrap();
+        assert!(no_tcp.block_udp && !no_tcp.relay_tcp);
+        assert_eq!(no_tcp.expect, UDP_BLOCKED_NO_TCP);
         assert!(all
             .iter()
             .filter(|c| c.program == Program::Croc)
