@@ -477,3 +477,31 @@ fn a_relay_has_answered_only_once_an_answer_to_us_arrived() {
     assert!(c.has_answered(addr("[::ffff:198.51.100.9]:7000")));
     assert!(!c.has_answered(silent));
 }
+
+#[test]
+fn only_local_addresses_a_peer_elsewhere_could_use_are_offered_at_most_four() {
+    let sa = |s: &str| -> SocketAddr { s.parse().unwrap() };
+    let local = [
+        sa("127.0.0.1:4000"),
+        sa("0.0.0.0:4000"),
+        sa("169.254.3.4:4000"),
+        sa("[fe80::1]:4000"),
+        sa("[::1]:4000"),
+        sa("224.0.0.1:4000"),
+        sa("192.168.1.20:0"),
+        sa("192.168.1.20:4000"),
+        sa("[::ffff:192.168.1.20]:4000"),
+        sa("10.0.0.5:4000"),
+        sa("172.16.0.9:4000"),
+        sa("[2001:db8::20]:4000"),
+    ];
+    assert_eq!(
+        super::host_candidates(&local),
+        vec![
+            sa("192.168.1.20:4000"),
+            sa("[2001:db8::20]:4000"),
+            sa("10.0.0.5:4000"),
+            sa("172.16.0.9:4000"),
+        ]
+    );
+}
