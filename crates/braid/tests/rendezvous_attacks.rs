@@ -191,13 +191,15 @@ async fn a_squatter_with_the_receivers_key_holds_the_pair_only_until_its_idle_se
     let (squat, _her_meeting) = connect_via(Some(addr("127.0.0.2:0")), &meet, client_cfg.clone())
         .await
         .unwrap();
-    // Every session the listener takes: the first that carries data wins.
+    // Every session the listener takes: the first that carries data wins,
+    // and is kept open until the sender has shut down (dropping it would
+    // abort the session under the sender's shutdown).
     let got = tokio::spawn(async move {
         loop {
             let mut s = listener.accept().await.unwrap();
             let mut got = Vec::new();
             if s.read_to_end(&mut got).await.is_ok() && !got.is_empty() {
-                return got;
+                return (got, s);
             }
         }
     });
@@ -207,7 +209,7 @@ async fn a_squatter_with_the_receivers_key_holds_the_pair_only_until_its_idle_se
     let data = content(1 << 20);
     s.write_all(&data).await.unwrap();
     s.shutdown().await.unwrap();
-    assert_eq!(got.await.unwrap(), data);
+    assert_eq!(got.await.unwrap().0, data);
     drop(squat);
     // Her session is closed after 1 s without data, the receiver releases
     // the pair, and the real sender's next request pairs it.
