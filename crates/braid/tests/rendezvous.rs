@@ -11,7 +11,7 @@ use braid::rendezvous::{
 };
 use braid::{Listener, SessionConfig};
 use braid_proto::rendezvous::{is_rendezvous, Server};
-use common::{code_cfg as cfg, content, CODE};
+use common::{code_cfg as cfg, content, receive, CODE};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,18 +20,6 @@ use tokio::net::UdpSocket;
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
-}
-
-/// Receives one stream on `listener` and answers with its length.
-fn receive(listener: Listener) -> tokio::task::JoinHandle<anyhow::Result<Vec<u8>>> {
-    tokio::spawn(async move {
-        let mut s = listener.accept().await?;
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await?;
-        s.write_all(&(got.len() as u64).to_be_bytes()).await?;
-        s.shutdown().await?;
-        Ok(got)
-    })
 }
 
 async fn send(s: &mut braid::Session, data: &[u8]) -> anyhow::Result<()> {

@@ -11,7 +11,7 @@ use braid::rendezvous::{
     code_handle, connect_via, Meeting, Reach, Rendezvous, RendezvousRelay, ServerConfig, TcpOptions,
 };
 use braid::Listener;
-use common::{code_cfg as cfg, content, CODE};
+use common::{code_cfg as cfg, content, receive, CODE};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -111,21 +111,15 @@ fn relay_only(relay: SocketAddr) -> Rendezvous {
     }
 }
 
-fn receive(listener: Listener) -> tokio::task::JoinHandle<anyhow::Result<Vec<u8>>> {
-    tokio::spawn(async move {
-        let mut s = listener.accept().await?;
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await?;
-        s.write_all(&(got.len() as u64).to_be_bytes()).await?;
-        s.shutdown().await?;
-        Ok(got)
-    })
-}
-
 async fn wait(m: &Meeting, what: &str, within: Duration, done: impl Fn(&Reach) -> bool) {
     tokio::time::timeout(within, m.wait_until(done))
         .await
         .unwrap_or_else(|_| panic!("{what} within {within:?}: {:?}", m.reach()));
+}
+
+/// Waits until the first relay registered `m`.
+async fn registered(m: &Meeting, within: Duration) {
+    wait(m, "registered", within, |r| r.relays[0].reflexive.is_some()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,14 +128,7 @@ async fn with_udp_dropped_both_ends_move_to_tcp_and_a_transfer_completes() {
     let listener = Listener::bind(addr("127.0.0.1:0"), cfg()).unwrap();
     let registration = listener.register_at(&relay_only(at));
     let started = std::time::Instant::now();
-    let registered = |r: &Reach| r.relays[0].reflexive.is_some();
-    wait(
-        &registration,
-        "registered",
-        Duration::from_secs(8),
-        registered,
-    )
-    .await;
+    registered(&registration, Duration::from_secs(8)).await;
     // Not before UDP had its three seconds.
     assert!(started.elapsed() >= Duration::from_millis(2900));
     assert!(registration.reach().relays[0].tcp);
@@ -177,14 +164,7 @@ async fn tcp_only_goes_over_tcp_at_once_even_where_udp_answers() {
     };
     let listener = Listener::bind(addr("127.0.0.1:0"), cfg()).unwrap();
     let registration = listener.register_at(&at);
-    let registered = |r: &Reach| r.relays[0].reflexive.is_some();
-    wait(
-        &registration,
-        "registered",
-        Duration::from_secs(2),
-        registered,
-    )
-    .await;
+    registered(&registration, Duration::from_secs(2)).await;
     let got = receive(listener);
     let (mut s, meeting) = connect_via(None, &at, cfg()).await.unwrap();
     let data = content(2 << 20);
@@ -213,14 +193,7 @@ async fn when_udp_returns_mid_transfer_both_ends_move_back_to_it() {
     let (relay, gate, at) = relay_behind_gate().await;
     let listener = Listener::bind(addr("127.0.0.1:0"), cfg()).unwrap();
     let registration = listener.register_at(&relay_only(at));
-    let registered = |r: &Reach| r.relays[0].reflexive.is_some();
-    wait(
-        &registration,
-        "registered",
-        Duration::from_secs(8),
-        registered,
-    )
-    .await;
+    registered(&registration, Duration::from_secs(8)).await;
     let got = receive(listener);
     let (mut s, meeting) = connect_via(None, &relay_only(at), cfg()).await.unwrap();
     assert!(meeting.reach().relays[0].tcp);

@@ -117,6 +117,19 @@ impl Host {
         self.sessions.first()
     }
 
+    /// When a relay first paired us, and every relay that did (each once).
+    pub fn pairings(&self) -> (Option<Instant>, Vec<SocketAddr>) {
+        let paired = self.events.iter().filter_map(|(t, e)| match e {
+            Event::Paired { relay, .. } => Some((*t, *relay)),
+            _ => None,
+        });
+        let first = paired.clone().next().map(|p| p.0);
+        let mut relays: Vec<SocketAddr> = paired.map(|p| p.1).collect();
+        relays.sort();
+        relays.dedup();
+        (first, relays)
+    }
+
     /// Whether `addr` is one of the relays.
     pub fn is_relay(&self, addr: SocketAddr) -> bool {
         self.relays.contains(&addr)
@@ -253,20 +266,9 @@ impl Host {
         let Some(cfg) = self.to_open.as_ref() else {
             return;
         };
-        let paired: Vec<(Instant, SocketAddr)> = self
-            .events
-            .iter()
-            .filter_map(|(t, e)| match e {
-                Event::Paired { relay, .. } => Some((*t, *relay)),
-                _ => None,
-            })
-            .collect();
-        let Some(&(first, _)) = paired.first() else {
+        let (Some(first), relays) = self.pairings() else {
             return;
         };
-        let mut relays: Vec<SocketAddr> = paired.iter().map(|p| p.1).collect();
-        relays.sort();
-        relays.dedup();
         if relays.len() < self.relays.len() && now < first + rendezvous::OTHER_RELAYS_GRACE {
             return;
         }

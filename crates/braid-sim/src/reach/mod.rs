@@ -245,19 +245,8 @@ fn outcome(s: &ReachSetup, w: &World, event_at: Option<Instant>) -> ReachOutcome
             _ => None,
         })
     };
-    let paired: Vec<(Instant, SocketAddr)> = sender
-        .events
-        .iter()
-        .filter_map(|(t, e)| match e {
-            Event::Paired { relay, .. } => Some((*t, *relay)),
-            _ => None,
-        })
-        .collect();
-    let mut relays_paired: Vec<SocketAddr> = paired.iter().map(|p| p.1).collect();
-    relays_paired.sort();
-    relays_paired.dedup();
+    let (first_paired, relays_paired) = sender.pairings();
     let start = Instant::ZERO + s.sender_starts;
-    let first_paired = paired.first().map(|p| p.0);
     let since_paired = |host: &Host| Some(found(host, first_paired?)? - ms(first_paired?));
     let session = sender.session();
     let direct = |id| {

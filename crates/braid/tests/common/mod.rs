@@ -77,3 +77,15 @@ pub fn code_cfg() -> SessionConfig {
         ..SessionConfig::default()
     }
 }
+
+/// Receives one stream on `listener` and answers with its length.
+pub fn receive(listener: braid::Listener) -> tokio::task::JoinHandle<anyhow::Result<Vec<u8>>> {
+    tokio::spawn(async move {
+        let mut s = listener.accept().await?;
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await?;
+        s.write_all(&(got.len() as u64).to_be_bytes()).await?;
+        s.shutdown().await?;
+        Ok(got)
+    })
+}
