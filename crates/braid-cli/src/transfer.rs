@@ -125,6 +125,9 @@ pub async fn send(
     if !session.use_generated_content(stream.content()) {
         bail!("the session was written to before the transfer");
     }
+    if let Some(size) = header.size {
+        session.announce_len(skip + size + HASH_LEN as u64);
+    }
     // The header leaves with the first chunk: alone it would be the whole
     // first flight, and BBR measures the path from that flight's ACKs.
     let mut pending_header = Some(header.encode());

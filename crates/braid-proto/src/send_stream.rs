@@ -82,6 +82,8 @@ pub(crate) struct SendStream {
     lost: BTreeSet<u64>,
     /// Set by `finish`: the stream ends at `written`.
     finishing: bool,
+    /// Where the application said the stream will end (`announce_len`).
+    announced_end: Option<u64>,
     fin_sent: bool,
     /// Everything, FIN included, has been acknowledged.
     complete: bool,
@@ -109,6 +111,7 @@ impl SendStream {
             segments: DequeMap::default(),
             lost: BTreeSet::new(),
             finishing: false,
+            announced_end: None,
             fin_sent: false,
             complete: false,
             max_data,
@@ -170,6 +173,36 @@ impl SendStream {
 
     pub fn finish(&mut self) {
         self.finishing = true;
+    }
+
+    /// The application's word that the stream will be `total` bytes long
+    /// (a file's size): the scheduler then knows what is still to come.
+    pub fn announce_len(&mut self, total: u64) {
+        self.announced_end = Some(total);
+    }
+
+    /// Whether the application said how long the stream will be.
+    pub fn is_len_announced(&self) -> bool {
+        self.announced_end.is_some()
+    }
+
+    /// What the faster connections would deliver before a packet sent
+    /// now on a slower one is needed: the backlog waiting to be sent, as
+    /// ECF has it (`None` while the application may write more than the
+    /// buffer holds). Once the length is announced, also what is yet to
+    /// be written, and at most the receiver's window, since nothing runs
+    /// further ahead of a byte still on its way (multipath head-of-line
+    /// blocking).
+    pub fn ahead(&self) -> Option<u64> {
+        let Some(end) = self.announced_end else {
+            return (!self.is_buffer_limited()).then(|| self.backlog());
+        };
+        let to_write = end.saturating_sub(self.written);
+        let known = match self.finishing {
+            true => self.backlog(),
+            false => self.backlog() + to_write,
+        };
+        Some(known.min(self.max_data.saturating_sub(self.base)))
     }
 
     /// Whether the application may have more to write than the buffer took:
@@ -538,6 +571,22 @@ mod tests {
         assert_eq!(s.peek(), None, "two segments outstanding fill the window");
         s.on_acked(0);
         assert_eq!(s.peek().unwrap().offset, 15);
+    }
+
+    #[test]
+    fn what_is_ahead_counts_the_announced_rest_up_to_the_window() {
+        let mut s = SendStream::new(10, 16, 10, 1000);
+        s.write(&[1; 16]);
+        assert_eq!(s.ahead(), None, "the buffer is full and more may come");
+        s.announce_len(500);
+        assert!(s.is_len_announced());
+        assert_eq!(s.ahead(), Some(500), "16 buffered, 484 to write");
+        s.update_max_data(1000);
+        let mut small = SendStream::new(10, 16, 10, 100);
+        small.announce_len(500);
+        assert_eq!(small.ahead(), Some(100), "no further than the window");
+        s.finish();
+        assert_eq!(s.ahead(), Some(16), "finished early: only what was written");
     }
 
     #[test]

@@ -272,6 +272,14 @@ impl Session {
         }
     }
 
+    /// Says the stream we send will be `total` bytes long
+    /// ([`braid_proto::Session::announce_len`]): near its end, a slow
+    /// connection is left idle when the faster ones would deliver the rest
+    /// first.
+    pub fn announce_len(&self, total: u64) {
+        self.shared.lock().proto.announce_len(total);
+    }
+
     /// Ends our direction of the stream after what was written, without
     /// waiting for the peer to acknowledge it (`shutdown` waits). A side
     /// whose answer comes on the other direction (a verdict) reads it

@@ -18,6 +18,7 @@
 mod carrier;
 mod client;
 mod hosts;
+mod opening;
 mod punch;
 mod seal;
 mod server;
@@ -28,11 +29,9 @@ pub use client::{
     host_candidates, same_addr, Client, Event, Role, FIRST_RETRY, MAX_RETRY, REFRESH,
     SILENT_REFRESH,
 };
+pub use opening::{Found, Opening, DIRECT_GRACE, OTHER_RELAYS_GRACE};
 pub use punch::{Puncher, PUNCH_FOR, PUNCH_INTERVAL};
 pub use server::{Handle, Refusals, Server, ServerConfig, ServerStats, REPLACE_AFTER};
-/// After the first relay paired a sender, how long the others get to pair
-/// before its session opens without them (they join it later).
-pub const OTHER_RELAYS_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 pub use wire::{is_rendezvous, Message, Refusal, MAX_CANDIDATES};
 

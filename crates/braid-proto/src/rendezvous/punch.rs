@@ -54,6 +54,8 @@ struct Target {
     /// Peer-reflexive: punches it may still get, one per punch it sent.
     /// `None` for an address a relay reported.
     credit: Option<u32>,
+    /// A punch from it brought our next punch forward once already.
+    triggered: bool,
 }
 
 impl Target {
@@ -137,6 +139,7 @@ impl Puncher {
             sent: 0,
             answered: false,
             credit,
+            triggered: false,
         };
         if let Some(t) = self.targets.iter_mut().find(|t| t.addr == addr) {
             let quiet = t.answered || now >= t.until;
@@ -149,6 +152,15 @@ impl Puncher {
                 (Some(_), Some(c)) if !t.answered => {
                     t.credit = Some((c + 1).min(MAX_CREDIT));
                     t.until = t.until.max(now + PUNCH_FOR);
+                }
+                // A punch from an address we punch: our next goes at once
+                // (ICE's triggered check, RFC 8445 section 7.3.1.4), so
+                // the way is proven a round trip after the later side
+                // learned of it. Once per target: replays cannot make us
+                // punch faster.
+                (Some(_), None) if !t.answered && !t.triggered && now < t.until => {
+                    t.triggered = true;
+                    t.next = now;
                 }
                 (Some(_), _) => {}
             }
@@ -390,5 +402,30 @@ mod tests {
         let (nonce, _, _) = punch_of(&p.poll_transmit(later).unwrap().1);
         assert!(p.handle(later, x, nonce, true, &punch_mac(&[1; 16], nonce, true)));
         assert_eq!(p.poll_reachable(), Some(x), "reachable again");
+    }
+
+    #[test]
+    fn a_punch_from_an_address_we_punch_brings_ours_forward_once() {
+        let x = sa("192.168.1.20:5000");
+        let mut p = Puncher::new([1; 32]);
+        p.add_peer(Instant::ZERO, x, [1; 16]);
+        assert!(p.poll_transmit(Instant::ZERO).is_some());
+        let soon = Instant::ZERO + Duration::from_millis(3);
+        assert!(p.poll_transmit(soon).is_none(), "next one not yet due");
+        // Its punch is answered, and ours goes at once.
+        let punch = punch_mac(&[1; 16], 5, false);
+        assert!(p.handle(soon, x, 5, false, &punch));
+        let (_, answer, _) = punch_of(&p.poll_transmit(soon).unwrap().1);
+        assert!(answer);
+        let (_, answer, _) = punch_of(&p.poll_transmit(soon).unwrap().1);
+        assert!(!answer, "the triggered punch");
+        // A replay of it is answered, but brings nothing forward.
+        let later = soon + Duration::from_millis(1);
+        assert!(p.handle(later, x, 5, false, &punch));
+        assert!(p.poll_transmit(later).is_some(), "the answer");
+        assert!(
+            p.poll_transmit(later).is_none(),
+            "no second triggered punch"
+        );
     }
 }

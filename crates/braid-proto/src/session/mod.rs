@@ -495,6 +495,15 @@ impl Session {
         }
     }
 
+    /// Says the stream we send will be `total` bytes long (a file's size,
+    /// with what goes before it), so that near its end the scheduler
+    /// leaves a slow connection idle when the faster ones would deliver
+    /// the rest before a packet sent there arrived. Only a hint: writing
+    /// more is allowed.
+    pub fn announce_len(&mut self, total: u64) {
+        self.streams.send.announce_len(total);
+    }
+
     /// Ends our direction of the stream after what was written (graceful close).
     pub fn finish(&mut self) {
         self.streams.send.finish();

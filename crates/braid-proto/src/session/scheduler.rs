@@ -40,15 +40,15 @@ const QUEUE_CAP_BDPS: u64 = 4;
 /// and whose queue is not capped (see `is_queue_capped`), the one where it
 /// would arrive earliest (unmeasured paths count as immediate, so they get
 /// measured), unless it is worth waiting for a faster one (see
-/// `is_worth_waiting`; `backlog` is `None` while the application may write
-/// more than the send buffer holds). When only pacing holds packets back,
-/// the paths remember when to wake.
+/// `is_worth_waiting`, over what `demand` says the faster ones may deliver
+/// first). When only pacing holds packets back, the paths remember when
+/// to wake.
 pub(super) fn pick_data_path(
     paths: &mut BTreeMap<PathId, Path>,
     now: Instant,
     charge: u64,
     segment_size: u64,
-    backlog: Option<u64>,
+    demand: Demand,
 ) -> Option<PathId> {
     let blind = blind_window(paths, segment_size);
     // Only the queue cap reads these, and only with several connections
@@ -66,14 +66,58 @@ pub(super) fn pick_data_path(
             })
             .collect(),
     };
-    let silent = backlog.map_or(Silence::default(), |_| Silence::of(paths, now));
+    let silent = demand
+        .backlog
+        .map_or(Silence::default(), |_| Silence::of(paths, now));
+    // Data sent blind on a connection of unknown delay holds the stream
+    // up for as long as it takes there (a relay's 30 ms against a LAN's
+    // 0.3). A transfer of known length, which ends when its last byte
+    // arrives, sends almost none: once one connection is measured, each
+    // other one waits for its first sample while anything of it is in
+    // flight (a handshake, a probe, or the one packet sent to measure
+    // it). An open-ended stream starts them blind, for throughput.
+    let hold_unmeasured = demand.known_len
+        && paths
+            .values()
+            .any(|p| p.is_usable() && p.rtt().has_sample());
     let (arrival, id) = earliest_ready(paths, now, charge, segment_size, |p| {
         p.is_validated()
+            && (p.rtt().has_sample() || !hold_unmeasured || !p.has_in_flight())
             && p.can_send_data(charge)
             && !is_queue_capped(p, charge, blind, &acks)
             && !silent.excludes(p)
     })?;
-    (!is_worth_waiting(paths, id, arrival, charge, backlog)).then_some(id)
+    // Waiting for a connection that went quiet (a NAT that rebound, a
+    // path cut) waits for nothing: a transfer of known length, whose
+    // window such a connection's losses hold, counts only those heard.
+    let counts = |p: &Path| !demand.known_len || heard_lately(p, now);
+    (!is_worth_waiting(paths, id, arrival, charge, demand.ahead, counts)).then_some(id)
+}
+
+/// What the stream asks of the scheduler.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Demand {
+    /// Bytes waiting to be sent; `None` while the application may write
+    /// more than the send buffer holds (bulk: no connection is avoided
+    /// for its silence).
+    pub backlog: Option<u64>,
+    /// What the faster connections may deliver first (see
+    /// `SendStream::ahead`); `None`: unbounded, no connection waits.
+    pub ahead: Option<u64>,
+    /// The application said how long the stream is: finish it soonest.
+    pub known_len: bool,
+}
+
+impl Demand {
+    /// A stream with `backlog` bytes waiting, its length not announced.
+    #[cfg(test)]
+    fn backlog(backlog: Option<u64>) -> Demand {
+        Demand {
+            backlog,
+            ahead: backlog,
+            known_len: false,
+        }
+    }
 }
 
 /// How long a connection may go unheard, while another is heard, before
@@ -192,15 +236,15 @@ fn blind_window(paths: &BTreeMap<PathId, Path>, segment_size: u64) -> Option<u64
 
 /// ECF (Lim et al., CoNEXT 2017), over N paths: whether the connections
 /// where a packet would arrive sooner than on `id` (at `arrival`) would
-/// deliver the `backlog` waiting to be sent before a packet sent now on
-/// `id` arrived. While the application may write more than the buffer
-/// holds, the backlog is unbounded (`None`) and no path waits.
+/// deliver the `backlog` bytes ahead of it before a packet sent now on
+/// `id` arrived (see [`Demand::ahead`]; unbounded, no path waits).
 fn is_worth_waiting(
     paths: &BTreeMap<PathId, Path>,
     id: PathId,
     arrival: Option<i64>,
     charge: u64,
     backlog: Option<u64>,
+    counts: impl Fn(&Path) -> bool,
 ) -> bool {
     let (Some(backlog), Some(arrival)) = (backlog, arrival) else {
         return false;
@@ -211,7 +255,8 @@ fn is_worth_waiting(
     let mut rate = 0.0;
     let mut first: Option<i64> = None;
     for p in paths.values() {
-        if p.id() == id || p.state() != PathState::Active || p.delivery_rate() <= 0.0 {
+        if p.id() == id || p.state() != PathState::Active || p.delivery_rate() <= 0.0 || !counts(p)
+        {
             continue;
         }
         let Some(t) = expected_arrival(p, charge).filter(|&t| t < arrival) else {
@@ -381,7 +426,13 @@ mod tests {
     fn the_path_that_acknowledges_sooner_takes_the_packet() {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
         let pick = |paths: &mut BTreeMap<PathId, Path>| {
-            pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, Some(1 << 20))
+            pick_data_path(
+                paths,
+                at(200),
+                SEGMENT_SIZE,
+                SEGMENT_SIZE,
+                Demand::backlog(Some(1 << 20)),
+            )
         };
         assert_eq!(pick(&mut paths), Some(PathId(1)));
         // With its window full, the packet goes to the other path.
@@ -399,7 +450,8 @@ mod tests {
         let fast = paths.get_mut(&PathId(1)).unwrap();
         fast.start_validation(at(200), 1200, Some([1; 8]));
         let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
-            pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, backlog)
+            let demand = Demand::backlog(backlog);
+            pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, demand)
         };
         assert_eq!(pick(&mut paths, Some(12_000)), None);
         assert_eq!(pick(&mut paths, Some(36_000)), None, "through by 70 ms");
@@ -409,6 +461,53 @@ mod tests {
         assert_eq!(pick(&mut paths, Some(72_000)), Some(PathId(0)));
         assert_eq!(pick(&mut paths, Some(1_000_000)), Some(PathId(0)));
         assert_eq!(pick(&mut paths, None), Some(PathId(0)), "unbounded backlog");
+    }
+
+    #[test]
+    fn a_slow_path_waits_when_the_receivers_window_would_stall_behind_it() {
+        // As above, with more to come than the buffer holds: a 36 kB
+        // receive window is through the fast path by 70 ms, so a packet
+        // arriving at 100 ms would hold the stream up; a 1 MB one is not.
+        let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
+        let fast = paths.get_mut(&PathId(1)).unwrap();
+        fast.start_validation(at(200), 1200, Some([1; 8]));
+        let pick = |paths: &mut BTreeMap<PathId, Path>, window| {
+            let demand = Demand {
+                backlog: None,
+                ahead: Some(window),
+                known_len: false,
+            };
+            pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, demand)
+        };
+        assert_eq!(pick(&mut paths, 36_000), None);
+        assert_eq!(pick(&mut paths, 1_000_000), Some(PathId(0)));
+    }
+
+    #[test]
+    fn a_transfer_of_known_length_sends_nothing_blind_beside_a_measured_path() {
+        let mut paths = paths(vec![measured(0, 20), path(1)]);
+        // The measured path's window is full: only the other has room.
+        let fast = paths.get_mut(&PathId(0)).unwrap();
+        while fast.can_send_data(SEGMENT_SIZE) {
+            send(fast, at(200), 1);
+        }
+        let pick = |paths: &mut BTreeMap<PathId, Path>, known_len| {
+            let demand = Demand {
+                backlog: None,
+                ahead: None,
+                known_len,
+            };
+            pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, demand)
+        };
+        // With nothing in flight there, one packet goes to measure it.
+        assert_eq!(pick(&mut paths, true), Some(PathId(1)));
+        send(paths.get_mut(&PathId(1)).unwrap(), at(200), 1);
+        assert_eq!(pick(&mut paths, true), None, "then it waits for its sample");
+        assert_eq!(
+            pick(&mut paths, false),
+            Some(PathId(1)),
+            "an open-ended stream goes on"
+        );
     }
 
     #[test]
@@ -425,7 +524,7 @@ mod tests {
             at(150),
             SEGMENT_SIZE,
             SEGMENT_SIZE,
-            Some(1 << 20),
+            Demand::backlog(Some(1 << 20)),
         );
         assert_eq!(pick, Some(PathId(1)));
     }

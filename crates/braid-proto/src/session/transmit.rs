@@ -4,7 +4,8 @@
 //! with an ACK riding along when one is owed there.
 
 use super::batch::Batch;
-use super::{scheduler, CloseCode, Session, State};
+use super::scheduler::{self, Demand};
+use super::{CloseCode, Session, State};
 use crate::crypto::UpdatePolicy;
 use crate::path::Path;
 use crate::send_stream::Pending;
@@ -511,7 +512,11 @@ impl Session {
             now,
             charge,
             u64::from(self.streams.send.segment_size),
-            backlog,
+            Demand {
+                backlog,
+                ahead: self.streams.send.ahead(),
+                known_len: self.streams.send.is_len_announced(),
+            },
         )?;
         self.send_segment(now, id, pending, buf)
     }

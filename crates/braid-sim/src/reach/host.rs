@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use braid_proto::rendezvous::{self, Client, Event, Role};
+use braid_proto::rendezvous::{self, Client, Event, Found, Opening, Role};
 use braid_proto::wire::Header;
 use braid_proto::{
     Datagram, DatagramEvent, Ecn, Endpoint, EndpointConfig, Instant, PathId, Security, Session,
@@ -41,6 +41,8 @@ pub(super) struct Host {
     pub events: Vec<(Instant, Event)>,
     /// A sender's session configuration, until it opens.
     to_open: Option<SessionConfig>,
+    /// When to look again whether to open it.
+    open_at: Option<Instant>,
     session_seed: [u8; 32],
     /// The application's bytes: a sender writes them, a receiver reads.
     pub transfer: Transfer,
@@ -98,6 +100,7 @@ impl Host {
             first_heard: BTreeMap::new(),
             events: Vec::new(),
             to_open,
+            open_at: None,
             session_seed,
             transfer: Transfer::new(content.0, content.1),
             established_at: None,
@@ -258,35 +261,63 @@ impl Host {
         }
     }
 
-    /// A sender opens its session once every relay paired it, or
-    /// [`rendezvous::OTHER_RELAYS_GRACE`] after the first did, with a
-    /// connection through each that did; the others, and the direct
-    /// addresses found, join it as the meeting finds them.
+    /// A sender opens its session when the core says
+    /// ([`rendezvous::Found::opening`]): once the relays paired it and a
+    /// punch was answered, or their graces passed. The other relays and
+    /// direct addresses join it as the meeting finds them.
     fn open_when_paired(&mut self, now: Instant) {
         let Some(cfg) = self.to_open.as_ref() else {
             return;
         };
-        let (Some(first), relays) = self.pairings() else {
-            return;
+        let to = match self.opening(now) {
+            Opening::Open(to) => to,
+            Opening::Wait(at) => {
+                self.open_at = at;
+                return;
+            }
         };
-        if relays.len() < self.relays.len() && now < first + rendezvous::OTHER_RELAYS_GRACE {
-            return;
-        }
         let cfg = SessionConfig {
-            paths: relays.len() as u8,
+            paths: to.len() as u8,
             ..cfg.clone()
         };
         let id = u64::from_be_bytes(self.session_seed[..8].try_into().unwrap());
         let mut s = Session::connect(cfg, id, now, self.session_seed).expect("a valid config");
-        for (i, &relay) in relays.iter().enumerate() {
-            s.set_remote(PathId(i as u8), relay);
+        for (i, &remote) in to.iter().enumerate() {
+            s.set_remote(PathId(i as u8), remote);
         }
         let taken = s.use_generated_content(self.transfer.content());
         debug_assert!(taken);
+        // As the file-transfer CLI does: it knows the file's size.
+        s.announce_len(self.transfer.total);
         self.endpoint.insert(s.session_id(), 0);
         self.sessions.push(s);
         self.confirmed.push(true);
         self.to_open = None;
+    }
+
+    /// What the meeting found, as the core's opening rule reads it.
+    fn opening(&self, now: Instant) -> Opening {
+        let (first_paired, paired) = self.pairings();
+        let direct: Vec<SocketAddr> = self
+            .events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::Reachable(addr) => Some(*addr),
+                _ => None,
+            })
+            .collect();
+        let peer_known = self
+            .events
+            .iter()
+            .any(|(_, e)| matches!(e, Event::Paired { peer: Some(_), .. }));
+        Found {
+            first_paired,
+            paired: &paired,
+            relays: self.relays.len(),
+            direct: &direct,
+            punching: peer_known,
+        }
+        .opening(now)
     }
 
     /// Once a sender's session is open, it gets the connections the
@@ -337,11 +368,7 @@ impl Host {
 
     /// When the host next has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let grace = self.to_open.as_ref().and_then(|_| {
-            self.events.iter().find_map(|(t, e)| {
-                matches!(e, Event::Paired { .. }).then_some(*t + rendezvous::OTHER_RELAYS_GRACE)
-            })
-        });
+        let grace = self.to_open.as_ref().and(self.open_at);
         let check =
             (self.role == Role::Register || !self.sessions.is_empty()).then_some(self.next_check);
         self.sessions

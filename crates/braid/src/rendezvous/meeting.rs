@@ -92,6 +92,8 @@ pub(crate) struct MeetingShared {
     role: MeetRole,
     /// How long to wait for a first answer from any relay.
     relay_timeout: Duration,
+    /// Whether we punch (a direct path was not refused).
+    punches: bool,
 }
 
 /// A rendezvous in progress; dropping it stops asking and punching.
@@ -170,6 +172,7 @@ impl Meeting {
             endpoint: endpoint.clone(),
             role,
             relay_timeout: at.relay_timeout,
+            punches: at.direct,
         });
         let task = tokio::spawn(run(shared.clone(), inbox));
         Meeting { shared, task }
@@ -184,6 +187,12 @@ impl Meeting {
     /// ([`super::Rendezvous::relay_timeout`]).
     pub fn relay_timeout(&self) -> Duration {
         self.shared.relay_timeout
+    }
+
+    /// Whether we punch the peer's addresses (a direct path was not
+    /// refused).
+    pub fn punches(&self) -> bool {
+        self.shared.punches
     }
 
     /// What was found so far.

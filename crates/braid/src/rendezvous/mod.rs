@@ -11,11 +11,11 @@ mod relay;
 mod relay_tcp;
 
 pub use crate::tcp_carrier::MAX_FRAME;
-use braid_proto::rendezvous::OTHER_RELAYS_GRACE;
 pub use braid_proto::rendezvous::{
     code_handle, key_handle, Handle, Refusal, Refusals, ServerConfig, ServerStats,
 };
 pub use braid_proto::rendezvous::{Carrier, TCP_AFTER};
+use braid_proto::rendezvous::{Found, Opening};
 pub(crate) use meeting::INBOX;
 pub use meeting::{MeetRole, Meeting, Reach, RelayView};
 pub use relay::RendezvousRelay;
@@ -24,7 +24,7 @@ pub use relay_tcp::{TcpOptions, TcpStats, CLOSED_FOR};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use crate::{Endpoint, Error, Listener, Result, Session, SessionConfig};
+use crate::{clock, Endpoint, Error, Listener, Result, Session, SessionConfig};
 
 /// How long an end waits for a first answer from any relay by default: a
 /// relay answers within a round trip, and the requests are repeated at
@@ -106,8 +106,10 @@ impl Meeting {
     }
 
     /// Waits until the relays paired us (every relay, or the others for
-    /// a short while after the first) and opens a session through them on
-    /// the meeting's socket, handing it the connections found later.
+    /// a short while after the first) and, for a moment, until a punch is
+    /// answered; then opens a session through the relays and the direct
+    /// addresses found ([`Found::opening`]) on the meeting's socket,
+    /// handing it the connections found later.
     /// Fails with [`Error::NoRelayAnswered`] once no relay answered for
     /// the meeting's relay timeout, and after `cfg.handshake_timeout`
     /// (from the meeting's start) without a pairing with
@@ -116,32 +118,21 @@ impl Meeting {
         let started = tokio::time::Instant::from_std(self.reach().started);
         let give_up = started + cfg.handshake_timeout;
         let silent_until = started + self.relay_timeout();
-        let mut grace_until = None;
-        let paired = loop {
+        let connections = loop {
             let changed = self.changed();
             tokio::pin!(changed);
             let reach = self.reach();
-            let paired: Vec<SocketAddr> = reach
-                .relays
-                .iter()
-                .filter(|r| r.paired_at.is_some())
-                .map(|r| r.relay)
-                .collect();
-            if paired.len() == reach.relays.len() {
-                break paired;
-            }
-            if !paired.is_empty() {
-                grace_until.get_or_insert(tokio::time::Instant::now() + OTHER_RELAYS_GRACE);
-            }
+            let until = match self.opening(&reach) {
+                Opening::Open(to) => break to,
+                Opening::Wait(at) => at.map_or(give_up, |at| clock::deadline(at).min(give_up)),
+            };
             let answered = reach.relays.iter().any(|r| r.answered);
-            let mut until = grace_until.unwrap_or(give_up).min(give_up);
-            if !answered {
-                until = until.min(silent_until);
-            }
+            let until = if answered {
+                until
+            } else {
+                until.min(silent_until)
+            };
             if tokio::time::timeout_at(until, changed).await.is_err() {
-                if !paired.is_empty() {
-                    break paired;
-                }
                 let now = tokio::time::Instant::now();
                 if now >= give_up || (!answered && now >= silent_until) {
                     return Err(no_pairing(&self.reach(), now - started));
@@ -153,9 +144,31 @@ impl Meeting {
             handshake_timeout: waited.max(Duration::from_secs(1)),
             ..cfg
         };
-        let session = self.endpoint().connect(&paired, cfg).await?;
+        let session = self.endpoint().connect(&connections, cfg).await?;
         self.attach(&session);
         Ok(session)
+    }
+
+    /// Whether to open the session yet, and with which connections
+    /// ([`Found::opening`], the core's call).
+    fn opening(&self, reach: &Reach) -> Opening {
+        let now = clock::now();
+        let at = |t: std::time::Instant| now.saturating_sub(t.elapsed());
+        let paired: Vec<SocketAddr> = reach
+            .relays
+            .iter()
+            .filter(|r| r.paired_at.is_some())
+            .map(|r| r.relay)
+            .collect();
+        let direct: Vec<SocketAddr> = reach.direct.iter().map(|&(a, _)| a).collect();
+        Found {
+            first_paired: reach.first_paired().map(at),
+            paired: &paired,
+            relays: reach.relays.len(),
+            direct: &direct,
+            punching: self.punches() && reach.relays.iter().any(|r| r.peer.is_some()),
+        }
+        .opening(now)
     }
 
     /// A receiver's first wait: until every relay registered us or
