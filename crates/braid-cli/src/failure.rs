@@ -429,6 +429,7 @@ mod tests {
                 braid::Error::NoRelayAnswered {
                     relays: "127.0.0.1:7000".into(),
                     waited: Duration::from_secs(5),
+                    tcp_tried: false,
                 },
                 ("no_relay", 3),
                 "no relay answered at 127.0.0.1:7000 (is UDP to it allowed?)",

@@ -335,8 +335,11 @@ fn relay_notice(
         // Without an answer the meeting ends at the relay timeout.
         let silent = crate::rendezvous::list(reach.relays.iter().map(|r| r.relay));
         return (relay_timeout.min(give_up) > NOTICE_AFTER).then(|| {
-            let what =
-                format!("no relay answered at {silent} after {after} s (is UDP to it allowed?)");
+            let how = match reach.relays.iter().any(|r| r.tcp) {
+                true => "over UDP or TCP",
+                false => "(is UDP to it allowed?)",
+            };
+            let what = format!("no relay answered at {silent} after {after} s {how}");
             let flag = if relay_timeout < give_up {
                 "--relay-timeout"
             } else {

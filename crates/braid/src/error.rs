@@ -60,10 +60,12 @@ pub enum Error {
         /// How long we tried.
         waited: std::time::Duration,
     },
-    /// No relay answered at all: it is down, or UDP to it is blocked.
+    /// No relay answered at all: it is down, or UDP to it is blocked (and
+    /// TCP too, if it was tried).
     #[error(
-        "no relay answered at {relays} (is UDP to it allowed?): nothing came back in {} s; \
+        "no relay answered at {relays} ({}): nothing came back in {} s; \
          is `braid relay --serve` running there?",
+        if *tcp_tried { "over UDP or TCP: does the network let either out?" } else { "is UDP to it allowed?" },
         secs(*waited)
     )]
     NoRelayAnswered {
@@ -71,6 +73,8 @@ pub enum Error {
         relays: String,
         /// How long we waited.
         waited: std::time::Duration,
+        /// Whether TCP to them was tried too.
+        tcp_tried: bool,
     },
 }
 

@@ -227,7 +227,12 @@ fn silent(reach: &Reach, waited: Duration) -> Error {
     } else {
         list(reach.relays.iter().map(|r| r.relay))
     };
-    Error::NoRelayAnswered { relays, waited }
+    let tcp_tried = reach.relays.iter().any(|r| r.tcp);
+    Error::NoRelayAnswered {
+        relays,
+        waited,
+        tcp_tried,
+    }
 }
 
 fn list(relays: impl Iterator<Item = SocketAddr>) -> String {
