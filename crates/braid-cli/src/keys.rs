@@ -1,6 +1,7 @@
 //! Who the peer is, on the command line: `braid keygen`, key files, pinned
 //! public keys, one-time codes, or an explicit `--insecure`.
 
+use crate::failure::{Failure, Kind};
 use crate::UsageError;
 use anyhow::{bail, Context as _};
 use braid::{Keypair, PublicKey, Security};
@@ -26,10 +27,13 @@ pub fn keygen(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     let public_path = pub_path(&args.output);
     for p in [&args.output, &public_path] {
         if p.exists() && !args.overwrite {
-            bail!(
-                "{} exists; pass --overwrite to replace it (the old key stops working)",
-                p.display()
-            );
+            return Err(Failure::err(
+                Kind::Local,
+                format!(
+                    "{} exists; pass --overwrite to replace it (the old key stops working)",
+                    p.display()
+                ),
+            ));
         }
     }
     let key = braid::random_keypair();
@@ -305,7 +309,9 @@ fn code_shape_problem(code: &str) -> Option<String> {
     }
     let parts: Vec<&str> = code.split('-').collect();
     if parts.len() != 3 {
-        return Some(format!("the code has {} parts, not 3", parts.len()));
+        let n = parts.len();
+        let s = if n == 1 { "" } else { "s" };
+        return Some(format!("the code has {n} part{s}, not 3"));
     }
     let number = parts[0];
     if number.is_empty() || number.len() > 3 || !number.bytes().all(|b| b.is_ascii_digit()) {
@@ -377,6 +383,19 @@ mod tests {
         assert!(WORDS
             .iter()
             .all(|w| w.len() >= 3 && w.bytes().all(|b| b.is_ascii_lowercase())));
+    }
+
+    #[test]
+    fn a_malformed_code_is_named_in_plain_words() {
+        assert_eq!(
+            code_shape_problem("417").as_deref(),
+            Some("the code has 1 part, not 3")
+        );
+        assert_eq!(
+            code_shape_problem("417-amber").as_deref(),
+            Some("the code has 2 parts, not 3")
+        );
+        assert_eq!(code_shape_problem("417-amber-walrus"), None);
     }
 
     #[test]

@@ -89,7 +89,18 @@ fn main() -> ExitCode {
         Command::Send(args) => send_cmd::run(args),
         Command::Recv(args) => recv_cmd::run(args),
         Command::Keygen(args) => keys::keygen(args),
-        Command::Sim(args) => sim_cmd::run(args),
+        Command::Sim(args) => {
+            // Its output is meant for pipes (`| head`): a reader that
+            // stops early ends it quietly, as it would `cat`. It opens no
+            // sockets, so the default SIGPIPE can stop nothing else.
+            #[cfg(unix)]
+            // SAFETY: restoring a signal's default disposition before any
+            // thread is started.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            }
+            sim_cmd::run(args)
+        }
         Command::Relay(args) => relay_cmd::run(args),
         Command::Link(args) => link_cmd::run(args),
         Command::Bench(args) => bench::run(args),
@@ -104,7 +115,12 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("braid: {}", text::escape(&format!("{e:#}")));
-            ExitCode::FAILURE
+            // A failure of a known kind exits with its own status (a key
+            // file that exists is a local error, 5), anything else with 1.
+            match e.downcast_ref::<failure::Failure>() {
+                Some(f) => ExitCode::from(f.kind.exit_status()),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

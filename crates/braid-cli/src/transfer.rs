@@ -265,6 +265,9 @@ pub enum Output {
     /// The sender's file name in this directory.
     Dir(PathBuf),
     Stdout,
+    /// An existing file that is not a regular one (`/dev/null`, a FIFO, a
+    /// terminal): written into as it is, never replaced.
+    Device(PathBuf),
     /// Verify only, keep nothing (the demo).
     Discard,
 }
@@ -278,6 +281,12 @@ impl Output {
             return Ok(Output::Stdout);
         }
         let path = PathBuf::from(arg);
+        let kind = std::fs::metadata(&path).map(|m| m.file_type());
+        if kind.is_ok_and(|k| !k.is_file() && !k.is_dir()) {
+            // Opened only when the file comes: opening a FIFO waits for
+            // its reader, and closing it would end what that reader sees.
+            return Ok(Output::Device(path));
+        }
         if arg.ends_with('/') && !path.is_dir() {
             std::fs::create_dir_all(&path)
                 .with_context(|| format!("cannot create the output directory {arg}"))?;
@@ -392,14 +401,20 @@ async fn receive_inner(
     let target = match output {
         Output::File(p) => Some(p.clone()),
         Output::Dir(d) => Some(d.join(safe_name(&header.name)?)),
-        Output::Stdout | Output::Discard => None,
+        Output::Stdout | Output::Device(_) | Output::Discard => None,
     };
     match target {
         None => {
-            let sink = if matches!(output, Output::Discard) {
-                Sink::Discard
-            } else {
-                Sink::Stream(Box::new(std::io::stdout()))
+            let sink = match output {
+                Output::Discard => Sink::Discard,
+                Output::Device(path) => {
+                    let device = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(path)
+                        .with_context(|| format!("opening {}", path.display()))?;
+                    Sink::Stream(Box::new(device))
+                }
+                _ => Sink::Stream(Box::new(std::io::stdout())),
             };
             let (bytes, hash) = copy_verified(session, sink, &header, progress).await?;
             Ok(Outcome {

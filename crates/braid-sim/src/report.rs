@@ -435,11 +435,7 @@ pub fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
         }
     };
     let _ = writeln!(out, "  {label}: {status}");
-    let _ = writeln!(
-        out,
-        "  Time elapsed: {:.2} milliseconds",
-        d.duration_s * 1e3
-    );
+    let _ = writeln!(out, "  Duration: {:.3} s of simulated time", d.duration_s);
     let _ = writeln!(
         out,
         "  Total size: {:.1} kB, {} segments",
