@@ -28,7 +28,7 @@ pub struct DemoArgs {
     /// Bytes to send.
     #[arg(long, default_value = "100MB", value_parser = parse_bytes)]
     size: u64,
-    /// Congestion controller (aimd, bbr, cubic, mbecn, ncp).
+    /// Congestion controller (aimd, bbr, cubic, mbecn, ncp) [default: bbr].
     #[arg(long, value_parser = crate::parse_cc)]
     cc: Option<braid_proto::cc::Algorithm>,
     /// Seed of the emulated links' randomness (loss, jitter).

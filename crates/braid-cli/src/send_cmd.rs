@@ -39,7 +39,7 @@ pub struct SendArgs {
     /// Local address to send from; one for all connections, or one per --to.
     #[arg(long = "bind", value_name = "ADDR")]
     bind: Vec<SocketAddr>,
-    /// Congestion controller (aimd, bbr, cubic, mbecn, ncp).
+    /// Congestion controller (aimd, bbr, cubic, mbecn, ncp) [default: bbr].
     #[arg(long, value_parser = crate::parse_cc)]
     cc: Option<braid_proto::cc::Algorithm>,
     /// Give up if the receiver does not answer within this time [default:

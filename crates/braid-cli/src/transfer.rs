@@ -439,6 +439,20 @@ async fn receive_inner(
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                 _ => PathBuf::from("."),
             };
+            // The size is known before the first byte: refuse a file the
+            // disk cannot hold now, not once it fills.
+            if let (Some(size), Some(free)) = (header.size, free_space(&dir)) {
+                if size > free {
+                    return Err(Failure::err(
+                        Kind::Local,
+                        format!(
+                            "{} needs {size} bytes and {} has {free} free",
+                            crate::text::escape(&header.name),
+                            dir.display()
+                        ),
+                    ));
+                }
+            }
             // Removed on drop unless persisted: an incomplete transfer
             // never leaves a file that looks complete.
             let part = tempfile::Builder::new()
@@ -475,6 +489,27 @@ async fn receive_inner(
             })
         }
     }
+}
+
+/// Bytes an unprivileged writer may still put on the file system of `dir`.
+#[cfg(unix)]
+fn free_space(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer statvfs fills on success.
+    let ok = unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) } == 0;
+    // SAFETY: initialised by the successful call above.
+    let st = ok.then(|| unsafe { st.assume_init() })?;
+    // Both are 64-bit on the platforms braid builds for; `as` keeps any
+    // 32-bit one compiling.
+    #[allow(clippy::unnecessary_cast)]
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+#[cfg(not(unix))]
+fn free_space(_dir: &Path) -> Option<u64> {
+    None
 }
 
 /// A reason for the peer: the whole chain of causes if it fits in a CLOSE

@@ -60,3 +60,52 @@ fn a_fifo_gets_the_verified_bytes() {
     );
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
 }
+
+#[test]
+fn a_file_larger_than_the_free_space_is_refused_before_it_arrives() {
+    // A 1 MiB file system of its own (root only; skipped otherwise).
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&small)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let input = dir.path().join("big.bin");
+    write_data(&input, 3 << 20);
+    let out = format!("{}/", small.display());
+    let recv = start_recv(&["--output", &out, "--json"]);
+    let send = braid()
+        .args(recv.send_args(input.to_str().unwrap()))
+        .args(["--quiet", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sent = send.wait_with_output().unwrap();
+    let got = recv.child.wait_with_output().unwrap();
+    let _ = std::process::Command::new("umount").arg(&small).status();
+    let record: serde_json::Value = serde_json::from_slice(&got.stdout).unwrap();
+    assert_eq!(got.status.code(), Some(5), "{record}");
+    assert!(
+        record["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("free")),
+        "{record}"
+    );
+    // The sender is told why, and sent at most a window, not the file.
+    assert_eq!(sent.status.code(), Some(1));
+    let sent: serde_json::Value = serde_json::from_slice(&sent.stdout).unwrap();
+    assert!(
+        sent["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("free")),
+        "{sent}"
+    );
+}
