@@ -54,6 +54,20 @@ impl Connection {
         self.remote
             .map_or_else(|| format!("path {}", self.id), |a| a.to_string())
     }
+
+    /// [`Connection::label`], with our address first ("127.0.0.1:5001 ->
+    /// 127.0.0.1:7000") when another of `all` goes to the same peer
+    /// address: two `--bind`s to one `--to` are told apart.
+    pub fn label_among(&self, all: &[Connection]) -> String {
+        let shared = self.remote.is_some()
+            && all
+                .iter()
+                .any(|o| o.id != self.id && o.remote == self.remote);
+        match (shared, self.local) {
+            (true, Some(local)) => format!("{local} -> {}", self.label()),
+            _ => self.label(),
+        }
+    }
 }
 
 /// Where a receiver put the content.
@@ -224,7 +238,7 @@ impl Report {
             let _ = writeln!(
                 out,
                 "  {}{via}: {}",
-                c.label(),
+                c.label_among(&self.connections),
                 self.connection_line(c, share)
             );
         }
@@ -339,7 +353,7 @@ impl Report {
                 let _ = writeln!(
                     out,
                     "  direct path to {} open {} after the pairing",
-                    c.label(),
+                    c.label_among(&self.connections),
                     human::duration(after)
                 );
             }
@@ -509,6 +523,20 @@ mod tests {
         assert!(s.contains("  127.0.0.1:7000: 80.0 Mbit/s (100 %)"), "{s}");
         assert!(s.contains("  127.0.0.1:7999: no answer, not used\n"), "{s}");
         assert!(s.contains("verified: BLAKE3 "), "{s}");
+    }
+
+    #[test]
+    fn two_connections_to_one_address_are_told_apart_by_ours() {
+        let mut r = report(Side::Send);
+        r.connections[1].remote = r.connections[0].remote;
+        r.connections[0].local = Some("127.0.0.1:5001".parse().unwrap());
+        r.connections[1].local = Some("127.0.0.1:5002".parse().unwrap());
+        let s = r.summary();
+        assert!(s.contains("  127.0.0.1:5001 -> 127.0.0.1:7000: "), "{s}");
+        assert!(s.contains("  127.0.0.1:5002 -> 127.0.0.1:7000: "), "{s}");
+        // Distinct addresses stay short.
+        let s = report(Side::Send).summary();
+        assert!(s.contains("  127.0.0.1:7000: 80.0 Mbit/s"), "{s}");
     }
 
     #[test]
