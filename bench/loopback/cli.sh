@@ -4,7 +4,11 @@
 # and the same through one unimpaired `braid relay --listen --to`. Sealed
 # (a key pair), BLAKE3 on both ends, files on /dev/shm so no disk is timed.
 #
-#   bench/loopback/cli.sh [--mib 512] [--rounds 3] BRAID [LOOPBACK_BENCH]
+#   bench/loopback/cli.sh [--mib 512] [--rounds 3] [--mtu 1500] BRAID [LOOPBACK_BENCH]
+#
+# --mtu N runs everything in a network namespace of its own whose loopback
+# has MTU N (in-mtu.sh; root), as on a path with that MTU: without it,
+# braid finds 16 KiB datagrams on the host's loopback (MTU 65536).
 #
 # BRAID is the braid binary (target/release/braid). With LOOPBACK_BENCH
 # (this crate's binary) and QUINN_PERF set, each round also runs the
@@ -15,14 +19,21 @@ set -eu
 
 MIB=512
 ROUNDS=3
+MTU=
+ARGS=("$@")
 while [ $# -gt 0 ]; do
     case $1 in
         --mib) MIB=$2; shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
+        --mtu) MTU=$2; shift 2 ;;
         *) break ;;
     esac
 done
-BRAID=${1:?usage: cli.sh [--mib N] [--rounds R] BRAID [LOOPBACK_BENCH]}
+BRAID=${1:?usage: cli.sh [--mib N] [--rounds R] [--mtu N] BRAID [LOOPBACK_BENCH]}
+if [ -n "$MTU" ] && [ -z "${BRAID_CLI_BENCH_NS:-}" ]; then
+    # Once more, inside the namespace (removed when this ends).
+    exec "$(dirname "$0")/in-mtu.sh" "$MTU" -- env BRAID_CLI_BENCH_NS=1 "$0" "${ARGS[@]}"
+fi
 BENCH=${2:-}
 [ -x /usr/bin/time ] || { echo "needs GNU time (/usr/bin/time)" >&2; exit 2; }
 
@@ -77,7 +88,7 @@ print("quinn-perf %.0f %.2f %.2f -" % (m["mbit_s"], m["sender_cpu_s_per_gb"], m[
 
 KINDS=(file stdout relay)
 [ -n "$BENCH" ] && [ -n "${QUINN_PERF:-}" ] && KINDS+=(quinn-perf)
-echo "$MIB MiB per run, $ROUNDS rounds, kinds ${KINDS[*]}"
+echo "$MIB MiB per run, $ROUNDS rounds, kinds ${KINDS[*]}, loopback MTU $(cat /sys/class/net/lo/mtu)"
 echo "kind Mbit/s CPU-s/GB-sender receiver relay"
 : > "$DIR/runs"
 for ((r = 0; r < ROUNDS; r++)); do

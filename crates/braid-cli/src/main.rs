@@ -76,6 +76,9 @@ enum Command {
     /// A file over kernel TCP, timed as `braid send` times itself (`braid bench real` runs it).
     #[command(hide = true)]
     TcpSend(tcp_file::TcpSendArgs),
+    /// The receiving end of `tcp-send` as a process (`braid bench transfers --mtu` runs it).
+    #[command(hide = true)]
+    TcpRecv(tcp_file::TcpRecvArgs),
 }
 
 fn main() -> ExitCode {
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Plot(args) => plot::run(args),
         Command::TcpSend(args) => tcp_file::send(args),
+        Command::TcpRecv(args) => tcp_file::recv(args),
     };
     match result {
         Ok(code) => code,

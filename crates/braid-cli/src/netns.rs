@@ -102,22 +102,8 @@ impl Namespace {
     /// Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN), /dev/net/tun and
     /// iproute2's `ip`; says which is missing.
     pub fn create() -> anyhow::Result<Namespace> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            bail!(
-                "braid link needs root to create a network namespace and TUN devices \
-                 (CAP_NET_ADMIN); run it with sudo"
-            );
-        }
-        if Command::new("ip")
-            .arg("-V")
-            .stdout(Stdio::null())
-            .status()
-            .is_err()
-        {
-            bail!("braid link needs iproute2's `ip` command (apt install iproute2)");
-        }
-        remove_stale();
+        prerequisites("braid link", "a network namespace and TUN devices")?;
+        remove_stale(PREFIX);
         let pid = std::process::id();
         let name = format!("{PREFIX}{pid}");
         let (host, inner) = addresses(pid);
@@ -170,6 +156,65 @@ impl Drop for Namespace {
     }
 }
 
+/// A network namespace with nothing but its loopback, at a chosen MTU, so
+/// that traffic on 127.0.0.1 there has a real path's packet size (1,500
+/// bytes on Ethernet) instead of the host loopback's 64 KiB. Named after
+/// braid's pid like [`Namespace`], removed on drop (and, if braid was
+/// killed, by the next one).
+#[derive(Debug)]
+pub struct Loopback {
+    pub name: String,
+}
+
+const LOOPBACK_PREFIX: &str = "braid-mtu-";
+
+impl Loopback {
+    /// Needs root and iproute2's `ip`; `who` names the command in the
+    /// message that says which is missing.
+    pub fn create(who: &str, mtu: u32) -> anyhow::Result<Loopback> {
+        prerequisites(who, "a network namespace")?;
+        remove_stale(LOOPBACK_PREFIX);
+        let name = format!("{LOOPBACK_PREFIX}{}", std::process::id());
+        ip(&["netns", "add", &name]).context("cannot create a network namespace")?;
+        let made = Loopback { name };
+        let mtu = mtu.to_string();
+        ip(&[
+            "-n", &made.name, "link", "set", "dev", "lo", "up", "mtu", &mtu,
+        ])
+        .with_context(|| format!("cannot give the namespace's loopback MTU {mtu}"))?;
+        Ok(made)
+    }
+
+    /// `program` to run in the namespace (it dies with this process).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> anyhow::Result<Command> {
+        crate::lab::ns::command(&self.name, program)
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        remove(&self.name);
+    }
+}
+
+/// Root (CAP_NET_ADMIN) and iproute2's `ip`, or an error saying which of
+/// them `who` lacks to make `what`.
+fn prerequisites(who: &str, what: &str) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{who} needs root to create {what} (CAP_NET_ADMIN); run it with sudo");
+    }
+    if Command::new("ip")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .is_err()
+    {
+        bail!("{who} needs iproute2's `ip` command (apt install iproute2)");
+    }
+    Ok(())
+}
+
 /// Removes a namespace unless defused with `mem::forget`.
 struct Cleanup(String);
 
@@ -190,14 +235,14 @@ fn addresses(pid: u32) -> (Ipv4Addr, Ipv4Addr) {
     (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2))
 }
 
-/// Namespaces of braid links whose process is gone.
-fn remove_stale() {
+/// Namespaces named `prefix` and a pid whose process is gone.
+fn remove_stale(prefix: &str) {
     let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
         return;
     };
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let name = line.split_whitespace().next().unwrap_or("");
-        let Some(pid) = name.strip_prefix(PREFIX) else {
+        let Some(pid) = name.strip_prefix(prefix) else {
             continue;
         };
         if pid.parse::<u32>().is_ok() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {

@@ -602,3 +602,94 @@ fn a_relay_that_cannot_start_fails_the_run_at_once() {
     assert!(err.contains("braid relay did not start"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
 }
+
+/// `--mtu 1500`: the processes run in a namespace whose loopback has that
+/// MTU, kernel TCP takes its turn beside braid, the report says so and the
+/// namespace is gone afterwards. Needs root; without it (or where no
+/// namespace can be made) the error says why and the test checks only that.
+#[test]
+fn transfers_at_an_ethernet_mtu_run_beside_kernel_tcp() {
+    let out = tempfile::tempdir().unwrap();
+    let child = Command::new(BRAID)
+        .args([
+            "bench",
+            "transfers",
+            "--mtu",
+            "1500",
+            "--size",
+            "2MB",
+            "--rounds",
+            "1",
+            "--kinds",
+            "insecure",
+            "--sink",
+            "null",
+            "--out",
+        ])
+        .arg(out.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            [
+                "needs root",
+                "needs iproute2",
+                "cannot create a network namespace"
+            ]
+            .iter()
+            .any(|m| err.contains(m)),
+            "failed for another reason: {err}"
+        );
+        eprintln!("skipping: {}", err.trim());
+        return;
+    }
+    let md = std::fs::read_to_string(out.path().join("transfers.md")).unwrap();
+    assert!(md.contains("Loopback MTU 1500"), "{md}");
+    assert!(md.contains("| insecure, direct | 1 |"), "{md}");
+    assert!(md.contains("| kernel TCP | 1 |"), "{md}");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("transfers.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["mtu"], 1500);
+    assert!(
+        v["medians"][0]["goodput_vs_tcp"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    let listed = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(!listed.contains(&format!("braid-mtu-{pid}")), "{listed}");
+}
+
+/// Without root, `--mtu` fails at once and says what it needs.
+#[test]
+fn transfers_at_an_mtu_say_they_need_root() {
+    // SAFETY: geteuid has no preconditions.
+    let mut cmd = if unsafe { libc::geteuid() } == 0 {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(BRAID);
+        c
+    } else {
+        Command::new(BRAID)
+    };
+    let out = tempfile::tempdir().unwrap();
+    let Ok(o) = cmd
+        .args(["bench", "transfers", "--mtu", "1500", "--out"])
+        .arg(out.path())
+        .output()
+    else {
+        eprintln!("skipping: no setpriv");
+        return;
+    };
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("braid bench transfers --mtu needs root"),
+        "{err}"
+    );
+}

@@ -14,6 +14,8 @@ mod smoothed_rtt;
 mod stats;
 mod targets;
 mod transfers;
+mod transfers_report;
+mod transfers_tcp;
 
 use anyhow::Context as _;
 use braid_proto::cc::Algorithm;

@@ -612,7 +612,7 @@ fn iperf_server(port: u16) -> anyhow::Result<KillOnDrop> {
     Ok(KillOnDrop(child))
 }
 
-fn free_tcp_port() -> anyhow::Result<u16> {
+pub(super) fn free_tcp_port() -> anyhow::Result<u16> {
     let s = std::net::TcpListener::bind("0.0.0.0:0")?;
     Ok(s.local_addr()?.port())
 }

@@ -4,8 +4,14 @@
 //! an order rotated each round, so a noisy neighbour spreads over all of
 //! them; the report gives medians of goodput and of each process's CPU
 //! seconds per GB, and each case's ratio to the first.
+//!
+//! With `--mtu`, every process runs in a network namespace of its own whose
+//! loopback has that MTU (see [`crate::netns::Loopback`]), and kernel TCP
+//! (`braid tcp-send` to `braid tcp-recv`, [`crate::tcp_file`]) takes its
+//! turn in the same rounds as a case of its own.
 
-use super::stats::median;
+use super::transfers_report::{markdown, summarise, Setting};
+use crate::netns::Loopback;
 use anyhow::{bail, Context};
 use serde::Serialize;
 use std::io::Read;
@@ -42,6 +48,13 @@ pub struct TransfersArgs {
     /// qlog (`--qlog`), to show what recording costs.
     #[arg(long)]
     qlog: bool,
+    /// Run the receiver, relay and sender in a network namespace of their
+    /// own whose loopback has this MTU, e.g. 1500 as on Ethernet (the
+    /// host's loopback has 65536, where braid finds 16 KiB datagrams), with
+    /// kernel TCP beside braid in the same rounds. Needs root and
+    /// iproute2's `ip`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1280..=65536))]
+    mtu: Option<u32>,
     /// Output directory: transfers.md and transfers.json.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -49,21 +62,24 @@ pub struct TransfersArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-enum Protection {
+pub(super) enum Protection {
     Sealed,
     Insecure,
+    /// Kernel TCP, not braid (with `--mtu`).
+    #[value(skip)]
+    Tcp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-enum Sink {
+pub(super) enum Sink {
     File,
     Null,
 }
 
 /// A route: straight to the receiver, or through a relay with these flags.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-enum Via {
+pub(super) enum Via {
     Direct,
     Relay(Vec<String>),
 }
@@ -95,20 +111,21 @@ impl std::fmt::Display for Via {
 }
 
 #[derive(Clone, Debug, Serialize)]
-struct Case {
-    kind: Protection,
-    via: String,
+pub(super) struct Case {
+    pub kind: Protection,
+    pub via: String,
     /// Both sides write a qlog.
-    qlog: bool,
+    pub qlog: bool,
     #[serde(skip)]
-    route: Via,
+    pub route: Via,
 }
 
 impl Case {
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         let kind = match self.kind {
             Protection::Sealed => "sealed",
             Protection::Insecure => "insecure",
+            Protection::Tcp => return "kernel TCP".to_owned(),
         };
         let qlog = if self.qlog { ", qlog" } else { "" };
         format!("{kind}, {}{qlog}", self.via)
@@ -117,42 +134,49 @@ impl Case {
 
 /// One transfer's figures.
 #[derive(Clone, Debug, Serialize)]
-struct Run {
-    round: u32,
-    case: usize,
-    goodput_mbps: f64,
-    duration_s: f64,
-    sender_cpu_s_per_gb: f64,
-    receiver_cpu_s_per_gb: f64,
-    relay_cpu_s_per_gb: Option<f64>,
+pub(super) struct Run {
+    pub round: u32,
+    pub case: usize,
+    pub goodput_mbps: f64,
+    pub duration_s: f64,
+    pub sender_cpu_s_per_gb: f64,
+    pub receiver_cpu_s_per_gb: f64,
+    pub relay_cpu_s_per_gb: Option<f64>,
 }
 
-/// Medians of one case.
-#[derive(Clone, Debug, Serialize)]
-struct Summary {
-    case: String,
-    runs: usize,
-    goodput_mbps: f64,
-    sender_cpu_s_per_gb: f64,
-    receiver_cpu_s_per_gb: f64,
-    relay_cpu_s_per_gb: Option<f64>,
-    goodput_vs_first: f64,
-    cpu_vs_first: f64,
+/// What every run of a bench shares.
+pub(super) struct Bench {
+    exe: PathBuf,
+    work: tempfile::TempDir,
+    input: PathBuf,
+    key: PathBuf,
+    sink: Sink,
+    size: u64,
+    /// The namespace the processes run in (`--mtu`); none: this one's.
+    netns: Option<Loopback>,
 }
 
-pub fn run(args: TransfersArgs) -> anyhow::Result<ExitCode> {
-    let exe = std::env::current_exe().context("cannot find this program")?;
-    let work = tempfile::tempdir().context("cannot make a working directory")?;
-    let input = work.path().join("in.bin");
-    super::real::write_content(&input, args.size)?;
-    let key = work.path().join("recv.key");
-    let made = Command::new(&exe)
-        .args(["keygen", "-o"])
-        .arg(&key)
-        .output()
-        .context("cannot run braid keygen")?;
-    anyhow::ensure!(made.status.success(), "braid keygen failed");
-    let cases: Vec<Case> = args
+impl Bench {
+    /// This program, to run where the bench's processes run.
+    pub fn command(&self) -> anyhow::Result<Command> {
+        match &self.netns {
+            Some(ns) => ns.command(&self.exe),
+            None => Ok(Command::new(&self.exe)),
+        }
+    }
+
+    pub fn input(&self) -> &Path {
+        &self.input
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// The cases of a run, in their first round's order.
+fn cases(args: &TransfersArgs) -> Vec<Case> {
+    let mut cases: Vec<Case> = args
         .kinds
         .iter()
         .flat_map(|&kind| {
@@ -171,25 +195,114 @@ pub fn run(args: TransfersArgs) -> anyhow::Result<ExitCode> {
             std::iter::once(c).chain(recorded)
         })
         .collect();
+    if args.mtu.is_some() {
+        cases.push(Case {
+            kind: Protection::Tcp,
+            via: Via::Direct.to_string(),
+            qlog: false,
+            route: Via::Direct,
+        });
+    }
+    cases
+}
+
+fn setup(args: &TransfersArgs) -> anyhow::Result<Bench> {
+    // First, so that a run without root fails before any work.
+    let netns = match args.mtu {
+        Some(mtu) => Some(Loopback::create("braid bench transfers --mtu", mtu)?),
+        None => None,
+    };
+    let exe = std::env::current_exe().context("cannot find this program")?;
+    let work = tempfile::tempdir().context("cannot make a working directory")?;
+    let input = work.path().join("in.bin");
+    super::real::write_content(&input, args.size)?;
+    let key = work.path().join("recv.key");
+    let made = Command::new(&exe)
+        .args(["keygen", "-o"])
+        .arg(&key)
+        .output()
+        .context("cannot run braid keygen")?;
+    anyhow::ensure!(made.status.success(), "braid keygen failed");
+    Ok(Bench {
+        exe,
+        work,
+        input,
+        key,
+        sink: args.sink,
+        size: args.size,
+        netns,
+    })
+}
+
+pub fn run(args: TransfersArgs) -> anyhow::Result<ExitCode> {
+    let bench = setup(&args)?;
+    let cases = cases(&args);
     eprintln!(
-        "{} per transfer, {} rounds of {} cases, rotated",
+        "{} per transfer, {} rounds of {} cases, rotated{}",
         crate::human::size(args.size),
         args.rounds,
-        cases.len()
+        cases.len(),
+        args.mtu
+            .map_or(String::new(), |m| format!(", loopback MTU {m}"))
     );
+    let runs = rounds(&bench, &cases, args.rounds)?;
+    let summaries = summarise(&cases, &runs);
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mtu = match args.mtu {
+        Some(m) => m,
+        None => host_loopback_mtu()?,
+    };
+    let command = super::command_line();
+    let md = markdown(
+        &summaries,
+        &Setting {
+            size: args.size,
+            rounds: args.rounds,
+            sink: args.sink,
+            mtu,
+            namespace: args.mtu.is_some(),
+            command: &command,
+        },
+    );
+    print!("{md}");
+    std::fs::write(args.out.join("transfers.md"), &md)?;
+    let json = serde_json::json!({
+        "size": args.size,
+        "rounds": args.rounds,
+        "sink": args.sink,
+        "mtu": mtu,
+        "namespace": args.mtu.is_some(),
+        "cases": cases,
+        "runs": runs,
+        "medians": summaries,
+    });
+    std::fs::write(
+        args.out.join("transfers.json"),
+        serde_json::to_string_pretty(&json)? + "\n",
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The host's loopback MTU, which the processes have without `--mtu`.
+fn host_loopback_mtu() -> anyhow::Result<u32> {
+    let text = std::fs::read_to_string("/sys/class/net/lo/mtu")
+        .context("cannot read the loopback's MTU")?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("the loopback's MTU: {text:?}"))
+}
+
+/// Every case once per round, in an order rotated each round.
+fn rounds(bench: &Bench, cases: &[Case], rounds: u32) -> anyhow::Result<Vec<Run>> {
     let mut runs = Vec::new();
-    for round in 0..args.rounds {
+    for round in 0..rounds {
         for i in 0..cases.len() {
             let c = (i + round as usize) % cases.len();
-            let run = transfer(
-                &exe,
-                work.path(),
-                &input,
-                &key,
-                &cases[c],
-                args.sink,
-                args.size,
-            )
+            let run = match cases[c].kind {
+                Protection::Tcp => super::transfers_tcp::transfer(bench),
+                _ => transfer(bench, &cases[c]),
+            }
             .with_context(|| format!("round {}, {}", round + 1, cases[c].name()))?;
             eprintln!(
                 "round {}  {:<40} {:>8.0} Mbit/s  CPU s/GB sender {:.2} receiver {:.2}{}",
@@ -208,42 +321,16 @@ pub fn run(args: TransfersArgs) -> anyhow::Result<ExitCode> {
             });
         }
     }
-    let summaries = summarise(&cases, &runs);
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let md = markdown(&summaries, &args);
-    print!("{md}");
-    std::fs::write(args.out.join("transfers.md"), &md)?;
-    let json = serde_json::json!({
-        "size": args.size,
-        "rounds": args.rounds,
-        "sink": args.sink,
-        "cases": cases,
-        "runs": runs,
-        "medians": summaries,
-    });
-    std::fs::write(
-        args.out.join("transfers.json"),
-        serde_json::to_string_pretty(&json)? + "\n",
-    )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(runs)
 }
 
-/// One transfer of `case`: receiver, relay if any, sender; CPU of each.
-fn transfer(
-    exe: &Path,
-    work: &Path,
-    input: &Path,
-    key: &Path,
-    case: &Case,
-    sink: Sink,
-    size: u64,
-) -> anyhow::Result<Run> {
-    let port = super::real::free_udp_port()?;
-    let listen = format!("127.0.0.1:{port}");
-    let mut recv = Command::new(exe);
-    recv.args(["recv", "--listen", &listen, "--quiet"]);
-    match sink {
+/// The receiver's and the sender's command lines for `case`, the receiver
+/// listening on `listen` (the sender's `--to` is left to the route).
+fn commands(bench: &Bench, case: &Case, listen: &str) -> anyhow::Result<(Command, Command)> {
+    let (work, input, key) = (bench.work.path(), &bench.input, &bench.key);
+    let mut recv = bench.command()?;
+    recv.args(["recv", "--listen", listen, "--quiet"]);
+    match bench.sink {
         Sink::File => recv
             .arg("--output")
             .arg(work.join("out.bin"))
@@ -252,7 +339,7 @@ fn transfer(
         // the receiver verified).
         Sink::Null => recv.args(["--output", "-"]),
     };
-    let mut send = Command::new(exe);
+    let mut send = bench.command()?;
     send.arg("send").arg(input).args(["--quiet", "--json"]);
     let qlog = work.join("qlog");
     if case.qlog {
@@ -270,7 +357,17 @@ fn transfer(
             recv.arg("--insecure");
             send.arg("--insecure");
         }
+        Protection::Tcp => bail!("kernel TCP is not braid"),
     }
+    Ok((recv, send))
+}
+
+/// One transfer of `case`: receiver, relay if any, sender; CPU of each.
+fn transfer(bench: &Bench, case: &Case) -> anyhow::Result<Run> {
+    let (sink, size) = (bench.sink, bench.size);
+    let port = super::real::free_udp_port()?;
+    let listen = format!("127.0.0.1:{port}");
+    let (mut recv, mut send) = commands(bench, case, &listen)?;
     let recv_out = match sink {
         Sink::File => Stdio::piped(),
         Sink::Null => Stdio::null(),
@@ -284,7 +381,7 @@ fn transfer(
     if let Via::Relay(flags) = &case.route {
         let rport = super::real::free_udp_port()?;
         to = format!("127.0.0.1:{rport}");
-        let mut cmd = Command::new(exe);
+        let mut cmd = bench.command()?;
         cmd.args(["relay", "--listen", &to, "--to", &listen])
             .args(flags)
             .stdout(Stdio::piped())
@@ -342,7 +439,11 @@ fn transfer(
 /// Waits until `from` (a child's output) has a line starting with
 /// `prefix`, then keeps draining it so the child never blocks; fails with
 /// what it said instead if it ends or takes 10 s.
-fn said(from: Option<impl Read + Send + 'static>, prefix: &str, who: &str) -> anyhow::Result<()> {
+pub(super) fn said(
+    from: Option<impl Read + Send + 'static>,
+    prefix: &str,
+    who: &str,
+) -> anyhow::Result<()> {
     let from = from.context("no output to read")?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -365,10 +466,10 @@ fn said(from: Option<impl Read + Send + 'static>, prefix: &str, who: &str) -> an
 /// The receiver and relay of one run: killed and reaped if the run ends
 /// before they are taken to be waited for.
 #[derive(Default)]
-struct Procs(Vec<Child>);
+pub(super) struct Procs(Vec<Child>);
 
 impl Procs {
-    fn start(&mut self, what: &str, cmd: &mut Command) -> anyhow::Result<&mut Child> {
+    pub fn start(&mut self, what: &str, cmd: &mut Command) -> anyhow::Result<&mut Child> {
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {what}"))?;
@@ -377,7 +478,7 @@ impl Procs {
     }
 
     /// The `i`th still running, no longer ended by `Drop`.
-    fn take(&mut self, i: usize) -> Child {
+    pub fn take(&mut self, i: usize) -> Child {
         self.0.remove(i)
     }
 }
@@ -393,7 +494,9 @@ impl Drop for Procs {
 
 /// What a child printed, once it exited, and the CPU time (user and
 /// system) it used, from the kernel's accounting of the reaped process.
-fn output_and_cpu(child: &mut Child) -> anyhow::Result<(std::process::Output, Duration)> {
+pub(super) fn output_and_cpu(
+    child: &mut Child,
+) -> anyhow::Result<(std::process::Output, Duration)> {
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
     let err_reader = child.stderr.take().map(|mut e| {
@@ -429,78 +532,10 @@ fn output_and_cpu(child: &mut Child) -> anyhow::Result<(std::process::Output, Du
     ))
 }
 
-fn summarise(cases: &[Case], runs: &[Run]) -> Vec<Summary> {
-    let of = |c: usize, f: &dyn Fn(&Run) -> Option<f64>| {
-        let mut v: Vec<f64> = runs.iter().filter(|r| r.case == c).filter_map(f).collect();
-        median(&mut v)
-    };
-    let mut out: Vec<Summary> = Vec::new();
-    for (c, case) in cases.iter().enumerate() {
-        let goodput = of(c, &|r| Some(r.goodput_mbps)).unwrap_or(0.0);
-        let sender = of(c, &|r| Some(r.sender_cpu_s_per_gb)).unwrap_or(0.0);
-        let receiver = of(c, &|r| Some(r.receiver_cpu_s_per_gb)).unwrap_or(0.0);
-        let relay = of(c, &|r| r.relay_cpu_s_per_gb);
-        let cpu = sender + receiver + relay.unwrap_or(0.0);
-        let (g0, c0) = out.first().map_or((goodput, cpu), |f| {
-            let c0 = f.sender_cpu_s_per_gb
-                + f.receiver_cpu_s_per_gb
-                + f.relay_cpu_s_per_gb.unwrap_or(0.0);
-            (f.goodput_mbps, c0)
-        });
-        out.push(Summary {
-            case: case.name(),
-            runs: runs.iter().filter(|r| r.case == c).count(),
-            goodput_mbps: goodput,
-            sender_cpu_s_per_gb: sender,
-            receiver_cpu_s_per_gb: receiver,
-            relay_cpu_s_per_gb: relay,
-            goodput_vs_first: goodput / g0.max(f64::MIN_POSITIVE),
-            cpu_vs_first: cpu / c0.max(f64::MIN_POSITIVE),
-        });
-    }
-    out
-}
-
-fn markdown(summaries: &[Summary], args: &TransfersArgs) -> String {
-    use std::fmt::Write;
-    let mut md = String::from("# Transfers on loopback: the CLI as users run it\n\n");
-    let _ = writeln!(
-        md,
-        "{} per transfer, {} rounds, cases rotated each round, medians; the \
-         receiver writes to {}; sealed means a pinned key. `runs` in \
-         [transfers.json](transfers.json) has every run.\n",
-        crate::human::size(args.size),
-        args.rounds,
-        match args.sink {
-            Sink::File => "a file",
-            Sink::Null => "/dev/null",
-        }
-    );
-    let _ = writeln!(md, "```sh\n{}\n```\n", super::command_line());
-    md.push_str(
-        "| case | runs | goodput Mbit/s | CPU s/GB sender | CPU s/GB receiver | CPU s/GB relay | goodput vs first | CPU vs first |\n|---|---|---|---|---|---|---|---|\n",
-    );
-    for s in summaries {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0} | {:.2} | {:.2} | {} | {:.2}x | {:.2}x |",
-            s.case,
-            s.runs,
-            s.goodput_mbps,
-            s.sender_cpu_s_per_gb,
-            s.receiver_cpu_s_per_gb,
-            s.relay_cpu_s_per_gb
-                .map_or("—".to_owned(), |r| format!("{r:.2}")),
-            s.goodput_vs_first,
-            s.cpu_vs_first
-        );
-    }
-    md
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     #[test]
     fn routes_parse() {
@@ -518,37 +553,39 @@ mod tests {
         assert!("tunnel".parse::<Via>().is_err());
     }
 
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: TransfersArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<TransfersArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("transfers").chain(argv.iter().copied()))
+            .map(|c| c.args)
+    }
+
+    /// `--mtu` adds kernel TCP as a case of its own, after braid's; it
+    /// cannot be asked for with `--kinds`, and the MTU has bounds.
     #[test]
-    fn medians_and_ratios_are_per_case() {
-        let case = |kind, via: &str| Case {
-            kind,
-            via: via.into(),
-            qlog: false,
-            route: via.parse().unwrap(),
-        };
-        let cases = [
-            case(Protection::Sealed, "direct"),
-            case(Protection::Insecure, "direct"),
-        ];
-        let run = |case, goodput, cpu| Run {
-            round: 1,
-            case,
-            goodput_mbps: goodput,
-            duration_s: 1.0,
-            sender_cpu_s_per_gb: cpu,
-            receiver_cpu_s_per_gb: cpu,
-            relay_cpu_s_per_gb: None,
-        };
-        let runs = [
-            run(0, 100.0, 1.0),
-            run(0, 300.0, 3.0),
-            run(0, 200.0, 2.0),
-            run(1, 400.0, 1.0),
-        ];
-        let s = summarise(&cases, &runs);
-        assert_eq!((s[0].runs, s[0].goodput_mbps), (3, 200.0));
-        assert_eq!(s[0].goodput_vs_first, 1.0);
-        assert_eq!(s[1].goodput_vs_first, 2.0);
-        assert_eq!(s[1].cpu_vs_first, 0.5);
+    fn an_mtu_brings_kernel_tcp_in() {
+        let names = |a: &TransfersArgs| cases(a).iter().map(Case::name).collect::<Vec<_>>();
+        let plain = parse(&[]).unwrap();
+        assert_eq!(plain.mtu, None);
+        assert_eq!(names(&plain), ["sealed, direct", "insecure, direct"]);
+        let mtu = parse(&["--mtu", "1500", "--via", "direct", "--via", "relay"]).unwrap();
+        assert_eq!(mtu.mtu, Some(1500));
+        assert_eq!(
+            names(&mtu),
+            [
+                "sealed, direct",
+                "sealed, relay",
+                "insecure, direct",
+                "insecure, relay",
+                "kernel TCP"
+            ]
+        );
+        assert!(parse(&["--kinds", "tcp"]).is_err());
+        assert!(parse(&["--mtu", "1000"]).is_err());
+        assert!(parse(&["--mtu", "70000"]).is_err());
     }
 }
