@@ -502,7 +502,7 @@ fn bench_reach_on_one_lan_and_with_udp_blocked() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("cases.json")).unwrap())
             .unwrap();
     let runs = report["runs"].as_array().unwrap();
-    // Without --croc, croc's cases are left out.
+    // Without --croc and --wormhole, their cases are left out.
     assert_eq!(runs.len(), 4, "{stderr}");
     for run in runs {
         let case = &report["cases"][run["case"].as_u64().unwrap() as usize];

@@ -10,7 +10,8 @@
 //! on different links, the direct path with and without a relay beside
 //! it) and failover (a relay killed, the direct path cut, a NAT rebinding,
 //! each when 30 % of the file has arrived). `--croc` adds croc beside
-//! braid. More topologies ([`cases`]): one LAN, carrier-grade NATs, IPv6
+//! braid, `--wormhole` magic-wormhole where croc runs in the topologies
+//! beyond the NAT pairs ([`cases`]): one LAN, carrier-grade NATs, IPv6
 //! only, UDP blocked, a rebinding on either side and a key-mode receiver
 //! restarted. The report puts the verdicts first, then medians per case.
 
@@ -20,6 +21,8 @@ mod flows;
 pub(super) mod procs;
 mod report;
 mod report_more;
+mod workdir;
+mod wormhole;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -33,6 +36,7 @@ use serde::Serialize;
 use crate::lab::{self, Lab, LabConfig, Nat, Node, Topology};
 pub use cases::{Expect, Program};
 use procs::Procs;
+use workdir::WorkDir;
 
 /// The port every relay serves on.
 const RELAY_PORT: u16 = 7000;
@@ -66,7 +70,8 @@ pub struct ReachArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     cases: Vec<String>,
     /// Parts to run (comma-separated); croc, and croc's cases in the
-    /// others, only with --croc.
+    /// others, only with --croc; magic-wormhole's cases only with
+    /// --wormhole.
     #[arg(
         long,
         value_delimiter = ',',
@@ -84,6 +89,12 @@ pub struct ReachArgs {
     /// beside braid, on a clean, a lossy and a long uplink.
     #[arg(long, value_name = "PATH")]
     croc: Option<PathBuf>,
+    /// Also run magic-wormhole (this executable; its directory must hold
+    /// `twistd` with magic-wormhole's mailbox server and transit relay)
+    /// with both servers on relay host A, where croc runs in the lan, cgnat
+    /// and udp-blocked parts.
+    #[arg(long, value_name = "PATH")]
+    wormhole: Option<PathBuf>,
     /// A transfer without a verdict after this long counts as failed.
     #[arg(long, default_value = "90s", value_parser = crate::parse_timeout)]
     timeout: Duration,
@@ -359,15 +370,15 @@ struct Ctx {
     size: u64,
     timeout: Duration,
     croc: Option<croc::Croc>,
+    wormhole: Option<wormhole::Wormhole>,
 }
 
 pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
     lab::guard_signals();
     lab::check_prerequisites()?;
-    let croc_setup = match &args.croc {
-        Some(path) => Some(croc::Croc::find(path)?),
-        None => None,
-    };
+    let croc = args.croc.as_deref().map(croc::Croc::find).transpose()?;
+    let wormhole = args.wormhole.as_deref().map(wormhole::Wormhole::find);
+    let wormhole = wormhole.transpose()?;
     let exe = std::env::current_exe().context("cannot find this program")?;
     let work = WorkDir::create()?;
     lab::remove_on_signal(work.path());
@@ -379,7 +390,8 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
         input,
         size: args.size,
         timeout: args.timeout,
-        croc: croc_setup,
+        croc,
+        wormhole,
     };
     let config = LabConfig {
         nat: [Nat::Cone; 2],
@@ -389,9 +401,11 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
         topology: Topology::Sites,
     };
     let mut all = cases(&args.parts);
-    if ctx.croc.is_none() {
-        all.retain(|c| c.program != Program::Croc);
-    }
+    all.retain(|c| match c.program {
+        Program::Braid => true,
+        Program::Croc => ctx.croc.is_some(),
+        Program::Wormhole => ctx.wormhole.is_some(),
+    });
     let cases = select(all, &args.cases)?;
     let mut runs = Vec::new();
     if !cases.is_empty() {
@@ -447,45 +461,6 @@ fn lab_for<'a>(
     Ok(lab.as_mut().expect("just built"))
 }
 
-/// The run's files (the file sent, what was received), in
-/// `$TMPDIR/braid-reach-<pid>`: removed on drop, and, if a kill -9 left
-/// it, by the next run.
-struct WorkDir(PathBuf);
-
-const WORK_PREFIX: &str = "braid-reach-";
-
-impl WorkDir {
-    fn create() -> anyhow::Result<WorkDir> {
-        let tmp = std::env::temp_dir();
-        if let Ok(entries) = std::fs::read_dir(&tmp) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let Some(pid) = name.strip_prefix(WORK_PREFIX) else {
-                    continue;
-                };
-                if pid.parse::<u32>().is_ok() && !Path::new(&format!("/proc/{pid}")).exists() {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let dir = tmp.join(format!("{WORK_PREFIX}{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("cannot make a working directory {}", dir.display()))?;
-        Ok(WorkDir(dir))
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn progress_line(case: &Case, run: &Run) -> String {
     let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} ms"));
     let mut s = format!(
@@ -516,6 +491,7 @@ fn transfer(ctx: &Ctx, lab: &mut Lab, case: &Case, round: u32, ci: usize) -> Run
     };
     let result = match (case.program, case.expect) {
         (Program::Croc, _) => flows::croc(ctx, lab, case, &mut run),
+        (Program::Wormhole, _) => wormhole::flow(ctx, lab, case, &mut run),
         (_, Expect::Fails { .. }) => flows::expect_failure(ctx, lab, case, &mut run),
         _ if case.key_restart => flows::key_restart(ctx, lab, case, &mut run),
         _ => attempt(ctx, lab, case, &mut run),

@@ -1,7 +1,7 @@
 //! The cases beyond two sites' NAT pairs: both hosts on one LAN, sites
 //! behind carrier-grade NATs, IPv6 only, UDP blocked, a rebinding on
-//! either side, and a key-mode receiver restarted; croc beside braid
-//! where it runs.
+//! either side, and a key-mode receiver restarted; croc and
+//! magic-wormhole beside braid where they run.
 
 use serde::Serialize;
 
@@ -17,6 +17,20 @@ pub enum Program {
     Braid,
     /// croc through its own relay on relay host A (`--croc` only).
     Croc,
+    /// magic-wormhole through its mailbox server and transit relay on
+    /// relay host A (`--wormhole` only).
+    Wormhole,
+}
+
+impl Program {
+    /// Its name in the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            Program::Braid => "braid",
+            Program::Croc => "croc",
+            Program::Wormhole => "magic-wormhole",
+        }
+    }
 }
 
 /// What a case must do.
@@ -70,8 +84,8 @@ impl Case {
         self
     }
 
-    fn croc(mut self) -> Case {
-        self.program = Program::Croc;
+    fn by(mut self, program: Program) -> Case {
+        self.program = program;
         self
     }
 }
@@ -80,6 +94,7 @@ impl Case {
 pub const LAN_RELAY: &str = "same LAN, braid --relay";
 pub const LAN_DIRECT: &str = "same LAN, braid --to LAN address";
 pub const LAN_CROC: &str = "same LAN, croc";
+pub const LAN_WORMHOLE: &str = "same LAN, magic-wormhole";
 
 const RESTRICTED: [Nat; 2] = [Nat::Restricted, Nat::Restricted];
 
@@ -98,7 +113,12 @@ pub fn more(parts: &[Part]) -> Vec<Case> {
             relays: Vec::new(),
             ..lan(LAN_DIRECT)
         };
-        out.extend([lan(LAN_RELAY), direct, lan(LAN_CROC).croc()]);
+        out.extend([
+            lan(LAN_RELAY),
+            direct,
+            lan(LAN_CROC).by(Program::Croc),
+            lan(LAN_WORMHOLE).by(Program::Wormhole),
+        ]);
     }
     if has(Part::Cgnat) {
         let cg = |name, topology, nat| Case::new(Part::Cgnat, name, nat, &[0]).on(topology);
@@ -115,7 +135,13 @@ pub fn more(parts: &[Part]) -> Vec<Case> {
                 RESTRICTED,
             ),
             cg("hosts directly inside one CGNAT", cgnat(true, false), open),
-            cg("shared CGNAT, croc", cgnat(true, true), RESTRICTED).croc(),
+            cg("shared CGNAT, croc", cgnat(true, true), RESTRICTED).by(Program::Croc),
+            cg(
+                "shared CGNAT, magic-wormhole",
+                cgnat(true, true),
+                RESTRICTED,
+            )
+            .by(Program::Wormhole),
         ]);
     }
     if has(Part::Ipv6) {
@@ -136,7 +162,8 @@ pub fn more(parts: &[Part]) -> Vec<Case> {
             relay_tcp: false,
             ..blocked("UDP blocked, braid, relay without TCP")
         });
-        out.push(blocked("UDP blocked, croc").croc());
+        out.push(blocked("UDP blocked, croc").by(Program::Croc));
+        out.push(blocked("UDP blocked, magic-wormhole").by(Program::Wormhole));
     }
     if has(Part::Rebinding) {
         for (site, name) in [
@@ -177,7 +204,7 @@ mod tests {
             Part::Rebinding,
             Part::KeyRestart,
         ]);
-        assert_eq!(all.len(), 3 + 4 + 1 + 3 + 2 + 1);
+        assert_eq!(all.len(), 4 + 5 + 1 + 4 + 2 + 1);
         let names: std::collections::HashSet<&str> = all.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names.len(), all.len(), "names are unique");
         let direct = all.iter().find(|c| c.name == LAN_DIRECT).unwrap();
@@ -192,10 +219,23 @@ mod tests {
             .unwrap();
         assert!(no_tcp.block_udp && !no_tcp.relay_tcp);
         assert_eq!(no_tcp.expect, UDP_BLOCKED_NO_TCP);
-        assert!(all
+        let others: Vec<&Case> = all.iter().filter(|c| c.program != Program::Braid).collect();
+        assert!(others
             .iter()
-            .filter(|c| c.program == Program::Croc)
             .all(|c| c.expect == Expect::Verified && c.topology != Topology::Ipv6));
+        // magic-wormhole runs wherever croc does, and only there.
+        let of = |p| -> Vec<Part> {
+            others
+                .iter()
+                .filter(|c| c.program == p)
+                .map(|c| c.part)
+                .collect()
+        };
+        assert_eq!(
+            of(Program::Croc),
+            [Part::Lan, Part::Cgnat, Part::UdpBlocked]
+        );
+        assert_eq!(of(Program::Wormhole), of(Program::Croc));
         assert!(more(&[Part::Pairs]).is_empty());
     }
 }

@@ -232,7 +232,7 @@ pub(super) fn blake3_of(path: &Path) -> anyhow::Result<blake3::Hash> {
 }
 
 /// The one file in `dir`, once it is whole: checked against `want`.
-fn check_received(dir: &Path, want: &blake3::Hash) -> anyhow::Result<()> {
+pub(super) fn check_received(dir: &Path, want: &blake3::Hash) -> anyhow::Result<()> {
     let files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file())
@@ -246,7 +246,7 @@ fn check_received(dir: &Path, want: &blake3::Hash) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn fresh_dir(ctx: &Ctx, name: &str) -> anyhow::Result<PathBuf> {
+pub(super) fn fresh_dir(ctx: &Ctx, name: &str) -> anyhow::Result<PathBuf> {
     let dir = ctx.work.join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -314,7 +314,7 @@ fn braid_once(
 /// The TCP sockets of `pid`'s network namespace, from /proc/<pid>/net/tcp:
 /// whether one is in `state` (hex, "0A" listening, "01" established) with
 /// `port` as its local (or, with `remote`, its remote) port.
-fn has_tcp(pid: u32, port: u16, remote: bool, state: &str) -> bool {
+pub(super) fn has_tcp(pid: u32, port: u16, remote: bool, state: &str) -> bool {
     let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")) else {
         return false;
     };
@@ -330,7 +330,7 @@ fn tcp_table_has(table: &str, port: u16, remote: bool, state: &str) -> bool {
 }
 
 /// Polls `ready` every 20 ms for up to `limit`.
-fn until(limit: Duration, what: &str, ready: impl Fn() -> bool) -> anyhow::Result<()> {
+pub(super) fn until(limit: Duration, what: &str, ready: impl Fn() -> bool) -> anyhow::Result<()> {
     let deadline = Instant::now() + limit;
     while !ready() {
         if Instant::now() > deadline {

@@ -1,4 +1,4 @@
-//! The programs of one run (relays, receiver, sender, croc): their output
+//! The programs of one run (relays, receiver, sender, croc, magic-wormhole):
 //! read line by line as it comes, with the time each line arrived, and all
 //! of them killed and reaped if the run ends early.
 

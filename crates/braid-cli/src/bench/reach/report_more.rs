@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY};
+use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY, LAN_WORMHOLE};
 use super::report::{Report, Summary, Verdict};
 use super::{Expect, Part, Program};
 
@@ -51,15 +51,19 @@ fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
         }),
         met: Some(ratio.is_some_and(|x| x >= LAN_RATIO)),
     });
-    if let Some(croc) = r.by_name(LAN_CROC) {
-        let ratio = croc.wall_s.zip(relay.wall_s).map(|(c, b)| c / b);
+    for (name, program) in [(LAN_CROC, "croc"), (LAN_WORMHOLE, "magic-wormhole")] {
+        let Some(other) = r.by_name(name) else {
+            continue;
+        };
+        let ratio = other.wall_s.zip(relay.wall_s).map(|(o, b)| o / b);
         v.push(Verdict {
-            target: "same LAN: braid --relay faster than croc (wall time to verified receipt)"
-                .into(),
+            target: format!(
+                "same LAN: braid --relay faster than {program} (wall time to verified receipt)"
+            ),
             measured: ratio.map_or("no transfer verified".into(), |x| {
                 format!(
-                    "croc / braid {x:.2}x ({} vs {} s)",
-                    f(croc.wall_s, 2),
+                    "{program} / braid {x:.2}x ({} vs {} s)",
+                    f(other.wall_s, 2),
                     f(relay.wall_s, 2)
                 )
             }),
@@ -115,6 +119,13 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             Expect::Verified if s.program == Program::Croc => {
                 (format!("{}: croc reaches its relay over TCP (no target)", s.case), None)
             }
+            Expect::Verified if s.program == Program::Wormhole => (
+                format!(
+                    "{}: magic-wormhole reaches its servers over TCP (no target)",
+                    s.case
+                ),
+                None,
+            ),
             Expect::Verified => match relay_mbit {
                 Some(cap) => (
                     format!(
@@ -196,9 +207,14 @@ fn topology_table(r: &Report, md: &mut String) {
     md.push_str(
         "\n## One LAN, carrier-grade NATs, IPv6 only\n\nWall = from starting the side that sets \
          the transfer going (braid's sender; croc's receiver, once croc's sender is in its \
-         relay's room) to the receiver's verified file. braid --to dials the receiver's LAN \
+         relay's room; magic-wormhole's receiver, once its sender is connected to the mailbox \
+         server) to the receiver's verified file. braid --to dials the receiver's LAN \
          address with no relay. croc runs with its LAN discovery where both hosts share a LAN. \
-         Validated ms and share direct as in the tables above.\n\n\
+         magic-wormhole (`wormhole send --code` and `wormhole receive --accept-file`) meets \
+         through its mailbox server on relay host A and offers a direct TCP connection beside \
+         its transit relay there; its share direct is 100 % when the receiver says the data \
+         came straight from the sender, 0 % through the transit relay. Validated ms and share \
+         direct otherwise as in the tables above.\n\n\
          | case | lab | NATs | program | runs | verified | direct validated | validated ms | share direct | goodput Mbit/s | wall s |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -209,10 +225,7 @@ fn topology_table(r: &Report, md: &mut String) {
             s.case,
             s.topology,
             s.pair,
-            match s.program {
-                Program::Braid => "braid",
-                Program::Croc => "croc",
-            },
+            s.program.label(),
             s.runs,
             s.verified,
             s.direct_validated,
@@ -230,8 +243,8 @@ fn blocked_table(r: &Report, md: &mut String) {
     }
     md.push_str(
         "\n## UDP blocked (the sites' routers drop all UDP out)\n\nBoth braid ends start at \
-         once; braid's ends reach the relay over TCP after 3 s of UDP silence, as croc \
-         does throughout.\n\n\
+         once; braid's ends reach the relay over TCP after 3 s of UDP silence, as croc and \
+         magic-wormhole do throughout.\n\n\
          | case | runs | as expected | verified | sender fails after s | receiver fails after s | codes (sender / receiver) | wall s |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
@@ -310,5 +323,73 @@ pub fn markdown(r: &Report, md: &mut String) {
                 f(s.goodput_mbps, 1)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{cases, ReachArgs, Run};
+    use super::*;
+    use crate::lab::{LabConfig, Nat, Topology};
+
+    #[test]
+    fn one_lan_compares_braid_with_croc_and_magic_wormhole() {
+        let cases = cases(&[Part::Lan, Part::UdpBlocked]);
+        let idx = |n: &str| cases.iter().position(|c| c.name == n).unwrap();
+        let run = |name: &str, wall: f64, goodput: Option<f64>, direct: Option<f64>| Run {
+            round: 1,
+            case: idx(name),
+            verified: true,
+            as_expected: true,
+            wall_s: Some(wall),
+            goodput_mbps: goodput,
+            direct_share: direct,
+            ..Run::default()
+        };
+        let runs = [
+            run(LAN_RELAY, 0.5, Some(500.0), Some(1.0)),
+            run(LAN_DIRECT, 0.1, Some(3000.0), None),
+            run(LAN_CROC, 1.5, None, None),
+            run(LAN_WORMHOLE, 2.0, None, Some(1.0)),
+            run("UDP blocked, magic-wormhole", 9.0, None, Some(0.0)),
+        ];
+        let lab = LabConfig {
+            nat: [Nat::Cone; 2],
+            uplink: std::array::from_fn(|_| crate::lab::parse_link("100mbit:10ms").unwrap()),
+            relay_link: std::array::from_fn(|_| crate::lab::parse_link("40mbit:5ms").unwrap()),
+            seed: 1,
+            topology: Topology::Sites,
+        };
+        let args = <ReachArgs as clap::FromArgMatches>::from_arg_matches(
+            &<ReachArgs as clap::Args>::augment_args(clap::Command::new("t"))
+                .get_matches_from(["t"]),
+        )
+        .unwrap();
+        let r = Report::new(&cases, &runs, &lab, &args, Vec::new());
+        let verdict = |start: &str| {
+            r.verdicts
+                .iter()
+                .find(|v| v.target.starts_with(start))
+                .unwrap_or_else(|| panic!("no verdict {start}: {:?}", r.verdicts))
+        };
+        let croc = verdict("same LAN: braid --relay faster than croc");
+        assert_eq!(croc.measured, "croc / braid 3.00x (1.50 vs 0.50 s)");
+        let wormhole = verdict("same LAN: braid --relay faster than magic-wormhole");
+        assert_eq!(
+            wormhole.measured,
+            "magic-wormhole / braid 4.00x (2.00 vs 0.50 s)"
+        );
+        assert_eq!(wormhole.met, Some(true));
+        let blocked = verdict("UDP blocked, magic-wormhole: magic-wormhole reaches");
+        assert_eq!(blocked.met, None);
+        let md = r.markdown();
+        assert!(
+            md.contains("| same LAN, magic-wormhole | one LAN behind one NAT | restricted (one router) | magic-wormhole | 1 | 1 | 0 | — | 100 % | — | 2.00 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| UDP blocked, magic-wormhole | 1 | 1 | 1 |"),
+            "{md}"
+        );
     }
 }
