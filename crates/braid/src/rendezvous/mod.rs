@@ -133,6 +133,10 @@ impl Meeting {
                 until.min(silent_until)
             };
             if tokio::time::timeout_at(until, changed).await.is_err() {
+                // Paired just before giving up: open rather than fail.
+                if let Opening::Open(to) = self.opening(&self.reach()) {
+                    break to;
+                }
                 let now = tokio::time::Instant::now();
                 if now >= give_up || (!answered && now >= silent_until) {
                     return Err(no_pairing(&self.reach(), now - started));
