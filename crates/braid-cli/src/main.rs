@@ -210,6 +210,30 @@ fn block_on<T>(command: impl std::future::Future<Output = T>) -> anyhow::Result<
     Ok(out)
 }
 
+/// As [`block_on`], on `workers` threads: for a receiver that keeps
+/// listening, whose sessions are independent of each other.
+fn block_on_workers<T>(
+    workers: usize,
+    command: impl std::future::Future<Output = T>,
+) -> anyhow::Result<T> {
+    if workers <= 1 {
+        return block_on(command);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let out = runtime.block_on(command);
+    runtime.shutdown_background();
+    Ok(out)
+}
+
+/// Cores this process may run on.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// `ip:port`, `[ipv6]:port` or `host:port`; anything without a port is a
 /// usage error, a name that does not resolve a runtime one. A name's first
 /// address in the system's order of preference (RFC 6724: one this host

@@ -68,7 +68,12 @@ const SIGNAL_GRACE: Duration = Duration::from_secs(2);
 const TRIES_POLL: Duration = Duration::from_millis(200);
 
 pub fn run(args: RecvArgs) -> anyhow::Result<ExitCode> {
-    crate::block_on(recv(args))?
+    if args.keep {
+        // Transfers from different senders on different cores.
+        crate::block_on_workers(crate::cores(), recv(args))?
+    } else {
+        crate::block_on(recv(args))?
+    }
 }
 
 /// What every transfer of this receiver shares.
@@ -220,7 +225,8 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
         args.observe.configure(&mut cfg);
         // Without --listen, --relay is given: bind what reaches the relays.
         let binds = listen.map_or_else(|| meet.as_ref().expect("--relay").binds(), |a| vec![a]);
-        let listener = bind(&binds, cfg)?;
+        let receivers = if args.keep { crate::cores() } else { 1 };
+        let listener = bind(&binds, cfg, receivers)?;
         let Some(meet) = meet else {
             break (listener, identity, None);
         };
@@ -311,11 +317,12 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
     ))
 }
 
-/// A listener on the first of `binds` that binds.
-fn bind(binds: &[SocketAddr], cfg: SessionConfig) -> braid::Result<Listener> {
+/// A listener on the first of `binds` that binds, reading with
+/// `receivers` sockets.
+fn bind(binds: &[SocketAddr], cfg: SessionConfig, receivers: usize) -> braid::Result<Listener> {
     let mut failed = None;
     for &addr in binds {
-        match Listener::bind(addr, cfg.clone()) {
+        match Listener::bind_spread(addr, cfg.clone(), Default::default(), receivers) {
             Ok(l) => return Ok(l),
             Err(e) => failed = Some(e),
         }

@@ -419,8 +419,32 @@ pub struct Endpoint {
 impl Endpoint {
     /// Binds a socket at `addr` (port 0: any free port). Needs a tokio runtime.
     pub fn bind(addr: SocketAddr) -> Result<Endpoint> {
-        let io = UdpIo::bind(addr, DEFAULT_SOCKET_BUFFER)
-            .map_err(|e| Error::io(format!("cannot bind {addr}"), &e))?;
+        Endpoint::bind_spread(addr, 1)
+    }
+
+    /// As [`Endpoint::bind`], with `receivers` sockets on the address, each
+    /// read by a task of its own, so that a runtime with several worker
+    /// threads opens and reads different peers' datagrams on different
+    /// cores (the kernel gives each peer address to one socket). Sessions
+    /// are still found by id in one table, and every send leaves from the
+    /// first socket. With 1 this is [`Endpoint::bind`]; with more, the
+    /// address is shared (`SO_REUSEPORT`): only other sockets of this user
+    /// bound the same way could share it too.
+    pub fn bind_spread(addr: SocketAddr, receivers: usize) -> Result<Endpoint> {
+        let cannot = |e: &io::Error| Error::io(format!("cannot bind {addr}"), e);
+        let io = if receivers > 1 {
+            UdpIo::bind_shared(addr, DEFAULT_SOCKET_BUFFER)
+        } else {
+            UdpIo::bind(addr, DEFAULT_SOCKET_BUFFER)
+        }
+        .map_err(|e| cannot(&e))?;
+        // Port 0 resolved: the others join the first one's port.
+        let bound = io.local_addr();
+        let mut readers = Vec::new();
+        for _ in 1..receivers {
+            let other = UdpIo::bind_shared(bound, DEFAULT_SOCKET_BUFFER).map_err(|e| cannot(&e))?;
+            readers.push(Arc::new(other));
+        }
         // Drained by the error task spawned below.
         io.report_unreachable();
         let inner = Arc::new(EndpointInner {
@@ -437,7 +461,12 @@ impl Endpoint {
         });
         let recv = tokio::spawn(recv_loop(inner.io.clone(), Arc::downgrade(&inner)));
         let errors = tokio::spawn(error_loop(inner.io.clone(), Arc::downgrade(&inner)));
-        *lock(&inner.tasks) = vec![recv.abort_handle(), errors.abort_handle()];
+        let mut tasks = vec![recv.abort_handle(), errors.abort_handle()];
+        // They never send, so no error of theirs is ours to read.
+        for other in readers {
+            tasks.push(tokio::spawn(recv_loop(other, Arc::downgrade(&inner))).abort_handle());
+        }
+        *lock(&inner.tasks) = tasks;
         Ok(Endpoint { inner })
     }
 
@@ -612,8 +641,20 @@ impl Listener {
     /// otherwise.
     pub fn bind_with(
         addr: SocketAddr,
+        cfg: SessionConfig,
+        limits: EndpointConfig,
+    ) -> Result<Listener> {
+        Listener::bind_spread(addr, cfg, limits, 1)
+    }
+
+    /// As [`Listener::bind_with`], reading with `receivers` sockets
+    /// ([`Endpoint::bind_spread`]): on a runtime with that many worker
+    /// threads, sessions from different peers are opened on different cores.
+    pub fn bind_spread(
+        addr: SocketAddr,
         mut cfg: SessionConfig,
         mut limits: EndpointConfig,
+        receivers: usize,
     ) -> Result<Listener> {
         limits
             .fresh_since
@@ -623,8 +664,8 @@ impl Listener {
         if cfg.max_datagram.is_none() {
             cfg.max_datagram = Some(crate::mtu::route_max_datagram(addr));
         }
-        let endpoint =
-            Endpoint::bind(addr).map_err(|e| rename(e, format!("cannot listen on {addr}")))?;
+        let endpoint = Endpoint::bind_spread(addr, receivers)
+            .map_err(|e| rename(e, format!("cannot listen on {addr}")))?;
         let (tx, rx) = mpsc::channel(ACCEPT_BACKLOG);
         {
             let mut table = lock(&endpoint.inner.table);

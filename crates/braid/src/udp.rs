@@ -35,10 +35,27 @@ impl UdpIo {
     /// Binds `addr` with send and receive buffers of `buffer` bytes where
     /// the system allows it. Needs a tokio runtime.
     pub fn bind(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
+        UdpIo::bind_opts(addr, buffer, false)
+    }
+
+    /// As [`UdpIo::bind`], as one of several sockets on one address that
+    /// share its datagrams (`SO_REUSEPORT`: the kernel gives each peer's
+    /// address and port to one of them). Only sockets bound this way, by
+    /// the same user, can share the address.
+    #[cfg(unix)]
+    pub fn bind_shared(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
+        UdpIo::bind_opts(addr, buffer, true)
+    }
+
+    fn bind_opts(addr: SocketAddr, buffer: usize, shared: bool) -> io::Result<UdpIo> {
         let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
         if addr.is_ipv6() {
             // Best effort: accept IPv4-mapped peers on a [::] socket.
             let _ = sock.set_only_v6(false);
+        }
+        #[cfg(unix)]
+        if shared {
+            sock.set_reuse_port(true)?;
         }
         sock.bind(&addr.into())?;
         sock.set_nonblocking(true)?;

@@ -234,13 +234,27 @@ async fn listening_on_a_port_in_use_is_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_concurrent_sessions_on_one_listener_all_verify() {
-    const SESSIONS: usize = 100;
-    const BYTES: usize = 1 << 20;
     let listener = Listener::bind(localhost(), server_cfg()).unwrap();
+    concurrent_sessions_all_verify(listener, 100).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sessions_read_by_several_sockets_on_one_address_all_verify() {
+    let listener = Listener::bind_spread(localhost(), server_cfg(), Default::default(), 4).unwrap();
+    // The address is shared only among sockets that asked to share it.
+    let err = Listener::bind(listener.local_addr(), server_cfg()).unwrap_err();
+    assert!(err.to_string().contains("address already in use"), "{err}");
+    concurrent_sessions_all_verify(listener, 32).await;
+}
+
+/// `sessions` clients send 1 MiB each at once; each gets back the hash
+/// of what the listener read.
+async fn concurrent_sessions_all_verify(listener: Listener, sessions: usize) {
+    const BYTES: usize = 1 << 20;
     let to = listener.local_addr();
     let server = tokio::spawn(async move {
         let mut handlers = Vec::new();
-        for _ in 0..SESSIONS {
+        for _ in 0..sessions {
             let mut s = listener.accept().await.unwrap();
             handlers.push(tokio::spawn(async move {
                 let mut got = Vec::new();
@@ -259,7 +273,7 @@ async fn a_hundred_concurrent_sessions_on_one_listener_all_verify() {
     });
     let started = Instant::now();
     let mut clients = Vec::new();
-    for i in 0..SESSIONS {
+    for i in 0..sessions {
         clients.push(tokio::spawn(async move {
             let data: Vec<u8> = (0..BYTES).map(|j| ((i * 7 + j) % 253) as u8).collect();
             let mut s = connect(&[PathSpec::to(to)], client_cfg()).await.unwrap();
@@ -281,9 +295,9 @@ async fn a_hundred_concurrent_sessions_on_one_listener_all_verify() {
     }
     let total = server.await.unwrap();
     eprintln!(
-        "{verified}/{SESSIONS} sessions of 1 MiB verified in {:.2} s",
+        "{verified}/{sessions} sessions of 1 MiB verified in {:.2} s",
         started.elapsed().as_secs_f64()
     );
-    assert_eq!(verified, SESSIONS);
-    assert_eq!(total, SESSIONS * BYTES);
+    assert_eq!(verified, sessions);
+    assert_eq!(total, sessions * BYTES);
 }
