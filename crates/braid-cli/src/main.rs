@@ -35,10 +35,23 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// `braid --version`: the release and the wire version it speaks (peers
+/// of another wire version are refused).
+fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "{} (wire version {})",
+            env!("CARGO_PKG_VERSION"),
+            braid_proto::wire::VERSION
+        )
+    })
+}
+
 #[derive(Parser)]
 #[command(
     name = "braid",
-    version,
+    version = version_line(),
     about = "A fast, reliable multi-connection transport over UDP, and the tools to check it"
 )]
 struct Cli {
