@@ -483,3 +483,23 @@ fn idle_sessions_do_not_lock_out_a_sender() {
     s.handle_timeout(at);
     assert!(s.error().is_none());
 }
+
+/// A sender that pinned another key is refused each time its opening
+/// arrives, and counted once: its retransmissions are one sender.
+#[test]
+fn a_refused_sender_is_counted_once_however_often_it_retries() {
+    let (server_cfg, _) = pinned_key();
+    let mut server = Server::new(server_cfg, EndpointConfig::default());
+    let wrong = SessionConfig {
+        security: Security::pinned(Keypair::generate([4; 32]).public()),
+        ..SessionConfig::default()
+    };
+    for id in [7u64, 8] {
+        let mut c = client(wrong.clone(), id);
+        let o = opening_of(&mut c, server.now);
+        for _ in 0..3 {
+            assert!(matches!(server.handle(addr(1, 1), &o), Got::Answer(_)));
+        }
+    }
+    assert_eq!(server.ep.stats().refused, 2);
+}

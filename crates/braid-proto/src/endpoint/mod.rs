@@ -118,7 +118,9 @@ pub struct EndpointStats {
     pub accepted: u64,
     /// Openings answered with a retry token instead of a session.
     pub retries_sent: u64,
-    /// Openings refused (answered with a refusal, no session kept).
+    /// Openings refused (answered with a refusal, no session kept),
+    /// counted once per session id: a client's retransmissions of one
+    /// opening are one refused sender.
     pub refused: u64,
     /// Openings told "busy": no room for them (sessions, memory, or the
     /// share of their prefix or key).
@@ -159,8 +161,14 @@ pub struct Endpoint<H> {
     guesses: Option<CodeGuesses>,
     openings: OpeningDates,
     evicted: VecDeque<H>,
+    /// The last session ids refused, so a retransmitted opening is not
+    /// counted again (bounded: [`REFUSALS_REMEMBERED`]).
+    refused_ids: VecDeque<u64>,
     stats: EndpointStats,
 }
+
+/// Refused session ids remembered for counting refusals.
+const REFUSALS_REMEMBERED: usize = 16;
 
 /// Answers to one-time-code handshakes never confirmed by their client
 /// (each one guess at the code) that end the code, by default.
@@ -211,6 +219,7 @@ impl<H: Clone> Endpoint<H> {
             guesses: None,
             openings,
             evicted: VecDeque::new(),
+            refused_ids: VecDeque::new(),
             stats: EndpointStats::default(),
         }
     }
@@ -364,7 +373,14 @@ impl<H: Clone> Endpoint<H> {
         if session.error().is_some() {
             // A refusal is said once and keeps no state; the core limits
             // it to 3x the opening. A refused code answer still was a guess.
-            self.stats.refused += 1;
+            let id = o.header.session_id;
+            if !self.refused_ids.contains(&id) {
+                if self.refused_ids.len() == REFUSALS_REMEMBERED {
+                    self.refused_ids.pop_front();
+                }
+                self.refused_ids.push_back(id);
+                self.stats.refused += 1;
+            }
             let mut buf = Vec::new();
             session.poll_transmit(o.now, 1, &mut buf)?;
             return Some(DatagramEvent::Respond(buf));
