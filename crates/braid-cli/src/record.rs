@@ -155,9 +155,9 @@ pub fn record(r: &Report) -> Record {
         started_unix_s: r
             .started
             .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
-        duration_s: r.duration.as_secs_f64(),
-        goodput_mbps: r.goodput_bps() / 1e6,
+            .map_or(0.0, |d| round(d.as_secs_f64(), 3)),
+        duration_s: round(r.duration.as_secs_f64(), 6),
+        goodput_mbps: round(r.goodput_bps() / 1e6, 3),
         connections,
         retransmitted: sender_only(s.map(|s| s.retransmitted)),
         spurious_retransmits: sender_only(s.map(|s| s.spurious_retransmits)),
@@ -171,7 +171,7 @@ pub fn record(r: &Report) -> Record {
 
 fn reach(r: &Report) -> Option<ReachRecord> {
     let m = r.reach.as_ref()?;
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let ms = |d: std::time::Duration| round(d.as_secs_f64() * 1e3, 3);
     let relays = m
         .relays
         .iter()
@@ -194,7 +194,7 @@ fn reach(r: &Report) -> Option<ReachRecord> {
 fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
     let p = &c.stats;
     let sender = r.side == Side::Send;
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let ms = |d: std::time::Duration| round(d.as_secs_f64() * 1e3, 3);
     let sender_only = |v: u64| sender.then_some(v);
     ConnectionRecord {
         id: c.id.0,
@@ -206,8 +206,8 @@ fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
             PathState::Closed => "closed",
         },
         answered: c.answered(),
-        share,
-        goodput_mbps: r.goodput_bps() * share / 1e6,
+        share: round(share, 4),
+        goodput_mbps: round(r.goodput_bps() * share / 1e6, 3),
         packets_sent: p.packets_sent,
         packets_received: p.packets_received,
         data_packets_sent: sender_only(p.data_packets_sent),
@@ -224,6 +224,13 @@ fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
         }),
         via: if r.via_relay(c) { "relay" } else { "direct" },
     }
+}
+
+/// `v` to `places` decimals: a record says what was measured, not the
+/// float arithmetic's last digits (microseconds, kbit/s).
+fn round(v: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (v * scale).round() / scale
 }
 
 #[cfg(test)]
@@ -249,5 +256,17 @@ mod tests {
         assert_eq!(v["error"]["exit_status"], 3);
         assert_eq!(v["connections"], serde_json::json!([]));
         assert!(v["blake3"].is_null());
+    }
+
+    #[test]
+    fn times_and_rates_are_rounded_to_what_was_measured() {
+        let mut r = Report::new(Side::Send);
+        r.duration = std::time::Duration::from_nanos(1_833_581_107);
+        r.bytes = 123_456_789;
+        let v = serde_json::to_value(record(&r)).unwrap();
+        assert_eq!(v["duration_s"], 1.833581);
+        let goodput = v["goodput_mbps"].to_string();
+        let decimals = goodput.split('.').nth(1).map_or(0, str::len);
+        assert!(decimals <= 3, "{goodput}");
     }
 }
