@@ -43,6 +43,17 @@
 //! shows what was left to deliver, not what the link could have: a trace
 //! emulator that woke late and released eight of the ten at once leaves two
 //! for the next tick, half of a tick's capacity.
+//!
+//! A train received within [`MIN_TRAIN_SPAN`] measured whatever held it
+//! and let it go at once (a relay's late timer), not the path: its receive times microseconds apart read as
+//! a multi-Gbit/s link (issue 53: a 53.9 MB window and a 20.5 Gbit/s
+//! pacing rate at 70 ms, 1,998 packets lost). Such a train grants no more
+//! than the delivery rate it shows on our clock: its bytes over the longer
+//! of its send span and the time from its first send to the ACK that
+//! completed it, as a delivery-rate sample is taken
+//! (draft-cheng-iccrg-delivery-rate-estimation-02 §3.3, max(send_elapsed,
+//! ack_elapsed)), and as a lower bound: STARTUP grows from it as from a
+//! rate sample.
 
 use crate::Instant;
 use std::time::Duration;
@@ -65,6 +76,12 @@ const MIN_SEND_SPEEDUP: f64 = 2.0;
 /// Receive gaps this many times shorter than the train's longest are
 /// inside one of the link's bursts (see `bursts`).
 const BURST_GAP_RATIO: u32 = 4;
+/// Receive span of a train below which it measured a release, not the
+/// path (braid's choice): 3 µs a packet of IW10, what a receiver reading a
+/// burst in one batch spends on each. A link delivering IW10 that fast
+/// runs at over 3.5 Gbit/s, where STARTUP then takes a few more rounds;
+/// the 1 Gbit/s rows (IW10 over ~100 µs) keep their estimate.
+const MIN_TRAIN_SPAN: Duration = Duration::from_micros(30);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum State {
@@ -189,19 +206,20 @@ impl AckTrain {
                 };
             }
         }
-        self.complete()
+        self.complete(now)
     }
 
-    /// `packets` were declared lost, the newest sent at `sent_at`. Returns
-    /// the estimate when this completes the train and it is trusted.
-    pub fn on_lost(&mut self, sent_at: Instant, packets: u64) -> Option<Estimate> {
+    /// `packets` were declared lost at `now`, the newest sent at
+    /// `sent_at`. Returns the estimate when this completes the train and
+    /// it is trusted.
+    pub fn on_lost(&mut self, now: Instant, sent_at: Instant, packets: u64) -> Option<Estimate> {
         if !self.is_train(sent_at) {
             return None;
         }
         self.lost = self
             .lost
             .saturating_add(u32::try_from(packets).unwrap_or(u32::MAX));
-        self.complete()
+        self.complete(now)
     }
 
     /// Whether a packet sent at `sent_at` belongs to the train, whose ACKs
@@ -213,16 +231,37 @@ impl AckTrain {
         self.state == State::Acking && sent_at >= self.first_sent && sent_at <= self.last_sent
     }
 
-    fn complete(&mut self) -> Option<Estimate> {
+    fn complete(&mut self, now: Instant) -> Option<Estimate> {
         if self.acked.saturating_add(self.lost) < self.packets {
             return None;
         }
-        let estimate = self.finish();
+        let estimate = self.finish(now);
         self.state = State::Done(estimate);
         estimate
     }
 
-    fn finish(&self) -> Option<Estimate> {
+    /// The estimate, bounded as the module docs say when the train arrived
+    /// within [`MIN_TRAIN_SPAN`]. One that arrived faster than it left is
+    /// refused already (see `checked`).
+    fn finish(&self, now: Instant) -> Option<Estimate> {
+        let (est, spread) = self.estimate()?;
+        if spread >= MIN_TRAIN_SPAN {
+            return Some(est);
+        }
+        let send_span = self.last_sent - self.first_sent;
+        let elapsed = send_span.max(now.saturating_duration_since(self.first_sent));
+        if elapsed.is_zero() {
+            return None;
+        }
+        let delivered = self.bytes as f64 / elapsed.as_secs_f64();
+        Some(Estimate {
+            bw: est.bw.min(delivered),
+            lower_bound: true,
+        })
+    }
+
+    /// The estimate from the receive times, and the train's receive span.
+    fn estimate(&self) -> Option<(Estimate, Duration)> {
         let (frames, receiver_clock) = match &self.rx_times {
             // Packets that passed each other (jitter after the bottleneck)
             // say nothing about its spacing.
@@ -234,6 +273,10 @@ impl AckTrain {
             None if self.any_rx => return None,
             None => (self.frames.clone(), false),
         };
+        let spread = match (frames.first(), frames.last()) {
+            (Some(first), Some(last)) => last.0.saturating_duration_since(first.0),
+            _ => Duration::ZERO,
+        };
         if receiver_clock {
             // Bursts: packets dated one by one that share a receive time
             // (a link's tick), or whose gaps are far below the others'.
@@ -241,10 +284,10 @@ impl AckTrain {
             let bursts = bursts(&frames);
             if shared || bursts.len() < frames.len() {
                 let rate = bursty_rate(&bursts)?;
-                return self.checked(rate).map(|bw| Estimate {
-                    bw,
-                    lower_bound: bursts.len() == 2,
-                });
+                let lower_bound = bursts.len() == 2;
+                return self
+                    .checked(rate)
+                    .map(|bw| (Estimate { bw, lower_bound }, spread));
             }
         }
         let gaps: Vec<f64> = frames
@@ -286,11 +329,13 @@ impl AckTrain {
         }
         // The first frame's bytes arrived before the clock started.
         let after_first: u64 = frames[1..].iter().map(|&(_, b)| b).sum();
-        self.checked(after_first as f64 / span)
-            .map(|rate| Estimate {
+        self.checked(after_first as f64 / span).map(|rate| {
+            let est = Estimate {
                 bw: rate * share,
                 lower_bound: share < 1.0,
-            })
+            };
+            (est, spread)
+        })
     }
 
     /// `rate`, unless the train left too slowly to have measured anything
@@ -298,11 +343,6 @@ impl AckTrain {
     fn checked(&self, rate: f64) -> Option<f64> {
         let send_span = (self.last_sent - self.first_sent).as_secs_f64();
         (send_span * rate * MIN_SEND_SPEEDUP <= self.bytes as f64).then_some(rate)
-    }
-
-    /// Bytes the train sent.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
     }
 
     /// A timeout: the train's ACKs are not coming.

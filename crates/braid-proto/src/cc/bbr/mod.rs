@@ -20,11 +20,11 @@
 //!   flat (less overshoot into a shallow queue). An untrusted estimate
 //!   (jitter on the sender's clock, a timeout, a paced train) leaves v1's
 //!   startup unchanged; uneven receive times give half the estimate.
-//!   An estimate that has the first flight received within
-//!   [`MIN_TRAIN_SPAN`] grants at most [`JUMP_MAX_GROWTH`] first flights of
-//!   cwnd until the round paced at it confirms it: a flight the path held
-//!   and released in one burst has receive times microseconds apart, which
-//!   read the same as a multi-Gbit/s link.
+//!   A first flight received within 30 µs grants no more than its
+//!   delivery rate on our clock, as a lower bound: a
+//!   flight the path held and released in one burst has receive times
+//!   microseconds apart, which read the same as a multi-Gbit/s link
+//!   (issue 53; [`ack_train`]).
 //! - A round that overflowed the queue lowers BtlBw to the most it
 //!   delivered (BBRv3's `bw_lo`, draft-ietf-ccwg-bbr; [`congested_round`]):
 //!   after a capacity drop v1 keeps the old rate, and twice its BDP in
@@ -37,7 +37,8 @@
 //! - A probe that lost more than its cruise did (by 2 % beyond chance) caps
 //!   later probes' in-flight data, as BBRv2's `inflight_hi` does
 //!   ([`probe_ceiling`]): behind a queue shallower than a quarter of
-//!   the BDP, v1's probe overflows it every cycle.
+//!   the BDP, v1's probe overflows it every cycle. The cap bounds the
+//!   probe's whole window, aggregation allowance included, as in BBRv3.
 //! - An RTO saves cwnd and drops it to the 4-packet floor (Linux sets 1 and
 //!   floors it to 4 on the next ACK). The saved cwnd comes back with the first
 //!   ACK of a packet sent after the RTO, or a spurious-loss report (Linux: when
@@ -196,18 +197,6 @@ const JUMP_CWND_GAIN: f64 = 1.0;
 /// estimate before it is dropped (braid's; a real path's samples come
 /// within a few percent, see `startup_jumps_to_the_ack_train_estimate`).
 const JUMP_CHECK_SHORTFALL: f64 = 2.0;
-/// Most cwnd an estimate of a first flight received within
-/// [`MIN_TRAIN_SPAN`] grants before a round has confirmed it, as a multiple
-/// of the first flight (braid's choice). A flight the path held and
-/// released in one burst (a late timer) is stamped microseconds apart by
-/// the receiver, which reads as a multi-Gbit/s link: unbounded, its window
-/// was tens of megabytes. 16 × IW10 is ~160 packets, within common queues.
-const JUMP_MAX_GROWTH: u64 = 16;
-/// Receive span of the first flight below which its estimate is bounded
-/// (braid's choice): 3 µs a packet, what a receiver reading a burst in one
-/// batch spends on each; a link delivering IW10 that fast runs at over
-/// 3.5 Gbit/s, where the bounded window costs a round or two of STARTUP.
-const MIN_TRAIN_SPAN: Duration = Duration::from_micros(30);
 
 /// BBR's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,8 +253,6 @@ pub struct Bbr {
     jump_bw: f64,
     /// The round of the jump, until the rounds after it have checked it.
     jump_round: Option<u64>,
-    /// The jump's cwnd, granted in full once its round confirms it.
-    jump_cwnd: u64,
     /// Loss without a queue, which PROBE_BW's pacing makes up for.
     random_loss: RandomLoss,
     /// Bound on PROBE_BW's in-flight data after a probe that lost.
@@ -311,7 +298,6 @@ impl Bbr {
             train: AckTrain::new(),
             jump_bw: 0.0,
             jump_round: None,
-            jump_cwnd: 0,
             receive_rate: (0.0, 0),
             ack_aggregation: AckAggregation::new(),
             congested_round: CongestedRound::default(),
@@ -369,9 +355,7 @@ impl Bbr {
     /// an estimate they fall far short of is dropped ([`Self::check_jump`]). A
     /// lower bound is grown from at STARTUP's gains at once, as a rate
     /// sample would be: held at it for a round, the next round's samples
-    /// could only repeat it. An estimate that has the first flight arrive
-    /// within [`MIN_TRAIN_SPAN`] holds cwnd to [`JUMP_MAX_GROWTH`] × the
-    /// first flight until that round's samples confirm it.
+    /// could only repeat it.
     fn jump(&mut self, est: Estimate, rtt: Duration) {
         if self.mode != BbrMode::Startup || self.full_bw_reached {
             return;
@@ -396,14 +380,7 @@ impl Bbr {
         }
         let rtt = self.min_rtt.unwrap_or(rtt).as_secs_f64();
         let cwnd = ((cwnd_gain * bw * rtt) as u64).saturating_add(QUANTA * self.segment_size);
-        self.jump_cwnd = cwnd.min(self.max_cwnd);
-        let first_flight = self.train.bytes().max(INITIAL_CWND * self.segment_size);
-        let bound = if bw * MIN_TRAIN_SPAN.as_secs_f64() > first_flight as f64 {
-            JUMP_MAX_GROWTH.saturating_mul(first_flight)
-        } else {
-            u64::MAX
-        };
-        self.cwnd = self.cwnd.max(self.jump_cwnd.min(bound));
+        self.cwnd = self.cwnd.max(cwnd.min(self.max_cwnd));
     }
 
     /// The estimate rests on the peer's receive times. Once the round
@@ -425,8 +402,6 @@ impl Bbr {
             return;
         }
         if bw * JUMP_CHECK_SHORTFALL >= self.jump_bw {
-            // Confirmed: the window the estimate asked for.
-            self.cwnd = self.cwnd.max(self.jump_cwnd);
             return;
         }
         self.full_bw = bw;
@@ -700,10 +675,14 @@ impl Bbr {
             .saturating_add(aggregation);
         // Only the probe is held under the ceiling: cruising at BtlBw keeps
         // about one BDP in flight anyway, and cwnd's headroom there absorbs
-        // ACK loss and aggregation.
+        // ACK loss and aggregation. The ceiling bounds the whole window, as
+        // BBRv3's inflight_hi does (draft-ietf-ccwg-bbr, BBRBoundCwndForModel):
+        // it was measured in flight, ACK path and aggregation included, and
+        // adding them again let every probe overflow a 20-packet queue
+        // (issue 53). Never below what cruising over the ACK path needs.
         if self.mode == BbrMode::ProbeBw && self.pacing_gain() > 1.0 {
             if let Some(ceiling) = self.ceiling.get() {
-                target = target.min(ceiling.saturating_add(ack_path).saturating_add(aggregation));
+                target = target.min(ceiling.max(self.inflight(1.0).saturating_add(ack_path)));
             }
         }
         if self.full_bw_reached {
@@ -770,7 +749,7 @@ impl Controller for Bbr {
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
         match event.cause {
             Cause::Loss => {
-                if let Some(est) = self.train.on_lost(event.sent_at, event.packets) {
+                if let Some(est) = self.train.on_lost(now, event.sent_at, event.packets) {
                     self.jump(est, now - event.sent_at);
                 }
             }

@@ -261,7 +261,11 @@ fn a_send_gap_ends_the_train() {
 #[test]
 fn losses_complete_the_train_and_survivors_give_the_rate() {
     let mut t = four_pairs_acked(10);
-    assert_eq!(t.on_lost(Instant::ZERO, 1), None, "one still awaited");
+    assert_eq!(
+        t.on_lost(at_us(101_600), Instant::ZERO, 1),
+        None,
+        "one still awaited"
+    );
     // The survivor after the hole, one packet's time behind: same rate.
     let est = t
         .on_ack(at_us(101_610), Instant::ZERO, SEGMENT_SIZE, None)
@@ -271,7 +275,10 @@ fn losses_complete_the_train_and_survivors_give_the_rate() {
     assert!((est - expected).abs() < 1e-6 * expected);
     // Loss reported after the last ACK completes it instead.
     let mut t = four_pairs_acked(10);
-    let est = t.on_lost(Instant::ZERO, 2).expect("trusted").bw;
+    let est = t
+        .on_lost(at_us(101_600), Instant::ZERO, 2)
+        .expect("trusted")
+        .bw;
     let expected = (6 * SEGMENT_SIZE) as f64 / 1380e-6;
     assert!((est - expected).abs() < 1e-6 * expected);
 }
@@ -376,4 +383,27 @@ fn packets_that_passed_each_other_say_nothing() {
     // Jitter after the bottleneck: the fourth came in before the third.
     let rx = [0, 232, 700, 464, 928, 1160, 1392, 1624, 1856, 2088];
     assert_eq!(dated_one_by_one(&rx), None);
+}
+
+/// A relay's late timer released the whole first flight at once: the
+/// receiver dated the packets 1 µs apart, a 110 Gbit/s link. The train
+/// grants only its delivery rate on our clock (its bytes over the 100 ms
+/// from its first send to the ACK), as a lower bound.
+#[test]
+fn a_train_received_within_the_floor_grants_its_delivery_rate() {
+    let rx: Vec<u64> = (0..10).collect();
+    let est = dated(&rx).expect("kept");
+    assert!(est.lower_bound);
+    let expected = (10 * SEGMENT_SIZE) as f64 / 0.1;
+    assert!((est.bw - expected).abs() < 1e-6 * expected, "{est:?}");
+    // Shared stamps in two groups 20 µs apart: as little known.
+    let est = dated(&[0, 0, 0, 0, 0, 20, 20, 20, 20, 20]).expect("kept");
+    assert!(
+        est.lower_bound && est.bw <= expected * (1.0 + 1e-9),
+        "{est:?}"
+    );
+    // A 1 Gbit/s link spaces IW10 over ~100 µs: its estimate stands.
+    let rx: Vec<u64> = (0..10).map(|i| i * 11).collect();
+    let est = dated(&rx).expect("trusted");
+    assert!(!est.lower_bound && est.bw > 1e8, "{est:?}");
 }
