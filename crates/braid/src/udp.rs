@@ -35,17 +35,14 @@ impl UdpIo {
     /// Binds `addr` with send and receive buffers of `buffer` bytes where
     /// the system allows it. Needs a tokio runtime.
     pub fn bind(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
-        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-        if addr.is_ipv6() {
-            // Best effort: accept IPv4-mapped peers on a [::] socket.
-            let _ = sock.set_only_v6(false);
-        }
-        sock.bind(&addr.into())?;
-        sock.set_nonblocking(true)?;
-        let std: std::net::UdpSocket = sock.into();
+        UdpIo::from_std(bind_std(addr, buffer, false)?)
+    }
+
+    /// Wraps a socket from [`bind_std`]. Needs a tokio runtime: the
+    /// socket belongs to that runtime's I/O driver from then on.
+    pub fn from_std(std: std::net::UdpSocket) -> io::Result<UdpIo> {
         let state = UdpSocketState::new((&std).into())?;
         forgo_destination_address(&std);
-        size_buffers(&std, buffer);
         let local = std.local_addr()?;
         let io = tokio::net::UdpSocket::from_std(std)?;
         Ok(UdpIo { io, state, local })
@@ -177,6 +174,37 @@ impl UdpIo {
             })
             .await
     }
+
+    /// As [`UdpIo::recv`], for a reader that takes batches until it stops:
+    /// a batch short of `bufs` emptied the socket's queue, so the socket's
+    /// readiness is forgotten at once, without one more (empty) system
+    /// call to learn it. tokio forgets it only if no readiness event came
+    /// since the call began, and a datagram that arrives later raises a
+    /// new one, so nothing waits unread.
+    pub async fn recv_drained(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        let full = bufs.len().min(meta.len()).min(quinn_udp::BATCH_SIZE);
+        loop {
+            self.io.readable().await?;
+            let mut short = None;
+            let r = self.io.try_io(Interest::READABLE, || {
+                let n = self.state.recv((&self.io).into(), bufs, meta)?;
+                if n > 0 && n < full {
+                    short = Some(n);
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(n)
+            });
+            match (r, short) {
+                (_, Some(n)) => return Ok(n),
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (r, None) => return r,
+            }
+        }
+    }
 }
 
 impl UdpIo {
@@ -196,6 +224,49 @@ impl UdpIo {
             }
         }
     }
+}
+
+/// A bound, non-blocking UDP socket for [`UdpIo::from_std`], with buffers
+/// of `buffer` bytes where the system allows it. With `reuse_port`
+/// (Linux), other sockets may bind the same port the same way, and the
+/// kernel spreads arriving flows over them by their addresses.
+pub fn bind_std(
+    addr: SocketAddr,
+    buffer: usize,
+    reuse_port: bool,
+) -> io::Result<std::net::UdpSocket> {
+    let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        // Best effort: accept IPv4-mapped peers on a [::] socket.
+        let _ = sock.set_only_v6(false);
+    }
+    #[cfg(target_os = "linux")]
+    if reuse_port {
+        let on: libc::c_int = 1;
+        // SAFETY: a valid socket and a live c_int of the length passed.
+        let r = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&sock),
+                libc::SOL_SOCKET,
+                libc::SO_REUSEPORT,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    if reuse_port {
+        // Elsewhere SO_REUSEPORT does not spread flows: one socket per port.
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "SO_REUSEPORT"));
+    }
+    sock.bind(&addr.into())?;
+    sock.set_nonblocking(true)?;
+    let std: std::net::UdpSocket = sock.into();
+    size_buffers(&std, buffer);
+    Ok(std)
 }
 
 /// The codepoint quinn-udp writes for `ecn`.
