@@ -174,37 +174,6 @@ impl UdpIo {
             })
             .await
     }
-
-    /// As [`UdpIo::recv`], for a reader that takes batches until it stops:
-    /// a batch short of `bufs` emptied the socket's queue, so the socket's
-    /// readiness is forgotten at once, without one more (empty) system
-    /// call to learn it. tokio forgets it only if no readiness event came
-    /// since the call began, and a datagram that arrives later raises a
-    /// new one, so nothing waits unread.
-    pub async fn recv_drained(
-        &self,
-        bufs: &mut [IoSliceMut<'_>],
-        meta: &mut [RecvMeta],
-    ) -> io::Result<usize> {
-        let full = bufs.len().min(meta.len()).min(quinn_udp::BATCH_SIZE);
-        loop {
-            self.io.readable().await?;
-            let mut short = None;
-            let r = self.io.try_io(Interest::READABLE, || {
-                let n = self.state.recv((&self.io).into(), bufs, meta)?;
-                if n > 0 && n < full {
-                    short = Some(n);
-                    return Err(io::ErrorKind::WouldBlock.into());
-                }
-                Ok(n)
-            });
-            match (r, short) {
-                (_, Some(n)) => return Ok(n),
-                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                (r, None) => return r,
-            }
-        }
-    }
 }
 
 impl UdpIo {
@@ -285,7 +254,7 @@ pub fn from_codepoint(ecn: Option<EcnCodepoint>) -> Ecn {
 /// ECN codepoint. The kernel then drops the last, the codepoint
 /// (MSG_CTRUNC), from exactly the coalesced batches a busy receiver reads,
 /// and CE marks vanish under load.
-fn forgo_destination_address(sock: &std::net::UdpSocket) {
+pub(crate) fn forgo_destination_address(sock: &std::net::UdpSocket) {
     #[cfg(target_os = "linux")]
     for (level, opt) in [
         (libc::IPPROTO_IP, libc::IP_PKTINFO),

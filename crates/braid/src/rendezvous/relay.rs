@@ -1,34 +1,30 @@
 //! A rendezvous relay on a real socket: the core's
-//! [`braid_proto::rendezvous::Server`] decides, this task receives, answers
-//! and forwards. A batch of datagrams from one peer (GRO) goes on to the
-//! other as one batch (GSO), with its ECN mark. Ends whose UDP is blocked
-//! reach it over TCP on the same port ([`super::relay_tcp`]).
+//! [`braid_proto::rendezvous::Server`] decides, a worker thread
+//! ([`super::relay_worker`]) receives, answers and forwards. A batch of
+//! datagrams from one peer (GRO) goes on to the other as one batch (GSO),
+//! with its ECN mark. Ends whose UDP is blocked reach it over TCP on the
+//! same port ([`super::relay_tcp`]), served on the caller's runtime.
 //!
 //! With several workers (Linux), each has a socket of its own on the same
-//! port (SO_REUSEPORT) and a thread with its own runtime: the kernel
-//! spreads the ends over the sockets by address, so a pair's two ends
-//! usually land on different workers. They share the core behind one
-//! lock, taken once per received batch, and each sends from its own
-//! socket: all of them have the relay's address and port.
+//! port (SO_REUSEPORT): the kernel spreads the ends over the sockets by
+//! address, so a pair's two ends usually land on different workers. They
+//! share the core behind one lock, taken once per received batch, and
+//! each sends from its own socket: all of them have the relay's address
+//! and port.
 
-use std::io::IoSliceMut;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use braid_proto::rendezvous::{Server, ServerConfig, ServerStats};
-use quinn_udp::RecvMeta;
-use tokio::sync::oneshot;
 
 use super::relay_tcp::{self, TcpEnds, TcpOptions, TcpStats};
+use super::relay_worker::{self, UdpOut, Worker};
 use crate::endpoint::lock;
-use crate::udp::{self, UdpIo, RECV_BATCH, RECV_BUFFER};
-use crate::{clock, Error, Result};
+use crate::udp;
+use crate::{Error, Result};
 
-/// How often lapsed registrations and idle pairs are dropped.
-const EXPIRE_EVERY: Duration = Duration::from_secs(1);
-
-/// A running rendezvous relay. Dropping it stops its task and closes its socket.
+/// A running rendezvous relay. Dropping it stops its threads and tasks
+/// and closes its sockets.
 #[derive(Debug)]
 pub struct RendezvousRelay {
     server: Arc<Mutex<Server>>,
@@ -36,9 +32,8 @@ pub struct RendezvousRelay {
     tcp_local: Option<SocketAddr>,
     tcp: Arc<TcpEnds>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    /// One per worker thread beyond the caller's runtime: dropping it
-    /// stops the worker, which closes its socket.
-    _stops: Vec<oneshot::Sender<()>>,
+    /// Dropped, they stop and close their sockets.
+    _workers: Vec<Worker>,
 }
 
 impl Drop for RendezvousRelay {
@@ -70,8 +65,7 @@ impl RendezvousRelay {
 
     /// As [`RendezvousRelay::start_with`], forwarding UDP on `workers`
     /// sockets and threads (see the module's doc; 1 where the system
-    /// cannot spread flows over sockets): one task on the caller's
-    /// runtime, the others on threads of their own.
+    /// cannot spread flows over sockets).
     pub fn start_workers(
         listen: SocketAddr,
         cfg: ServerConfig,
@@ -83,27 +77,35 @@ impl RendezvousRelay {
         } else {
             1
         };
-        let (io, listener) = bind(listen, tcp.as_ref(), workers > 1)?;
-        let io = Arc::new(UdpIo::from_std(io).map_err(|e| cannot(listen, &e))?);
-        let local = io.local_addr();
+        let (first, listener) = bind(listen, tcp.as_ref(), workers > 1)?;
+        let local = first.local_addr().map_err(|e| cannot(listen, &e))?;
+        let first = UdpOut::new(first).map_err(|e| cannot(listen, &e))?;
         let tcp_local = listener.as_ref().and_then(|l| l.local_addr().ok());
         let server = Arc::new(Mutex::new(Server::new(cfg, crate::endpoint::os_seed())));
         let ends = Arc::new(TcpEnds::new(tcp.unwrap_or_default()));
-        let mut stops = Vec::new();
-        for _ in 1..workers {
-            let sock = udp::bind_std(local, udp::DEFAULT_SOCKET_BUFFER, true)
-                .map_err(|e| cannot(local, &e))?;
-            stops.push(spawn_worker(sock, server.clone(), ends.clone())?);
+        let mut tasks = Vec::new();
+        if let Some(listener) = listener {
+            // Its datagrams to UDP ends leave from the first socket.
+            let out = Arc::new(first.try_clone_unwaiting().map_err(|e| cannot(local, &e))?);
+            let accept = relay_tcp::accept(listener, ends.clone(), server.clone(), out);
+            tasks.push(tokio::spawn(accept));
         }
-        let mut tasks = vec![tokio::spawn(serve(
-            io.clone(),
+        let mut started = vec![relay_worker::spawn(
+            first,
             server.clone(),
             ends.clone(),
             true,
-        ))];
-        if let Some(listener) = listener {
-            let accept = relay_tcp::accept(listener, ends.clone(), server.clone(), io);
-            tasks.push(tokio::spawn(accept));
+        )?];
+        for _ in 1..workers {
+            let out = udp::bind_std(local, udp::DEFAULT_SOCKET_BUFFER, true)
+                .and_then(UdpOut::new)
+                .map_err(|e| cannot(local, &e))?;
+            started.push(relay_worker::spawn(
+                out,
+                server.clone(),
+                ends.clone(),
+                false,
+            )?);
         }
         Ok(RendezvousRelay {
             server,
@@ -111,7 +113,7 @@ impl RendezvousRelay {
             tcp_local,
             tcp: ends,
             tasks,
-            _stops: stops,
+            _workers: started,
         })
     }
 
@@ -164,156 +166,6 @@ fn bind(
                 tries += 1;
             }
             Err(e) => return Err(Error::io(format!("cannot listen on TCP {at}"), &e)),
-        }
-    }
-}
-
-/// A worker on a thread of its own, with its own runtime, serving `sock`
-/// until the returned sender is dropped.
-fn spawn_worker(
-    sock: std::net::UdpSocket,
-    server: Arc<Mutex<Server>>,
-    tcp: Arc<TcpEnds>,
-) -> Result<oneshot::Sender<()>> {
-    let (stop, stopped) = oneshot::channel();
-    let (ready, started) = std::sync::mpsc::channel();
-    let run = move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build();
-        let runtime = match runtime {
-            Ok(r) => r,
-            Err(e) => return drop(ready.send(Err(e))),
-        };
-        runtime.block_on(async move {
-            let io = match UdpIo::from_std(sock) {
-                Ok(io) => Arc::new(io),
-                Err(e) => return drop(ready.send(Err(e))),
-            };
-            let _ = ready.send(Ok(()));
-            tokio::select! {
-                _ = serve(io, server, tcp, false) => {}
-                _ = stopped => {}
-            }
-        });
-    };
-    let spawned = std::thread::Builder::new()
-        .name("braid-relay".into())
-        .spawn(run)
-        .map_err(|e| Error::io("cannot start a relay worker", &e))?;
-    match started.recv() {
-        Ok(Ok(())) => Ok(stop),
-        Ok(Err(e)) => Err(Error::io("cannot start a relay worker", &e)),
-        Err(_) => {
-            let _ = spawned.join();
-            Err(Error::io(
-                "cannot start a relay worker",
-                &std::io::Error::other("it ended"),
-            ))
-        }
-    }
-}
-
-/// Consecutive datagrams of one received buffer that go to the same peer:
-/// one GSO send.
-struct Run {
-    to: SocketAddr,
-    ecn: braid_proto::Ecn,
-    buffer: usize,
-    start: usize,
-    end: usize,
-    stride: usize,
-}
-
-/// Receives batches on `io` and forwards them until dropped; `expire`:
-/// this worker also drops lapsed registrations and idle pairs.
-async fn serve(io: Arc<UdpIo>, server: Arc<Mutex<Server>>, tcp: Arc<TcpEnds>, expire: bool) {
-    let mut storage = vec![0u8; RECV_BATCH * RECV_BUFFER];
-    // Made once: the receive buffers outlive every batch.
-    let mut bufs: Vec<IoSliceMut<'_>> = storage
-        .chunks_mut(RECV_BUFFER)
-        .map(IoSliceMut::new)
-        .collect();
-    let mut meta = [RecvMeta::default(); RECV_BATCH];
-    let mut replies = Vec::new();
-    let mut runs: Vec<Run> = Vec::new();
-    let mut tick = tokio::time::interval(EXPIRE_EVERY);
-    loop {
-        let received = tokio::select! {
-            r = io.recv_drained(&mut bufs, &mut meta) => r,
-            _ = tick.tick(), if expire => {
-                lock(&server).expire(clock::now());
-                tcp.expire(clock::now());
-                continue;
-            }
-        };
-        let Ok(n) = received else {
-            // ICMP reports of earlier sends and the like.
-            continue;
-        };
-        let batch = Batch {
-            bufs: &bufs,
-            meta: &meta[..n],
-        };
-        route(&batch, &server, &tcp, &mut replies, &mut runs);
-        for (to, bytes) in replies.drain(..) {
-            if !tcp.try_send(to, &bytes, None) {
-                let _ = io.try_send_to(to, &bytes);
-            }
-        }
-        for r in runs.drain(..) {
-            let contents = &batch.bufs[r.buffer][r.start..r.end];
-            if tcp.try_send(r.to, contents, Some(r.stride)) {
-                continue;
-            }
-            // A refused send is loss the peers' congestion control handles.
-            let _ = io.send(r.to, r.ecn, contents, Some(r.stride)).await;
-        }
-    }
-}
-
-/// A received batch: `meta[i]` describes `bufs[i]`.
-struct Batch<'a, 'b> {
-    bufs: &'a [IoSliceMut<'b>],
-    meta: &'a [RecvMeta],
-}
-
-/// Asks the core, under one lock for the whole batch, where each datagram
-/// goes: answers to `replies`, forwards to `runs`.
-fn route(
-    batch: &Batch<'_, '_>,
-    server: &Mutex<Server>,
-    tcp: &TcpEnds,
-    replies: &mut Vec<(SocketAddr, Vec<u8>)>,
-    runs: &mut Vec<Run>,
-) {
-    let now = clock::now();
-    let mut s = lock(server);
-    for (i, m) in batch.meta.iter().enumerate() {
-        if tcp.clashes(m.addr) {
-            continue;
-        }
-        let buf = &batch.bufs[i][..m.len];
-        let stride = if m.stride == 0 { m.len } else { m.stride }.max(1);
-        let ecn = udp::from_codepoint(m.ecn);
-        for (k, datagram) in buf.chunks(stride).enumerate() {
-            let Some(to) = s.handle(now, m.addr, datagram, replies) else {
-                continue;
-            };
-            let start = k * stride;
-            let end = start + datagram.len();
-            match runs.last_mut() {
-                // The next datagram of the run's buffer, to the same peer.
-                Some(r) if r.to == to && r.buffer == i && r.end == start => r.end = end,
-                _ => runs.push(Run {
-                    to,
-                    ecn,
-                    buffer: i,
-                    start,
-                    end,
-                    stride,
-                }),
-            }
         }
     }
 }
