@@ -93,6 +93,10 @@ struct ServeLimits {
     /// TCP connections open at once; more are closed as they come.
     #[arg(long, value_name = "N", default_value_t = 1024, requires = "serve")]
     max_tcp: usize,
+    /// Threads forwarding UDP, each on a socket of its own on the same
+    /// port (Linux; 1 elsewhere) [default: one per core].
+    #[arg(long, value_name = "N", requires = "serve", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    workers: Option<u16>,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -166,7 +170,11 @@ fn serve(
         max_per_host: limits.max_per_host,
     });
     crate::block_on(async {
-        let relay = Arc::new(RendezvousRelay::start_with(listen, cfg, tcp)?);
+        let workers = limits.workers.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            usize::from,
+        );
+        let relay = Arc::new(RendezvousRelay::start_workers(listen, cfg, tcp, workers)?);
         let scraped = match metrics {
             Some(at) => Some(
                 tokio::net::TcpListener::bind(at)

@@ -35,34 +35,22 @@ impl UdpIo {
     /// Binds `addr` with send and receive buffers of `buffer` bytes where
     /// the system allows it. Needs a tokio runtime.
     pub fn bind(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
-        UdpIo::bind_opts(addr, buffer, false)
+        UdpIo::from_std(bind_std(addr, buffer, false)?)
     }
 
     /// As [`UdpIo::bind`], as one of several sockets on one address that
     /// share its datagrams (`SO_REUSEPORT`: the kernel gives each peer's
     /// address and port to one of them). Only sockets bound this way, by
     /// the same user, can share the address.
-    #[cfg(unix)]
     pub fn bind_shared(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
-        UdpIo::bind_opts(addr, buffer, true)
+        UdpIo::from_std(bind_std(addr, buffer, true)?)
     }
 
-    fn bind_opts(addr: SocketAddr, buffer: usize, shared: bool) -> io::Result<UdpIo> {
-        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-        if addr.is_ipv6() {
-            // Best effort: accept IPv4-mapped peers on a [::] socket.
-            let _ = sock.set_only_v6(false);
-        }
-        #[cfg(unix)]
-        if shared {
-            sock.set_reuse_port(true)?;
-        }
-        sock.bind(&addr.into())?;
-        sock.set_nonblocking(true)?;
-        let std: std::net::UdpSocket = sock.into();
+    /// Wraps a socket from [`bind_std`]. Needs a tokio runtime: the
+    /// socket belongs to that runtime's I/O driver from then on.
+    pub fn from_std(std: std::net::UdpSocket) -> io::Result<UdpIo> {
         let state = UdpSocketState::new((&std).into())?;
         forgo_destination_address(&std);
-        size_buffers(&std, buffer);
         let local = std.local_addr()?;
         let io = tokio::net::UdpSocket::from_std(std)?;
         Ok(UdpIo { io, state, local })
@@ -215,6 +203,36 @@ impl UdpIo {
     }
 }
 
+/// A bound, non-blocking UDP socket for [`UdpIo::from_std`], with buffers
+/// of `buffer` bytes where the system allows it. With `reuse_port`
+/// (Linux), other sockets may bind the same port the same way, and the
+/// kernel spreads arriving flows over them by their addresses.
+pub fn bind_std(
+    addr: SocketAddr,
+    buffer: usize,
+    reuse_port: bool,
+) -> io::Result<std::net::UdpSocket> {
+    let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        // Best effort: accept IPv4-mapped peers on a [::] socket.
+        let _ = sock.set_only_v6(false);
+    }
+    #[cfg(target_os = "linux")]
+    if reuse_port {
+        sock.set_reuse_port(true)?;
+    }
+    #[cfg(not(target_os = "linux"))]
+    if reuse_port {
+        // Elsewhere SO_REUSEPORT does not spread flows: one socket per port.
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "SO_REUSEPORT"));
+    }
+    sock.bind(&addr.into())?;
+    sock.set_nonblocking(true)?;
+    let std: std::net::UdpSocket = sock.into();
+    size_buffers(&std, buffer);
+    Ok(std)
+}
+
 /// The codepoint quinn-udp writes for `ecn`.
 pub fn to_codepoint(ecn: Ecn) -> Option<EcnCodepoint> {
     EcnCodepoint::from_bits(ecn.to_bits())
@@ -231,7 +249,7 @@ pub fn from_codepoint(ecn: Option<EcnCodepoint>) -> Ecn {
 /// ECN codepoint. The kernel then drops the last, the codepoint
 /// (MSG_CTRUNC), from exactly the coalesced batches a busy receiver reads,
 /// and CE marks vanish under load.
-fn forgo_destination_address(sock: &std::net::UdpSocket) {
+pub(crate) fn forgo_destination_address(sock: &std::net::UdpSocket) {
     #[cfg(target_os = "linux")]
     for (level, opt) in [
         (libc::IPPROTO_IP, libc::IP_PKTINFO),

@@ -84,6 +84,39 @@ async fn two_ends_meet_by_code_and_use_the_relay_and_the_direct_path() {
     assert!(stats.forwarded_datagrams > 0);
 }
 
+/// A relay with several workers (a socket each on one port): the ends may
+/// land on different sockets, and every datagram still reaches the other
+/// end. Dropped, it gives its port back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_with_several_workers_forwards_between_ends_on_any_of_them() {
+    let relay =
+        RendezvousRelay::start_workers(addr("127.0.0.1:0"), ServerConfig::default(), None, 4)
+            .unwrap();
+    let at = relay.local_addr();
+    let listener = Listener::bind(addr("127.0.0.1:0"), cfg()).unwrap();
+    let registration = listener.register_at(&relay_only(at));
+    registered(&registration).await;
+    let got = receive(listener);
+    let (mut s, _meeting) = connect_via(None, &relay_only(at), cfg()).await.unwrap();
+    let data = content(4 << 20);
+    send(&mut s, &data).await.unwrap();
+    assert_eq!(got.await.unwrap().unwrap(), data);
+    let stats = relay.stats();
+    assert_eq!(stats.paired, 1);
+    assert!(stats.forwarded_bytes > data.len() as u64, "{stats:?}");
+    drop(relay);
+    // The workers stop on their own threads: the port is free soon after.
+    let mut free = false;
+    for _ in 0..100 {
+        if std::net::UdpSocket::bind(at).is_ok() {
+            free = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(free, "{at} still bound 2 s after the relay was dropped");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_that_dies_mid_transfer_leaves_the_direct_path_and_the_second_relay() {
     let relays = [

@@ -9,6 +9,7 @@ mod candidates;
 mod meeting;
 mod relay;
 mod relay_tcp;
+mod relay_worker;
 
 pub use crate::tcp_carrier::MAX_FRAME;
 pub use braid_proto::rendezvous::{

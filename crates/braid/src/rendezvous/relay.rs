@@ -1,25 +1,30 @@
 //! A rendezvous relay on a real socket: the core's
-//! [`braid_proto::rendezvous::Server`] decides, this task receives, answers
-//! and forwards. A batch of datagrams from one peer (GRO) goes on to the
-//! other as one batch (GSO), with its ECN mark. Ends whose UDP is blocked
-//! reach it over TCP on the same port ([`super::relay_tcp`]).
+//! [`braid_proto::rendezvous::Server`] decides, a worker thread
+//! ([`super::relay_worker`]) receives, answers and forwards. A batch of
+//! datagrams from one peer (GRO) goes on to the other as one batch (GSO),
+//! with its ECN mark. Ends whose UDP is blocked reach it over TCP on the
+//! same port ([`super::relay_tcp`]), served on the caller's runtime.
+//!
+//! With several workers (Linux), each has a socket of its own on the same
+//! port (SO_REUSEPORT): the kernel spreads the ends over the sockets by
+//! address, so a pair's two ends usually land on different workers. They
+//! share the core behind one lock, taken once per received batch, and
+//! each sends from its own socket: all of them have the relay's address
+//! and port.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use braid_proto::rendezvous::{Server, ServerConfig, ServerStats};
-use quinn_udp::RecvMeta;
 
 use super::relay_tcp::{self, TcpEnds, TcpOptions, TcpStats};
+use super::relay_worker::{self, UdpOut, Worker};
 use crate::endpoint::lock;
-use crate::udp::{self, UdpIo, RECV_BATCH, RECV_BUFFER};
-use crate::{clock, Error, Result};
+use crate::udp;
+use crate::{Error, Result};
 
-/// How often lapsed registrations and idle pairs are dropped.
-const EXPIRE_EVERY: Duration = Duration::from_secs(1);
-
-/// A running rendezvous relay. Dropping it stops its task and closes its socket.
+/// A running rendezvous relay. Dropping it stops its threads and tasks
+/// and closes its sockets.
 #[derive(Debug)]
 pub struct RendezvousRelay {
     server: Arc<Mutex<Server>>,
@@ -27,6 +32,8 @@ pub struct RendezvousRelay {
     tcp_local: Option<SocketAddr>,
     tcp: Arc<TcpEnds>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Dropped, they stop and close their sockets.
+    _workers: Vec<Worker>,
 }
 
 impl Drop for RendezvousRelay {
@@ -53,37 +60,52 @@ impl RendezvousRelay {
         cfg: ServerConfig,
         tcp: Option<TcpOptions>,
     ) -> Result<RendezvousRelay> {
-        let cannot = |e: &std::io::Error| Error::io(format!("cannot listen on {listen}"), e);
-        let mut tries = 0;
-        let (io, listener) = loop {
-            let io = UdpIo::bind(listen, udp::DEFAULT_SOCKET_BUFFER).map_err(|e| cannot(&e))?;
-            let Some(opts) = &tcp else {
-                break (io, None);
-            };
-            let at = opts.listen.unwrap_or(io.local_addr());
-            match relay_tcp::bind(at) {
-                Ok(l) => break (io, Some(l)),
-                // Port 0 gave UDP a port whose TCP twin is taken: another.
-                Err(e) if listen.port() == 0 && opts.listen.is_none() && tries < PORT_TRIES => {
-                    tries += 1;
-                    let _ = e;
-                }
-                Err(e) => return Err(Error::io(format!("cannot listen on TCP {at}"), &e)),
-            }
+        RendezvousRelay::start_workers(listen, cfg, tcp, 1)
+    }
+
+    /// As [`RendezvousRelay::start_with`], forwarding UDP on `workers`
+    /// sockets and threads (see the module's doc; 1 where the system
+    /// cannot spread flows over sockets).
+    pub fn start_workers(
+        listen: SocketAddr,
+        cfg: ServerConfig,
+        tcp: Option<TcpOptions>,
+        workers: usize,
+    ) -> Result<RendezvousRelay> {
+        let workers = if cfg!(target_os = "linux") {
+            workers.max(1)
+        } else {
+            1
         };
-        let io = Arc::new(io);
-        let local = io.local_addr();
+        let (first, listener) = bind(listen, tcp.as_ref(), workers > 1)?;
+        let local = first.local_addr().map_err(|e| cannot(listen, &e))?;
+        let first = UdpOut::new(first).map_err(|e| cannot(listen, &e))?;
         let tcp_local = listener.as_ref().and_then(|l| l.local_addr().ok());
         let server = Arc::new(Mutex::new(Server::new(cfg, crate::endpoint::os_seed())));
         let ends = Arc::new(TcpEnds::new(tcp.unwrap_or_default()));
-        let mut tasks = vec![tokio::spawn(serve(
-            io.clone(),
+        let mut tasks = Vec::new();
+        if let Some(listener) = listener {
+            // Its datagrams to UDP ends leave from the first socket.
+            let out = Arc::new(first.try_clone_unwaiting().map_err(|e| cannot(local, &e))?);
+            let accept = relay_tcp::accept(listener, ends.clone(), server.clone(), out);
+            tasks.push(tokio::spawn(accept));
+        }
+        let mut started = vec![relay_worker::spawn(
+            first,
             server.clone(),
             ends.clone(),
-        ))];
-        if let Some(listener) = listener {
-            let accept = relay_tcp::accept(listener, ends.clone(), server.clone(), io);
-            tasks.push(tokio::spawn(accept));
+            true,
+        )?];
+        for _ in 1..workers {
+            let out = udp::bind_std(local, udp::DEFAULT_SOCKET_BUFFER, true)
+                .and_then(UdpOut::new)
+                .map_err(|e| cannot(local, &e))?;
+            started.push(relay_worker::spawn(
+                out,
+                server.clone(),
+                ends.clone(),
+                false,
+            )?);
         }
         Ok(RendezvousRelay {
             server,
@@ -91,6 +113,7 @@ impl RendezvousRelay {
             tcp_local,
             tcp: ends,
             tasks,
+            _workers: started,
         })
     }
 
@@ -116,80 +139,33 @@ impl RendezvousRelay {
     }
 }
 
-/// Consecutive datagrams of one received buffer that go to the same peer:
-/// one GSO send.
-struct Run {
-    to: SocketAddr,
-    ecn: braid_proto::Ecn,
-    buffer: usize,
-    start: usize,
-    end: usize,
-    stride: usize,
+fn cannot(at: SocketAddr, e: &std::io::Error) -> Error {
+    Error::io(format!("cannot listen on {at}"), e)
 }
 
-async fn serve(io: Arc<UdpIo>, server: Arc<Mutex<Server>>, tcp: Arc<TcpEnds>) {
-    let mut storage = vec![0u8; RECV_BATCH * RECV_BUFFER];
-    let mut meta = [RecvMeta::default(); RECV_BATCH];
-    let mut replies = Vec::new();
-    let mut runs: Vec<Run> = Vec::new();
-    let mut expire = tokio::time::interval(EXPIRE_EVERY);
+/// The first UDP socket, and the TCP listener at the same IP and port if
+/// `tcp` asks for one.
+fn bind(
+    listen: SocketAddr,
+    tcp: Option<&TcpOptions>,
+    reuse_port: bool,
+) -> Result<(std::net::UdpSocket, Option<tokio::net::TcpListener>)> {
+    let mut tries = 0;
     loop {
-        let received = tokio::select! {
-            r = io.recv_into(&mut storage, &mut meta) => r,
-            _ = expire.tick() => {
-                lock(&server).expire(clock::now());
-                tcp.expire(clock::now());
-                continue;
-            }
+        let io = udp::bind_std(listen, udp::DEFAULT_SOCKET_BUFFER, reuse_port)
+            .map_err(|e| cannot(listen, &e))?;
+        let Some(opts) = tcp else {
+            return Ok((io, None));
         };
-        let Ok(n) = received else {
-            // ICMP reports of earlier sends and the like.
-            continue;
-        };
-        let now = clock::now();
-        {
-            let mut s = lock(&server);
-            for (i, m) in meta.iter().enumerate().take(n) {
-                if tcp.clashes(m.addr) {
-                    continue;
-                }
-                let buf = &storage[i * RECV_BUFFER..i * RECV_BUFFER + m.len];
-                let stride = if m.stride == 0 { m.len } else { m.stride }.max(1);
-                let ecn = udp::from_codepoint(m.ecn);
-                for (k, datagram) in buf.chunks(stride).enumerate() {
-                    let Some(to) = s.handle(now, m.addr, datagram, &mut replies) else {
-                        continue;
-                    };
-                    let start = k * stride;
-                    let end = start + datagram.len();
-                    match runs.last_mut() {
-                        // The next datagram of the run's buffer, to the same peer.
-                        Some(r) if r.to == to && r.buffer == i && r.end == start => r.end = end,
-                        _ => runs.push(Run {
-                            to,
-                            ecn,
-                            buffer: i,
-                            start,
-                            end,
-                            stride,
-                        }),
-                    }
-                }
+        let local = io.local_addr().map_err(|e| cannot(listen, &e))?;
+        let at = opts.listen.unwrap_or(local);
+        match relay_tcp::bind(at) {
+            Ok(l) => return Ok((io, Some(l))),
+            // Port 0 gave UDP a port whose TCP twin is taken: another.
+            Err(_) if listen.port() == 0 && opts.listen.is_none() && tries < PORT_TRIES => {
+                tries += 1;
             }
-        }
-        for (to, bytes) in replies.drain(..) {
-            if !tcp.try_send(to, &bytes, None) {
-                let _ = io.try_send_to(to, &bytes);
-            }
-        }
-        for r in runs.drain(..) {
-            let base = r.buffer * RECV_BUFFER;
-            let contents = &storage[base + r.start..base + r.end];
-            if tcp.try_send(r.to, contents, Some(r.stride)) {
-                continue;
-            }
-            // A refused send is loss the peers' congestion control handles.
-            let _ = io.send(r.to, r.ecn, contents, Some(r.stride)).await;
+            Err(e) => return Err(Error::io(format!("cannot listen on TCP {at}"), &e)),
         }
     }
 }

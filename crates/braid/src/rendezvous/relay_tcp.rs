@@ -25,10 +25,10 @@ use braid_proto::rendezvous::Server;
 use braid_proto::Ecn;
 use tokio::sync::mpsc;
 
+use super::relay_worker::UdpOut;
 use crate::clock;
 use crate::endpoint::lock;
 use crate::tcp_carrier::{frame, read_frame, write_frames, MAX_FRAME, QUEUE_FRAMES, READ_IDLE};
-use crate::udp::UdpIo;
 
 /// After a stream closed, how long datagrams to its address are dropped
 /// rather than sent by UDP: a pair's default idle time.
@@ -254,7 +254,7 @@ pub(crate) async fn accept(
     listener: tokio::net::TcpListener,
     ends: Arc<TcpEnds>,
     server: Arc<Mutex<Server>>,
-    udp: Arc<UdpIo>,
+    udp: Arc<UdpOut>,
 ) {
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -280,7 +280,7 @@ async fn serve_stream(
     mut queue: mpsc::Receiver<Vec<u8>>,
     ends: Arc<TcpEnds>,
     server: Arc<Mutex<Server>>,
-    udp: Arc<UdpIo>,
+    udp: Arc<UdpOut>,
 ) {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
@@ -303,7 +303,7 @@ async fn serve_stream(
         if let Some(to) = to {
             if !ends.try_send(to, datagram, None) {
                 // A refused send is loss the peers' congestion control handles.
-                let _ = udp.send(to, Ecn::NotEct, datagram, None).await;
+                let _ = udp.send(to, Ecn::NotEct, datagram, None);
             }
         }
         if writer.is_finished() {
