@@ -64,15 +64,16 @@ struct Scan {
 }
 
 impl Scan {
-    /// The frames of `payload`, or `None` if any is malformed or, in a
-    /// `sealed` session, a handshake frame (those travel in clear).
+    /// [`Scan::keeping`] without the frames.
     #[cfg(test)]
     fn of(payload: &[u8], sealed: bool, stream_base: u64) -> Option<Scan> {
         Scan::keeping(payload, sealed, stream_base, |_| {})
     }
 
-    /// [`Scan::of`], handing each frame read to `keep`, so that the
-    /// caller acts on them without decoding them twice.
+    /// The frames of `payload`, or `None` if any is malformed or, in a
+    /// `sealed` session, a handshake frame (those travel in clear). Each
+    /// frame read goes to `keep`, so that the caller acts on them without
+    /// decoding them twice.
     fn keeping<'a>(
         payload: &'a [u8],
         sealed: bool,
