@@ -15,6 +15,8 @@ pub fn size(v: u64) -> usize {
 }
 
 /// Appends `v` (at most [`MAX`]; larger values are clamped, callers never pass them).
+/// Inlined: ACK frames write dozens, and the call cost more than the push.
+#[inline]
 pub fn write(buf: &mut Vec<u8>, v: u64) {
     let v = v.min(MAX);
     match size(v) {

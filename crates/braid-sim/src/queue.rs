@@ -4,6 +4,7 @@
 
 use braid_proto::Instant;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
 /// A queue of events of type `T`, each due at an [`Instant`].
@@ -89,9 +90,11 @@ impl<T> EventQueue<T> {
     }
 
     pub fn pop(&mut self) -> Option<(Instant, T)> {
-        let Reverse((at, _, entry)) = self.heap.pop()?;
+        let mut top = self.heap.peek_mut()?;
+        let Reverse((at, _, entry)) = *top;
         let event = match entry {
             Entry::Slot(slot) => {
+                PeekMut::pop(top);
                 self.free.push(slot);
                 self.slots[slot as usize]
                     .take()
@@ -100,8 +103,11 @@ impl<T> EventQueue<T> {
             Entry::Lane(id) => {
                 let queue = &mut self.lanes[id as usize];
                 let (_, _, event) = queue.pop_front().expect("a queued lane has an event");
-                if let Some(&(next, seq, _)) = queue.front() {
-                    self.heap.push(Reverse((next, seq, entry)));
+                // The lane's next event takes its place at the top: one
+                // sift down instead of a pop and a push.
+                match queue.front() {
+                    Some(&(next, seq, _)) => *top = Reverse((next, seq, entry)),
+                    None => drop(PeekMut::pop(top)),
                 }
                 event
             }

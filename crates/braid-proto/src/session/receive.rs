@@ -64,12 +64,26 @@ struct Scan {
 }
 
 impl Scan {
-    /// The frames of `payload`, or `None` if any is malformed or, in a
-    /// `sealed` session, a handshake frame (those travel in clear).
+    /// [`Scan::keeping`] without the frames.
+    #[cfg(test)]
     fn of(payload: &[u8], sealed: bool, stream_base: u64) -> Option<Scan> {
+        Scan::keeping(payload, sealed, stream_base, |_| {})
+    }
+
+    /// The frames of `payload`, or `None` if any is malformed or, in a
+    /// `sealed` session, a handshake frame (those travel in clear). Each
+    /// frame read goes to `keep`, so that the caller acts on them without
+    /// decoding them twice.
+    fn keeping<'a>(
+        payload: &'a [u8],
+        sealed: bool,
+        stream_base: u64,
+        mut keep: impl FnMut(Frame<'a>),
+    ) -> Option<Scan> {
         let mut scan = Scan::default();
         for frame in Frames::with_stream_base(payload, stream_base) {
-            match frame.ok()? {
+            let frame = frame.ok()?;
+            match &frame {
                 Frame::Ack(_)
                 | Frame::PathAck { .. }
                 | Frame::Ece(_)
@@ -94,6 +108,7 @@ impl Scan {
                     scan.ack_eliciting = true;
                 }
             }
+            keep(frame);
         }
         Some(scan)
     }
@@ -193,7 +208,9 @@ impl Session {
         let Arrival { path, len, at, .. } = arrival;
         // Validate every frame before acting on any.
         let base = self.streams.recv.cumulative();
-        let Some(scan) = Scan::of(payload, self.cfg.security.is_sealed(), base) else {
+        let mut frames = Vec::new();
+        let sealed = self.cfg.security.is_sealed();
+        let Some(scan) = Scan::keeping(payload, sealed, base, |f| frames.push(f)) else {
             self.counters.malformed += 1;
             return false;
         };
@@ -229,7 +246,7 @@ impl Session {
         if scan.ack_eliciting {
             self.extend_drain(now);
         }
-        for frame in Frames::with_stream_base(payload, base).flatten() {
+        for frame in frames {
             if matches!(self.state, State::Failed | State::Closed) {
                 break;
             }
