@@ -133,8 +133,9 @@ pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("cannot wait for Ctrl-C")?;
         let stats = relay.stats();
-        println!("forward: {}", counters(&stats.forward));
-        println!("reverse: {}", counters(&stats.reverse));
+        // Counters to stderr, beside the rest of what a command says.
+        eprintln!("forward: {}", counters(&stats.forward));
+        eprintln!("reverse: {}", counters(&stats.reverse));
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -213,7 +214,10 @@ fn serve(
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 tick.tick().await;
-                eprintln!("{}", serve_counters(&relay.stats(), &relay.tcp_stats()));
+                eprintln!(
+                    "{}",
+                    serve_counters(&relay.stats(), &relay.tcp_stats(), limits.pair_idle)
+                );
             }
         };
         // Stopping is how a relay ends: not a failure.
@@ -223,20 +227,30 @@ fn serve(
             never = scrapes => never,
         };
         eprintln!("braid: {what}");
-        eprintln!("{}", serve_counters(&relay.stats(), &relay.tcp_stats()));
+        eprintln!(
+            "{}",
+            serve_counters(&relay.stats(), &relay.tcp_stats(), limits.pair_idle)
+        );
         Ok(ExitCode::SUCCESS)
     })?
 }
 
 /// A rendezvous relay's counters, on one line.
-fn serve_counters(s: &braid::rendezvous::ServerStats, t: &braid::rendezvous::TcpStats) -> String {
+/// A pair is kept until it has been idle for `pair_idle`: ends that left
+/// do not say so, so "kept" counts them until then.
+fn serve_counters(
+    s: &braid::rendezvous::ServerStats,
+    t: &braid::rendezvous::TcpStats,
+    pair_idle: Duration,
+) -> String {
     let mut line = format!(
-        "pairs: {} made, {} now; registrations: {} now; forwarded {} datagrams, {}; \
+        "pairs: {} made, {} kept (until idle {}); registrations: {} now; forwarded {} datagrams, {}; \
          dropped {} over a pair's limits, {} from unpaired addresses; {} cookies, {} refusals, \
          {} ends moved after a NAT rebinding, {} pairs taken from a joiner the receiver never \
          answered, {} released",
         s.paired,
         s.pairs,
+        crate::human::duration(pair_idle),
         s.registrations,
         s.forwarded_datagrams,
         crate::human::size(s.forwarded_bytes),

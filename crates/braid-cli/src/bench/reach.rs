@@ -823,7 +823,7 @@ mod tests {
 
     #[test]
     fn a_relays_forwarded_bytes_are_read_from_its_counters() {
-        let closing = "pairs: 1 made, 0 now; registrations: 0 now; forwarded 15234 datagrams, \
+        let closing = "pairs: 1 made, 0 kept (until idle 30.0 s); registrations: 0 now; forwarded 15234 datagrams, \
                        20.1 MB; dropped 0 over a pair's limits, 3 from unpaired addresses";
         assert_eq!(forwarded_bytes(closing), Some(20_100_000));
         assert_eq!(
