@@ -325,7 +325,7 @@ fn readme_opens_with_the_demo_and_the_test_suite() {
     let firsts: Vec<&str> = first.iter().take(2).map(|f| f.line.as_str()).collect();
     assert_eq!(
         firsts,
-        ["cargo run --release -- demo", "cargo test --workspace"],
+        ["cargo run -- demo", "cargo test --workspace"],
         "the README's first commands"
     );
 }
