@@ -7,7 +7,7 @@
 
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use braid_proto::rendezvous::Server;
 use braid_proto::Ecn;
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
+use rustix::buffer::spare_capacity;
+use rustix::event::{epoll, poll, PollFd, PollFlags, Timespec};
 
 use super::relay_tcp::TcpEnds;
 use crate::endpoint::lock;
@@ -110,7 +112,7 @@ impl UdpOut {
     fn send_waiting(&self, t: &Transmit<'_>) -> io::Result<()> {
         match self.state.try_send((&self.sock).into(), t) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock && !self.wait.is_zero() => {
-                if writable(self.sock.as_raw_fd(), self.wait)? {
+                if writable(&self.sock, self.wait)? {
                     self.state.try_send((&self.sock).into(), t)
                 } else {
                     Err(e)
@@ -141,7 +143,7 @@ pub(super) fn spawn(
 ) -> Result<Worker> {
     let cannot = |e: &io::Error| Error::io("cannot start a relay worker", e);
     let (stop, stopped) = UnixStream::pair().map_err(|e| cannot(&e))?;
-    let epoll = Epoll::new(out.sock.as_raw_fd(), stopped.as_raw_fd()).map_err(|e| cannot(&e))?;
+    let epoll = Epoll::new(out.sock.as_fd(), stopped.as_fd()).map_err(|e| cannot(&e))?;
     let run = move || {
         let mut w = Loop::new(out, server, tcp, expire);
         w.run(&epoll);
@@ -287,49 +289,34 @@ enum Woken {
 /// An epoll set of a worker's socket and its stop signal, both level
 /// triggered: registered once, where poll(2) would register both on every
 /// call.
-struct Epoll(std::os::fd::OwnedFd);
+struct Epoll(OwnedFd);
 
 impl Epoll {
-    fn new(sock: RawFd, stop: RawFd) -> io::Result<Epoll> {
-        // SAFETY: no pointers; the result is checked before use.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+    fn new(sock: BorrowedFd<'_>, stop: BorrowedFd<'_>) -> io::Result<Epoll> {
+        let fd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        for (source, token) in [(sock, 0u64), (stop, 1)] {
+            let data = epoll::EventData::new_u64(token);
+            epoll::add(&fd, source, data, epoll::EventFlags::IN)?;
         }
-        // SAFETY: a descriptor just made, owned from here on.
-        let epoll = Epoll(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) });
-        for (fd, token) in [(sock, 0u64), (stop, 1)] {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: token,
-            };
-            // SAFETY: a live epoll descriptor and event.
-            let r =
-                unsafe { libc::epoll_ctl(epoll.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
-            if r < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        Ok(epoll)
+        Ok(Epoll(fd))
     }
 
     fn wait(&self, limit: Duration) -> io::Result<Woken> {
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 2];
-        let ms = limit.as_millis().max(u128::from(!limit.is_zero()));
-        let ms = libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX);
-        // SAFETY: a live epoll descriptor and an array of the length passed.
-        let n = unsafe { libc::epoll_wait(self.0.as_raw_fd(), evs.as_mut_ptr(), 2, ms) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::Interrupted => Ok(Woken::Timeout),
-                _ => Err(e),
-            };
+        let mut events: Vec<epoll::Event> = Vec::with_capacity(2);
+        // At least a millisecond unless none was asked: no busy wait.
+        let limit = if limit.is_zero() {
+            limit
+        } else {
+            limit.max(Duration::from_millis(1))
+        };
+        match epoll::wait(&self.0, spare_capacity(&mut events), Some(&timespec(limit))) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(Woken::Timeout),
+            Err(e) => return Err(e.into()),
         }
-        let woken = &evs[..n as usize];
-        Ok(if woken.iter().any(|e| e.u64 == 1) {
+        Ok(if events.iter().any(|e| e.data.u64() == 1) {
             Woken::Stop
-        } else if woken.is_empty() {
+        } else if events.is_empty() {
             Woken::Timeout
         } else {
             Woken::Readable
@@ -337,18 +324,40 @@ impl Epoll {
     }
 }
 
-/// Waits up to `limit` for room to send on `fd`: whether there is.
-fn writable(fd: RawFd, limit: Duration) -> io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    let ms = libc::c_int::try_from(limit.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one live pollfd, as the count says.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    match r {
-        r if r < 0 => Err(io::Error::last_os_error()),
-        _ => Ok(p.revents & libc::POLLOUT != 0),
+fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(d.subsec_nanos()),
+    }
+}
+
+/// Waits up to `limit` for room to send on `sock`: whether there is.
+fn writable(sock: &std::net::UdpSocket, limit: Duration) -> io::Result<bool> {
+    let mut fds = [PollFd::new(sock, PollFlags::OUT)];
+    match poll(&mut fds, Some(&timespec(limit))) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(fds[0].revents().contains(PollFlags::OUT)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn epoll_tells_a_datagram_and_the_stop_signal_from_a_timeout() {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (mut stop, stopped) = UnixStream::pair().unwrap();
+        let epoll = Epoll::new(sock.as_fd(), stopped.as_fd()).unwrap();
+        let waited = Instant::now();
+        assert!(matches!(epoll.wait(Duration::from_millis(20)), Ok(Woken::Timeout)));
+        assert!(waited.elapsed() >= Duration::from_millis(15), "it slept");
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        peer.send_to(b"x", sock.local_addr().unwrap()).unwrap();
+        assert!(matches!(epoll.wait(Duration::from_secs(5)), Ok(Woken::Readable)));
+        stop.write_all(b"!").unwrap();
+        assert!(matches!(epoll.wait(Duration::from_secs(5)), Ok(Woken::Stop)));
+        assert!(writable(&sock, Duration::from_millis(10)).unwrap());
     }
 }
