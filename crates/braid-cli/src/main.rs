@@ -214,13 +214,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// own, see `file_io`). The runtime is left behind rather than shut down in
 /// order: the process is about to exit anyway.
 fn block_on<T>(command: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let out = runtime.block_on(command);
-    runtime.shutdown_background();
-    Ok(out)
+    run_on(tokio::runtime::Builder::new_current_thread(), command)
 }
 
 /// As [`block_on`], on `workers` threads: for a receiver that keeps
@@ -232,8 +226,16 @@ fn block_on_workers<T>(
     if workers <= 1 {
         return block_on(command);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(workers);
+    run_on(builder, command)
+}
+
+fn run_on<T>(
+    mut builder: tokio::runtime::Builder,
+    command: impl std::future::Future<Output = T>,
+) -> anyhow::Result<T> {
+    let runtime = builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

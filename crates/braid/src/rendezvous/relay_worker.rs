@@ -351,13 +351,22 @@ mod tests {
         let (mut stop, stopped) = UnixStream::pair().unwrap();
         let epoll = Epoll::new(sock.as_fd(), stopped.as_fd()).unwrap();
         let waited = Instant::now();
-        assert!(matches!(epoll.wait(Duration::from_millis(20)), Ok(Woken::Timeout)));
+        assert!(matches!(
+            epoll.wait(Duration::from_millis(20)),
+            Ok(Woken::Timeout)
+        ));
         assert!(waited.elapsed() >= Duration::from_millis(15), "it slept");
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         peer.send_to(b"x", sock.local_addr().unwrap()).unwrap();
-        assert!(matches!(epoll.wait(Duration::from_secs(5)), Ok(Woken::Readable)));
+        assert!(matches!(
+            epoll.wait(Duration::from_secs(5)),
+            Ok(Woken::Readable)
+        ));
         stop.write_all(b"!").unwrap();
-        assert!(matches!(epoll.wait(Duration::from_secs(5)), Ok(Woken::Stop)));
+        assert!(matches!(
+            epoll.wait(Duration::from_secs(5)),
+            Ok(Woken::Stop)
+        ));
         assert!(writable(&sock, Duration::from_millis(10)).unwrap());
     }
 }
