@@ -429,8 +429,14 @@ impl Endpoint {
     /// are still found by id in one table, and every send leaves from the
     /// first socket. With 1 this is [`Endpoint::bind`]; with more, the
     /// address is shared (`SO_REUSEPORT`): only other sockets of this user
-    /// bound the same way could share it too.
+    /// bound the same way could share it too. Only Linux spreads flows
+    /// over such sockets; elsewhere this binds one.
     pub fn bind_spread(addr: SocketAddr, receivers: usize) -> Result<Endpoint> {
+        let receivers = if cfg!(target_os = "linux") {
+            receivers
+        } else {
+            1
+        };
         let cannot = |e: &io::Error| Error::io(format!("cannot bind {addr}"), e);
         let io = if receivers > 1 {
             UdpIo::bind_shared(addr, DEFAULT_SOCKET_BUFFER)
