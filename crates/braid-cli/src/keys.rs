@@ -165,6 +165,19 @@ impl RecvSecurity {
         !self.insecure && self.key.is_none() && self.code.is_none()
     }
 
+    /// The mode `resolve` gives, known before it runs (a record of a
+    /// receiver stopped early still says it).
+    pub fn mode(&self) -> crate::failure::Mode {
+        use crate::failure::Mode;
+        if self.insecure {
+            Mode::Insecure
+        } else if self.key.is_some() {
+            Mode::Key
+        } else {
+            Mode::Code
+        }
+    }
+
     pub fn resolve(&self) -> anyhow::Result<RecvIdentity> {
         if self.insecure {
             warn_insecure();

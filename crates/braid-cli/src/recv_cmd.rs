@@ -108,7 +108,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
         Ok(l) => l,
         Err(e) if e.is::<UsageError>() => return Err(e),
         Err(e) => {
-            let ctx = context(Mode::Code, !args.relay.is_empty());
+            let ctx = context(args.security.mode(), !args.relay.is_empty());
             return Ok(failed(failure::classify(&e, &ctx), &args, began, None));
         }
     };
@@ -175,8 +175,8 @@ fn context(mode: Mode, relayed: bool) -> Context {
 /// long it ran and, once listening, what the relays said.
 fn failed(f: Failure, args: &RecvArgs, began: Began, setup: Option<&Setup>) -> ExitCode {
     let mut report = Report::new(Side::Recv);
+    report.mode = Some(setup.map_or(args.security.mode(), |s| s.mode));
     if let Some(setup) = setup {
-        report.mode = Some(setup.mode);
         report.reach = setup.meeting.reach();
     }
     report.started = began.at;

@@ -321,3 +321,29 @@ fn a_dead_path_beside_a_live_one_is_shown_by_its_address() {
     assert!(said.contains("over 1 connection"), "{said}");
     assert!(!said.contains("RTT") && !said.contains("window"), "{said}");
 }
+
+/// A receiver that fails before it listens still says which mode it was
+/// started in.
+#[test]
+fn a_receiver_that_cannot_listen_says_its_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
+        .status
+        .success());
+    let held = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let in_use = held.local_addr().unwrap().to_string();
+    for (extra, mode) in [
+        (vec!["--key", key.to_str().unwrap()], "key"),
+        (vec!["--insecure"], "insecure"),
+        (vec![], "code"),
+    ] {
+        let mut args = vec!["recv", "--listen", &in_use, "--json"];
+        args.extend(extra);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(5), "{args:?}");
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["outcome"], "failed");
+        assert_eq!(v["mode"], mode, "{args:?}");
+    }
+}
