@@ -45,12 +45,13 @@
 //! for the next tick, half of a tick's capacity.
 //!
 //! A train received within [`MIN_TRAIN_SPAN`] measured whatever held it
-//! and let it go at once (a relay's late timer), not the path: its receive times microseconds apart read as
-//! a multi-Gbit/s link (issue 53: a 53.9 MB window and a 20.5 Gbit/s
-//! pacing rate at 70 ms, 1,998 packets lost). Such a train grants no more
-//! than the delivery rate it shows on our clock: its bytes over the longer
-//! of its send span and the time from its first send to the ACK that
-//! completed it, as a delivery-rate sample is taken
+//! and let it go at once (a relay's late timer), not the path: its receive
+//! times microseconds apart read as a multi-Gbit/s link (one `braid demo`
+//! run: a 53.9 MB window and a 20.5 Gbit/s pacing rate at 70 ms, 1,998
+//! packets lost). Such a train grants no more than the delivery rate it
+//! shows on our clock: its bytes over the longer of its send span and the
+//! time from its first send to the ACK that completed it, as a
+//! delivery-rate sample is taken
 //! (draft-cheng-iccrg-delivery-rate-estimation-02 §3.3, max(send_elapsed,
 //! ack_elapsed)), and as a lower bound: STARTUP grows from it as from a
 //! rate sample.

@@ -24,7 +24,7 @@
 //!   delivery rate on our clock, as a lower bound: a
 //!   flight the path held and released in one burst has receive times
 //!   microseconds apart, which read the same as a multi-Gbit/s link
-//!   (issue 53; [`ack_train`]).
+//!   ([`ack_train`]).
 //! - A round that overflowed the queue lowers BtlBw to the most it
 //!   delivered (BBRv3's `bw_lo`, draft-ietf-ccwg-bbr; [`congested_round`]):
 //!   after a capacity drop v1 keeps the old rate, and twice its BDP in
@@ -679,7 +679,7 @@ impl Bbr {
         // BBRv3's inflight_hi does (draft-ietf-ccwg-bbr, BBRBoundCwndForModel):
         // it was measured in flight, ACK path and aggregation included, and
         // adding them again let every probe overflow a 20-packet queue
-        // (issue 53). Never below what cruising over the ACK path needs.
+        // in bursts. Never below what cruising over the ACK path needs.
         if self.mode == BbrMode::ProbeBw && self.pacing_gain() > 1.0 {
             if let Some(ceiling) = self.ceiling.get() {
                 target = target.min(ceiling.max(self.inflight(1.0).saturating_add(ack_path)));
