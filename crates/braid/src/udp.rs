@@ -91,8 +91,7 @@ impl UdpIo {
         let Some(seg) = segment.filter(|&s| s > 0 && s < contents.len()) else {
             return self.send_gso(to, ecn, contents, None).await;
         };
-        let per_call = (MAX_GSO_BYTES / seg).min(self.max_gso_segments()).max(1);
-        for piece in contents.chunks(seg * per_call) {
+        for piece in contents.chunks(gso_batch_bytes(seg, self.max_gso_segments())) {
             self.send_gso(to, ecn, piece, Some(seg)).await?;
         }
         Ok(())
@@ -231,6 +230,13 @@ pub fn bind_std(
     let std: std::net::UdpSocket = sock.into();
     size_buffers(&std, buffer);
     Ok(std)
+}
+
+/// Bytes of one GSO call of `segment`-byte datagrams: as many whole
+/// segments as [`MAX_GSO_BYTES`] and the socket's `max_segments` allow, one
+/// at least.
+pub(crate) fn gso_batch_bytes(segment: usize, max_segments: usize) -> usize {
+    segment * (MAX_GSO_BYTES / segment).min(max_segments).max(1)
 }
 
 /// The codepoint quinn-udp writes for `ecn`.

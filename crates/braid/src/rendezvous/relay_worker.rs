@@ -20,7 +20,7 @@ use rustix::event::{epoll, poll, PollFd, PollFlags, Timespec};
 
 use super::relay_tcp::TcpEnds;
 use crate::endpoint::lock;
-use crate::udp::{self, MAX_GSO_BYTES, RECV_BATCH, RECV_BUFFER};
+use crate::udp::{self, RECV_BATCH, RECV_BUFFER};
 use crate::{clock, Error, Result};
 
 /// How often lapsed registrations and idle pairs are dropped.
@@ -80,10 +80,7 @@ impl UdpOut {
         let seg = segment
             .filter(|&s| s > 0 && s < contents.len())
             .unwrap_or(contents.len().max(1));
-        let per_call = (MAX_GSO_BYTES / seg)
-            .min(self.state.max_gso_segments())
-            .max(1);
-        for piece in contents.chunks(seg * per_call) {
+        for piece in contents.chunks(udp::gso_batch_bytes(seg, self.state.max_gso_segments())) {
             let t = Transmit {
                 destination: to,
                 ecn: udp::to_codepoint(ecn),
