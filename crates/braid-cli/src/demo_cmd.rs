@@ -2,10 +2,11 @@
 //! generated stream, all in this process on loopback, so anyone can watch
 //! braid split one transfer over very different paths.
 
+use crate::manifest::Manifest;
 use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::summary::{Ended, Side};
-use crate::transfer::{self, Header, Output};
+use crate::transfer::{self, Output, Source};
 use anyhow::{bail, Context as _};
 use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, Security, SessionConfig};
 use braid_link::units::{format_duration, parse_duration, parse_probability, parse_size};
@@ -172,10 +173,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     let recording = args.observe.record(&session, "send", "braid demo (sender)");
     // The sender's view: the paths' windows and shares are its own.
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
-    let header = Header {
-        name: "demo.bin".into(),
-        size: Some(args.size),
-    };
+    let manifest = Manifest::single("demo.bin", Some(args.size));
     let wanted = !args.quiet && std::io::stderr().is_terminal();
     // The live view by default: the demo is there to see braid work.
     let view = || crate::live::Setup {
@@ -204,8 +202,10 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         Some(path_lines(&multi, &plans, session.monitor(), segment_size))
     };
     let content = Generated::new(args.size);
+    let source = Source::Once(Box::new(content));
+    let mut start = 0;
     let interrupted = tokio::select! {
-        r = transfer::send(&mut session, &header, content, &progress) => Ok(r),
+        r = transfer::send(&mut session, &manifest, source, &progress, &mut start) => Ok(r),
         // Handled, so that the live view gives the terminal back.
         stop = crate::interrupted() => Err(stop),
     };

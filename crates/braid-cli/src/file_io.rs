@@ -14,7 +14,7 @@ pub const CHUNK: usize = 1 << 20;
 const BUFFERS: usize = 4;
 /// A file's written bytes are handed to the disk every this many bytes, so
 /// the final sync waits for the last few megabytes, not the whole file.
-const WRITEBACK_EVERY: u64 = 8 << 20;
+pub const WRITEBACK_EVERY: u64 = 8 << 20;
 
 /// A buffer and how many of its bytes are content.
 pub struct Piece {
@@ -41,12 +41,22 @@ pub struct HashingReader {
 }
 
 impl HashingReader {
-    pub fn spawn(mut source: impl Read + Send + 'static) -> HashingReader {
+    #[cfg(test)]
+    pub fn spawn(source: impl Read + Send + 'static) -> HashingReader {
+        HashingReader::spawn_seeded(source, blake3::Hasher::new())
+    }
+
+    /// [`HashingReader::spawn`], going on from `hasher` (which has seen
+    /// what came before `source`).
+    pub fn spawn_seeded(
+        mut source: impl Read + Send + 'static,
+        hasher: blake3::Hasher,
+    ) -> HashingReader {
         let (full_tx, full) = mpsc::channel(BUFFERS);
         let (empty, empty_rx) = std_mpsc::channel::<Vec<u8>>();
         let (hash_tx, hash) = oneshot::channel();
         std::thread::spawn(move || {
-            let mut hasher = blake3::Hasher::new();
+            let mut hasher = hasher;
             loop {
                 let mut buf = empty_rx.try_recv().unwrap_or_else(|_| vec![0; CHUNK]);
                 let len = match fill(&mut source, &mut buf) {
@@ -105,7 +115,11 @@ fn fill(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 /// Where received content goes.
 pub enum Sink {
     /// A file, made durable (synced) before [`HashingWriter::finish`] returns.
+    #[cfg(test)]
     File(std::fs::File),
+    /// The files of a transfer, made durable (synced) before
+    /// [`HashingWriter::finish`] returns.
+    Files(crate::staging::TreeWriter),
     /// A stream such as stdout, flushed at the end.
     Stream(Box<dyn Write + Send>),
     /// Nowhere (the content is only hashed).
@@ -148,7 +162,7 @@ impl HashingWriter {
         let give_back: GiveBack = Box::new(move |buf, _| {
             let _ = empty_tx.send(buf);
         });
-        let mut w = HashingWriter::spawn_with(sink, BUFFERS, 0, give_back);
+        let mut w = HashingWriter::spawn_with(sink, blake3::Hasher::new(), BUFFERS, 0, give_back);
         w.empty = empty;
         w
     }
@@ -157,9 +171,11 @@ impl HashingWriter {
     /// back to `give_back` once written, and holds back the last
     /// `hold_back` bytes it is given: neither hashed nor written, they come
     /// out of [`HashingWriter::finish_holding_back`] (a trailer that only
-    /// the stream's end tells from content).
+    /// the stream's end tells from content). The hash goes on from
+    /// `hasher` (which has seen the content before this).
     pub fn spawn_with(
         sink: Sink,
+        hasher: blake3::Hasher,
         queue: usize,
         hold_back: usize,
         mut give_back: GiveBack,
@@ -168,9 +184,8 @@ impl HashingWriter {
         let (done_tx, done) = oneshot::channel();
         std::thread::spawn(move || {
             let mut sink = sink;
-            let mut hasher = blake3::Hasher::new();
+            let mut hasher = hasher;
             let mut written = 0u64;
-            let mut handed_to_disk = 0u64;
             let mut tail = Vec::with_capacity(hold_back);
             let result = (|| {
                 loop {
@@ -182,7 +197,9 @@ impl HashingWriter {
                     let mut emit = |bytes: &[u8]| -> io::Result<()> {
                         hasher.update(bytes);
                         match &mut sink {
+                            #[cfg(test)]
                             Sink::File(f) => f.write_all(bytes)?,
+                            Sink::Files(w) => w.write_all(bytes)?,
                             Sink::Stream(w) => w.write_all(bytes)?,
                             Sink::Discard => {}
                         }
@@ -190,16 +207,12 @@ impl HashingWriter {
                         Ok(())
                     };
                     hold_back_tail(&mut tail, hold_back, piece.bytes(), &mut emit)?;
-                    if let Sink::File(f) = &sink {
-                        if written - handed_to_disk >= WRITEBACK_EVERY {
-                            start_writeback(f, handed_to_disk, written - handed_to_disk);
-                            handed_to_disk = written;
-                        }
-                    }
                     give_back(piece.buf, piece.len);
                 }
                 match &mut sink {
+                    #[cfg(test)]
                     Sink::File(f) => f.sync_all()?,
+                    Sink::Files(w) => w.finish()?,
                     Sink::Stream(w) => w.flush()?,
                     Sink::Discard => {}
                 }
@@ -248,6 +261,13 @@ impl HashingWriter {
     pub async fn finish(self) -> io::Result<(u64, blake3::Hash)> {
         let (written, hash, _) = self.finish_holding_back().await?;
         Ok((written, hash))
+    }
+
+    /// Stops the thread once it wrote what was queued, without the sync
+    /// and checks of a finish: what arrived stays as far as it got.
+    pub async fn stop(self) {
+        drop(self.full);
+        let _ = self.done.await;
     }
 
     /// [`HashingWriter::finish`], with the bytes held back at the end.
@@ -308,7 +328,7 @@ fn hold_back_tail(
 pub struct WriterStopped;
 
 /// Asks the kernel to start writing a range to disk without waiting for it.
-fn start_writeback(file: &std::fs::File, offset: u64, len: u64) {
+pub fn start_writeback(file: &std::fs::File, offset: u64, len: u64) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;

@@ -212,7 +212,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = std::fs::File::create(dir.path().join("out")).unwrap();
         let filled = Filled::new(limit, fill_to);
-        let writer = HashingWriter::spawn_with(Sink::File(file), limit + 1, 4, filled.give_back());
+        let writer = HashingWriter::spawn_with(
+            Sink::File(file),
+            blake3::Hasher::new(),
+            limit + 1,
+            4,
+            filled.give_back(),
+        );
         filled.fill_for(writer.queue());
         (filled, writer, dir)
     }

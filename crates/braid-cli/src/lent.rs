@@ -41,6 +41,12 @@ impl Lent {
         }
     }
 
+    /// From now on, released buffers of [`CHUNK`] bytes go to `give_back`
+    /// (a reader made after the stream began).
+    pub fn give_back_to(&self, give_back: Sender<Vec<u8>>) {
+        self.lock().give_back = Some(give_back);
+    }
+
     /// What the session reads packets from.
     pub fn content(&self) -> Box<dyn braid_proto::GeneratedContent> {
         Box::new(self.clone())

@@ -125,17 +125,25 @@ impl Progress {
         }
     }
 
-    /// Moves the bar to the content bytes the peer acknowledged (the
-    /// session's acknowledged bytes less the `skip` that precede the
-    /// content, at most `cap`) until the returned guard is dropped.
-    pub fn follow_acked(&self, monitor: Monitor, skip: u64, cap: u64) -> Option<Following> {
+    /// Moves the bar to the content bytes the peer holds (`from`, which
+    /// it had before, and the session's acknowledged bytes less the `skip`
+    /// that precede the content; at most `cap`) until the returned guard
+    /// is dropped.
+    pub fn follow_acked(
+        &self,
+        monitor: Monitor,
+        skip: u64,
+        from: u64,
+        cap: u64,
+    ) -> Option<Following> {
         if self.bar.is_none() && self.live.is_none() {
             return None;
         }
         let shown = self.clone();
         let task = tokio::spawn(async move {
             loop {
-                let acked = monitor.stats().bytes_acked.saturating_sub(skip).min(cap);
+                let acked = monitor.stats().bytes_acked.saturating_sub(skip);
+                let acked = acked.saturating_add(from).min(cap);
                 shown.set_position(acked);
                 tokio::time::sleep(ACKED_REFRESH).await;
             }

@@ -20,8 +20,14 @@ pub struct Record {
     /// "verified" or "failed".
     pub outcome: &'static str,
     pub error: Option<ErrorRecord>,
-    /// The file's name as sent.
+    /// What was sent: the file or folder's name, or the first thing's
+    /// name and how many more ("a and 2 more").
     pub file: Option<String>,
+    /// How many files the transfer carries (null until known).
+    pub files: Option<u64>,
+    /// Content bytes an earlier, interrupted transfer had brought; counted
+    /// in `bytes`, not in `goodput_mbps`.
+    pub resumed_bytes: u64,
     /// Receiver: the path written, "-" for stdout.
     pub written_to: Option<String>,
     /// Bytes announced by the sender (null: unknown, as for stdin).
@@ -141,6 +147,8 @@ pub fn record(r: &Report) -> Record {
             exit_status: f.kind.exit_status(),
         }),
         file: r.file.clone(),
+        files: r.files,
+        resumed_bytes: r.resumed,
         written_to: match &r.written {
             Some(Written::File(p)) => Some(p.display().to_string()),
             Some(Written::Stdout) => Some("-".to_owned()),

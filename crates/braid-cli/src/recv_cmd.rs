@@ -385,18 +385,19 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let watch = progress.watch(session.monitor(), Side::Recv);
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Recv);
     let started = Instant::now();
-    let mut header = None;
+    let mut seen = transfer::Seen::default();
     let receiving = transfer::receive_telling(
         &mut session,
         &setup.output,
         args.overwrite,
         &progress,
-        &mut header,
+        &mut seen,
     );
     let outcome = tokio::select! {
         r = receiving => r,
         (what, status) = crate::interrupted() => {
-            // The partial file is already gone with the transfer.
+            // What arrived stays in the staging folder for the same
+            // transfer sent again.
             session.abort(CLOSE_INTERRUPTED, &format!("receiver {what}"));
             Err(Failure::err(Kind::Interrupted(status), what))
         }
@@ -410,10 +411,12 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
         r.write().await;
     }
     report.reach = setup.meeting.reach();
-    let received = transfer::content_received(&session, header.as_ref());
-    if let Some(h) = header {
-        report.file = Some(h.name);
-        report.size = h.size;
+    report.resumed = seen.start;
+    if let Some(m) = &seen.manifest {
+        report.bytes = transfer::content_done(m, seen.start, session.stats().bytes_received);
+        report.file = Some(m.label());
+        report.size = m.size();
+        report.files = Some(m.files().count() as u64);
     }
     let mut ctx = context(setup.mode, setup.meeting.0.is_some());
     if let Some(peer) = report.peer {
@@ -422,6 +425,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     match outcome {
         Ok(o) => {
             report.bytes = o.bytes;
+            report.resumed = o.resumed;
             report.hash = Some(o.hash);
             report.duration = o.elapsed;
             report.written = Some(match o.path {
@@ -436,7 +440,13 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
             status
         }
         Err(e) => {
-            report.bytes = received;
+            if let Some((path, bytes)) = &seen.kept {
+                eprintln!(
+                    "kept {} in {}: the same transfer sent again goes on from there",
+                    crate::human::size(*bytes),
+                    crate::text::escape(&path.display().to_string())
+                );
+            }
             report.duration = started.elapsed();
             report.failure = Some(failure::classify(&e, &ctx));
             report.print(args.report.json)

@@ -1,15 +1,16 @@
-//! `braid send`: one file (or stdin) to a `braid recv`, over one or more connections.
+//! `braid send`: files, folders or stdin to a `braid recv`, over one or more connections.
 
 use crate::failure::{self, Context, Failure, Kind, Mode};
+use crate::manifest::Manifest;
+use crate::outgoing::Outgoing;
 use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::summary::{Report, Side};
-use crate::transfer::{self, Header, CLOSE_INTERRUPTED};
+use crate::transfer::{self, Source, CLOSE_INTERRUPTED};
 use crate::UsageError;
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use braid::{PathSpec, Session, SessionConfig};
 use clap::Args;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,12 +18,20 @@ use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Args)]
 pub struct SendArgs {
-    /// File to send, or - for stdin.
-    file: PathBuf,
-    /// The name the receiver keeps it under [default: the file's name; for
-    /// stdin, stdin-DATE-TIME in UTC].
+    /// Files or folders to send (folders with all they hold), or - for
+    /// stdin. Sending the same again after an interruption sends only
+    /// what the receiver is missing.
+    #[arg(value_name = "PATH", required = true)]
+    files: Vec<PathBuf>,
+    /// The name the receiver keeps it under, for one file or folder
+    /// [default: its own name; for stdin, stdin-DATE-TIME in UTC].
     #[arg(long, value_name = "NAME", value_parser = parse_name)]
     name: Option<String>,
+    /// Inside folders, send what symbolic links point to (default: leave
+    /// links out, saying how many). Links named on the command line are
+    /// always followed.
+    #[arg(long)]
+    follow_symlinks: bool,
     /// Receiver address; repeat for several connections (e.g. via several relays).
     #[arg(long = "to", value_name = "ADDR", required_unless_present = "relay")]
     to: Vec<String>,
@@ -129,11 +138,10 @@ async fn attempt(
     if meet.is_some() && args.bind.len() > 1 {
         return Err(UsageError::new("with --relay, give at most one --bind").into());
     }
-    let (header, input) = open_input(&args.file, args.name.as_deref())
-        .await
-        .map_err(failure::local)?;
-    report.file = Some(header.name.clone());
-    report.size = header.size;
+    let (manifest, input) = open_input(args).map_err(failure::local)?;
+    report.file = Some(manifest.label());
+    report.size = manifest.size();
+    report.files = Some(manifest.files().count() as u64);
     let mut cfg = SessionConfig {
         security,
         ..SessionConfig::default()
@@ -175,24 +183,26 @@ async fn attempt(
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
-    let title = format!("braid send {}", header.name);
+    let title = format!("braid send {}", manifest.label());
     let recording = args.observe.record(&session, "send", &title);
     let view = || crate::live::Setup {
         side: Side::Send,
-        title: format!("braid send {}", crate::text::escape(&header.name)),
+        title: format!("braid send {}", crate::text::escape(&manifest.label())),
         notes: Vec::new(),
         relays: meet.as_ref().map_or_else(Vec::new, |m| m.at.relays.clone()),
     };
     let live = args.observe.live.unwrap_or(false);
-    let progress = Progress::with_live(args.report.live(), live, header.size, "send", view);
+    let progress = Progress::with_live(args.report.live(), live, manifest.size(), "send", view);
     let watch = progress.watch(session.monitor(), Side::Send);
     let monitor = session.monitor();
+    let mut start = 0;
     let outcome = tokio::select! {
-        r = transfer::send(&mut session, &header, input, &progress) => r,
+        r = transfer::send(&mut session, &manifest, input, &progress, &mut start) => r,
         // Noticed even while waiting for input, as from a stalled pipe.
         e = monitor.failed() => Err(e.into()),
         (what, status) = crate::interrupted() => {
-            // The receiver learns why at once, and deletes its partial file.
+            // The receiver learns why at once, and keeps what it has for
+            // the same transfer sent again.
             session.abort(CLOSE_INTERRUPTED, &format!("sender {what}"));
             Err(Failure::err(Kind::Interrupted(status), what))
         }
@@ -209,45 +219,48 @@ async fn attempt(
     match outcome {
         Ok(o) => {
             report.bytes = o.bytes;
+            report.resumed = o.resumed;
             report.hash = Some(o.hash);
             report.duration = o.elapsed;
             Ok((session, meeting))
         }
         Err(e) => {
-            report.bytes = transfer::content_acknowledged(&session, &header);
+            report.resumed = start;
+            report.bytes = transfer::content_done(&manifest, start, session.stats().bytes_acked);
             report.duration = started.elapsed();
             Err(e)
         }
     }
 }
 
-type Input = Box<dyn Read + Send>;
-
-/// The input and what to call it: `name`, else the file's own name, or a
-/// dated name for stdin (so that a second stdin transfer into the same
-/// directory does not collide with the first).
-async fn open_input(file: &PathBuf, name: Option<&str>) -> anyhow::Result<(Header, Input)> {
-    if file.as_os_str() == "-" {
-        let header = Header {
-            name: name.map_or_else(stdin_name, str::to_owned),
-            size: None,
-        };
-        return Ok((header, Box::new(std::io::stdin())));
+/// What to send and where it comes from: the paths walked into a
+/// manifest, or stdin as one stream named `--name` or by the date (so
+/// that a second stdin transfer into the same folder does not collide
+/// with the first).
+fn open_input(args: &SendArgs) -> anyhow::Result<(Manifest, Source)> {
+    if args.files.iter().any(|f| f.as_os_str() == "-") {
+        if args.files.len() > 1 {
+            bail!("- (stdin) travels alone; send the files in another transfer");
+        }
+        let name = args.name.clone().unwrap_or_else(stdin_name);
+        let manifest = Manifest::single(&name, None);
+        return Ok((manifest, Source::Once(Box::new(std::io::stdin()))));
     }
-    let f = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
-    let meta = f.metadata()?;
-    if meta.is_dir() {
-        bail!("{} is a directory; send a file", file.display());
+    let out = Outgoing::collect(&args.files, args.name.as_deref(), args.follow_symlinks)?;
+    if out.skipped_links > 0 {
+        eprintln!(
+            "left out {} symbolic link{} inside folders (--follow-symlinks sends what they point to)",
+            out.skipped_links,
+            if out.skipped_links == 1 { "" } else { "s" }
+        );
     }
-    let own = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let header = Header {
-        name: name.map_or(own, str::to_owned),
-        size: Some(meta.len()),
-    };
-    Ok((header, Box::new(f)))
+    if out.skipped_special > 0 {
+        eprintln!(
+            "left out {} sockets, FIFOs or devices inside folders",
+            out.skipped_special
+        );
+    }
+    Ok((out.manifest.clone(), Source::Files(out)))
 }
 
 /// "stdin-20250314-153000" (UTC, to the second).
@@ -279,7 +292,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-/// A name for the receiver to keep: one plain file name.
+/// A name for the receiver to keep: one plain name.
 fn parse_name(s: &str) -> Result<String, String> {
     if s.is_empty() || s == "." || s == ".." || s.contains(['/', '\\']) {
         return Err("a file name without directories, e.g. backup.tar".into());

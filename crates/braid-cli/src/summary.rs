@@ -83,8 +83,14 @@ pub struct Report {
     pub side: Side,
     pub mode: Option<Mode>,
     pub cc: Option<String>,
-    /// The file's name as sent.
+    /// What was sent: the file or folder's name, or the first and how
+    /// many more.
     pub file: Option<String>,
+    /// How many files the transfer carries (`None` until known).
+    pub files: Option<u64>,
+    /// Content bytes an earlier, interrupted transfer had brought: counted
+    /// in `bytes`, not in the goodput.
+    pub resumed: u64,
     pub written: Option<Written>,
     /// The size the sender announced (`None` for stdin).
     pub size: Option<u64>,
@@ -110,6 +116,8 @@ impl Report {
             mode: None,
             cc: None,
             file: None,
+            files: None,
+            resumed: 0,
             written: None,
             size: None,
             bytes: 0,
@@ -180,7 +188,7 @@ impl Report {
     }
 
     pub fn goodput_bps(&self) -> f64 {
-        human::bits_per_s(self.bytes, self.duration)
+        human::bits_per_s(self.bytes.saturating_sub(self.resumed), self.duration)
     }
 
     /// Each connection's share of the transfer: of the stream bytes
@@ -271,17 +279,27 @@ impl Report {
             Side::Send => "sent",
             Side::Recv => "received",
         };
+        let count = match self.files {
+            Some(n) if n != 1 => format!(" ({n} files)"),
+            _ => String::new(),
+        };
         let file = self
             .file
             .as_deref()
-            .map(|f| format!(" {}", crate::text::escape(f)))
+            .map(|f| format!(" {}{count}", crate::text::escape(f)))
             .unwrap_or_default();
+        let resumed = if self.resumed > 0 {
+            format!(", {} of it there before", human::size(self.resumed))
+        } else {
+            String::new()
+        };
         let amount = match (self.failure.is_some(), self.size) {
             (true, Some(size)) => {
                 format!("{} of {}", human::size(self.bytes), human::size(size))
             }
             _ => human::size(self.bytes),
         };
+        let amount = amount + &resumed;
         let n = self.connections.len();
         let cc = self
             .cc

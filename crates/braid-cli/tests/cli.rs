@@ -602,12 +602,21 @@ fn stalled_transfer(out: &Path) -> (Recv, Child, std::process::ChildStdin) {
     // carried, and 16 KiB datagrams on loopback carry the first bytes in
     // a handful.
     let start = Instant::now();
-    let written = || -> u64 {
-        let files = std::fs::read_dir(out).unwrap();
+    // Into a hidden staging folder, until it is complete.
+    fn written(dir: &Path) -> u64 {
+        let files = std::fs::read_dir(dir).unwrap();
         files
-            .map(|f| f.unwrap().metadata().map_or(0, |m| m.len()))
+            .map(|f| {
+                let f = f.unwrap();
+                match f.metadata() {
+                    Ok(m) if m.is_dir() => written(&f.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                }
+            })
             .sum()
-    };
+    }
+    let written = || written(out);
     loop {
         let n = written();
         if n >= 3 << 18 {
