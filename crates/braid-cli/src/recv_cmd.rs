@@ -42,15 +42,17 @@ pub struct RecvArgs {
     /// within 3 s is reached over TCP until its UDP answers again.
     #[arg(long, requires = "relay")]
     relay_tcp: bool,
-    /// Where to write: a file, a directory (the sender's file name inside
-    /// it; a missing one is created if the name ends with /), or - for
-    /// stdout. Default: the current directory.
+    /// Where to write: a directory (the sender's files and folders inside
+    /// it; a missing one is created if the name ends with /), a name for
+    /// the one file or folder sent, or - for stdout (one file). Default:
+    /// the current directory. An interrupted transfer waits in a hidden
+    /// `.NAME.braid-part` folder there for the same one sent again.
     #[arg(long, short, value_name = "FILE|DIR|-", default_value = ".")]
     output: String,
     /// Keep accepting transfers (concurrently) instead of exiting after one.
     #[arg(long)]
     keep: bool,
-    /// Replace an existing file of the same name (default: refuse).
+    /// Replace an existing file or folder of the same name (default: refuse).
     #[arg(long)]
     overwrite: bool,
     #[command(flatten)]

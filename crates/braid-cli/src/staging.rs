@@ -265,7 +265,11 @@ impl TreeWriter {
         while let Some((path, size)) = w.files.get(w.next) {
             let size = size.unwrap_or(u64::MAX);
             if start < size || size == 0 {
-                let mut file = OpenOptions::new().create(true).write(true).open(path)?;
+                let mut file = OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(path)?;
                 file.set_len(start)?;
                 file.seek(io::SeekFrom::Start(start))?;
                 w.current = Some(Current {

@@ -320,7 +320,13 @@ fn free_space(_dir: &Path) -> Option<u64> {
 async fn read_manifest(session: &mut Session) -> anyhow::Result<Manifest> {
     let mut magic = [0u8; 8];
     session.read_exact(&mut magic).await.map_err(header_cut)?;
-    if &magic != MAGIC {
+    if magic[..6] == MAGIC[..6] && magic != *MAGIC {
+        return Err(protocol(
+            "the sender speaks another version of the transfer format: run the same braid \
+             version at both ends",
+        ));
+    }
+    if magic != *MAGIC {
         return Err(protocol("the peer is not sending a braid file transfer"));
     }
     let len = session.read_u32().await.map_err(header_cut)?;

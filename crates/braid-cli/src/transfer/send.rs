@@ -179,7 +179,7 @@ async fn start_at(
         let all: Box<dyn Read + Send> = Box::new(files.contents_from(0)?);
         Ok((0, blake3::Hasher::new(), all))
     });
-    Ok(task.await?.context("reading the input")?)
+    task.await?.context("reading the input")
 }
 
 struct HashInto<'a>(&'a mut blake3::Hasher);
