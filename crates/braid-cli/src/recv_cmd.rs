@@ -442,16 +442,21 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
             status
         }
         Err(e) => {
-            if let Some((path, bytes)) = &seen.kept {
-                eprintln!(
-                    "kept {} in {}: the same transfer sent again goes on from there",
-                    crate::human::size(*bytes),
-                    crate::text::escape(&path.display().to_string())
-                );
-            }
+            say_kept(&seen);
             report.duration = started.elapsed();
             report.failure = Some(failure::classify(&e, &ctx));
             report.print(args.report.json)
         }
+    }
+}
+
+/// Where what a failed transfer brought waits for the same one again.
+fn say_kept(seen: &transfer::Seen) {
+    if let Some((path, bytes)) = &seen.kept {
+        eprintln!(
+            "kept {} in {}: the same transfer sent again goes on from there",
+            crate::human::size(*bytes),
+            crate::text::escape(&path.display().to_string())
+        );
     }
 }

@@ -206,37 +206,10 @@ async fn fill(
         Ok((staging, held, hasher))
     })
     .await??;
-    // The size is known before the first byte: refuse what the disk cannot
-    // hold now, not once it fills.
-    if let (Some(size), Some(free)) = (manifest.size(), free_space(dir)) {
-        let needed = size - held;
-        if needed > free {
-            if held == 0 {
-                staging.discard();
-            }
-            return Err(Failure::err(
-                Kind::Local,
-                format!(
-                    "{} needs {needed} more bytes and {} has {free} free",
-                    crate::text::escape(&manifest.label()),
-                    dir.display()
-                ),
-            ));
-        }
-    }
-    let offered = async {
-        offer(session, held, Some(hasher.finalize())).await?;
-        read_start(session, held).await
-    };
-    let start = match offered.await {
-        Ok(start) => start,
-        Err(e) => {
-            if held == 0 {
-                staging.discard();
-            }
-            return Err(e);
-        }
-    };
+    // A staging folder that holds nothing goes when dropped.
+    check_room(dir, manifest, held)?;
+    offer(session, held, Some(hasher.finalize())).await?;
+    let start = read_start(session, held).await?;
     seen.start = start;
     let m = manifest.clone();
     let (staging, writer) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
@@ -275,15 +248,36 @@ async fn fill(
             seen.staging = Some(staging);
             Ok(done)
         }
-        Err(e) if manifest.size().is_none() || corrupted(&e) || on_disk == 0 => {
+        Err(e) if manifest.size().is_none() || corrupted(&e) => {
             staging.discard();
             Err(e)
         }
         Err(e) => {
-            seen.kept = Some((staging.path().to_owned(), on_disk));
+            if on_disk > 0 {
+                seen.kept = Some((staging.path().to_owned(), on_disk));
+            }
             Err(e)
         }
     }
+}
+
+/// The size is known before the first byte: refuses what the disk cannot
+/// hold now, not once it fills.
+fn check_room(dir: &Path, manifest: &Manifest, held: u64) -> anyhow::Result<()> {
+    if let (Some(size), Some(free)) = (manifest.size(), free_space(dir)) {
+        let needed = size - held;
+        if needed > free {
+            return Err(Failure::err(
+                Kind::Local,
+                format!(
+                    "{} needs {needed} more bytes and {} has {free} free",
+                    crate::text::escape(&manifest.label()),
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn outcome(bytes: u64, resumed: u64, hash: blake3::Hash, path: Option<PathBuf>) -> Outcome {
