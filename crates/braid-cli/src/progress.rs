@@ -11,6 +11,7 @@ use braid::Monitor;
 use braid_proto::PathId;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often the per-connection shares are refreshed.
@@ -20,6 +21,36 @@ const REFRESH: Duration = Duration::from_millis(250);
 pub struct Progress {
     bar: Option<ProgressBar>,
     live: Option<Live>,
+    files: Arc<Mutex<FileTrack>>,
+}
+
+/// Which file of several the bar is in, and the connections' shares,
+/// which share its message.
+#[derive(Default)]
+struct FileTrack {
+    /// Where each file's content ends in the transfer's, and its name.
+    ends: Vec<(u64, String)>,
+    current: Option<usize>,
+    shares: String,
+}
+
+impl FileTrack {
+    fn message(&self) -> String {
+        let file = match self.current {
+            Some(i) => format!(
+                "{}/{} {}",
+                i + 1,
+                self.ends.len(),
+                crate::text::escape(&self.ends[i].1)
+            ),
+            None => String::new(),
+        };
+        match (file.is_empty(), self.shares.is_empty()) {
+            (false, false) => format!("{file}  {}", self.shares),
+            (true, _) => self.shares.clone(),
+            (false, true) => file,
+        }
+    }
 }
 
 impl Progress {
@@ -34,6 +65,7 @@ impl Progress {
         Progress {
             bar: Some(bar),
             live: None,
+            files: Arc::default(),
         }
     }
 
@@ -64,6 +96,7 @@ impl Progress {
         Some(Progress {
             bar: None,
             live: Some(live),
+            files: Arc::default(),
         })
     }
 
@@ -72,6 +105,7 @@ impl Progress {
         Progress {
             bar: None,
             live: None,
+            files: Arc::default(),
         }
     }
 
@@ -97,10 +131,44 @@ impl Progress {
     pub fn set_position(&self, n: u64) {
         if let Some(b) = &self.bar {
             b.set_position(n);
+            let mut f = self.lock_files();
+            if !f.ends.is_empty() {
+                let i = f.ends.partition_point(|(end, _)| *end <= n);
+                let i = i.min(f.ends.len() - 1);
+                if f.current != Some(i) {
+                    f.current = Some(i);
+                    b.set_message(f.message());
+                }
+            }
         }
         if let Some(l) = &self.live {
             l.set_position(n);
         }
+    }
+
+    /// Shows which file the transfer is in, when it carries several.
+    pub fn set_files(&self, manifest: &crate::manifest::Manifest) {
+        if self.bar.is_none() || manifest.files().count() < 2 {
+            return;
+        }
+        let mut end = 0u64;
+        self.lock_files().ends = manifest
+            .files()
+            .map(|f| {
+                end = end.saturating_add(f.size.unwrap_or(0));
+                (end, f.path.clone())
+            })
+            .collect();
+    }
+
+    fn set_shares(&self, bar: &ProgressBar, shares: String) {
+        let mut f = self.lock_files();
+        f.shares = shares;
+        bar.set_message(f.message());
+    }
+
+    fn lock_files(&self) -> std::sync::MutexGuard<'_, FileTrack> {
+        self.files.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The total became known (the receiver read the header): show the ETA.
@@ -158,6 +226,7 @@ impl Progress {
             return Some(l.watch(monitor));
         }
         let bar = self.bar.clone()?;
+        let shown = self.clone();
         Some(tokio::spawn(async move {
             let mut last: Vec<(PathId, u64)> = Vec::new();
             loop {
@@ -184,7 +253,7 @@ impl Progress {
                 };
                 // One connection has all of it: nothing to say.
                 if now.len() > 1 {
-                    bar.set_message(shares(&last, &now, label));
+                    shown.set_shares(&bar, shares(&last, &now, label));
                 }
                 last = now;
             }
@@ -244,6 +313,20 @@ fn shares(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_message_names_the_file_and_the_shares() {
+        let mut f = FileTrack {
+            ends: vec![(10, "a/x".into()), (30, "a/y\u{1b}[2J".into())],
+            current: Some(1),
+            shares: String::new(),
+        };
+        assert_eq!(f.message(), "2/2 a/y\\u{1b}[2J");
+        f.shares = "p 50%".into();
+        assert!(f.message().ends_with("  p 50%"));
+        f.current = None;
+        assert_eq!(f.message(), "p 50%");
+    }
 
     #[test]
     fn shares_are_of_the_last_interval() {

@@ -193,6 +193,7 @@ async fn attempt(
     };
     let live = args.observe.live.unwrap_or(false);
     let progress = Progress::with_live(args.report.live(), live, manifest.size(), "send", view);
+    progress.set_files(&manifest);
     let watch = progress.watch(session.monitor(), Side::Send);
     let monitor = session.monitor();
     let mut start = 0;

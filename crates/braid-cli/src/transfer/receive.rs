@@ -150,6 +150,7 @@ async fn receive_inner(
     if let Some(size) = manifest.size() {
         progress.set_length(size);
     }
+    progress.set_files(&manifest);
     let (dir, names) = match Plan::new(output, &manifest, overwrite)? {
         Plan::Stream(sink) => {
             offer(session, 0, None).await?;
