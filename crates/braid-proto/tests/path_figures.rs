@@ -59,8 +59,10 @@ impl Links {
 /// moved `bytes` from client to server; the client's figures of each,
 /// then the server's.
 fn transfer(bytes: usize, extra: Duration, lose_every: u64) -> [Vec<PathStats>; 2] {
-    let mut c = SessionConfig::default();
-    c.paths = 2;
+    let c = SessionConfig {
+        paths: 2,
+        ..SessionConfig::default()
+    };
     let mut pair = Pair::new(c, SessionConfig::default(), 10 * MS);
     pair.jitter = Box::new(move |_, path, _| {
         if path == PathId(1) {

@@ -223,21 +223,8 @@ impl Model {
                 srtt: p.srtt,
                 lost_per_s: per_s(p.lost.saturating_sub(lost_before) as f64),
             };
-            let i = match self.paths.iter().position(|s| s.id == p.id) {
-                Some(i) => i,
-                None => {
-                    self.paths.push(Series {
-                        id: p.id,
-                        label: String::new(),
-                        state: p.state,
-                        points: std::iter::repeat_n(None, ticks).collect(),
-                        carried: 0,
-                        lost: 0,
-                    });
-                    seen.push(false);
-                    self.paths.len() - 1
-                }
-            };
+            let i = self.series_of(p, ticks);
+            seen.resize(self.paths.len(), false);
             let s = &mut self.paths[i];
             s.label.clone_from(&p.label);
             s.state = p.state;
@@ -266,6 +253,23 @@ impl Model {
             self.recent.pop_front();
         }
         self.last = Some(r);
+    }
+
+    /// The index of `p`'s series, a new one (blank for the `ticks` so far)
+    /// if it was not seen before.
+    fn series_of(&mut self, p: &PathReading, ticks: usize) -> usize {
+        if let Some(i) = self.paths.iter().position(|s| s.id == p.id) {
+            return i;
+        }
+        self.paths.push(Series {
+            id: p.id,
+            label: String::new(),
+            state: p.state,
+            points: std::iter::repeat_n(None, ticks).collect(),
+            carried: 0,
+            lost: 0,
+        });
+        self.paths.len() - 1
     }
 
     /// The previous reading's counters of connection `id` (zero if new).
