@@ -61,6 +61,11 @@ fn version_line() -> &'static str {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// `-v`, on the commands that run the protocol (the others log nothing).
+#[derive(clap::Args, Clone, Copy, Default)]
+struct LogArgs {
     /// Log the protocol's decisions on stderr: -v handshakes, connections,
     /// timeouts and ends; -vv also each loss. RUST_LOG (e.g.
     /// RUST_LOG=braid_proto=trace) overrides it.
@@ -71,23 +76,53 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// See braid work: a transfer over two emulated paths on loopback, live.
-    Demo(demo_cmd::DemoArgs),
+    Demo {
+        #[command(flatten)]
+        args: demo_cmd::DemoArgs,
+        #[command(flatten)]
+        log: LogArgs,
+    },
     /// Send a file (or stdin) to `braid recv` over one or more connections.
     #[command(after_help = failure::EXIT_HELP)]
-    Send(send_cmd::SendArgs),
+    Send {
+        #[command(flatten)]
+        args: send_cmd::SendArgs,
+        #[command(flatten)]
+        log: LogArgs,
+    },
     /// Receive a file from `braid send`, verify it (BLAKE3) and keep it.
     #[command(after_help = failure::EXIT_HELP)]
-    Recv(recv_cmd::RecvArgs),
+    Recv {
+        #[command(flatten)]
+        args: recv_cmd::RecvArgs,
+        #[command(flatten)]
+        log: LogArgs,
+    },
     /// Write a key pair for `braid recv --key` (secret mode 0600, public in FILE.pub).
     Keygen(keys::KeygenArgs),
     /// Run a scenario file in the deterministic simulator (no FILE: a built-in two-path example).
-    Sim(sim_cmd::SimArgs),
+    Sim {
+        #[command(flatten)]
+        args: sim_cmd::SimArgs,
+        #[command(flatten)]
+        log: LogArgs,
+    },
     /// Run a rendezvous relay for peers behind NATs (--serve), or an emulated link (--listen, --to).
-    Relay(relay_cmd::RelayArgs),
+    Relay {
+        #[command(flatten)]
+        args: relay_cmd::RelayArgs,
+        #[command(flatten)]
+        log: LogArgs,
+    },
     /// Run a command (iperf3, curl, braid, ...) behind an emulated link, in a network namespace of its own (root).
     Link(link_cmd::LinkCmdArgs),
     /// Run the scenario suites with every controller and several seeds; write reports and plots.
-    Bench(bench::BenchArgs),
+    Bench {
+        #[command(flatten)]
+        args: bench::BenchArgs,
+        #[command(flatten)]
+        log: LogArgs,
+    },
     /// Draw a run's window, in-flight, throughput and RTT per connection from a series JSON or a qlog.
     Plot(plot::PlotArgs),
     /// A file over kernel TCP, timed as `braid send` times itself (`braid bench real` runs it).
@@ -103,13 +138,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    install_log(cli.verbose);
+    install_log(cli.command.log().verbose);
     let result = match cli.command {
-        Command::Demo(args) => demo_cmd::run(args),
-        Command::Send(args) => send_cmd::run(args),
-        Command::Recv(args) => recv_cmd::run(args),
+        Command::Demo { args, .. } => demo_cmd::run(args),
+        Command::Send { args, .. } => send_cmd::run(args),
+        Command::Recv { args, .. } => recv_cmd::run(args),
         Command::Keygen(args) => keys::keygen(args),
-        Command::Sim(args) => {
+        Command::Sim { args, .. } => {
             // Its output is meant for pipes (`| head`): a reader that
             // stops early ends it quietly, as it would `cat`. It opens no
             // sockets, so the default SIGPIPE can stop nothing else.
@@ -121,9 +156,9 @@ fn main() -> ExitCode {
             }
             sim_cmd::run(args)
         }
-        Command::Relay(args) => relay_cmd::run(args),
+        Command::Relay { args, .. } => relay_cmd::run(args),
         Command::Link(args) => link_cmd::run(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench { args, .. } => bench::run(args),
         Command::Plot(args) => plot::run(args),
         Command::TcpSend(args) => tcp_file::send(args),
         Command::TcpRecv(args) => tcp_file::recv(args),
@@ -142,6 +177,25 @@ fn main() -> ExitCode {
                 Some(f) => ExitCode::from(f.kind.exit_status()),
                 None => ExitCode::FAILURE,
             }
+        }
+    }
+}
+
+impl Command {
+    /// The command's `-v`, none where it has no effect.
+    fn log(&self) -> LogArgs {
+        match self {
+            Command::Demo { log, .. }
+            | Command::Send { log, .. }
+            | Command::Recv { log, .. }
+            | Command::Sim { log, .. }
+            | Command::Relay { log, .. }
+            | Command::Bench { log, .. } => *log,
+            Command::Keygen(_)
+            | Command::Link(_)
+            | Command::Plot(_)
+            | Command::TcpSend(_)
+            | Command::TcpRecv(_) => LogArgs::default(),
         }
     }
 }

@@ -49,6 +49,31 @@ impl Connection {
         self.stats.packets_received > 0
     }
 
+    /// Whether it carried any of the transfer: stream bytes acknowledged
+    /// whose latest transmission went on it (sender), or stream bytes that
+    /// arrived on it (receiver).
+    pub fn carried(&self, side: Side) -> bool {
+        match side {
+            Side::Send => self.stats.stream_bytes_acked > 0,
+            Side::Recv => self.stats.stream_bytes_received > 0,
+        }
+    }
+
+    /// Why a connection that carried nothing did not: it never answered
+    /// or was closed (dead), or it was there and the transfer went on the
+    /// others (`None`).
+    pub fn dead(&self, side: Side) -> Option<&'static str> {
+        if self.carried(side) {
+            None
+        } else if side == Side::Send && !self.answered() {
+            Some("no answer")
+        } else if self.stats.state == PathState::Closed {
+            Some("closed")
+        } else {
+            None
+        }
+    }
+
     /// "127.0.0.1:7000", or "path 1" where the address is unknown.
     pub fn label(&self) -> String {
         self.remote
@@ -192,11 +217,11 @@ impl Report {
     }
 
     /// Each connection's share of the transfer: of the stream bytes
-    /// acknowledged (sender) or of the packets received (receiver).
+    /// acknowledged (sender) or arrived (receiver; copies included).
     pub fn shares(&self) -> Vec<f64> {
         let part = |c: &Connection| match self.side {
             Side::Send => c.stats.stream_bytes_acked,
-            Side::Recv => c.stats.packets_received,
+            Side::Recv => c.stats.stream_bytes_received,
         };
         let total: u64 = self.connections.iter().map(part).sum();
         self.connections
@@ -241,14 +266,23 @@ impl Report {
         }
         self.headline(&mut out);
         let shares = self.shares();
-        for (c, share) in self.connections.iter().zip(shares) {
-            let via = if self.via_relay(c) { " (relay)" } else { "" };
-            let _ = writeln!(
-                out,
-                "  {}{via}: {}",
-                c.label_among(&self.connections),
-                self.connection_line(c, share)
-            );
+        // Those that carried the transfer, then those that did not.
+        for carried in [true, false] {
+            for (c, &share) in self.connections.iter().zip(&shares) {
+                if c.carried(self.side) != carried {
+                    continue;
+                }
+                let via = if self.via_relay(c) { " (relay)" } else { "" };
+                let line = match carried {
+                    true => self.connection_line(c, share),
+                    false => self.idle_line(c),
+                };
+                let label = c.label_among(&self.connections);
+                let _ = writeln!(out, "  {label}{via}: {line}");
+            }
+        }
+        if self.side == Side::Send && self.connections.iter().any(|c| c.carried(Side::Send)) {
+            out.push_str(LEGEND);
         }
         self.reach_line(&mut out);
         if let Some(s) = &self.session {
@@ -300,12 +334,24 @@ impl Report {
             _ => human::size(self.bytes),
         };
         let amount = amount + &resumed;
-        let n = self.connections.len();
-        let cc = self
+        let carried = |c: &&Connection| c.carried(self.side);
+        let n = self.connections.iter().filter(carried).count();
+        let dead = self
+            .connections
+            .iter()
+            .filter(|c| c.dead(self.side).is_some())
+            .count();
+        let unused = self.connections.len() - n - dead;
+        let mut cc = self
             .cc
             .as_deref()
             .map(|c| format!(" ({c})"))
             .unwrap_or_default();
+        for (count, what) in [(dead, "dead"), (unused, "unused")] {
+            if count > 0 {
+                let _ = write!(cc, ", {count} {what}");
+            }
+        }
         let _ = writeln!(
             out,
             "{verb}{file}: {amount} in {}{}, {} over {n} connection{}{cc}",
@@ -320,12 +366,23 @@ impl Report {
         );
     }
 
-    /// The figures this side measured on one connection.
+    /// A connection that carried nothing: dead, and why, or unused.
+    fn idle_line(&self, c: &Connection) -> String {
+        let mut line = match c.dead(self.side) {
+            Some(why) => format!("dead ({why}), carried nothing"),
+            None => "carried nothing (the others took the transfer)".to_owned(),
+        };
+        if self.side == Side::Send && c.stats.data_packets_sent > 0 {
+            let n = c.stats.data_packets_sent;
+            let _ = write!(line, "; {n} data packet{} sent on it", plural(n));
+        }
+        line
+    }
+
+    /// The figures this side measured on one connection that carried some
+    /// of the transfer.
     fn connection_line(&self, c: &Connection, share: f64) -> String {
         let s = &c.stats;
-        if self.side == Side::Send && !c.answered() {
-            return "no answer, not used".into();
-        }
         let mut line = format!(
             "{} ({:.0} %)",
             human::rate(self.goodput_bps() * share),
@@ -333,20 +390,17 @@ impl Report {
         );
         match self.side {
             Side::Send => {
-                if s.rtt_samples > 0 {
-                    let _ = write!(
-                        line,
-                        ", RTT {}/{}/{} ms",
-                        human::ms(s.rtt_min),
-                        human::ms(s.rtt_avg),
-                        human::ms(s.rtt_max)
-                    );
-                }
+                line.push_str(&rtt_figure(s));
+                let lost = s.lost_data_packets;
                 let _ = write!(
                     line,
-                    ", {} packets, {} retransmitted",
-                    s.data_packets_sent, s.retransmitted
+                    ", {} data packets, {lost} lost ({} %)",
+                    s.data_packets_sent,
+                    human::sig3(percent(lost, s.data_packets_sent))
                 );
+                if s.retransmitted > 0 {
+                    let _ = write!(line, ", {} resends sent on it", s.retransmitted);
+                }
                 if s.timeouts > 0 {
                     let _ = write!(line, ", {} timeouts", s.timeouts);
                 }
@@ -388,11 +442,7 @@ impl Report {
     fn totals(&self, out: &mut String, s: &SessionStats) {
         if self.side == Side::Send {
             if s.retransmitted > 0 || s.timeouts > 0 {
-                let pct = if s.segments_sent > 0 {
-                    s.retransmitted as f64 * 100.0 / s.segments_sent as f64
-                } else {
-                    0.0
-                };
+                let pct = percent(s.retransmitted, s.segments_sent);
                 let _ = writeln!(
                     out,
                     "  retransmitted {} of {} segments ({} %), {} needlessly; {} timeouts",
@@ -417,6 +467,41 @@ impl Report {
                 if n == 1 { "" } else { "s" }
             );
         }
+    }
+}
+
+/// What the sender's figures per connection mean, below them.
+const LEGEND: &str = "  (RTT: the connection's own round trips, min/avg/max; lost: its data \
+packets lost on it; resends: retransmissions it carried, of any connection's losses)\n";
+
+/// ", RTT min/avg/max ms" of the connection's own round trips; without
+/// any (its ACKs all came back first as copies on a faster connection),
+/// the controller's samples, said to be out on it and back on another.
+fn rtt_figure(s: &PathStats) -> String {
+    let ms = |a, b, c| format!("{}/{}/{} ms", human::ms(a), human::ms(b), human::ms(c));
+    if s.own_rtt_samples > 0 {
+        format!(", RTT {}", ms(s.own_rtt_min, s.own_rtt_avg, s.own_rtt_max))
+    } else if s.rtt_samples > 0 {
+        let rtt = ms(s.rtt_min, s.rtt_avg, s.rtt_max);
+        format!(", RTT {rtt} out on it and back on a faster connection")
+    } else {
+        String::new()
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        part as f64 * 100.0 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
@@ -498,6 +583,7 @@ mod tests {
         p.data_packets_sent = sent;
         p.packets_received = received;
         p.stream_bytes_acked = acked;
+        p.stream_bytes_received = acked;
         p
     }
 
@@ -534,13 +620,94 @@ mod tests {
         let s = report(Side::Send).summary();
         assert!(
             s.starts_with(
-                "sent data.bin: 30.0 MB in 3.00 s, 80.0 Mbit/s over 2 connections (bbr)\n"
+                "sent data.bin: 30.0 MB in 3.00 s, 80.0 Mbit/s over 1 connection (bbr), 1 dead\n"
             ),
             "{s}"
         );
         assert!(s.contains("  127.0.0.1:7000: 80.0 Mbit/s (100 %)"), "{s}");
-        assert!(s.contains("  127.0.0.1:7999: no answer, not used\n"), "{s}");
+        assert!(
+            s.contains(
+                "  127.0.0.1:7999: dead (no answer), carried nothing; 12 data packets sent on it\n"
+            ),
+            "{s}"
+        );
         assert!(s.contains("verified: BLAKE3 "), "{s}");
+    }
+
+    /// The dead one is listed after those that carried the transfer,
+    /// whatever its id; one that answered and carried nothing is unused,
+    /// and a receiver's connection counts by the bytes it brought.
+    #[test]
+    fn only_connections_that_carried_data_are_counted() {
+        let mut r = report(Side::Send);
+        r.connections.swap(0, 1);
+        r.connections.push(Connection {
+            id: PathId(2),
+            local: None,
+            remote: Some("127.0.0.1:7002".parse().unwrap()),
+            answered_at: None,
+            stats: path(0, 5, 0),
+        });
+        let s = r.summary();
+        assert!(
+            s.contains(" over 1 connection (bbr), 1 dead, 1 unused\n"),
+            "{s}"
+        );
+        let live = s.find("127.0.0.1:7000:").unwrap();
+        assert!(live < s.find("127.0.0.1:7999:").unwrap(), "{s}");
+        assert!(
+            s.contains("  127.0.0.1:7002: carried nothing (the others took the transfer)\n"),
+            "{s}"
+        );
+        let mut r = report(Side::Recv);
+        r.connections[1].stats.packets_received = 3;
+        r.connections[1].stats.state = PathState::Closed;
+        let s = r.summary();
+        assert!(s.contains(" over 1 connection (bbr), 1 dead\n"), "{s}");
+        assert!(
+            s.contains("  127.0.0.1:7999: dead (closed), carried nothing\n"),
+            "{s}"
+        );
+        assert_eq!(r.shares(), [1.0, 0.0]);
+    }
+
+    /// Losses are the connection's own; resends are where they went; the
+    /// RTT is the connection's own round trip, not the copies' shortcut.
+    #[test]
+    fn each_connection_shows_its_own_losses_and_round_trip() {
+        let mut r = report(Side::Send);
+        r.connections[1].stats = path(10_000, 500, 10_000_000);
+        r.connections[0].stats.retransmitted = 28;
+        let lossy = &mut r.connections[1].stats;
+        lossy.lost_data_packets = 100;
+        (lossy.rtt_min, lossy.rtt_avg, lossy.rtt_max) = (ms(310), ms(353), ms(420));
+        lossy.rtt_samples = 400;
+        (lossy.own_rtt_min, lossy.own_rtt_avg, lossy.own_rtt_max) = (ms(600), ms(612), ms(700));
+        lossy.own_rtt_samples = 300;
+        let s = r.summary();
+        assert!(
+            s.contains(", 20000 data packets, 0 lost (0 %), 28 resends sent on it"),
+            "{s}"
+        );
+        assert!(
+            s.contains(", RTT 600/612/700 ms, 10000 data packets, 100 lost (1.00 %)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("\n  (RTT: the connection's own round trips, min/avg/max;"),
+            "{s}"
+        );
+        // Without a sample of its own, the controller's, and what they are.
+        r.connections[1].stats.own_rtt_samples = 0;
+        let s = r.summary();
+        assert!(
+            s.contains(", RTT 310/353/420 ms out on it and back on a faster connection, "),
+            "{s}"
+        );
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
     }
 
     #[test]

@@ -54,6 +54,23 @@ fn stdin_to_stdout() {
     assert_eq!(out.stdout, b"hello through braid\n");
 }
 
+/// `-v` is offered by the commands whose work it logs, and refused by
+/// those where it would do nothing.
+#[test]
+fn verbose_is_offered_only_where_it_logs() {
+    let help = |cmd: &str| String::from_utf8_lossy(&run(&[cmd, "--help"]).stdout).into_owned();
+    for cmd in ["send", "recv", "demo", "sim", "relay", "bench"] {
+        assert!(help(cmd).contains("-v, --verbose"), "{cmd}");
+    }
+    for cmd in ["keygen", "plot", "link"] {
+        assert!(!help(cmd).contains("--verbose"), "{cmd}");
+        let o = run(&[cmd, "-v"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        assert!(stderr(&o).contains("'-v'"), "{cmd}: {}", stderr(&o));
+    }
+    assert!(!help("keygen").contains("verbose"));
+}
+
 #[test]
 fn bad_command_lines_are_one_line_and_exit_2() {
     for (args, needle) in [

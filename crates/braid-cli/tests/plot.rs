@@ -85,7 +85,7 @@ fn a_qlog_plots_its_connections_windows_rtts_and_acknowledged_bytes() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/two-paths.sqlog");
     plot(&fixture, dir.path());
     for kind in KINDS {
-        let text = svg(dir.path(), "two-paths", kind);
+        let text = svg(dir.path(), "two-paths-qlog", kind);
         assert!(text.contains("braid send, hand-made fixture"), "{kind}");
         assert!(text.contains("path 0") && text.contains("path 1"), "{kind}");
         let lines = data_lines(&text);
@@ -93,8 +93,8 @@ fn a_qlog_plots_its_connections_windows_rtts_and_acknowledged_bytes() {
         // Events over 0.46 s: a point every 100 ms.
         assert!(lines.iter().all(|&n| n >= 4), "{kind}: {lines:?}");
     }
-    assert!(svg(dir.path(), "two-paths", "window").contains("window (kB)"));
-    assert!(svg(dir.path(), "two-paths", "inflight").contains("in flight (kB)"));
+    assert!(svg(dir.path(), "two-paths-qlog", "window").contains("window (kB)"));
+    assert!(svg(dir.path(), "two-paths-qlog", "inflight").contains("in flight (kB)"));
 }
 
 #[test]
@@ -128,6 +128,7 @@ fn transfer(dir: &Path) -> (Recv, Child, ChildStdin) {
         .args(recv.send_args("-"))
         .args(["--name", "piped.bin", "--quiet"])
         .args(["--plot", send_plots.to_str().unwrap()])
+        .args(["--qlog", send_plots.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -162,9 +163,10 @@ fn series(dir: &Path, side: &str) -> (Value, String) {
     (doc, name.trim_end_matches("-series.json").to_owned())
 }
 
-/// At least `n` samples of connection 0, in time order, with windows.
+/// At least `n` samples of connection 0, in time order, with windows
+/// (in bytes).
 fn check_samples(doc: &Value, n: usize) {
-    assert_eq!(doc["window_unit"], "packets");
+    assert_eq!(doc["window_unit"], "bytes");
     let points = doc["flows"][0]["series"].as_array().unwrap();
     assert!(points.len() >= n, "{} samples: {doc}", points.len());
     let times: Vec<f64> = points.iter().map(|p| p["t"].as_f64().unwrap()).collect();
@@ -181,6 +183,8 @@ fn a_transfer_plots_both_sides_from_its_samples() {
     drop(stdin);
     let sent = send.wait_with_output().unwrap();
     assert!(sent.status.success(), "{}", stderr(&sent));
+    // The receiver's windows are its ACKs': not drawn, and it says why.
+    recv.said("its windows are those of its ACKs", Duration::from_secs(10));
     recv.said("braid recv: plot", Duration::from_secs(10));
     assert!(wait(recv.child, Duration::from_secs(10)).success());
 
@@ -215,6 +219,11 @@ fn a_transfer_plots_both_sides_from_its_samples() {
     assert!(received > 0.0);
     let text = svg(&dir.path().join("recv-plots"), &recv_stem, "throughput");
     assert!(data_lines(&text).iter().all(|&n| n >= 2));
+    assert_eq!(doc["side"], "recv");
+    for kind in ["window", "inflight", "rtt"] {
+        let file = format!("{recv_stem}-{kind}.svg");
+        assert!(!dir.path().join("recv-plots").join(file).exists(), "{kind}");
+    }
 
     // `braid plot` redraws the series file as --plot drew it.
     let again = dir.path().join("again");
@@ -230,6 +239,15 @@ fn a_transfer_plots_both_sides_from_its_samples() {
             svg(&dir.path().join("send-plots"), &stem, kind)
         );
     }
+
+    // The session's qlog, plotted beside: other files, the same units.
+    let plots = dir.path().join("send-plots");
+    let before = svg(&plots, &stem, "window");
+    assert!(before.contains("window (kB)"), "{before}");
+    plot(&plots.join(format!("{stem}.sqlog")), &plots);
+    assert_eq!(svg(&plots, &stem, "window"), before, "--plot's kept");
+    let from_qlog = svg(&plots, &format!("{stem}-qlog"), "window");
+    assert!(from_qlog.contains("window (kB)"), "{from_qlog}");
 }
 
 #[test]

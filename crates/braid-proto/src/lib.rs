@@ -16,6 +16,7 @@ mod ecn;
 mod endpoint;
 mod error;
 mod ids;
+mod own_rtt;
 mod path;
 mod recv_stream;
 pub mod rendezvous;

@@ -5,6 +5,7 @@
 //! avoids spurious timeouts on long paths, so it is configuration), clamped to
 //! `[min_rto, max_rto]` and multiplied by the backoff factor per expiry.
 
+use crate::own_rtt::OwnRtt;
 use crate::rtt_histogram::RttHistogram;
 use crate::Instant;
 use std::time::Duration;
@@ -108,6 +109,8 @@ pub struct RttEstimator {
     samples: u64,
     /// Raw samples, for the percentiles in reports.
     histogram: RttHistogram,
+    /// The connection's own round trips, for reports only.
+    own: OwnRtt,
 }
 
 /// Which way an ACK came back (see [`RttEstimator::min`]).
@@ -133,6 +136,7 @@ impl Default for RttEstimator {
             sum_nanos: 0,
             samples: 0,
             histogram: RttHistogram::default(),
+            own: OwnRtt::default(),
         }
     }
 }
@@ -220,6 +224,16 @@ impl RttEstimator {
     /// Number of samples.
     pub fn samples(&self) -> u64 {
         self.samples
+    }
+
+    /// The round trips of the ACKs that came back on the connection
+    /// itself, copies' originals included (see [`OwnRtt`]).
+    pub(crate) fn own(&self) -> &OwnRtt {
+        &self.own
+    }
+
+    pub(crate) fn own_mut(&mut self) -> &mut OwnRtt {
+        &mut self.own
     }
 
     /// The RTO after `backoffs` consecutive expiries.

@@ -29,10 +29,16 @@ pub struct PathStats {
     pub bytes_sent: u64,
     /// Packets that carried stream data.
     pub data_packets_sent: u64,
-    /// Of those, segments sent again after a loss.
+    /// Of those, retransmissions this connection carried: of a packet lost
+    /// on any connection (the scheduler sends it again where there is
+    /// room), a tail-loss probe, or a second copy at the stream's end.
     pub retransmitted: u64,
-    /// Packets declared lost.
+    /// Packets declared lost, all kinds (a timeout proved spurious gives
+    /// its back).
     pub lost_packets: u64,
+    /// Of those, the ones that carried stream data: the losses on this
+    /// connection, whichever connection then sent the data again.
+    pub lost_data_packets: u64,
     /// Stream bytes of the packets declared lost.
     pub lost_bytes: u64,
     /// Lost packets later acknowledged after all.
@@ -61,6 +67,9 @@ pub struct PathStats {
     pub ecn_decreases: u64,
     /// Stream bytes acknowledged whose latest transmission went on this path.
     pub stream_bytes_acked: u64,
+    /// Stream bytes that arrived on this path, copies and bytes already
+    /// received included: what it carried to this side.
+    pub stream_bytes_received: u64,
     /// Congestion window, bytes.
     pub window: u64,
     /// The controller's slow-start threshold, bytes, if it keeps one
@@ -84,6 +93,20 @@ pub struct PathStats {
     pub rtt_samples: u64,
     /// 95th percentile of the raw RTT samples (within ±2.2 %); zero before any.
     pub rtt_p95: Duration,
+    /// The connection's own round trip: raw samples of its packets out and
+    /// their ACK back on it. The `rtt_*` figures above are the controller's
+    /// samples, which also take the copies of a slow connection's ACKs that
+    /// came back first on a faster one (the way out on this connection,
+    /// back on the other). Smallest sample; zero before any.
+    pub own_rtt_min: Duration,
+    /// Mean of the own samples; zero before any.
+    pub own_rtt_avg: Duration,
+    /// Largest own sample; zero before any.
+    pub own_rtt_max: Duration,
+    /// 95th percentile of the own samples (within ±2.2 %); zero before any.
+    pub own_rtt_p95: Duration,
+    /// Own samples taken.
+    pub own_rtt_samples: u64,
 }
 
 /// Session-wide counters; per-connection detail is in `paths`.

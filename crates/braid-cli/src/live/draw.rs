@@ -203,7 +203,7 @@ fn title(s: &Series) -> String {
 fn share_text(side: Side, share: f64) -> String {
     let of = match side {
         Side::Send => "bytes",
-        Side::Recv => "packets",
+        Side::Recv => "bytes received",
     };
     format!("{:.0} % of {of}", share * 100.0)
 }

@@ -234,7 +234,7 @@ fn the_receiver_charts_only_what_it_measures() {
     );
     let b = boxes(&lines);
     assert_eq!(b.len(), 2, "{text}");
-    assert!(lines[b[0].0].contains("75 % of packets"));
+    assert!(lines[b[0].0].contains("75 % of bytes received"));
     row_with(&lines, "on the sender");
 }
 

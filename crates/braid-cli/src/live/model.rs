@@ -27,7 +27,8 @@ pub struct Reading {
     /// Content bytes acknowledged (sender) or received (receiver) so far.
     pub content: u64,
     /// All stream bytes acknowledged or received, the header included:
-    /// the receiver splits this among connections by their packets.
+    /// the receiver splits this among connections by the stream bytes
+    /// that arrived on each (copies included, so only their proportion).
     pub stream: u64,
     pub paths: Vec<PathReading>,
 }
@@ -39,7 +40,7 @@ pub struct PathReading {
     pub label: String,
     pub state: PathState,
     /// What counts toward its share: stream bytes acknowledged on it
-    /// (sender) or packets received on it (receiver), as in the summary.
+    /// (sender) or that arrived on it (receiver), as in the summary.
     pub carried: u64,
     /// Congestion window, bytes.
     pub window: u64,
@@ -70,7 +71,7 @@ impl Reading {
                 state: p.state,
                 carried: match side {
                     Side::Send => p.stream_bytes_acked,
-                    Side::Recv => p.packets_received,
+                    Side::Recv => p.stream_bytes_received,
                 },
                 window: p.window,
                 srtt: p.srtt,
@@ -193,8 +194,8 @@ impl Model {
                 n / dt.as_secs_f64()
             }
         };
-        // The receiver does not count bytes per connection: its stream
-        // bytes are split in proportion to each one's new packets.
+        // A receiver's connections count copies of bytes it already had:
+        // its in-order stream bytes are split in proportion to each one's.
         let stream_delta = self
             .last
             .as_ref()
@@ -222,21 +223,8 @@ impl Model {
                 srtt: p.srtt,
                 lost_per_s: per_s(p.lost.saturating_sub(lost_before) as f64),
             };
-            let i = match self.paths.iter().position(|s| s.id == p.id) {
-                Some(i) => i,
-                None => {
-                    self.paths.push(Series {
-                        id: p.id,
-                        label: String::new(),
-                        state: p.state,
-                        points: std::iter::repeat_n(None, ticks).collect(),
-                        carried: 0,
-                        lost: 0,
-                    });
-                    seen.push(false);
-                    self.paths.len() - 1
-                }
-            };
+            let i = self.series_of(p, ticks);
+            seen.resize(self.paths.len(), false);
             let s = &mut self.paths[i];
             s.label.clone_from(&p.label);
             s.state = p.state;
@@ -267,6 +255,23 @@ impl Model {
         self.last = Some(r);
     }
 
+    /// The index of `p`'s series, a new one (blank for the `ticks` so far)
+    /// if it was not seen before.
+    fn series_of(&mut self, p: &PathReading, ticks: usize) -> usize {
+        if let Some(i) = self.paths.iter().position(|s| s.id == p.id) {
+            return i;
+        }
+        self.paths.push(Series {
+            id: p.id,
+            label: String::new(),
+            state: p.state,
+            points: std::iter::repeat_n(None, ticks).collect(),
+            carried: 0,
+            lost: 0,
+        });
+        self.paths.len() - 1
+    }
+
     /// The previous reading's counters of connection `id` (zero if new).
     fn previous(&self, id: PathId) -> (u64, u64) {
         self.last
@@ -293,7 +298,7 @@ impl Model {
     }
 
     /// Each connection's share of the session so far, in `paths` order
-    /// (of bytes for the sender, of packets for the receiver).
+    /// (of bytes acknowledged for the sender, arrived for the receiver).
     pub fn shares(&self) -> Vec<f64> {
         let total: u64 = self.paths.iter().map(|s| s.carried).sum();
         self.paths
@@ -369,7 +374,7 @@ mod tests {
     }
 
     #[test]
-    fn the_receiver_splits_its_bytes_by_packets() {
+    fn the_receiver_splits_its_bytes_by_those_each_connection_brought() {
         let mut m = Model::new(Side::Recv, "t", None);
         m.record(Reading {
             at: Duration::ZERO,
@@ -431,6 +436,7 @@ mod tests {
         let mut p = braid_proto::PathStats::default();
         p.stream_bytes_acked = 5000;
         p.packets_received = 7;
+        p.stream_bytes_received = 7_000;
         p.lost_packets = 3;
         stats.paths = vec![(PathId(2), p)];
         stats.bytes_acked = 5100;
@@ -443,6 +449,6 @@ mod tests {
         );
         assert_eq!(s.paths[0].label, "c2");
         let r = Reading::of(Side::Recv, Duration::ZERO, 800, &stats, label);
-        assert_eq!((r.stream, r.paths[0].carried), (900, 7));
+        assert_eq!((r.stream, r.paths[0].carried), (900, 7_000));
     }
 }

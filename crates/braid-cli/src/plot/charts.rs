@@ -18,12 +18,23 @@ fn over_time(title: String, y_label: String, series: Vec<Series>) -> Chart {
     }
 }
 
-/// One line per connection of `value`, where it is a number (and, with
-/// `positive`, above 0: an RTT of 0 means none was measured yet).
-fn per_conn(t: &Trace, value: fn(&Point) -> f64, positive: bool) -> Vec<Series> {
+/// The connections drawn, with their colour's index: those that carried
+/// some of the run (all of them if none did), each in the colour it has
+/// among all.
+fn drawn(t: &Trace) -> Vec<(usize, &Conn)> {
+    let any = t.conns.iter().any(Conn::carried);
     t.conns
         .iter()
         .enumerate()
+        .filter(|(_, c)| !any || c.carried())
+        .collect()
+}
+
+/// One line per connection of `value`, where it is a number (and, with
+/// `positive`, above 0: an RTT of 0 means none was measured yet).
+fn per_conn(t: &Trace, value: fn(&Point) -> f64, positive: bool) -> Vec<Series> {
+    drawn(t)
+        .into_iter()
         .map(|(i, c)| Series {
             name: t.label(c),
             points: thin(
@@ -96,11 +107,10 @@ pub fn flow_throughput_chart(title: String, t: &Trace) -> Chart {
 
 /// One session: each connection's throughput and their sum.
 fn conn_throughput_chart(title: String, t: &Trace) -> Chart {
-    let mut series: Vec<Series> = t
-        .conns
+    let conns = drawn(t);
+    let mut series: Vec<Series> = conns
         .iter()
-        .enumerate()
-        .map(|(i, c)| Series {
+        .map(|&(i, c)| Series {
             name: t.label(c),
             points: average(
                 &c.points
@@ -114,8 +124,8 @@ fn conn_throughput_chart(title: String, t: &Trace) -> Chart {
         })
         .collect();
     // With one connection the sum is the same line.
-    if t.conns.len() > 1 {
-        let all: Vec<&Conn> = t.conns.iter().collect();
+    if conns.len() > 1 {
+        let all: Vec<&Conn> = conns.iter().map(|&(_, c)| c).collect();
         series.push(Series {
             name: "session".into(),
             points: average(&total(&all)),
@@ -127,7 +137,8 @@ fn conn_throughput_chart(title: String, t: &Trace) -> Chart {
 }
 
 /// The charts of a trace, each with its file name's suffix and what it
-/// lacks when it has no point.
+/// lacks when it has no point: all of them for the side that sent the
+/// data, the throughput only for the side that received it.
 fn charts(t: &Trace) -> Vec<(&'static str, Chart, &'static str)> {
     let title = |what: &str| format!("{}: {what}", t.title);
     let throughput = if t.flows().len() > 1 {
@@ -136,6 +147,9 @@ fn charts(t: &Trace) -> Vec<(&'static str, Chart, &'static str)> {
         conn_throughput_chart(title("throughput per connection and for the session"), t)
     };
     let none = "no connection was sampled";
+    if !t.sender {
+        return vec![("throughput", throughput, none)];
+    }
     vec![
         (
             "window",
@@ -160,6 +174,17 @@ fn charts(t: &Trace) -> Vec<(&'static str, Chart, &'static str)> {
 /// and says on stderr, after `who`, which files it wrote and which charts
 /// had nothing to draw.
 pub fn write(t: &Trace, dir: &Path, stem: &str, png: bool, who: &str) -> anyhow::Result<()> {
+    if !t.sender {
+        eprintln!(
+            "{who}: no window, in-flight or RTT plot: this side received the data, and its \
+             windows are those of its ACKs (the sender's plots have the transfer's)"
+        );
+    }
+    if t.conns.iter().any(Conn::carried) {
+        for c in t.conns.iter().filter(|c| !c.carried()) {
+            eprintln!("{who}: {} carried nothing: not drawn", t.label(c));
+        }
+    }
     for (kind, chart, none) in charts(t) {
         if chart.is_empty() {
             eprintln!("{who}: no {kind} plot: {none}");
@@ -208,10 +233,48 @@ mod tests {
         let t = Trace {
             title: "x".into(),
             window_unit: "packets",
+            sender: true,
             conns: vec![conn(0, &[(0.1, 1.0)])],
         };
         let c = rtt_chart("x".into(), &t);
         assert!(c.is_empty());
         assert!(!window_chart("x".into(), &t).is_empty());
+    }
+
+    /// A connection that carried nothing is not drawn; the others keep
+    /// the colours they have among all.
+    #[test]
+    fn a_connection_that_carried_nothing_is_not_drawn() {
+        let mut t = Trace {
+            title: "x".into(),
+            window_unit: "kB",
+            sender: true,
+            conns: vec![
+                conn(0, &[(0.1, 0.0), (0.2, 0.0)]),
+                conn(1, &[(0.1, 3.0), (0.2, 4.0)]),
+            ],
+        };
+        let w = window_chart("x".into(), &t);
+        assert_eq!(w.series.len(), 1);
+        assert_eq!(w.series[0].name, "path 1");
+        assert_eq!(w.series[0].color, nth_color(1));
+        // Alone, the live one is the session: no sum line.
+        assert_eq!(conn_throughput_chart("x".into(), &t).series.len(), 1);
+        // Nothing carried anything (a failed run): all are drawn.
+        t.conns[1] = conn(1, &[(0.1, 0.0)]);
+        assert_eq!(window_chart("x".into(), &t).series.len(), 2);
+    }
+
+    /// The receiver's trace: its throughput only.
+    #[test]
+    fn a_receiver_gets_no_sender_charts() {
+        let t = Trace {
+            title: "x".into(),
+            window_unit: "kB",
+            sender: false,
+            conns: vec![conn(0, &[(0.1, 3.0)])],
+        };
+        let kinds: Vec<&str> = charts(&t).iter().map(|c| c.0).collect();
+        assert_eq!(kinds, ["throughput"]);
     }
 }

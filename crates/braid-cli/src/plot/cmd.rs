@@ -21,8 +21,9 @@ pub struct PlotArgs {
 pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let stem = stem(&args.file);
-    let trace = if is_qlog(&args.file, &bytes) {
+    let mut stem = stem(&args.file);
+    let qlog = is_qlog(&args.file, &bytes);
+    let trace = if qlog {
         super::qlog_read::read(&bytes, &stem)
     } else {
         serde_json::from_slice(&bytes)
@@ -30,6 +31,11 @@ pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
             .and_then(|doc| super::series_read::read(&doc, &stem))
     }
     .with_context(|| format!("cannot plot {}", args.file.display()))?;
+    if qlog {
+        // Not the samples `--plot` draws (events binned, another
+        // throughput): never the same file names.
+        stem.push_str("-qlog");
+    }
     super::charts::write(&trace, &args.out, &stem, !args.no_png, "braid plot")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -46,7 +52,8 @@ fn is_qlog(path: &Path, bytes: &[u8]) -> bool {
 }
 
 /// The plots' file names start with the input's name, less `-series`, so
-/// that replotting a `--plot` directory's series rewrites its plots.
+/// that replotting a `--plot` directory's series rewrites its plots (a
+/// qlog's add `-qlog`, so that they sit beside those).
 fn stem(path: &Path) -> String {
     let s = path
         .file_stem()

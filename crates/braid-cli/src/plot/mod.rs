@@ -21,8 +21,8 @@ use braid_sim::RunResult;
 use std::path::Path;
 
 /// The units of `window` and `in_flight` a trace can have: the
-/// simulator's and the runtime's samples count packets of the session's
-/// segment size, a qlog counts bytes (drawn in kB).
+/// simulator's samples count packets of the session's segment size; a
+/// transfer's (`--plot`) and a qlog count bytes, drawn in kB.
 pub const WINDOW_UNITS: [&str; 2] = ["packets", "kB"];
 
 /// One sample of a connection; NaN where the source did not say.
@@ -56,8 +56,20 @@ pub struct Trace {
     pub title: String,
     /// The unit of `window` and `in_flight` on the axis: "packets" or "kB".
     pub window_unit: &'static str,
+    /// Whether the trace is of the side that sent the data: only its
+    /// windows, bytes in flight and RTTs describe the transfer (a
+    /// receiver's are those of its ACKs, flat lines, and it takes no
+    /// round trip), so only its are drawn.
+    pub sender: bool,
     /// Sorted by flow, then path.
     pub conns: Vec<Conn>,
+}
+
+impl Conn {
+    /// Whether it carried any of the run: some throughput in a sample.
+    pub fn carried(&self) -> bool {
+        self.points.iter().any(|p| p.throughput_mbps > 0.0)
+    }
 }
 
 impl Trace {
@@ -95,6 +107,7 @@ impl Trace {
         Trace {
             title,
             window_unit,
+            sender: true,
             conns,
         }
     }

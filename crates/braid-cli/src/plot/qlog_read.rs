@@ -11,13 +11,16 @@
 //! |                             | `smoothed_rtt` (ms)                        | smoothed RTT             |
 //! | `braid:stream_acked`        | `bytes`                                    | throughput               |
 //! | `transport:packet_sent`     | `raw.length`, a `stream` frame in `frames` | throughput, if no acks   |
+//! | `transport:packet_received` | `raw.length`, a `stream` frame in `frames` | a receiver's throughput  |
 //!
 //! Every event's `data.path_id` names its connection (absent: 0). A
 //! metrics update carries only what changed, so each connection's last
 //! value of each field holds until the next. Throughput is the stream
 //! bytes acknowledged whose last transmission went on the connection; a
 //! qlog without `stream_acked` events gets the bytes of the data packets
-//! sent instead, retransmissions included.
+//! sent instead, retransmissions included. A qlog that sent no data and
+//! had none acknowledged is a receiver's: its throughput is the bytes of the data packets it
+//! received, and its windows and RTTs (its ACKs') are not drawn.
 
 use super::{Conn, Point, Trace};
 use anyhow::{bail, Context as _};
@@ -35,7 +38,7 @@ pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
     let (header, events) = records(text)?;
     let mut clock = Clock::of(&header);
     let mut bins = Bins::default();
-    let mut acks_seen = false;
+    let (mut acks_seen, mut sent_data) = (false, false);
     for (i, e) in events.iter().enumerate() {
         let (Some(time), Some(name)) = (e["time"].as_f64(), e["name"].as_str()) else {
             continue;
@@ -61,12 +64,18 @@ pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
                 state.acked += data["bytes"].as_f64().unwrap_or(0.0);
             }
             "packet_sent" if carries_stream(data) => {
+                sent_data = true;
                 state.sent += data["raw"]["length"].as_f64().unwrap_or(0.0);
+            }
+            "packet_received" if carries_stream(data) => {
+                state.received += data["raw"]["length"].as_f64().unwrap_or(0.0);
             }
             _ => {}
         }
     }
-    let conns = bins.finish(acks_seen);
+    // Acknowledged data was sent here too.
+    let sender = sent_data || acks_seen;
+    let conns = bins.finish(acks_seen, sender);
     if conns.is_empty() {
         bail!("no events of any connection in it");
     }
@@ -79,6 +88,7 @@ pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
     Ok(Trace {
         title,
         window_unit: "kB",
+        sender,
         conns,
     })
 }
@@ -184,8 +194,10 @@ struct PathState {
     srtt_ms: f64,
     acked: f64,
     sent: f64,
-    /// The finished bins: a point, and the bytes sent in its bin.
-    points: Vec<(Point, f64)>,
+    received: f64,
+    /// The finished bins: a point, and the rates of data sent and
+    /// received in its bin.
+    points: Vec<(Point, [f64; 2])>,
 }
 
 impl Default for PathState {
@@ -196,6 +208,7 @@ impl Default for PathState {
             srtt_ms: f64::NAN,
             acked: 0.0,
             sent: 0.0,
+            received: 0.0,
             points: Vec::new(),
         }
     }
@@ -235,18 +248,20 @@ impl Bins {
                 in_flight: s.in_flight,
                 throughput_mbps: s.acked * 8.0 / BIN_S / 1e6,
             };
-            let sent = s.sent * 8.0 / BIN_S / 1e6;
-            s.points.push((p, sent));
+            let rate = |bytes: f64| bytes * 8.0 / BIN_S / 1e6;
+            s.points.push((p, [rate(s.sent), rate(s.received)]));
             s.acked = 0.0;
             s.sent = 0.0;
+            s.received = 0.0;
         }
     }
 
     /// Closes the last bin and returns the series, with the sent rate as
-    /// throughput if no acknowledgements were logged. The last bin counts
+    /// throughput if no acknowledgements were logged, or the received rate
+    /// if nothing was sent (a receiver's trace). The last bin counts
     /// as a whole one, though the trace may end early in it: a transfer's
     /// rate falling at its end is no surprise, a spike would mislead.
-    fn finish(mut self, acks_seen: bool) -> Vec<Conn> {
+    fn finish(mut self, acks_seen: bool, sent_data: bool) -> Vec<Conn> {
         if let Some(b) = self.current {
             self.close((b + 1) as f64 * BIN_S);
         }
@@ -258,8 +273,10 @@ impl Bins {
                 points: s
                     .points
                     .into_iter()
-                    .map(|(mut p, sent)| {
-                        if !acks_seen {
+                    .map(|(mut p, [sent, received])| {
+                        if !sent_data {
+                            p.throughput_mbps = received;
+                        } else if !acks_seen {
                             p.throughput_mbps = sent;
                         }
                         p
@@ -323,6 +340,25 @@ mod tests {
             "f",
         )
         .unwrap();
+        let p = &t.conns[0].points;
+        assert!((p[0].throughput_mbps - 0.1).abs() < 1e-9, "{p:?}");
+        assert!(t.sender);
+    }
+
+    /// A receiver's qlog: it sent no data, so its throughput is what it
+    /// received, and its own windows are not the transfer's.
+    #[test]
+    fn a_qlog_that_sent_no_data_is_a_receivers() {
+        let t = read(
+            &seq(&[
+                r#"{"time":0,"name":"recovery:metrics_updated","data":{"congestion_window":20000}}"#,
+                r#"{"time":1,"name":"transport:packet_received","data":{"raw":{"length":1250},"frames":[{"frame_type":"stream"}]}}"#,
+                r#"{"time":2,"name":"transport:packet_sent","data":{"raw":{"length":60},"frames":[{"frame_type":"ack"}]}}"#,
+            ]),
+            "f",
+        )
+        .unwrap();
+        assert!(!t.sender);
         let p = &t.conns[0].points;
         assert!((p[0].throughput_mbps - 0.1).abs() < 1e-9, "{p:?}");
     }

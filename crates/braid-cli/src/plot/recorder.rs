@@ -45,7 +45,6 @@ impl Recorder {
             last_at: None,
             t0: None,
             interval_s,
-            segment: f64::from(config.segment_size.max(1)),
             received: (side == Side::Recv).then(|| Received::new(&monitor.stats())),
         };
         let (stop, stopped) = oneshot::channel();
@@ -75,7 +74,8 @@ impl Recorder {
             "title": format!("braid {side}, session {:016x}", self.session_id),
             "source": who,
             "session_id": format!("{:016x}", self.session_id),
-            "window_unit": "packets",
+            "side": side,
+            "window_unit": "bytes",
             "sample_interval_s": kept.interval_s,
             "every_nth_sample": kept.stride,
             "flows": [{
@@ -148,8 +148,6 @@ struct Kept {
     /// The runtime's clock when the session began: t = 0 in the series.
     t0: Option<f64>,
     interval_s: f64,
-    /// Bytes per packet, to count windows in packets as the simulator does.
-    segment: f64,
     /// On the receiving side, what it received (see [`Received`]).
     received: Option<Received>,
 }
@@ -181,10 +179,10 @@ impl Kept {
         let point = SeriesPoint {
             t: s.at_s - t0,
             path: s.path.0,
-            window: s.window as f64 / self.segment,
+            window: s.window as f64,
             srtt_ms: ms(s.srtt),
             rto_ms: ms(s.rto),
-            in_flight: s.in_flight as f64 / self.segment,
+            in_flight: s.in_flight as f64,
             throughput_mbps: throughput_bps / 1e6,
         };
         self.points.push((self.batch, point));
@@ -198,12 +196,10 @@ impl Kept {
 
 /// A receiver's samples carry the throughput of what it sent (its verdict:
 /// nearly nothing), so its throughput is what it received instead: the
-/// stream bytes received in order over the interval, shared between the
-/// connections by the packets each brought in it (the runtime counts
-/// received bytes per session, packets per connection). An estimate.
+/// stream bytes that arrived on each connection over the interval
+/// (copies of bytes it already had included).
 struct Received {
-    bytes: u64,
-    packets: BTreeMap<PathId, u64>,
+    bytes: BTreeMap<PathId, u64>,
     /// The last interval's rate per connection, bit/s.
     rates: BTreeMap<PathId, f64>,
 }
@@ -211,30 +207,22 @@ struct Received {
 impl Received {
     fn new(stats: &SessionStats) -> Received {
         Received {
-            bytes: stats.bytes_received,
-            packets: packets(stats),
+            bytes: arrived(stats),
             rates: BTreeMap::new(),
         }
     }
 
     /// The counters now, `interval_s` seconds after the last update.
     fn update(&mut self, stats: &SessionStats, interval_s: f64) {
-        let now = packets(stats);
-        let bytes = stats.bytes_received.saturating_sub(self.bytes);
-        let delta: BTreeMap<PathId, u64> = now
+        let now = arrived(stats);
+        self.rates = now
             .iter()
-            .map(|(&id, &n)| (id, n.saturating_sub(*self.packets.get(&id).unwrap_or(&0))))
-            .collect();
-        let all: u64 = delta.values().sum();
-        self.rates = delta
-            .into_iter()
-            .map(|(id, n)| {
-                let share = if all > 0 { n as f64 / all as f64 } else { 0.0 };
-                (id, bytes as f64 * share * 8.0 / interval_s.max(1e-3))
+            .map(|(&id, &n)| {
+                let bytes = n.saturating_sub(*self.bytes.get(&id).unwrap_or(&0));
+                (id, bytes as f64 * 8.0 / interval_s.max(1e-3))
             })
             .collect();
-        self.bytes = stats.bytes_received;
-        self.packets = now;
+        self.bytes = now;
     }
 
     fn rate_bps(&self, path: PathId) -> f64 {
@@ -242,11 +230,11 @@ impl Received {
     }
 }
 
-fn packets(stats: &SessionStats) -> BTreeMap<PathId, u64> {
+fn arrived(stats: &SessionStats) -> BTreeMap<PathId, u64> {
     stats
         .paths
         .iter()
-        .map(|(id, p)| (*id, p.packets_received))
+        .map(|(id, p)| (*id, p.stream_bytes_received))
         .collect()
 }
 
@@ -275,7 +263,6 @@ mod tests {
             last_at: None,
             t0: None,
             interval_s: 0.1,
-            segment: 1200.0,
             received: None,
         }
     }
@@ -297,7 +284,7 @@ mod tests {
         let last = k.points.last().unwrap().1;
         assert!((first.t - 0.1).abs() < 1e-6, "{}", first.t);
         assert!(last.t > batches as f64 * 0.1 * 0.99, "{}", last.t);
-        assert_eq!((first.window, first.in_flight), (10.0, 5.0));
+        assert_eq!((first.window, first.in_flight), (12_000.0, 6_000.0));
         for pair in k.points.chunks(2) {
             assert_eq!((pair[0].1.path, pair[1].1.path), (0, 1));
             assert_eq!(pair[0].0, pair[1].0);
@@ -305,18 +292,22 @@ mod tests {
     }
 
     #[test]
-    fn a_receiver_shares_its_bytes_by_the_packets_of_each_connection() {
+    fn a_receiver_counts_the_bytes_each_connection_brought() {
         let mut stats = SessionStats::default();
         let mut r = Received::new(&stats);
-        stats.bytes_received = 1_000_000;
         let mut a = braid_proto::PathStats::default();
-        a.packets_received = 300;
+        a.stream_bytes_received = 750_000;
         let mut b = a;
-        b.packets_received = 100;
+        b.stream_bytes_received = 250_000;
         stats.paths = vec![(PathId(0), a), (PathId(1), b)];
         r.update(&stats, 0.1);
         assert!((r.rate_bps(PathId(0)) - 60e6).abs() < 1.0);
         assert!((r.rate_bps(PathId(1)) - 20e6).abs() < 1.0);
         assert_eq!(r.rate_bps(PathId(2)), 0.0);
+        // The next interval counts only what came since.
+        stats.paths[1].1.stream_bytes_received += 125_000;
+        r.update(&stats, 0.1);
+        assert_eq!(r.rate_bps(PathId(0)), 0.0);
+        assert!((r.rate_bps(PathId(1)) - 10e6).abs() < 1.0);
     }
 }

@@ -45,15 +45,29 @@ pub fn read(doc: &Value, fallback: &str) -> anyhow::Result<Trace> {
         .find_map(|k| doc.get(k)?.as_str())
         .unwrap_or(fallback)
         .to_owned();
-    // Only a unit this program writes: the field names an axis.
-    let unit = doc
-        .get("window_unit")
-        .and_then(Value::as_str)
-        .and_then(|u| WINDOW_UNITS.iter().find(|&&k| k == u))
-        .copied()
-        .unwrap_or("packets");
+    // Only a unit this program writes: the field names an axis. Bytes
+    // (what `--plot` writes) are drawn in kB, as a qlog's are.
+    let unit = doc.get("window_unit").and_then(Value::as_str);
+    let (unit, scale) = match unit {
+        Some("bytes") => ("kB", 1e-3),
+        u => (
+            u.and_then(|u| WINDOW_UNITS.iter().find(|&&k| k == u))
+                .copied()
+                .unwrap_or("packets"),
+            1.0,
+        ),
+    };
+    for (_, points) in &mut parsed {
+        for p in points.iter_mut() {
+            p.window *= scale;
+            p.in_flight *= scale;
+        }
+    }
     let flows = parsed.iter().map(|(f, p)| (*f, p.as_slice()));
-    Ok(Trace::from_series(title, unit, flows))
+    let mut trace = Trace::from_series(title, unit, flows);
+    // A receiver's windows are its ACKs'.
+    trace.sender = doc.get("side").and_then(Value::as_str) != Some("recv");
+    Ok(trace)
 }
 
 /// One point; a missing number is NaN (not drawn), a missing time or path
@@ -101,6 +115,23 @@ mod tests {
             .collect();
         assert_eq!(ids, [(0, 0, 2), (0, 1, 1), (1, 0, 1)]);
         assert_eq!(t.conns[0].points[1].window, 11.0);
+    }
+
+    /// What `--plot` writes: windows in bytes, drawn in kB; the side.
+    #[test]
+    fn bytes_are_drawn_in_kb_and_a_receiver_is_told_apart() {
+        let doc = json!({"window_unit": "bytes", "side": "recv",
+                         "flows": [{"flow": 0, "series": [p(0.1, 0, 24_000.0)]}]});
+        let t = read(&doc, "f").unwrap();
+        assert_eq!(t.window_unit, "kB");
+        assert_eq!(
+            (t.conns[0].points[0].window, t.conns[0].points[0].in_flight),
+            (24.0, 0.003)
+        );
+        assert!(!t.sender);
+        let t = read(&json!([p(0.1, 0, 5.0)]), "f").unwrap();
+        assert_eq!((t.window_unit, t.sender), ("packets", true));
+        assert_eq!(t.conns[0].points[0].window, 5.0);
     }
 
     #[test]

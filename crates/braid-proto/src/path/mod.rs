@@ -604,6 +604,11 @@ impl Path {
         true
     }
 
+    /// A stream frame of `len` bytes that the stream took arrived here.
+    pub fn on_stream_received(&mut self, len: usize) {
+        self.stats.stream_bytes_received += len as u64;
+    }
+
     /// When the peer's latest new packet arrived here.
     pub fn last_received(&self) -> Option<Instant> {
         self.last_received
@@ -736,6 +741,10 @@ impl Path {
         }
         s.rtt_samples = self.rtt.samples();
         s.rtt_p95 = self.rtt.p95().unwrap_or_default();
+        if let Some((min, avg, max, p95)) = self.rtt.own().summary() {
+            (s.own_rtt_min, s.own_rtt_avg, s.own_rtt_max, s.own_rtt_p95) = (min, avg, max, p95);
+        }
+        s.own_rtt_samples = self.rtt.own().samples();
         s.max_datagram = self.pmtud.current();
         s.pmtu_black_holes = self.pmtud.black_holes();
         s

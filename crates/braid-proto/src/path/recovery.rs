@@ -173,6 +173,7 @@ impl Path {
             self.on_spurious_timeout(now, revived, send);
         }
         self.on_late_acked(now, &acked.late, send);
+        self.own_rtt_sample(now, ack, route, &acked.newly, acked.largest_before);
         let lost_before = self.stats.lost_bytes;
         let mut out = AckOutcome {
             spurious: acked.spurious.len() as u64,
@@ -271,6 +272,7 @@ impl Path {
             self.stats.lost_bytes = self.stats.lost_bytes.saturating_sub(p.charge);
             self.losses.on_found();
             if let Some(offset) = p.segment {
+                self.stats.lost_data_packets = self.stats.lost_data_packets.saturating_sub(1);
                 send.on_revived(offset);
             }
             let path = self.id;
@@ -332,6 +334,24 @@ impl Path {
         let most = rtt.saturating_sub(self.rtt.min());
         self.ack_path
             .on_sample(now, rtt.saturating_sub(delay), forward, most);
+    }
+
+    /// The connection's own round trip, for reports: dated by this ACK
+    /// when it newly acknowledged its largest packet, else by the copy
+    /// that did, if this is the original that came back on the connection.
+    fn own_rtt_sample(
+        &mut self,
+        now: Instant,
+        ack: &AckFrame,
+        route: AckRoute,
+        newly: &[(u64, SentPacket)],
+        largest_before: Option<u64>,
+    ) {
+        let dated = newly
+            .last()
+            .filter(|&&(pn, _)| pn == ack.largest() && largest_before.is_none_or(|l| pn > l))
+            .map(|(_, p)| p.sent_at);
+        self.rtt.own_mut().on_ack(now, route, ack.largest(), dated);
     }
 
     /// Delivers newly acknowledged packets to the rate estimate, the
@@ -469,6 +489,7 @@ impl Path {
         self.stats.lost_bytes += p.charge;
         self.losses.on_lost();
         if let Some(offset) = p.segment {
+            self.stats.lost_data_packets += 1;
             send.on_lost(offset);
         }
         true

@@ -390,6 +390,9 @@ impl Session {
                 }
                 match self.streams.recv.insert(offset, data, fin) {
                     Ok(()) => {
+                        if let Some(p) = self.paths.get_mut(&path) {
+                            p.on_stream_received(data.len());
+                        }
                         let rtt = self.recv_growth_interval();
                         let grew = self
                             .streams
