@@ -238,7 +238,7 @@ impl Progress {
                     .map(|&(id, p)| {
                         let v = match side {
                             Side::Send => p.stream_bytes_acked,
-                            Side::Recv => p.packets_received,
+                            Side::Recv => p.stream_bytes_received,
                         };
                         (id, v)
                     })

@@ -106,8 +106,15 @@ pub struct ConnectionRecord {
     pub data_packets_sent: Option<u64>,
     pub retransmitted: Option<u64>,
     pub lost_packets: Option<u64>,
+    /// Data packets lost on this connection, wherever they were sent again
+    /// (`retransmitted` counts the resends this connection carried).
+    pub lost_data_packets: Option<u64>,
     pub timeouts: Option<u64>,
+    /// The congestion controller's samples, which ACK copies returning on
+    /// a faster connection shorten.
     pub rtt_ms: Option<RttRecord>,
+    /// This connection's own round trip: out on it and back on it.
+    pub own_rtt_ms: Option<RttRecord>,
     /// "relay" through a rendezvous relay, else "direct".
     pub via: &'static str,
 }
@@ -221,6 +228,7 @@ fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
         data_packets_sent: sender_only(p.data_packets_sent),
         retransmitted: sender_only(p.retransmitted),
         lost_packets: sender_only(p.lost_packets),
+        lost_data_packets: sender_only(p.lost_data_packets),
         timeouts: sender_only(p.timeouts),
         rtt_ms: (sender && p.rtt_samples > 0).then(|| RttRecord {
             min: ms(p.rtt_min),
@@ -229,6 +237,14 @@ fn connection(r: &Report, c: &Connection, share: f64) -> ConnectionRecord {
             p95: ms(p.rtt_p95),
             smoothed: ms(p.srtt),
             samples: p.rtt_samples,
+        }),
+        own_rtt_ms: (sender && p.own_rtt_samples > 0).then(|| RttRecord {
+            min: ms(p.own_rtt_min),
+            avg: ms(p.own_rtt_avg),
+            max: ms(p.own_rtt_max),
+            p95: ms(p.own_rtt_p95),
+            smoothed: ms(p.own_rtt_avg),
+            samples: p.own_rtt_samples,
         }),
         via: if r.via_relay(c) { "relay" } else { "direct" },
     }
