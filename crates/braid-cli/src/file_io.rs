@@ -98,6 +98,34 @@ impl HashingReader {
     }
 }
 
+/// Bytes read at once to hash what is already on disk: large enough for
+/// BLAKE3 to spread one piece over every core.
+const REHASH_PIECE: usize = 16 << 20;
+
+/// Feeds `hasher` the first `len` bytes of `source` (fewer if it ends
+/// first) on every core; returns how many there were. For content kept
+/// from an interrupted transfer, whose hash both ends compute again.
+pub fn hash_prefix(
+    source: &mut impl Read,
+    len: u64,
+    hasher: &mut blake3::Hasher,
+) -> io::Result<u64> {
+    let mut buf = vec![0u8; REHASH_PIECE.min(usize::try_from(len).unwrap_or(usize::MAX))];
+    let mut done = 0u64;
+    while done < len {
+        let want = buf
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        let n = fill(source, &mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        hasher.update_rayon(&buf[..n]);
+        done += n as u64;
+    }
+    Ok(done)
+}
+
 /// Reads until `buf` is full or the source ends.
 fn fill(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut len = 0;

@@ -9,7 +9,7 @@
 use anyhow::{bail, Context as _};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use crate::manifest::{EntryKind, Manifest, PART_SUFFIX};
@@ -102,7 +102,7 @@ impl Staging {
                 _ => break,
             };
             let mut file = File::open(&path)?;
-            let n = std::io::copy(&mut (&mut file).take(len), &mut HashInto(&mut hasher))?;
+            let n = crate::file_io::hash_prefix(&mut file, len, &mut hasher)?;
             held += n;
             if n < size {
                 break;
@@ -222,19 +222,6 @@ fn try_lock(f: &File) -> bool {
 #[cfg(not(unix))]
 fn try_lock(_f: &File) -> bool {
     true
-}
-
-struct HashInto<'a>(&'a mut blake3::Hasher);
-
-impl Write for HashInto<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Splits the contents into the files they belong to, by the manifest's

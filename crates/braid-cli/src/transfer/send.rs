@@ -9,7 +9,7 @@ use tokio::io::AsyncReadExt;
 
 use super::{protocol, Outcome, CLOSE_DONE, HASH_LEN, MAGIC, MAX_VERDICT};
 use crate::failure::{Failure, Kind};
-use crate::file_io::HashingReader;
+use crate::file_io::{hash_prefix, HashingReader};
 use crate::lent::Lent;
 use crate::manifest::Manifest;
 use crate::outgoing::Outgoing;
@@ -169,8 +169,7 @@ async fn start_at(
     let task = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
         if checkable {
             let mut hasher = blake3::Hasher::new();
-            let mut prefix = files.contents_from(0)?.take(held);
-            let n = std::io::copy(&mut prefix, &mut HashInto(&mut hasher))?;
+            let n = hash_prefix(&mut files.contents_from(0)?, held, &mut hasher)?;
             if n == held && Some(hasher.finalize()) == theirs {
                 let rest: Box<dyn Read + Send> = Box::new(files.contents_from(held)?);
                 return Ok((held, hasher, rest));
@@ -180,19 +179,6 @@ async fn start_at(
         Ok((0, blake3::Hasher::new(), all))
     });
     task.await?.context("reading the input")
-}
-
-struct HashInto<'a>(&'a mut blake3::Hasher);
-
-impl std::io::Write for HashInto<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Waits for the receiver's verdict on `hash`; `total` is every byte we
