@@ -117,6 +117,11 @@ impl Manifest {
         }
     }
 
+    /// BLAKE3 of the encoded list: both ends compute the same.
+    pub fn hash(&self) -> blake3::Hash {
+        blake3::hash(&self.encode())
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut body = Vec::new();
         body.extend_from_slice(&(self.entries.len() as u32).to_be_bytes());

@@ -25,6 +25,8 @@ pub struct Record {
     pub file: Option<String>,
     /// How many files the transfer carries (null until known).
     pub files: Option<u64>,
+    /// BLAKE3 of the list of what was sent; both ends give the same.
+    pub manifest_blake3: Option<String>,
     /// Content bytes an earlier, interrupted transfer had brought; counted
     /// in `bytes`, not in `goodput_mbps`.
     pub resumed_bytes: u64,
@@ -155,6 +157,7 @@ pub fn record(r: &Report) -> Record {
         }),
         file: r.file.clone(),
         files: r.files,
+        manifest_blake3: r.manifest_hash.map(|h| h.to_hex().to_string()),
         resumed_bytes: r.resumed,
         written_to: match &r.written {
             Some(Written::File(p)) => Some(p.display().to_string()),

@@ -416,9 +416,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     report.resumed = seen.start;
     if let Some(m) = &seen.manifest {
         report.bytes = transfer::content_done(m, seen.start, session.stats().bytes_received);
-        report.file = Some(m.label());
-        report.size = m.size();
-        report.files = Some(m.files().count() as u64);
+        report.describe(m);
     }
     let mut ctx = context(setup.mode, setup.meeting.0.is_some());
     if let Some(peer) = report.peer {

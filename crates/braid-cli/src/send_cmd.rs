@@ -139,9 +139,7 @@ async fn attempt(
         return Err(UsageError::new("with --relay, give at most one --bind").into());
     }
     let (manifest, input) = open_input(args).map_err(failure::local)?;
-    report.file = Some(manifest.label());
-    report.size = manifest.size();
-    report.files = Some(manifest.files().count() as u64);
+    report.describe(&manifest);
     let mut cfg = SessionConfig {
         security,
         ..SessionConfig::default()

@@ -113,6 +113,9 @@ pub struct Report {
     pub file: Option<String>,
     /// How many files the transfer carries (`None` until known).
     pub files: Option<u64>,
+    /// BLAKE3 of the list of what was sent (names, sizes, permissions,
+    /// times), as both ends have it.
+    pub manifest_hash: Option<blake3::Hash>,
     /// Content bytes an earlier, interrupted transfer had brought: counted
     /// in `bytes`, not in the goodput.
     pub resumed: u64,
@@ -135,6 +138,14 @@ pub struct Report {
 }
 
 impl Report {
+    /// What the report says of the transfer's manifest.
+    pub fn describe(&mut self, m: &crate::manifest::Manifest) {
+        self.file = Some(m.label());
+        self.size = m.size();
+        self.files = Some(m.files().count() as u64);
+        self.manifest_hash = Some(m.hash());
+    }
+
     pub fn new(side: Side) -> Report {
         Report {
             side,
@@ -142,6 +153,7 @@ impl Report {
             cc: None,
             file: None,
             files: None,
+            manifest_hash: None,
             resumed: 0,
             written: None,
             size: None,

@@ -43,9 +43,14 @@ fn a_folder_and_a_file_arrive_in_one_transfer() {
     let (top_s, single_s) = (top.to_str().unwrap(), single.to_str().unwrap());
     let mut args = recv.send_args(top_s);
     args.insert(2, single_s);
+    args.push("--json");
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
+    let sent: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let record = recv.record(LIMIT);
+    assert_eq!(record["manifest_blake3"], sent["manifest_blake3"]);
+    assert_eq!(record["blake3"], sent["blake3"]);
+    assert_eq!(sent["files"], 3);
     assert_eq!(record["files"], 3);
     assert_eq!(record["file"], "album and 1 more");
     assert_eq!(record["resumed_bytes"], 0);
