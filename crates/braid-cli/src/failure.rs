@@ -228,6 +228,10 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
     // the runtime reports as a refused connection, whichever variant
     // carries it. A socket error of ours with that kind is still ours.
     match e {
+        braid::Error::RelayRefused {
+            refusal: braid::rendezvous::Refusal::Spent,
+            ..
+        } => return Failure::new(Kind::CodeSpent, said),
         braid::Error::RelayRefused { .. } => return Failure::new(Kind::RelayRefused, said),
         braid::Error::NoPeerAtRelays { .. } => return Failure::new(Kind::NoPeer, said),
         braid::Error::NoRelayAnswered { .. } => return Failure::new(Kind::NoRelay, said),
@@ -441,6 +445,15 @@ mod tests {
                 },
                 ("relay_refused", 4),
                 "relay 127.0.0.1:7000 refused: that code or key is in use by another transfer",
+            ),
+            (
+                braid::Error::RelayRefused {
+                    relay,
+                    refusal: Refusal::Spent,
+                },
+                ("code_spent", 4),
+                "relay 127.0.0.1:7000 refused: the receiver that waited under that code stopped \
+                 after too many wrong guesses",
             ),
             (
                 braid::Error::RelayRefused {

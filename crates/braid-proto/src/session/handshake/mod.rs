@@ -2,8 +2,11 @@
 //! the two sides agree on, and the answers that carry it. What each side
 //! keeps of it until it is done is the [`Handshake`] part (`state.rs`).
 
+mod give_up;
 mod state;
 
+pub(super) use give_up::GiveUp;
+use give_up::COMMITMENT_LEN;
 use state::Answer;
 pub(super) use state::{Client, Handshake, Server};
 
@@ -127,6 +130,14 @@ impl Session {
                 let Some((date, params)) = offer.split_first_chunk::<DATE_LEN>() else {
                     return Err(AcceptError::Handshake(OfferError::NoDate));
                 };
+                let (give_up, params) = match mode {
+                    crate::crypto::mode::CODE => match params.split_first_chunk::<COMMITMENT_LEN>()
+                    {
+                        Some((c, rest)) => (Some(*c), rest),
+                        None => return Err(AcceptError::Handshake(OfferError::NoParameters)),
+                    },
+                    _ => (None, params),
+                };
                 let hello = match Frames::new(params).next() {
                     Some(Ok(Frame::Hello(h))) => h,
                     _ => return Err(AcceptError::Handshake(OfferError::NoParameters)),
@@ -155,6 +166,7 @@ impl Session {
                         client_message: noise.to_vec(),
                         frame,
                         opening,
+                        give_up,
                     });
                 }
                 if let Some((code, reason)) = refusal {
@@ -284,6 +296,12 @@ impl Session {
                     Err(_) if hs.mode() == crate::crypto::mode::CODE => {
                         self.counters.forged += 1;
                         client.drop_noise();
+                        // Tell the server at once that its answer was a
+                        // wrong guess, so it counts it now.
+                        if let Some(g) = client.take_give_up() {
+                            let code = CloseCode::GaveUp.value();
+                            self.close = Some(Close::new(code, g.secret().to_owned()));
+                        }
                         self.fail(SessionError::CodeRejected);
                     }
                     Err(_) => {
@@ -305,6 +323,22 @@ impl Session {
                 let client = self.handshake.client_mut().expect("checked");
                 client.on_refusal(now, code, reason.chars().take(wire::MAX_REASON).collect());
                 self.counters.forged += 1;
+            }
+            // A code client gave up on our answer, with the secret its
+            // opening committed to: a wrong guess, known now.
+            Frame::Close { code, reason }
+                if code == CloseCode::GaveUp.value()
+                    && self
+                        .handshake
+                        .server()
+                        .is_some_and(|s| s.is_given_up_by(reason))
+                    && !self.is_closed() =>
+            {
+                tracing::info!(session = %crate::ids::Hex(self.session_id), "the client gave up: wrong code");
+                self.fail(SessionError::PeerAborted {
+                    code,
+                    reason: "wrong code".into(),
+                });
             }
             // A late copy of a handshake message (a second connection's
             // answer, a repeated opening after the answer was dropped):
