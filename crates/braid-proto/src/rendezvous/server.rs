@@ -503,27 +503,9 @@ impl Server {
             return self.refuse(from, req.nonce, Cause::Spent, replies);
         }
         if let Some(id) = r.pair {
-            let p = self.pairs.get_mut(&id).expect("registrations' pairs exist");
-            if p.joiner.owns(from, req, bytes) {
-                p.joiner.update(req);
-                let moved = p.joiner.addr != from;
-                if moved && !self.move_joiner(id, from) {
-                    return self.refuse(from, req.nonce, Cause::Busy, replies);
-                }
-                if req.flags & (flags::RELEASE | flags::LEAVE) != 0 {
-                    self.stats.released += 1;
-                    return self.unpair(id);
-                }
-                if moved {
-                    self.answer_paired(id, true, replies);
-                }
-                return self.answer_paired(id, false, replies);
+            if self.join_paired(id, now, from, req, bytes, replies) {
+                return;
             }
-            if !p.replaceable(from, now) {
-                return self.refuse(from, req.nonce, Cause::Busy, replies);
-            }
-            self.stats.replaced += 1;
-            self.unpair(id);
         }
         let registered = self.registrations[&req.handle].end.addr;
         if registered == from || self.by_addr.contains_key(&from) {
@@ -568,6 +550,45 @@ impl Server {
         self.answer_paired(id, false, replies);
         self.answer_paired(id, true, replies);
         debug_assert!(replies.iter().map(|(_, r)| r.len()).sum::<usize>() <= REQUEST_LEN);
+    }
+
+    /// A JOIN under a handle whose receiver is in pair `id`: its own
+    /// joiner's refresh, release or move, or another's, refused unless the
+    /// pair may be replaced (then it is ended). Whether the request was
+    /// dealt with; if not, the caller makes a new pair.
+    fn join_paired(
+        &mut self,
+        id: u64,
+        now: Instant,
+        from: SocketAddr,
+        req: &Request,
+        bytes: &[u8],
+        replies: &mut Replies,
+    ) -> bool {
+        let p = self.pairs.get_mut(&id).expect("registrations' pairs exist");
+        if p.joiner.owns(from, req, bytes) {
+            p.joiner.update(req);
+            let moved = p.joiner.addr != from;
+            if moved && !self.move_joiner(id, from) {
+                self.refuse(from, req.nonce, Cause::Busy, replies);
+            } else if req.flags & (flags::RELEASE | flags::LEAVE) != 0 {
+                self.stats.released += 1;
+                self.unpair(id);
+            } else {
+                if moved {
+                    self.answer_paired(id, true, replies);
+                }
+                self.answer_paired(id, false, replies);
+            }
+            return true;
+        }
+        if !p.replaceable(from, now) {
+            self.refuse(from, req.nonce, Cause::Busy, replies);
+            return true;
+        }
+        self.stats.replaced += 1;
+        self.unpair(id);
+        false
     }
 
     /// Tells one end of pair `id` (the registered one if `registered`) where both are.

@@ -217,7 +217,7 @@ impl Session {
             let date = u64::try_from(unix_time.as_nanos()).unwrap_or(u64::MAX);
             let mut offer = date.to_be_bytes().to_vec();
             let give_up = s.cfg.security.one_time_code().map(|_| {
-                let g = handshake::GiveUp::new(s.rng.seed());
+                let g = handshake::GiveUp::from_seed(&seed);
                 offer.extend_from_slice(&g.commitment());
                 g
             });

@@ -20,6 +20,21 @@ pub(in crate::session) struct GiveUp {
 }
 
 impl GiveUp {
+    /// The secret of a session seeded with `seed` (secret and random),
+    /// derived apart from the session's random stream, which it leaves
+    /// as it was.
+    pub fn from_seed(seed: &[u8; 32]) -> GiveUp {
+        let mut ctx = digest::Context::new(&digest::SHA256);
+        ctx.update(b"braid code give-up secret v1\0");
+        ctx.update(seed);
+        GiveUp::new(
+            ctx.finish()
+                .as_ref()
+                .try_into()
+                .expect("SHA-256 is 32 bytes"),
+        )
+    }
+
     /// A secret from 32 random bytes.
     pub fn new(random: [u8; 32]) -> GiveUp {
         let mut secret = String::with_capacity(64);
