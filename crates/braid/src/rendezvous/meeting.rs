@@ -448,3 +448,43 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view() -> RelayView {
+        RelayView {
+            relay: "127.0.0.1:7000".parse().unwrap(),
+            reflexive: None,
+            peer: None,
+            paired_at: None,
+            refused: None,
+            answered: true,
+            tcp: false,
+            spent_since: None,
+            spent_doubted: false,
+        }
+    }
+
+    /// The relay's own "nobody waits" after a "spent" that an observer
+    /// forged (or the other way round) makes its word on it untrusted for
+    /// good, however often "spent" comes again; a relay that says only
+    /// "spent" is believed after the grace.
+    #[test]
+    fn a_contradicted_spent_refusal_is_never_believed() {
+        let mut v = view();
+        v.on_refusal(Refusal::Spent);
+        let at = v.spent_believed_at().expect("said once");
+        assert!(at >= std::time::Instant::now() + SPENT_GRACE - Duration::from_millis(100));
+        v.on_refusal(Refusal::Spent);
+        assert_eq!(v.spent_believed_at(), Some(at), "dated from the first");
+        v.on_refusal(Refusal::Unknown);
+        assert_eq!(v.spent_believed_at(), None);
+        for _ in 0..10 {
+            v.on_refusal(Refusal::Spent);
+            assert_eq!(v.spent_believed_at(), None, "doubted for good");
+        }
+        assert_eq!(v.refused, Some(Refusal::Spent), "still shown as said");
+    }
+}

@@ -133,13 +133,14 @@ impl Meeting {
             } else {
                 until.min(silent_until)
             };
-            if let Some((relay, at)) = spent(&reach) {
-                if at <= std::time::Instant::now() {
-                    let refusal = Refusal::Spent;
-                    return Err(Error::RelayRefused { relay, refusal });
-                }
+            // A relay said wrong guesses spent the code, and no other
+            // answer from it has said otherwise for long enough.
+            let spent = spent(&reach);
+            if let Some((relay, _)) = spent.filter(|&(_, at)| at <= std::time::Instant::now()) {
+                let refusal = Refusal::Spent;
+                return Err(Error::RelayRefused { relay, refusal });
             }
-            let until = spent(&reach).map_or(until, |(_, at)| {
+            let until = spent.map_or(until, |(_, at)| {
                 until.min(tokio::time::Instant::from_std(at))
             });
             if tokio::time::timeout_at(until, changed).await.is_err() {
