@@ -15,8 +15,9 @@ Exit status:
   2    the command line is wrong
   3    the peer could not be reached: no answer, nothing listening, unknown host,
        no relay answered, nobody waiting under the code or key at the relays
-  4    the peer would not take the session: refused, wrong key, wrong code;
-       or a relay refused (the code or key is in use, the relay is full)
+  4    the peer would not take the session: refused, wrong key, wrong code,
+       a code spent by wrong guesses; or a relay refused (the code or key is
+       in use, the relay is full)
   5    a local error: a file, a directory, a socket of this machine
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM)";
 
