@@ -15,8 +15,9 @@ Exit status:
   2    the command line is wrong
   3    the peer could not be reached: no answer, nothing listening, unknown host,
        no relay answered, nobody waiting under the code or key at the relays
-  4    the peer would not take the session: refused, wrong key, wrong code;
-       or a relay refused (the code or key is in use, the relay is full)
+  4    the peer would not take the session: refused, wrong key, wrong code,
+       a code spent by wrong guesses; or a relay refused (the code or key is
+       in use, the relay is full)
   5    a local error: a file, a directory, a socket of this machine
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM)";
 
@@ -228,6 +229,10 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
     // the runtime reports as a refused connection, whichever variant
     // carries it. A socket error of ours with that kind is still ours.
     match e {
+        braid::Error::RelayRefused {
+            refusal: braid::rendezvous::Refusal::Spent,
+            ..
+        } => return Failure::new(Kind::CodeSpent, said),
         braid::Error::RelayRefused { .. } => return Failure::new(Kind::RelayRefused, said),
         braid::Error::NoPeerAtRelays { .. } => return Failure::new(Kind::NoPeer, said),
         braid::Error::NoRelayAnswered { .. } => return Failure::new(Kind::NoRelay, said),
@@ -441,6 +446,15 @@ mod tests {
                 },
                 ("relay_refused", 4),
                 "relay 127.0.0.1:7000 refused: that code or key is in use by another transfer",
+            ),
+            (
+                braid::Error::RelayRefused {
+                    relay,
+                    refusal: Refusal::Spent,
+                },
+                ("code_spent", 4),
+                "relay 127.0.0.1:7000 refused: the receiver that waited under that code stopped \
+                 after too many wrong guesses",
             ),
             (
                 braid::Error::RelayRefused {

@@ -502,6 +502,52 @@ fn a_wrong_code_does_not_take_a_one_shot_receiver() {
     assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
 }
 
+/// A guesser spends a code listener's guesses one after the other: the
+/// receiver reports each wrong guess when its sender gives up, within
+/// about a round trip (not when the half-open handshake would expire),
+/// ends at the eighth with `code_spent`, and a ninth sender finds nobody.
+#[test]
+fn each_wrong_code_is_reported_when_it_happens_and_the_eighth_ends_the_receiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("data.bin");
+    write_data(&input, 10_000);
+    let recv = start_recv(&["--output", dir.path().join("got").to_str().unwrap()]);
+    let guess = |n: u32| {
+        run(&[
+            "send",
+            input.to_str().unwrap(),
+            "--to",
+            &recv.addr,
+            "--code",
+            &format!("0-wrong-guess{}", "s".repeat(n as usize)),
+            "--quiet",
+        ])
+    };
+    for n in 1..=8 {
+        let wrong = guess(n);
+        assert_eq!(wrong.status.code(), Some(4), "{}", stderr(&wrong));
+        let told = Instant::now();
+        let said = match n {
+            8 => "stopped listening".to_owned(),
+            _ => format!("{n} of 8 wrong guesses"),
+        };
+        recv.said(&said, Duration::from_secs(5));
+        assert!(
+            told.elapsed() < Duration::from_secs(2),
+            "guess {n} reported {:?} after its sender ended",
+            told.elapsed()
+        );
+    }
+    let start = Instant::now();
+    let status = wait(recv.child, Duration::from_secs(5));
+    assert_eq!(status.code(), Some(4), "code_spent");
+    assert!(start.elapsed() < Duration::from_secs(2));
+    let ninth = guess(9);
+    assert_eq!(ninth.status.code(), Some(3), "{}", stderr(&ninth));
+    assert!(stderr(&ninth).contains("nothing is listening"));
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
 #[test]
 fn an_existing_file_is_replaced_only_with_overwrite() {
     let dir = tempfile::tempdir().unwrap();

@@ -267,6 +267,72 @@ fn a_taken_code_number_makes_a_second_receiver_pick_another() {
 }
 
 /// The record a command printed with --json.
+/// A guesser spends a code receiver's guesses through a relay: each wrong
+/// guess is reported by the receiver as it happens, the eighth ends it
+/// (`code_spent`), and the senders that come after, the right code's
+/// included, are told the code is spent (exit 4) within seconds instead
+/// of waiting for a receiver that is gone.
+#[test]
+fn a_spent_code_is_said_to_the_senders_that_come_after() {
+    let relay = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    write_data(&file, 1000);
+    let out = dir.path().join("out/");
+    let (recv, err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
+    let code = option[3].clone();
+    let number = code.split('-').next().unwrap();
+    let send = |code: &str| {
+        let args = ["send", file.to_str().unwrap(), "--relay", &relay.addr];
+        braid()
+            .args(args)
+            .args(["--code", code, "--json", "--quiet"])
+            .output()
+            .unwrap()
+    };
+    for n in 1..=8 {
+        let wrong = send(&format!("{number}-wrong-guess"));
+        assert_eq!(failure_of(&wrong)["error"]["code"], "wrong_code");
+        let told = Instant::now();
+        let needle = match n {
+            8 => "stopped listening".to_owned(),
+            _ => format!("{n} of 8 wrong guesses"),
+        };
+        let line = loop {
+            let line = err
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_else(|_| panic!("guess {n} not reported"));
+            if line.contains(&needle) {
+                break line;
+            }
+        };
+        assert!(
+            told.elapsed() < Duration::from_secs(2),
+            "{line}: {:?} after the guess",
+            told.elapsed()
+        );
+    }
+    let recv_out = recv.wait_with_output().unwrap();
+    assert_eq!(recv_out.status.code(), Some(4));
+    assert_eq!(record(&recv_out.stdout)["error"]["code"], "code_spent");
+    for late in [format!("{number}-wrong-guess"), code] {
+        let start = Instant::now();
+        let o = send(&late);
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+        assert_eq!(failure_of(&o)["error"]["code"], "code_spent");
+        assert!(
+            stderr(&o).contains("too many wrong guesses"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+}
+
 fn failure_of(o: &std::process::Output) -> Value {
     let r = record(&o.stdout);
     assert_eq!(r["outcome"], "failed", "{r}");

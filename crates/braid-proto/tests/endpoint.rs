@@ -202,6 +202,92 @@ fn sequential_wrong_codes_use_up_the_code() {
     }
 }
 
+/// A clear CLOSE of `code` with `reason` in session `session_id`'s long
+/// header, as anyone who saw one of its datagrams could send.
+fn clear_close(session_id: u64, code: CloseCode, reason: &[u8]) -> Vec<u8> {
+    use braid_proto::wire::{Frame, Header, VERSION};
+    let mut d = Vec::new();
+    Header {
+        version: VERSION,
+        key_phase: false,
+        mbecn: 0,
+        short: false,
+        session_id,
+        path: PathId(0),
+        packet_number: 9,
+    }
+    .encode(&mut d);
+    Frame::Close {
+        code: code.value(),
+        reason,
+    }
+    .encode(&mut d);
+    d
+}
+
+/// Ends the server sessions that failed, as their drivers do.
+fn end_failed(server: &mut Server) {
+    let failed: Vec<u64> = server
+        .sessions
+        .iter()
+        .filter(|(_, s)| s.error().is_some())
+        .map(|(&id, _)| id)
+        .collect();
+    for id in failed {
+        server.end(id);
+    }
+}
+
+/// A guesser whose code is wrong finds out from the answer and tells the
+/// server at once, with the secret its opening committed to: the wrong
+/// guess counts a round trip after the answer, not when the half-open
+/// session expires. Every guess is known the moment it fails, so the
+/// code is spent at the limit's last one without any time passing.
+#[test]
+fn a_wrong_code_is_a_failed_guess_within_a_round_trip() {
+    let mut server = Server::new(code("5-quiet-harbor"), EndpointConfig::default());
+    let start = server.now;
+    for i in 0..u64::from(CODE_GUESS_LIMIT) {
+        let mut guesser = client(code("5-quiet-harbour"), 100 + i);
+        assert_eq!(
+            open(&mut server, &mut guesser, addr(1, i as u8), true),
+            None
+        );
+        assert_eq!(guesser.error(), Some(&SessionError::CodeRejected));
+        let failed: Vec<_> = server.sessions.values().filter_map(|s| s.error()).collect();
+        assert!(
+            matches!(failed[..], [SessionError::PeerAborted { code, .. }] if *code == CloseCode::GaveUp.value()),
+            "{failed:?}"
+        );
+        end_failed(&mut server);
+        assert_eq!(server.ep.failed_guesses(), i as u32 + 1);
+    }
+    assert_eq!(server.now, start, "no time passed");
+    assert!(server.ep.is_code_spent());
+}
+
+/// Whoever sees a code opening (an observer on the path) sees its
+/// commitment and the session id, not the secret: a CLOSE that claims
+/// the client gave up, with the commitment, another secret or nothing,
+/// ends nothing, and the real client still gets in.
+#[test]
+fn a_forged_give_up_ends_no_handshake() {
+    let mut server = Server::new(code("5-quiet-harbor"), EndpointConfig::default());
+    let mut right = client(code("5-quiet-harbor"), 7);
+    let id = open(&mut server, &mut right, addr(2, 1), false).expect("answered");
+    let forged_secret = "00".repeat(32);
+    for reason in [&b""[..], &[0u8; 32][..], forged_secret.as_bytes()] {
+        let forged = clear_close(id, CloseCode::GaveUp, reason);
+        server.handle(addr(9, 9), &forged);
+        server.handle(addr(2, 1), &forged);
+    }
+    assert!(server.sessions[&id].error().is_none(), "a forgery ended it");
+    server.end(id);
+    let mut again = client(code("5-quiet-harbor"), 8);
+    assert!(open(&mut server, &mut again, addr(2, 2), true).is_some());
+    assert_eq!(server.ep.failed_guesses(), 1, "the ended one, unconfirmed");
+}
+
 /// Openings that are not guesses cost no guess: ones from forged sources
 /// (they never echo the token), and ones whose PAKE message is junk (the
 /// server cannot answer them). A thousand of them leave the code intact.

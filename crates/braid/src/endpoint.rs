@@ -68,6 +68,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl EndpointInner {
+    /// Whether wrong guesses spent a code listener's code.
+    pub(crate) fn is_code_spent(&self) -> bool {
+        lock(&self.table).is_code_spent()
+    }
+
     /// Ids are 64 random bits: a clash is not worth a code path, and a
     /// session registered on a socket twice (two connections) is one entry.
     pub(crate) fn register(&self, shared: &Arc<Shared>) {

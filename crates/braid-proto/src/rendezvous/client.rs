@@ -156,6 +156,8 @@ pub struct Client {
     candidates: Vec<SocketAddr>,
     /// While a connection is unanswered: when the relays may be asked again.
     silent_refresh_at: Option<Instant>,
+    /// A receiver leaving because wrong guesses spent its code.
+    spent: bool,
 }
 
 impl std::fmt::Debug for Client {
@@ -260,6 +262,7 @@ impl Client {
             done: false,
             candidates: Vec::new(),
             silent_refresh_at: None,
+            spent: false,
         }
     }
 
@@ -310,6 +313,18 @@ impl Client {
     /// next end our pairs and registrations at every relay that holds
     /// one, so the handle is free at once; nothing is asked after them.
     pub fn leave(&mut self, now: Instant) {
+        self.leave_as(now, false);
+    }
+
+    /// As [`Client::leave`], for a code receiver whose code wrong guesses
+    /// spent: the relays tell senders that come for a while after so
+    /// ([`Refusal::Spent`]) rather than that nobody waits.
+    pub fn leave_spent(&mut self, now: Instant) {
+        self.leave_as(now, true);
+    }
+
+    fn leave_as(&mut self, now: Instant, spent: bool) {
+        self.spent = spent && self.role == Role::Register;
         for r in self.relays.iter_mut() {
             r.leave = r.keys.is_some() && r.settled;
             r.gone = !r.leave;
@@ -408,6 +423,9 @@ impl Client {
         let mut flags = if self.direct { 0 } else { flags::NO_DIRECT };
         if std::mem::take(&mut r.leave) {
             flags |= flags::LEAVE;
+            if self.spent {
+                flags |= flags::SPENT;
+            }
             r.settled = false;
         }
         if std::mem::take(&mut r.release) {

@@ -125,6 +125,8 @@ pub struct Refusals {
 #[derive(Debug, Clone, Copy)]
 enum Cause {
     Unknown,
+    /// Counted as [`Refusals::unknown`]: nobody waits under the handle.
+    Spent,
     Busy,
     HostFull,
     RelayFull,
@@ -211,6 +213,10 @@ struct Registration {
     expires: Instant,
     /// The pair it is in, if any: one peer at a time.
     pair: Option<u64>,
+    /// Its receiver left because wrong guesses spent its code: kept until
+    /// it lapses only to tell joiners so ([`Refusal::Spent`]); any
+    /// REGISTER replaces it.
+    spent: bool,
 }
 
 struct Pair {
@@ -376,6 +382,7 @@ impl Server {
         let by = &mut self.stats.refused_by;
         let (count, why) = match cause {
             Cause::Unknown => (&mut by.unknown, Refusal::Unknown),
+            Cause::Spent => (&mut by.unknown, Refusal::Spent),
             Cause::Busy => (&mut by.busy, Refusal::Busy),
             Cause::HostFull => (&mut by.host_full, Refusal::Full),
             Cause::RelayFull => (&mut by.relay_full, Refusal::Full),
@@ -401,6 +408,11 @@ impl Server {
     ) {
         let expires = now + self.cfg.registration_lifetime;
         match self.registrations.get_mut(&req.handle) {
+            // A spent code's receiver is gone; whoever registers now is new.
+            Some(r) if r.spent => {
+                let gone = self.registrations.remove(&req.handle).expect("held");
+                self.registered_hosts.remove(gone.end.addr);
+            }
             Some(r) if r.end.owns(from, req, bytes) => {
                 r.end.update(req);
                 r.expires = expires;
@@ -409,7 +421,7 @@ impl Server {
                     return self.refuse(from, req.nonce, Cause::Busy, replies);
                 }
                 if req.flags & flags::LEAVE != 0 {
-                    return self.leave(req.handle);
+                    return self.leave(req.handle, req.flags & flags::SPENT != 0, expires);
                 }
                 match pair {
                     Some(id) if req.flags & flags::RELEASE != 0 => {
@@ -459,6 +471,7 @@ impl Server {
             end,
             expires,
             pair: None,
+            spent: false,
         };
         self.registrations.insert(req.handle, registration);
         replies.push((from, reply));
@@ -486,28 +499,13 @@ impl Server {
         else {
             return self.refuse(from, req.nonce, Cause::Unknown, replies);
         };
+        if r.spent {
+            return self.refuse(from, req.nonce, Cause::Spent, replies);
+        }
         if let Some(id) = r.pair {
-            let p = self.pairs.get_mut(&id).expect("registrations' pairs exist");
-            if p.joiner.owns(from, req, bytes) {
-                p.joiner.update(req);
-                let moved = p.joiner.addr != from;
-                if moved && !self.move_joiner(id, from) {
-                    return self.refuse(from, req.nonce, Cause::Busy, replies);
-                }
-                if req.flags & (flags::RELEASE | flags::LEAVE) != 0 {
-                    self.stats.released += 1;
-                    return self.unpair(id);
-                }
-                if moved {
-                    self.answer_paired(id, true, replies);
-                }
-                return self.answer_paired(id, false, replies);
+            if self.join_paired(id, now, from, req, bytes, replies) {
+                return;
             }
-            if !p.replaceable(from, now) {
-                return self.refuse(from, req.nonce, Cause::Busy, replies);
-            }
-            self.stats.replaced += 1;
-            self.unpair(id);
         }
         let registered = self.registrations[&req.handle].end.addr;
         if registered == from || self.by_addr.contains_key(&from) {
@@ -552,6 +550,45 @@ impl Server {
         self.answer_paired(id, false, replies);
         self.answer_paired(id, true, replies);
         debug_assert!(replies.iter().map(|(_, r)| r.len()).sum::<usize>() <= REQUEST_LEN);
+    }
+
+    /// A JOIN under a handle whose receiver is in pair `id`: its own
+    /// joiner's refresh, release or move, or another's, refused unless the
+    /// pair may be replaced (then it is ended). Whether the request was
+    /// dealt with; if not, the caller makes a new pair.
+    fn join_paired(
+        &mut self,
+        id: u64,
+        now: Instant,
+        from: SocketAddr,
+        req: &Request,
+        bytes: &[u8],
+        replies: &mut Replies,
+    ) -> bool {
+        let p = self.pairs.get_mut(&id).expect("registrations' pairs exist");
+        if p.joiner.owns(from, req, bytes) {
+            p.joiner.update(req);
+            let moved = p.joiner.addr != from;
+            if moved && !self.move_joiner(id, from) {
+                self.refuse(from, req.nonce, Cause::Busy, replies);
+            } else if req.flags & (flags::RELEASE | flags::LEAVE) != 0 {
+                self.stats.released += 1;
+                self.unpair(id);
+            } else {
+                if moved {
+                    self.answer_paired(id, true, replies);
+                }
+                self.answer_paired(id, false, replies);
+            }
+            return true;
+        }
+        if !p.replaceable(from, now) {
+            self.refuse(from, req.nonce, Cause::Busy, replies);
+            return true;
+        }
+        self.stats.replaced += 1;
+        self.unpair(id);
+        false
     }
 
     /// Tells one end of pair `id` (the registered one if `registered`) where both are.
@@ -602,11 +639,19 @@ impl Server {
         true
     }
 
-    /// The registered end of `handle` goes away: its pair and registration end.
-    fn leave(&mut self, handle: Handle) {
+    /// The registered end of `handle` goes away: its pair and registration
+    /// end. If wrong guesses spent its code (`spent`), the registration
+    /// stays until `expires`, only to tell joiners so.
+    fn leave(&mut self, handle: Handle, spent: bool, expires: Instant) {
         if let Some(id) = self.registrations[&handle].pair {
             self.stats.released += 1;
             self.unpair(id);
+        }
+        if spent {
+            let r = self.registrations.get_mut(&handle).expect("held");
+            r.spent = true;
+            r.expires = expires;
+            return;
         }
         let r = self.registrations.remove(&handle).expect("held");
         self.registered_hosts.remove(r.end.addr);

@@ -362,6 +362,49 @@ fn an_end_that_leaves_frees_its_handle_at_once() {
     assert_eq!(net.server.stats().registrations, 1);
 }
 
+/// A code receiver that wrong guesses ended leaves saying so: senders
+/// that come while its registration would have lasted are told the code
+/// is spent, not that nobody waits; a new receiver takes the handle at
+/// once all the same, and is paired as usual.
+#[test]
+fn a_spent_code_is_told_to_later_joiners_until_it_lapses() {
+    let mut net = Net::new(ServerConfig::default());
+    let h = [7; 32];
+    let r = net.add("198.18.1.1:1000", Role::Register, h, true);
+    net.run(Duration::from_millis(300));
+    net.ends[r].client.leave_spent(net.now);
+    net.run(Duration::from_millis(100));
+    let late = net.add("198.18.2.2:2000", Role::Join, h, true);
+    net.run(Duration::from_millis(300));
+    assert!(
+        net.refusals(late).iter().all(|&w| w == Refusal::Spent) && !net.refusals(late).is_empty(),
+        "{:?}",
+        net.refusals(late)
+    );
+    assert_eq!(net.server.stats().pairs, 0);
+    // Another spent code, whose number a new receiver takes at once.
+    let h2 = [8; 32];
+    let r2 = net.add("198.18.1.1:1002", Role::Register, h2, true);
+    net.run(Duration::from_millis(300));
+    net.ends[r2].client.leave_spent(net.now);
+    net.run(Duration::from_millis(100));
+    let next = net.add("198.18.1.1:1001", Role::Register, h2, true);
+    net.run(Duration::from_millis(300));
+    assert!(net.refusals(next).is_empty());
+    net.add("198.18.4.4:4000", Role::Join, h2, true);
+    net.run(Duration::from_millis(300));
+    assert_eq!(net.server.stats().pairs, 1, "the new receiver is paired");
+    // The first one lapses as a registration does.
+    net.run(ServerConfig::default().registration_lifetime);
+    let later = net.add("198.18.3.3:3000", Role::Join, h, true);
+    net.run(Duration::from_millis(300));
+    let said = net.refusals(later);
+    assert!(
+        !said.is_empty() && said.iter().all(|&w| w == Refusal::Unknown),
+        "{said:?}"
+    );
+}
+
 #[test]
 fn a_pair_is_held_to_its_rate_and_quota() {
     let cfg = ServerConfig {

@@ -45,6 +45,9 @@ pub mod flags {
     pub const RELEASE: u8 = 2;
     /// End the pair and the registration: this end is going away.
     pub const LEAVE: u8 = 4;
+    /// With [`LEAVE`]: a code receiver goes away because wrong guesses
+    /// spent its code; the relay tells later joiners so for a while.
+    pub const SPENT: u8 = 8;
 }
 
 /// Why a relay refused a request.
@@ -57,6 +60,9 @@ pub enum Refusal {
     /// The relay holds as many registrations or pairs as it may, in all or
     /// for the requester's host.
     Full,
+    /// The receiver that waited under the handle went away because wrong
+    /// guesses spent its code.
+    Spent,
 }
 
 impl Refusal {
@@ -65,6 +71,7 @@ impl Refusal {
             Refusal::Unknown => 1,
             Refusal::Busy => 2,
             Refusal::Full => 3,
+            Refusal::Spent => 4,
         }
     }
 
@@ -73,6 +80,7 @@ impl Refusal {
             1 => Refusal::Unknown,
             2 => Refusal::Busy,
             3 => Refusal::Full,
+            4 => Refusal::Spent,
             _ => return None,
         })
     }
@@ -84,6 +92,9 @@ impl std::fmt::Display for Refusal {
             Refusal::Unknown => "nobody is waiting under that code or key",
             Refusal::Busy => "that code or key is in use by another transfer",
             Refusal::Full => "the relay is full",
+            Refusal::Spent => {
+                "the receiver that waited under that code stopped after too many wrong guesses"
+            }
         })
     }
 }

@@ -47,17 +47,22 @@ pub enum CloseCode {
     /// A listener has no room for the opening now (said in clear, so a
     /// hint only); it may have some later.
     Busy = 6,
+    /// A one-time-code client found the server's answer did not prove the
+    /// code and gave up (said in clear, with the secret its opening
+    /// committed to, so only the client that opened can say it).
+    GaveUp = 7,
 }
 
 impl CloseCode {
     /// Every code, in wire order.
-    pub const ALL: [CloseCode; 6] = [
+    pub const ALL: [CloseCode; 7] = [
         CloseCode::Version,
         CloseCode::Controller,
         CloseCode::Protocol,
         CloseCode::Security,
         CloseCode::NoData,
         CloseCode::Busy,
+        CloseCode::GaveUp,
     ];
 
     /// The code's value on the wire.
@@ -252,7 +257,7 @@ mod tests {
     #[test]
     fn codes_keep_their_wire_values() {
         let values: Vec<u64> = CloseCode::ALL.iter().map(|c| c.value()).collect();
-        assert_eq!(values, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(values, [1, 2, 3, 4, 5, 6, 7]);
         for c in CloseCode::ALL {
             assert_eq!(CloseCode::from_value(c.into()), Some(c));
         }

@@ -212,12 +212,18 @@ impl Session {
         let session_id = session_id & crate::wire::SESSION_ID_MASK;
         let mut s = Session::new(Role::Client, cfg, session_id, now, seed);
         if s.cfg.security.is_sealed() {
-            // The date first, then the parameters, all inside Noise.
+            // The date first (with a code, then the commitment to the
+            // secret that gives up), then the parameters, all inside Noise.
             let date = u64::try_from(unix_time.as_nanos()).unwrap_or(u64::MAX);
             let mut offer = date.to_be_bytes().to_vec();
+            let give_up = s.cfg.security.one_time_code().map(|_| {
+                let g = handshake::GiveUp::from_seed(&seed);
+                offer.extend_from_slice(&g.commitment());
+                g
+            });
             crate::wire::Frame::Hello(s.hello()).encode(&mut offer);
             let hs = ClientHandshake::new(&s.cfg.security, session_id, &offer, &mut s.rng);
-            s.handshake = Handshake::Client(handshake::Client::sealed(hs));
+            s.handshake = Handshake::Client(handshake::Client::sealed(hs, give_up));
         }
         s.state = State::Handshaking {
             started: now,

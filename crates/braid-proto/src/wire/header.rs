@@ -16,9 +16,9 @@ use crate::PathId;
 /// The only protocol version this code speaks (four bits: the first
 /// byte's high bit is [`KEY_PHASE_BIT`], the next two the packet number's
 /// length, the next the form). Version 9's five version bits read 10 or
-/// 26 here, and ours read 10 or 26 there: each side counts the other's
-/// datagrams as another version's.
-pub const VERSION: u8 = 10;
+/// 26 here: another version's. Version 11's code openings carry the
+/// commitment their client gives up with, which 10 does not read.
+pub const VERSION: u8 = 11;
 /// The first header byte's key-phase bit. It is covered by the AEAD (the
 /// header is its associated data), so it cannot be flipped unnoticed;
 /// clear handshake datagrams and insecure sessions send it as 0.

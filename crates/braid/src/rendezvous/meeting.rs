@@ -54,6 +54,39 @@ pub struct RelayView {
     /// Whether our datagrams to it go over TCP now (its UDP did not
     /// answer, or TCP was asked for).
     pub tcp: bool,
+    /// Since when it has said that wrong guesses spent the code (every
+    /// refusal it sent since the first saying so), unless it ever said
+    /// anything else: a refusal travels in clear, so it is believed only
+    /// once it has stood for [`SPENT_GRACE`] uncontradicted.
+    pub spent_since: Option<std::time::Instant>,
+    /// It said something else after saying the code was spent: one of
+    /// the two was forged, and the relay's word on it is no longer taken.
+    pub(crate) spent_doubted: bool,
+}
+
+/// How long a relay's clear "the code is spent" must stand, with no other
+/// answer from it, before a sender believes it. Its requests repeat at
+/// least every 2 s ([`braid_proto::rendezvous::MAX_RETRY`]), so a relay
+/// that really said otherwise has said so within that time, and whoever
+/// forged the refusal (it takes seeing our request's nonce) could not
+/// drop that answer; it can only end a meeting that would have failed.
+pub const SPENT_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl RelayView {
+    /// When this relay's word that the code is spent will have stood
+    /// [`SPENT_GRACE`], if it said so and nothing else since.
+    pub fn spent_believed_at(&self) -> Option<std::time::Instant> {
+        Some(self.spent_since? + SPENT_GRACE)
+    }
+
+    fn on_refusal(&mut self, why: Refusal) {
+        self.refused = Some(why);
+        if why == Refusal::Spent && !self.spent_doubted {
+            self.spent_since.get_or_insert_with(std::time::Instant::now);
+        } else if self.spent_since.take().is_some() {
+            self.spent_doubted = true;
+        }
+    }
 }
 
 /// What the relays and the punching found so far.
@@ -116,8 +149,14 @@ impl Drop for Meeting {
     fn drop(&mut self) {
         self.task.abort();
         let now = clock::now();
+        // A code receiver that wrong guesses ended says so as it leaves.
+        let spent = self.shared.endpoint.inner.is_code_spent();
         let mut client = lock(&self.shared.client);
-        client.leave(now);
+        if spent {
+            client.leave_spent(now);
+        } else {
+            client.leave(now);
+        }
         let inner = &self.shared.endpoint.inner;
         while let Some((to, bytes, carrier)) = client.poll_transmit_on(now) {
             match carrier {
@@ -150,6 +189,8 @@ impl Meeting {
                 refused: None,
                 answered: false,
                 tcp: false,
+                spent_since: None,
+                spent_doubted: false,
             })
             .collect();
         let seed = crate::endpoint::os_seed();
@@ -303,10 +344,11 @@ fn record(m: &MeetingShared, event: Event) {
             v.peer = peer;
             v.paired_at.get_or_insert_with(std::time::Instant::now);
             v.refused = None;
+            v.spent_doubted |= v.spent_since.take().is_some();
         }
         Event::Refused { relay, why } => {
             let i = view(&mut reach, relay);
-            reach.relays[i].refused = Some(why);
+            reach.relays[i].on_refusal(why);
         }
         Event::Reachable(addr) => {
             reach.direct.push((addr, std::time::Instant::now()));
@@ -404,5 +446,45 @@ async fn run(m: Arc<MeetingShared>, mut inbox: mpsc::Receiver<Inbound>) {
         if answered && note_answer(&m, from) {
             m.changed.notify_waiters();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view() -> RelayView {
+        RelayView {
+            relay: "127.0.0.1:7000".parse().unwrap(),
+            reflexive: None,
+            peer: None,
+            paired_at: None,
+            refused: None,
+            answered: true,
+            tcp: false,
+            spent_since: None,
+            spent_doubted: false,
+        }
+    }
+
+    /// The relay's own "nobody waits" after a "spent" that an observer
+    /// forged (or the other way round) makes its word on it untrusted for
+    /// good, however often "spent" comes again; a relay that says only
+    /// "spent" is believed after the grace.
+    #[test]
+    fn a_contradicted_spent_refusal_is_never_believed() {
+        let mut v = view();
+        v.on_refusal(Refusal::Spent);
+        let at = v.spent_believed_at().expect("said once");
+        assert!(at >= std::time::Instant::now() + SPENT_GRACE - Duration::from_millis(100));
+        v.on_refusal(Refusal::Spent);
+        assert_eq!(v.spent_believed_at(), Some(at), "dated from the first");
+        v.on_refusal(Refusal::Unknown);
+        assert_eq!(v.spent_believed_at(), None);
+        for _ in 0..10 {
+            v.on_refusal(Refusal::Spent);
+            assert_eq!(v.spent_believed_at(), None, "doubted for good");
+        }
+        assert_eq!(v.refused, Some(Refusal::Spent), "still shown as said");
     }
 }

@@ -18,7 +18,7 @@ pub use braid_proto::rendezvous::{
 pub use braid_proto::rendezvous::{Carrier, TCP_AFTER};
 use braid_proto::rendezvous::{Found, Opening};
 pub(crate) use meeting::INBOX;
-pub use meeting::{MeetRole, Meeting, Reach, RelayView};
+pub use meeting::{MeetRole, Meeting, Reach, RelayView, SPENT_GRACE};
 pub use relay::RendezvousRelay;
 pub use relay_tcp::{TcpOptions, TcpStats, CLOSED_FOR};
 
@@ -133,6 +133,16 @@ impl Meeting {
             } else {
                 until.min(silent_until)
             };
+            // A relay said wrong guesses spent the code, and no other
+            // answer from it has said otherwise for long enough.
+            let spent = spent(&reach);
+            if let Some((relay, _)) = spent.filter(|&(_, at)| at <= std::time::Instant::now()) {
+                let refusal = Refusal::Spent;
+                return Err(Error::RelayRefused { relay, refusal });
+            }
+            let until = spent.map_or(until, |(_, at)| {
+                until.min(tokio::time::Instant::from_std(at))
+            });
             if tokio::time::timeout_at(until, changed).await.is_err() {
                 // Paired just before giving up: open rather than fail.
                 if let Opening::Open(to) = self.opening(&self.reach()) {
@@ -201,6 +211,16 @@ impl Meeting {
         }
         Err(silent(&reach, reach.started.elapsed()))
     }
+}
+
+/// The relay whose word that wrong guesses spent the code is believed
+/// first, and from when ([`RelayView::spent_believed_at`]).
+fn spent(reach: &Reach) -> Option<(SocketAddr, std::time::Instant)> {
+    reach
+        .relays
+        .iter()
+        .filter_map(|r| Some((r.relay, r.spent_believed_at()?)))
+        .min_by_key(|&(_, at)| at)
 }
 
 /// Why a sender was not paired: no relay answered, one refused (other

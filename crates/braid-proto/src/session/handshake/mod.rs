@@ -2,8 +2,11 @@
 //! the two sides agree on, and the answers that carry it. What each side
 //! keeps of it until it is done is the [`Handshake`] part (`state.rs`).
 
+mod give_up;
 mod state;
 
+pub(super) use give_up::GiveUp;
+use give_up::COMMITMENT_LEN;
 use state::Answer;
 pub(super) use state::{Client, Handshake, Server};
 
@@ -106,72 +109,93 @@ impl Session {
             }
             Frame::ClientHello {
                 mode, pake, noise, ..
-            } => {
-                let read = ServerHandshake::read(
-                    &s.cfg.security,
-                    header.session_id,
-                    mode,
-                    pake,
-                    noise,
-                    &mut s.rng,
-                );
-                let (hs, offer) = match read {
-                    Ok(r) => r,
-                    // Said in clear, so it says no more than "no": which key
-                    // or mode was wrong would help whoever is guessing.
-                    Err(_) => {
-                        s.refuse(CloseCode::Security, REFUSED.into());
-                        return Ok(s);
-                    }
-                };
-                let Some((date, params)) = offer.split_first_chunk::<DATE_LEN>() else {
-                    return Err(AcceptError::Handshake(OfferError::NoDate));
-                };
-                let hello = match Frames::new(params).next() {
-                    Some(Ok(Frame::Hello(h))) => h,
-                    _ => return Err(AcceptError::Handshake(OfferError::NoParameters)),
-                };
-                let opening = hs.client().map(|k| (k, u64::from_be_bytes(*date)));
-                let mut answer = Vec::new();
-                let refusal = s.negotiate(&hello).err();
-                match &refusal {
-                    None => Frame::HelloAck(s.hello()).encode(&mut answer),
-                    Some((code, reason)) => Frame::Close {
-                        code: code.value(),
-                        reason: reason.as_bytes(),
-                    }
-                    .encode(&mut answer),
-                }
-                let (our_pake, msg, keys) = hs.answer(&answer);
-                let mut frame = Vec::new();
-                Frame::ServerHello {
-                    pake: &our_pake,
-                    noise: &msg,
-                }
-                .encode(&mut frame);
-                s.packets.set_keys(keys);
-                if let Some(server) = s.handshake.server_mut() {
-                    server.set_answer(Answer {
-                        client_message: noise.to_vec(),
-                        frame,
-                        opening,
-                    });
-                }
-                if let Some((code, reason)) = refusal {
-                    // The refusal travels inside the answer, authenticated.
-                    s.refuse(code, reason);
-                } else {
-                    s.events.push_back(Event::Connected);
-                    s.paths
-                        .get_mut(&path)
-                        .expect("path exists")
-                        .pending
-                        .hello_ack = true;
-                }
-            }
+            } => s.answer_opening(path, header.session_id, mode, pake, noise)?,
             _ => unreachable!("matched above"),
         }
         Ok(s)
+    }
+
+    /// A sealed server reads the client's opening and answers it (with its
+    /// parameters, or a refusal inside the answer); an opening that does
+    /// not authenticate is refused in clear.
+    fn answer_opening(
+        &mut self,
+        path: PathId,
+        session_id: u64,
+        mode: u8,
+        pake: &[u8],
+        noise: &[u8],
+    ) -> Result<(), AcceptError> {
+        let read = ServerHandshake::read(
+            &self.cfg.security,
+            session_id,
+            mode,
+            pake,
+            noise,
+            &mut self.rng,
+        );
+        let (hs, offer) = match read {
+            Ok(r) => r,
+            // Said in clear, so it says no more than "no": which key
+            // or mode was wrong would help whoever is guessing.
+            Err(_) => {
+                self.refuse(CloseCode::Security, REFUSED.into());
+                return Ok(());
+            }
+        };
+        let Some((date, params)) = offer.split_first_chunk::<DATE_LEN>() else {
+            return Err(AcceptError::Handshake(OfferError::NoDate));
+        };
+        let (give_up, params) = match mode {
+            crate::crypto::mode::CODE => match params.split_first_chunk::<COMMITMENT_LEN>() {
+                Some((c, rest)) => (Some(*c), rest),
+                None => return Err(AcceptError::Handshake(OfferError::NoParameters)),
+            },
+            _ => (None, params),
+        };
+        let hello = match Frames::new(params).next() {
+            Some(Ok(Frame::Hello(h))) => h,
+            _ => return Err(AcceptError::Handshake(OfferError::NoParameters)),
+        };
+        let opening = hs.client().map(|k| (k, u64::from_be_bytes(*date)));
+        let mut answer = Vec::new();
+        let refusal = self.negotiate(&hello).err();
+        match &refusal {
+            None => Frame::HelloAck(self.hello()).encode(&mut answer),
+            Some((code, reason)) => Frame::Close {
+                code: code.value(),
+                reason: reason.as_bytes(),
+            }
+            .encode(&mut answer),
+        }
+        let (our_pake, msg, keys) = hs.answer(&answer);
+        let mut frame = Vec::new();
+        Frame::ServerHello {
+            pake: &our_pake,
+            noise: &msg,
+        }
+        .encode(&mut frame);
+        self.packets.set_keys(keys);
+        if let Some(server) = self.handshake.server_mut() {
+            server.set_answer(Answer {
+                client_message: noise.to_vec(),
+                frame,
+                opening,
+                give_up,
+            });
+        }
+        if let Some((code, reason)) = refusal {
+            // The refusal travels inside the answer, authenticated.
+            self.refuse(code, reason);
+        } else {
+            self.events.push_back(Event::Connected);
+            self.paths
+                .get_mut(&path)
+                .expect("path exists")
+                .pending
+                .hello_ack = true;
+        }
+        Ok(())
     }
 
     /// Key mode, a server's: the client's key and the date its opening
@@ -269,28 +293,7 @@ impl Session {
                     .hello_ack = true;
             }
             Frame::ServerHello { pake, noise } if self.handshake.client_noise().is_some() => {
-                let client = self.handshake.client_mut().expect("checked");
-                let hs = client.noise_mut().expect("checked");
-                match hs.read_answer(pake, noise) {
-                    Ok((answer, keys)) => {
-                        self.packets.set_keys(keys);
-                        client.drop_noise();
-                        self.on_sealed_answer(now, path, datagram, &answer);
-                    }
-                    // With a code, every answer we check is a guess an
-                    // attacker who sent it can verify offline: the first
-                    // that fails ends the handshake, so a code gives one
-                    // guess per handshake on this side too.
-                    Err(_) if hs.mode() == crate::crypto::mode::CODE => {
-                        self.counters.forged += 1;
-                        client.drop_noise();
-                        self.fail(SessionError::CodeRejected);
-                    }
-                    Err(_) => {
-                        self.counters.forged += 1;
-                        client.on_unauthentic_answer(now);
-                    }
-                }
+                self.on_clear_answer(now, path, datagram, pake, noise);
             }
             Frame::Retry { token } if self.handshake.client_noise().is_some() => {
                 let client = self.handshake.client_mut().expect("checked");
@@ -306,6 +309,22 @@ impl Session {
                 client.on_refusal(now, code, reason.chars().take(wire::MAX_REASON).collect());
                 self.counters.forged += 1;
             }
+            // A code client gave up on our answer, with the secret its
+            // opening committed to: a wrong guess, known now.
+            Frame::Close { code, reason }
+                if code == CloseCode::GaveUp.value()
+                    && self
+                        .handshake
+                        .server()
+                        .is_some_and(|s| s.is_given_up_by(reason))
+                    && !self.is_closed() =>
+            {
+                tracing::info!(session = %crate::ids::Hex(self.session_id), "the client gave up: wrong code");
+                self.fail(SessionError::PeerAborted {
+                    code,
+                    reason: "wrong code".into(),
+                });
+            }
             // A late copy of a handshake message (a second connection's
             // answer, a repeated opening after the answer was dropped):
             // the handshake succeeded, so it says nothing either way.
@@ -315,6 +334,47 @@ impl Session {
                 self.counters.unexpected += 1;
             }
             _ => self.counters.forged += 1,
+        }
+    }
+
+    /// The server's answer, in clear and authenticated by Noise: it opens
+    /// the session's keys, or, not authentic, is counted (and with a code,
+    /// ends the handshake, telling the server we gave up).
+    fn on_clear_answer(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        datagram: &[u8],
+        pake: &[u8],
+        noise: &[u8],
+    ) {
+        let client = self.handshake.client_mut().expect("checked");
+        let hs = client.noise_mut().expect("checked");
+        match hs.read_answer(pake, noise) {
+            Ok((answer, keys)) => {
+                self.packets.set_keys(keys);
+                client.drop_noise();
+                self.on_sealed_answer(now, path, datagram, &answer);
+            }
+            // With a code, every answer we check is a guess an
+            // attacker who sent it can verify offline: the first
+            // that fails ends the handshake, so a code gives one
+            // guess per handshake on this side too.
+            Err(_) if hs.mode() == crate::crypto::mode::CODE => {
+                self.counters.forged += 1;
+                client.drop_noise();
+                // Tell the server at once that its answer was a
+                // wrong guess, so it counts it now.
+                if let Some(g) = client.take_give_up() {
+                    let code = CloseCode::GaveUp.value();
+                    self.close = Some(Close::new(code, g.secret().to_owned()));
+                }
+                self.fail(SessionError::CodeRejected);
+            }
+            Err(_) => {
+                self.counters.forged += 1;
+                client.on_unauthentic_answer(now);
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 //! said; a server its answer, to repeat it, and when the client's opening
 //! last came. Once the peer confirms, all of it is dropped.
 
+use super::give_up::{commitment_of, GiveUp, COMMITMENT_LEN};
 use crate::crypto::ClientHandshake;
 use crate::error::SessionError;
 use crate::{Instant, PublicKey};
@@ -146,15 +147,24 @@ pub(in crate::session) struct Client {
     /// When the first such answer or refusal arrived: the handshake then
     /// waits only [`UNAUTHENTIC_GRACE`] longer.
     first_unauthentic: Option<Instant>,
+    /// With a code: the secret our opening committed to, revealed if the
+    /// server's answer does not prove the code.
+    give_up: Option<GiveUp>,
 }
 
 impl Client {
     /// A sealed client's handshake with its Noise state.
-    pub fn sealed(noise: ClientHandshake) -> Self {
+    pub fn sealed(noise: ClientHandshake, give_up: Option<GiveUp>) -> Self {
         Client {
             noise: Some(Box::new(noise)),
+            give_up,
             ..Client::default()
         }
+    }
+
+    /// The secret that says we gave up, once (with a code).
+    pub fn take_give_up(&mut self) -> Option<GiveUp> {
+        self.give_up.take()
     }
 
     /// The Noise state, to write the opening with.
@@ -270,6 +280,15 @@ impl Server {
             .is_some_and(|a| a.client_message == noise)
     }
 
+    /// Whether `secret` is the one the client's opening committed to: the
+    /// client gave up on our answer (a wrong code).
+    pub fn is_given_up_by(&self, secret: &[u8]) -> bool {
+        self.answer
+            .as_ref()
+            .and_then(|a| a.give_up)
+            .is_some_and(|c| c == commitment_of(secret))
+    }
+
     /// When a session created at `created` gives up on its client.
     pub fn deadline(&self, created: Instant) -> Instant {
         (self.last_hello + UNCONFIRMED_TIMEOUT).min(created + UNCONFIRMED_LIFETIME)
@@ -286,6 +305,8 @@ pub(in crate::session) struct Answer {
     pub frame: Vec<u8>,
     /// Key mode: the client's key and the date of its opening.
     pub opening: Option<(PublicKey, u64)>,
+    /// Code mode: the commitment to the secret that gives up.
+    pub give_up: Option<[u8; COMMITMENT_LEN]>,
 }
 
 impl Answer {
@@ -373,6 +394,7 @@ mod tests {
             client_message: b"hello".to_vec(),
             frame: vec![1],
             opening: None,
+            give_up: None,
         });
         assert!(s.is_repeated_opening(b"hello") && !s.is_repeated_opening(b"other"));
         assert_eq!(s.take_answer().map(|a| a.frame), Some(vec![1]));
