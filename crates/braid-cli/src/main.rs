@@ -15,7 +15,6 @@ mod link_cmd;
 mod live;
 mod manifest;
 mod metrics;
-mod netns;
 mod observe;
 mod outgoing;
 mod plot;

@@ -11,7 +11,7 @@
 //! turn in the same rounds as a case of its own.
 
 use super::transfers_report::{markdown, summarise, Setting};
-use crate::netns::Loopback;
+use braid_netns::Loopback;
 use anyhow::{bail, Context};
 use serde::Serialize;
 use std::io::Read;

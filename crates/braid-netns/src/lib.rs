@@ -1,12 +1,19 @@
-//! The plumbing of `braid link`: a network namespace for the command and a
-//! TUN device at each end of the emulated link, like mahimahi's shells.
+//! braid-netns: network namespaces and TUN devices, for `braid link`
+//! (one emulated link in front of a command) and the NAT lab of
+//! `braid-bench` (namespaces for hosts, routers and relays, joined by TUN
+//! hops). Linux only; making them needs root.
 //!
+//! [`Namespace`] is `braid link`'s: a network namespace for the command and
+//! a TUN device at each end of the emulated link, like mahimahi's shells.
 //! The outside end (`host`) lives in the namespace braid was started in, the
 //! inside end (`inner`, the namespace's default route) in a namespace of its
 //! own; braid reads every IP packet from one TUN device and writes it to the
 //! other when the link delivers it. The namespace is named after braid's
 //! pid, so a namespace left by a braid that was killed is recognised and
-//! removed by the next one.
+//! removed by the next one. [`ns`] is the lab's namespaces and the `ip`
+//! calls everything here makes.
+
+pub mod ns;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -17,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use crate::lab::ns::ip;
+use crate::ns::ip;
 
 const PREFIX: &str = "braid-link-";
 
@@ -187,7 +194,7 @@ impl Loopback {
 
     /// `program` to run in the namespace (it dies with this process).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> anyhow::Result<Command> {
-        crate::lab::ns::command(&self.name, program)
+        crate::ns::command(&self.name, program)
     }
 }
 
