@@ -20,4 +20,3 @@ pub fn ready(dir: Option<&Path>) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
