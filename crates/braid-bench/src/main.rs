@@ -77,7 +77,7 @@ fn braid_exe() -> anyhow::Result<PathBuf> {
     if !braid.is_file() {
         anyhow::bail!(
             "no braid binary at {}: braid-bench runs the braid beside it; \
-             build both (cargo build --release -p braid-cli -p braid-bench)",
+             build both (cargo build --release)",
             braid.display()
         );
     }
