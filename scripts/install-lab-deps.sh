@@ -1,6 +1,6 @@
 #!/bin/sh
 # What the NAT lab (`braid bench lab`, `braid bench reach` and
-# crates/braid-cli/tests/lab.rs) needs beyond `braid link`'s iproute2:
+# crates/braid-bench/tests/lab.rs) needs beyond `braid link`'s iproute2:
 # nftables, for the NAT routers. Debian/Ubuntu, as root. Idempotent, and
 # quiet when nft is already there.
 #

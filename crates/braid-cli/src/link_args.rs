@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use braid_link::units::{format_duration, parse_duration, parse_probability};
+use braid_link::units::{parse_duration, parse_probability};
 use braid_link::{EcnMode, LinkConfig, LinkStats, QueueLimit, Rate, Trace};
 use clap::Args;
 
@@ -169,37 +169,7 @@ fn read_trace(path: &Path) -> anyhow::Result<Arc<Trace>> {
 impl Direction {
     /// e.g. "40Mbit/s, 20ms delay, 1% loss, queue 1000 packets".
     pub fn describe(&self) -> String {
-        let link = &self.config;
-        let mut parts = vec![match (&link.trace, link.rate) {
-            (Some(t), _) => format!(
-                "trace {} ({:.1} Mbit/s average)",
-                self.trace_file
-                    .as_deref()
-                    .unwrap_or(Path::new("?"))
-                    .display(),
-                t.average_bits_per_sec() / 1e6
-            ),
-            (None, Some(r)) => format!("{r}/s"),
-            (None, None) => "no rate limit".to_owned(),
-        }];
-        parts.push(format!("{} delay", format_duration(link.delay)));
-        if !link.jitter.is_zero() {
-            parts.push(format!("±{} jitter", format_duration(link.jitter)));
-        }
-        if !link.burst.is_zero() {
-            parts.push(format!("bursts every {}", format_duration(link.burst)));
-        }
-        if link.loss > 0.0 {
-            parts.push(format!("{} loss", percent(link.loss)));
-        }
-        parts.push(format!("queue {}", link.queue));
-        if let Some(mtu) = link.mtu {
-            parts.push(format!("MTU {mtu} B"));
-        }
-        if link.ecn != EcnMode::Off {
-            parts.push(format!("ECN {}", link.ecn));
-        }
-        parts.join(", ")
+        self.config.describe(self.trace_file.as_deref())
     }
 }
 
@@ -219,11 +189,6 @@ pub fn link_counters(l: &LinkStats) -> String {
         "offered {}, delivered {}, dropped {} by loss / {} by queue / {} while down, {} CE marks",
         l.offered, l.delivered, l.dropped_loss, l.dropped_queue, l.dropped_down, l.ce_marked
     )
-}
-
-fn percent(p: f64) -> String {
-    let s = format!("{:.4}", p * 100.0);
-    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 #[cfg(test)]
@@ -268,11 +233,5 @@ mod tests {
         assert_eq!(mtu(&["--delay", "20ms"]), Some(1500));
         assert_eq!(mtu(&["--rate", "1mbit", "--mtu", "9000"]), Some(9000));
         assert_eq!(mtu(&[]), None, "a plain forwarder");
-    }
-
-    #[test]
-    fn percentages_print_short() {
-        assert_eq!(percent(0.01), "1%");
-        assert_eq!(percent(0.075), "7.5%");
     }
 }

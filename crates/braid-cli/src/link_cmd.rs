@@ -23,7 +23,7 @@ use braid_proto::{Ecn, Instant};
 use clap::Args;
 
 use crate::link_args::{describe_both, link_counters, LinkArgs};
-use crate::netns::{Namespace, Tun};
+use braid_netns::{Namespace, Tun};
 
 #[derive(Args)]
 #[command(
@@ -181,7 +181,7 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
             Duration::from_nanos(at.as_nanos().saturating_sub(link_now(origin).as_nanos()))
                 .min(MAX_WAIT)
         });
-        crate::netns::wait_readable(&[&ns.inside, &ns.outside], wait);
+        braid_netns::wait_readable(&[&ns.inside, &ns.outside], wait);
     };
     for lane in &mut lanes {
         lane.finish();

@@ -1,13 +1,12 @@
 //! `braid`: send, receive, relay, simulate, benchmark, and see it all at once in `demo`.
 
-mod bench;
+mod bench_cmd;
 mod demo_cmd;
 mod failure;
 mod file_io;
 mod filled;
 mod human;
 mod keys;
-mod lab;
 mod landing;
 mod lent;
 mod link_args;
@@ -15,7 +14,6 @@ mod link_cmd;
 mod live;
 mod manifest;
 mod metrics;
-mod netns;
 mod observe;
 mod outgoing;
 mod plot;
@@ -29,7 +27,6 @@ mod send_cmd;
 mod sim_cmd;
 mod staging;
 mod summary;
-mod tcp_file;
 mod text;
 mod transfer;
 
@@ -116,21 +113,11 @@ enum Command {
     },
     /// Run a command (iperf3, curl, braid, ...) behind an emulated link, in a network namespace of its own (root).
     Link(link_cmd::LinkCmdArgs),
-    /// Run the scenario suites with every controller and several seeds; write reports and plots.
-    Bench {
-        #[command(flatten)]
-        args: bench::BenchArgs,
-        #[command(flatten)]
-        log: LogArgs,
-    },
+    /// Run the scenario suites with every controller and several seeds; write reports and plots (runs braid-bench).
+    #[command(disable_help_flag = true)]
+    Bench(bench_cmd::BenchArgs),
     /// Draw a run's window, in-flight, throughput and RTT per connection from a series JSON or a qlog.
     Plot(plot::PlotArgs),
-    /// A file over kernel TCP, timed as `braid send` times itself (`braid bench real` runs it).
-    #[command(hide = true)]
-    TcpSend(tcp_file::TcpSendArgs),
-    /// The receiving end of `tcp-send` as a process (`braid bench transfers --mtu` runs it).
-    #[command(hide = true)]
-    TcpRecv(tcp_file::TcpRecvArgs),
 }
 
 fn main() -> ExitCode {
@@ -158,10 +145,8 @@ fn main() -> ExitCode {
         }
         Command::Relay { args, .. } => relay_cmd::run(args),
         Command::Link(args) => link_cmd::run(args),
-        Command::Bench { args, .. } => bench::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
         Command::Plot(args) => plot::run(args),
-        Command::TcpSend(args) => tcp_file::send(args),
-        Command::TcpRecv(args) => tcp_file::recv(args),
     };
     match result {
         Ok(code) => code,
@@ -189,13 +174,10 @@ impl Command {
             | Command::Send { log, .. }
             | Command::Recv { log, .. }
             | Command::Sim { log, .. }
-            | Command::Relay { log, .. }
-            | Command::Bench { log, .. } => *log,
-            Command::Keygen(_)
-            | Command::Link(_)
-            | Command::Plot(_)
-            | Command::TcpSend(_)
-            | Command::TcpRecv(_) => LogArgs::default(),
+            | Command::Relay { log, .. } => *log,
+            Command::Keygen(_) | Command::Link(_) | Command::Plot(_) | Command::Bench(_) => {
+                LogArgs::default()
+            }
         }
     }
 }

@@ -59,7 +59,7 @@ fn stdin_to_stdout() {
 #[test]
 fn verbose_is_offered_only_where_it_logs() {
     let help = |cmd: &str| String::from_utf8_lossy(&run(&[cmd, "--help"]).stdout).into_owned();
-    for cmd in ["send", "recv", "demo", "sim", "relay", "bench"] {
+    for cmd in ["send", "recv", "demo", "sim", "relay"] {
         assert!(help(cmd).contains("-v, --verbose"), "{cmd}");
     }
     for cmd in ["keygen", "plot", "link"] {
@@ -69,6 +69,29 @@ fn verbose_is_offered_only_where_it_logs() {
         assert!(stderr(&o).contains("'-v'"), "{cmd}: {}", stderr(&o));
     }
     assert!(!help("keygen").contains("verbose"));
+}
+
+/// `braid bench ARGS` runs the braid-bench beside braid with ARGS (its
+/// `--help` too), or says how to build it.
+#[test]
+fn bench_runs_braid_bench_or_says_how_to_build_it() {
+    let o = run(&["bench", "--help"]);
+    let beside = std::path::Path::new(env!("CARGO_BIN_EXE_braid"))
+        .with_file_name(format!("braid-bench{}", std::env::consts::EXE_SUFFIX));
+    if beside.is_file() {
+        assert!(o.status.success(), "{}", stderr(&o));
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(help.contains("Usage: braid-bench"), "{help}");
+        assert!(help.contains("reach"), "{help}");
+        assert!(help.contains("-v, --verbose"), "{help}");
+    } else {
+        assert_eq!(o.status.code(), Some(1));
+        assert!(
+            stderr(&o).contains("cargo build --release -p braid-bench"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
 
 #[test]

@@ -272,3 +272,55 @@ fn an_interrupted_transfer_is_plotted_on_both_sides() {
     check_samples(&series(&dir.path().join("send-plots"), "send").0, 3);
     check_samples(&series(&dir.path().join("recv-plots"), "recv").0, 3);
 }
+
+/// `braid sim --plot DIR`: a two-flow run's windows and throughputs, in
+/// SVG and PNG, each flow's connection named.
+#[test]
+fn sim_plot_draws_the_runs_plots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("2-two-flows.toml");
+    std::fs::write(
+        &scenario,
+        r#"name = "tiny/2-two-flows"
+time_limit = "30s"
+sample_interval = "20ms"
+[[path]]
+rate = "20Mbit"
+delay = "2ms"
+queue = 100
+[[flow]]
+bytes = "1MB"
+[[flow]]
+bytes = "1MB"
+start = "200ms"
+"#,
+    )
+    .unwrap();
+    let dir = tmp.path().join("plots");
+    let st = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .arg("sim")
+        .arg(&scenario)
+        .arg("--plot")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    for (kind, names) in [
+        ("window", &["flow 0 path 0", "flow 1 path 0"][..]),
+        ("throughput", &["flow 0", "flow 1"][..]),
+    ] {
+        let svg =
+            std::fs::read_to_string(dir.join(format!("tiny-2-two-flows-{kind}.svg"))).unwrap();
+        assert!(svg.trim_end().ends_with("</svg>"), "{kind}");
+        assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+        for n in names {
+            assert!(svg.contains(n), "the {kind} plot lacks series {n:?}");
+        }
+        let png = std::fs::read(dir.join(format!("tiny-2-two-flows-{kind}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{kind}");
+    }
+}

@@ -3,7 +3,8 @@
 //! inline `braid ...` command, names a subcommand that exists and only
 //! flags that subcommand's `--help` lists. The user-facing pages in docs/
 //! are checked the same way (their ```sh blocks). Nothing is run but
-//! `braid ... --help`, so the test is fast and needs no network.
+//! `braid ... --help`, so the test is fast and needs no network. `braid
+//! bench ...` shows braid-bench's help, so that one must be built too.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -203,6 +204,18 @@ struct Helps {
 impl Helps {
     fn get(&mut self, path: &[String]) -> &(bool, String) {
         let bin = self.bin;
+        if path.first().is_some_and(|p| p == "bench") {
+            // `braid bench` runs the braid-bench beside braid, whose help
+            // it shows.
+            let bench = Path::new(bin)
+                .with_file_name(format!("braid-bench{}", std::env::consts::EXE_SUFFIX));
+            assert!(
+                bench.is_file(),
+                "no {}: `braid bench` commands are checked against it; build it \
+                 (cargo build -p braid-bench) or run cargo test --workspace",
+                bench.display()
+            );
+        }
         self.cache.entry(path.to_vec()).or_insert_with(|| {
             let out = Command::new(bin)
                 .args(path)

@@ -244,6 +244,40 @@ impl LinkConfig {
             .or(self.mtu)
     }
 
+    /// One line for people, e.g. "40Mbit/s, 20ms delay, 1% loss, queue
+    /// 1000 packets"; a trace is named by `trace_file` when it was read
+    /// from one.
+    pub fn describe(&self, trace_file: Option<&std::path::Path>) -> String {
+        use units::format_duration;
+        let mut parts = vec![match (&self.trace, self.rate) {
+            (Some(t), _) => format!(
+                "trace {} ({:.1} Mbit/s average)",
+                trace_file.unwrap_or(std::path::Path::new("?")).display(),
+                t.average_bits_per_sec() / 1e6
+            ),
+            (None, Some(r)) => format!("{r}/s"),
+            (None, None) => "no rate limit".to_owned(),
+        }];
+        parts.push(format!("{} delay", format_duration(self.delay)));
+        if !self.jitter.is_zero() {
+            parts.push(format!("±{} jitter", format_duration(self.jitter)));
+        }
+        if !self.burst.is_zero() {
+            parts.push(format!("bursts every {}", format_duration(self.burst)));
+        }
+        if self.loss > 0.0 {
+            parts.push(format!("{} loss", percent(self.loss)));
+        }
+        parts.push(format!("queue {}", self.queue));
+        if let Some(mtu) = self.mtu {
+            parts.push(format!("MTU {mtu} B"));
+        }
+        if self.ecn != EcnMode::Off {
+            parts.push(format!("ECN {}", self.ecn));
+        }
+        parts.join(", ")
+    }
+
     /// A link of the given rate and one-way delay, other settings default.
     pub fn new(rate: Rate, delay: Duration) -> Self {
         LinkConfig {
@@ -284,6 +318,12 @@ impl LinkConfig {
     }
 }
 
+/// A probability as a short percentage: "1%", "7.5%".
+fn percent(p: f64) -> String {
+    let s = format!("{:.4}", p * 100.0);
+    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// A [`LinkConfig`] setting out of its range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {problem}")]
@@ -291,4 +331,25 @@ pub struct LinkConfigError {
     /// The setting, as [`LinkConfig`] names it ("loss", "gilbert.r").
     pub field: String,
     pub problem: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_print_short() {
+        assert_eq!(percent(0.01), "1%");
+        assert_eq!(percent(0.075), "7.5%");
+    }
+
+    #[test]
+    fn a_link_describes_itself_in_one_line() {
+        let mut link = LinkConfig::new(Rate::BitsPerSec(40_000_000), Duration::from_millis(20));
+        link.loss = 0.01;
+        let said = link.describe(None);
+        assert!(said.contains("20ms delay"), "{said}");
+        assert!(said.contains("1% loss"), "{said}");
+        assert!(said.contains("queue"), "{said}");
+    }
 }

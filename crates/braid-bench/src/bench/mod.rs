@@ -1,4 +1,4 @@
-//! `braid bench`: runs the scenario suites in the simulator, every row with
+//! `braid-bench` (`braid bench`): runs the scenario suites in the simulator, every row with
 //! each controller and several seeds, in parallel, and writes a markdown
 //! and an HTML report, every run's JSON and plots.
 
@@ -77,6 +77,14 @@ const SUITE_ORDER: &[&str] = &[
 pub struct BenchArgs {
     #[command(subcommand)]
     mode: Option<BenchMode>,
+    /// With no subcommand: the suites (as `suite`).
+    #[command(flatten)]
+    suite: SuiteArgs,
+}
+
+/// The scenario suites in the simulator.
+#[derive(Args)]
+pub struct SuiteArgs {
     /// Suites: directory names under the suites directory (or paths to
     /// directories). None: every directory whose files have a [published] table.
     suites: Vec<String>,
@@ -102,11 +110,14 @@ pub struct BenchArgs {
 
 #[derive(clap::Subcommand)]
 enum BenchMode {
+    /// Run the scenario suites with every controller and several seeds
+    /// (what braid-bench does with no subcommand).
+    Suite(SuiteArgs),
     /// Rows run for real through `braid link` (root): kernel TCP (a file timed
     /// as braid's, and iperf3) and braid side by side, beside the simulator's
     /// figure for the same row.
     Real(real::RealArgs),
-    /// Real transfers on loopback with this program as users run it
+    /// Real transfers on loopback with braid as users run it
     /// (receiver, optional relay and sender as separate processes):
     /// sealed and insecure, direct or through relays, rounds rotated,
     /// medians of goodput and CPU seconds per GB.
@@ -114,13 +125,20 @@ enum BenchMode {
     /// What a rendezvous relay (`braid relay --serve`) costs: memory per
     /// pair with many concurrent pairs, CPU seconds per GB forwarded.
     Pairings(pairings::PairingsArgs),
-    /// The NAT lab `braid bench reach` runs in (root): two sites behind NAT
+    /// The NAT lab `reach` runs in (root): two sites behind NAT
     /// routers and two relays in network namespaces, kept until Ctrl-C.
     Lab(Box<crate::lab::LabArgs>),
     /// NAT traversal in the lab (root): for each pair of NAT kinds, whether
     /// and how soon a direct path opens, relay goodput and failover, with
     /// `braid relay --serve`, `braid recv --relay` and `braid send --relay`.
     Reach(Box<reach::ReachArgs>),
+    /// A file over kernel TCP, timed as `braid send` times itself (`real`
+    /// and `transfers --mtu` run it).
+    #[command(hide = true)]
+    TcpSend(crate::tcp_file::TcpSendArgs),
+    /// The receiving end of `tcp-send` as a process (`transfers --mtu` runs it).
+    #[command(hide = true)]
+    TcpRecv(crate::tcp_file::TcpRecvArgs),
 }
 
 /// This run's command line, as a user would type it.
@@ -129,7 +147,7 @@ pub(super) fn command_line() -> String {
         .skip(1)
         .map(|a| if a.contains(' ') { format!("{a:?}") } else { a })
         .collect();
-    format!("braid {}", args.join(" "))
+    format!("braid bench {}", args.join(" "))
 }
 
 /// A suite and its rows, in order.
@@ -178,13 +196,21 @@ impl Bench {
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.mode {
-        Some(BenchMode::Real(real)) => return real::run(real),
-        Some(BenchMode::Transfers(t)) => return transfers::run(t),
-        Some(BenchMode::Pairings(p)) => return pairings::run(p),
-        Some(BenchMode::Lab(l)) => return crate::lab::run(*l),
-        Some(BenchMode::Reach(r)) => return reach::run(*r),
-        None => {}
+        Some(BenchMode::Suite(suite)) => suites(suite),
+        Some(BenchMode::Real(real)) => real::run(real),
+        Some(BenchMode::Transfers(t)) => transfers::run(t),
+        Some(BenchMode::Pairings(p)) => pairings::run(p),
+        Some(BenchMode::Lab(l)) => crate::lab::run(*l),
+        Some(BenchMode::Reach(r)) => reach::run(*r),
+        Some(BenchMode::TcpSend(a)) => crate::tcp_file::send(a),
+        Some(BenchMode::TcpRecv(a)) => crate::tcp_file::recv(a),
+        None => suites(args.suite),
     }
+}
+
+/// The scenario suites: every row with each controller and seed, then the
+/// reports.
+fn suites(args: SuiteArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let names = if args.suites.is_empty() {
         discover(&args.suites_dir)?

@@ -12,9 +12,9 @@
 //! with braid's raw RTT samples. Smoothing shaves the peaks, so if anything
 //! the kernel's figure is the lower one.
 //!
-//! The sender is a hidden subcommand (`braid tcp-send`), to run inside
+//! The sender is a hidden subcommand (`braid-bench tcp-send`), to run inside
 //! `braid link`; the receiver is [`receive_one`], in the bench's process,
-//! or in one of its own (`braid tcp-recv`, for `braid bench transfers
+//! or in one of its own (`braid-bench tcp-recv`, for `braid bench transfers
 //! --mtu`, which counts each end's CPU).
 
 use std::io::{Read, Write};
@@ -57,7 +57,7 @@ pub struct TcpRecvArgs {
     limit: u64,
 }
 
-/// [`receive_one`] as a process of its own (`braid tcp-recv`), so that its
+/// [`receive_one`] as a process of its own (`braid-bench tcp-recv`), so that its
 /// CPU time is its own: says `listening on ADDR` on stderr once it is, and
 /// prints `{"bytes": N}` when the connection has ended.
 pub fn recv(args: TcpRecvArgs) -> anyhow::Result<ExitCode> {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use braid_link::{InFlight, Link, LinkConfig, LinkState, Offer};
 use braid_proto::{Ecn, Instant};
 
-use crate::netns::Tun;
+use braid_netns::Tun;
 
 /// Packets read from one device per turn, so a flood one way cannot starve
 /// the other.
@@ -123,7 +123,7 @@ fn forward(a: &Tun, b: &Tun, lanes: &mut [Lane; 2], stop: &AtomicBool, state: &A
         let wait = due.map_or(MAX_WAIT, |at| {
             Duration::from_nanos(at.as_nanos().saturating_sub(now().as_nanos())).min(MAX_WAIT)
         });
-        crate::netns::wait_readable(&[a, b], wait);
+        braid_netns::wait_readable(&[a, b], wait);
     }
 }
 

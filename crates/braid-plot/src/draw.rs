@@ -10,7 +10,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 const SIZE: (u32, u32) = (800, 480);
 /// Most points one series keeps (longer series are thinned or averaged).

@@ -107,8 +107,8 @@ pub(super) fn markdown(summaries: &[Summary], set: &Setting) -> String {
     let _ = writeln!(md, "{}\n", mtu_note(set));
     if tcp {
         md.push_str(
-            "kernel TCP: `braid tcp-send` (cubic; reads the file and writes it to the \
-             socket through a 1 MiB buffer, no encryption, no hashing) to `braid \
+            "kernel TCP: `braid-bench tcp-send` (cubic; reads the file and writes it to the \
+             socket through a 1 MiB buffer, no encryption, no hashing) to `braid-bench \
              tcp-recv` (reads and discards), timed as `braid send` times itself: from connecting until the \
              receiver's answer that it has every byte. CPU is each process's, from the \
              kernel's accounting, as for braid.\n\n",

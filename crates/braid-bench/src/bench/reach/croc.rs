@@ -211,11 +211,7 @@ fn row(name: &str, uplink: &LinkConfig, runs: Vec<CrocRun>) -> CrocRow {
     let ratio = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a / b);
     CrocRow {
         condition: name.to_owned(),
-        uplink: crate::link_args::Direction {
-            config: uplink.clone(),
-            trace_file: None,
-        }
-        .describe(),
+        uplink: uplink.describe(None),
         croc_over_braid: ratio(wall(2), wall(0)),
         croc_over_braid_relayed: ratio(wall(2), wall(1)),
         columns,

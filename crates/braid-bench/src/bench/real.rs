@@ -251,7 +251,8 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
     if needs_iperf3 && Command::new("iperf3").arg("-v").output().is_err() {
         bail!("braid bench real needs iperf3 for kernel TCP: run scripts/install-bench-deps.sh (apt-get install iperf3)");
     }
-    let braid = std::env::current_exe().context("cannot find the braid binary")?;
+    let braid = crate::braid_exe()?;
+    let bench = crate::own_exe()?;
     let work = tempfile::tempdir().context("cannot make a temporary directory")?;
     let key = work.path().join("recv.key");
     let keygen = Command::new(&braid)
@@ -282,11 +283,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         let sim_mbps = sim.goodput_mbps;
         let input = work.path().join("in.bin");
         write_content(&input, bytes)?;
-        let link = crate::link_args::Direction {
-            config: sc.paths[0].forward.clone(),
-            trace_file: Some(file.clone()),
-        }
-        .describe();
+        let link = sc.paths[0].forward.describe(Some(file));
         eprintln!("{}: {link}; simulator {sim_mbps:.1} Mbit/s", file.display());
         let mut row = RealRow {
             file: file.display().to_string(),
@@ -304,6 +301,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
                 let kind = args.kinds[(i + round as usize) % n];
                 let ctx = RunContext {
                     braid: &braid,
+                    bench: &bench,
                     scenario: file,
                     bytes,
                     input: &input,
@@ -380,6 +378,8 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
 
 struct RunContext<'a> {
     braid: &'a Path,
+    /// This program, for its `tcp-send`.
+    bench: &'a Path,
     scenario: &'a Path,
     bytes: u64,
     input: &'a Path,
@@ -456,7 +456,7 @@ impl RunContext<'_> {
             crate::tcp_file::receive_one(listener, self.bytes, self.limit + Duration::from_secs(5));
         let out = self.through_link(&format!(
             "exec {} tcp-send {} --to \"$BRAID_LINK_HOST:{port}\" --cc {cc}",
-            sh_quote(self.braid),
+            sh_quote(self.bench),
             sh_quote(self.input),
         ));
         let received = receiver
@@ -465,7 +465,7 @@ impl RunContext<'_> {
         let out = out?;
         received?;
         let v: serde_json::Value =
-            serde_json::from_slice(&out).context("braid tcp-send printed no JSON")?;
+            serde_json::from_slice(&out).context("braid-bench tcp-send printed no JSON")?;
         let goodput = v["goodput_mbps"].as_f64().context("no goodput")?;
         let segments = v["data_segments"].as_f64().unwrap_or(0.0);
         let retrans = v["retransmitted"].as_f64().unwrap_or(0.0);

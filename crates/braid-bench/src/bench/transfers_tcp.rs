@@ -1,6 +1,6 @@
 //! Kernel TCP's turn in `braid bench transfers --mtu`: the same file from
-//! `braid tcp-send` to `braid tcp-recv` ([`crate::tcp_file`]), two processes
-//! of this binary where braid's run, timed as `braid send` times itself,
+//! `braid-bench tcp-send` to `braid-bench tcp-recv` ([`crate::tcp_file`]),
+//! two processes of this binary where braid's run, timed as `braid send` times itself,
 //! with each one's CPU time from the kernel's accounting.
 
 use super::transfers::{output_and_cpu, said, Bench, Procs, Run};
@@ -13,7 +13,7 @@ pub(super) fn transfer(bench: &Bench) -> anyhow::Result<Run> {
     let listen = format!("127.0.0.1:{port}");
     let size = bench.size();
     let mut procs = Procs::default();
-    let mut recv = bench.command()?;
+    let mut recv = bench.own_command()?;
     recv.args([
         "tcp-recv",
         "--listen",
@@ -23,9 +23,9 @@ pub(super) fn transfer(bench: &Bench) -> anyhow::Result<Run> {
     ])
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    let child = procs.start("braid tcp-recv", &mut recv)?;
-    said(child.stderr.take(), "listening on ", "braid tcp-recv")?;
-    let mut send = bench.command()?;
+    let child = procs.start("braid-bench tcp-recv", &mut recv)?;
+    said(child.stderr.take(), "listening on ", "braid-bench tcp-recv")?;
+    let mut send = bench.own_command()?;
     let mut send = send
         .arg("tcp-send")
         .arg(bench.input())
@@ -33,19 +33,19 @@ pub(super) fn transfer(bench: &Bench) -> anyhow::Result<Run> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .context("cannot start braid tcp-send")?;
+        .context("cannot start braid-bench tcp-send")?;
     let (sent, send_cpu) = output_and_cpu(&mut send)?;
     if !sent.status.success() {
         bail!(
-            "braid tcp-send failed: {}",
+            "braid-bench tcp-send failed: {}",
             String::from_utf8_lossy(&sent.stderr).trim()
         );
     }
     let s: serde_json::Value =
-        serde_json::from_slice(&sent.stdout).context("braid tcp-send printed no JSON")?;
+        serde_json::from_slice(&sent.stdout).context("braid-bench tcp-send printed no JSON")?;
     let (received, recv_cpu) = output_and_cpu(&mut procs.take(0))?;
     let r: serde_json::Value =
-        serde_json::from_slice(&received.stdout).context("braid tcp-recv printed no JSON")?;
+        serde_json::from_slice(&received.stdout).context("braid-bench tcp-recv printed no JSON")?;
     anyhow::ensure!(
         r["bytes"] == size && s["bytes"] == size,
         "kernel TCP moved {} of {size} bytes (sender: {})",

@@ -1,14 +1,14 @@
 //! The bench's plots, each as SVG and PNG: window per connection and
 //! throughput per flow over time, goodput against a row parameter beside
 //! TCP's figures, and a Pantheon-style throughput vs 95th-percentile
-//! one-way delay scatter. Drawn by `crate::plot`, as every plot of braid.
+//! one-way delay scatter. Drawn by `braid_plot`, as every plot of braid.
 
 use super::published::Row;
 use super::report::Figure;
 use super::stats::{aggregate, mean, run_owd_p95};
 use super::Bench;
-use crate::plot::draw::{self, nth_color, Chart, Mark, Series, PALETTE};
-use crate::plot::{flow_throughput_chart, window_chart, Trace};
+use braid_plot::draw::{self, nth_color, Chart, Mark, Series, PALETTE};
+use braid_plot::{flow_throughput_chart, window_chart, Trace};
 use braid_proto::cc::Algorithm;
 use braid_sim::RunResult;
 use plotters::style::RGBColor;

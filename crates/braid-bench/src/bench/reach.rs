@@ -379,7 +379,7 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
     let croc = args.croc.as_deref().map(croc::Croc::find).transpose()?;
     let wormhole = args.wormhole.as_deref().map(wormhole::Wormhole::find);
     let wormhole = wormhole.transpose()?;
-    let exe = std::env::current_exe().context("cannot find this program")?;
+    let exe = crate::braid_exe()?;
     let work = WorkDir::create()?;
     lab::remove_on_signal(work.path());
     let input = work.path().join("reach.bin");

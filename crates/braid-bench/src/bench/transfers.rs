@@ -6,13 +6,13 @@
 //! seconds per GB, and each case's ratio to the first.
 //!
 //! With `--mtu`, every process runs in a network namespace of its own whose
-//! loopback has that MTU (see [`crate::netns::Loopback`]), and kernel TCP
-//! (`braid tcp-send` to `braid tcp-recv`, [`crate::tcp_file`]) takes its
+//! loopback has that MTU (see [`braid_netns::Loopback`]), and kernel TCP
+//! (`braid-bench tcp-send` to `tcp-recv`, [`crate::tcp_file`]) takes its
 //! turn in the same rounds as a case of its own.
 
 use super::transfers_report::{markdown, summarise, Setting};
-use crate::netns::Loopback;
 use anyhow::{bail, Context};
+use braid_netns::Loopback;
 use serde::Serialize;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -146,7 +146,10 @@ pub(super) struct Run {
 
 /// What every run of a bench shares.
 pub(super) struct Bench {
+    /// The braid binary the transfers run.
     exe: PathBuf,
+    /// This program, for kernel TCP's `tcp-send` and `tcp-recv`.
+    own: PathBuf,
     work: tempfile::TempDir,
     input: PathBuf,
     key: PathBuf,
@@ -157,11 +160,20 @@ pub(super) struct Bench {
 }
 
 impl Bench {
-    /// This program, to run where the bench's processes run.
+    /// braid, to run where the bench's processes run.
     pub fn command(&self) -> anyhow::Result<Command> {
+        self.command_of(&self.exe)
+    }
+
+    /// This program, to run where the bench's processes run.
+    pub fn own_command(&self) -> anyhow::Result<Command> {
+        self.command_of(&self.own)
+    }
+
+    fn command_of(&self, program: &Path) -> anyhow::Result<Command> {
         match &self.netns {
-            Some(ns) => ns.command(&self.exe),
-            None => Ok(Command::new(&self.exe)),
+            Some(ns) => ns.command(program),
+            None => Ok(Command::new(program)),
         }
     }
 
@@ -212,7 +224,8 @@ fn setup(args: &TransfersArgs) -> anyhow::Result<Bench> {
         Some(mtu) => Some(Loopback::create("braid bench transfers --mtu", mtu)?),
         None => None,
     };
-    let exe = std::env::current_exe().context("cannot find this program")?;
+    let exe = crate::braid_exe()?;
+    let own = crate::own_exe()?;
     let work = tempfile::tempdir().context("cannot make a working directory")?;
     let input = work.path().join("in.bin");
     super::real::write_content(&input, args.size)?;
@@ -225,6 +238,7 @@ fn setup(args: &TransfersArgs) -> anyhow::Result<Bench> {
     anyhow::ensure!(made.status.success(), "braid keygen failed");
     Ok(Bench {
         exe,
+        own,
         work,
         input,
         key,

@@ -1,8 +1,8 @@
-//! The NAT lab (`braid bench lab`): what each kind of NAT router lets
+//! The NAT lab (`braid-bench lab`): what each kind of NAT router lets
 //! through, checked with plain UDP sockets made in the lab's namespaces
 //! (no braid protocol involved), that rebinding, cutting the direct path
 //! and taking a hop down do what they say, that the lab leaves nothing
-//! behind, and cases of `braid bench reach` end to end (NAT pairs,
+//! behind, and cases of `braid-bench reach` end to end (NAT pairs,
 //! failover, one LAN, UDP blocked). Needs root,
 //! iproute2, nftables (scripts/install-lab-deps.sh) and /dev/net/tun;
 //! without them each test says why it skipped.
@@ -63,7 +63,7 @@ macro_rules! lab_or_skip {
     };
 }
 
-/// A running `braid bench lab`, ended (stdin closed, then killed) on drop.
+/// A running `braid-bench lab`, ended (stdin closed, then killed) on drop.
 struct Lab {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -73,8 +73,8 @@ struct Lab {
 
 impl Lab {
     fn start(args: &[&str]) -> Lab {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_braid"))
-            .args(["bench", "lab"])
+        let mut child = Command::new(env!("CARGO_BIN_EXE_braid-bench"))
+            .arg("lab")
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -106,7 +106,7 @@ impl Lab {
     fn line(&self) -> String {
         self.lines
             .recv_timeout(Duration::from_secs(15))
-            .expect("braid bench lab said nothing")
+            .expect("braid-bench lab said nothing")
     }
 
     fn ns(&self, node: &str) -> String {
@@ -411,7 +411,7 @@ fn the_lab_leaves_nothing_behind_even_after_kill_9() {
     assert_eq!(listed(third.pid), 0);
 }
 
-/// The whole stack in the lab, as `braid bench reach` runs it (its NAT
+/// The whole stack in the lab, as `braid-bench reach` runs it (its NAT
 /// pairs and failover cases, one small file each): braid's rendezvous
 /// relays, hole punching wherever a mapping can be learnt, the relays
 /// alone otherwise, and transfers that survive a relay killed, the direct
@@ -424,8 +424,8 @@ fn bench_reach_punches_where_it_can_relays_elsewhere_and_survives_failures() {
     }
     let _shared = shared();
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_braid"))
-        .args(["bench", "reach", "--parts", "pairs,failover"])
+    let child = Command::new(env!("CARGO_BIN_EXE_braid-bench"))
+        .args(["reach", "--parts", "pairs,failover"])
         .args([
             "--rounds",
             "1",
@@ -474,7 +474,7 @@ fn bench_reach_punches_where_it_can_relays_elsewhere_and_survives_failures() {
     assert!(!left.contains(&format!("braid-lab-{pid}-")), "{left}");
 }
 
-/// The same-LAN and UDP-blocked cases of `braid bench reach`, one small
+/// The same-LAN and UDP-blocked cases of `braid-bench reach`, one small
 /// file each: both hosts behind one router find each other on the LAN
 /// (braid --relay opens a direct path there, braid --to the LAN address
 /// needs no relay), and with all UDP out dropped both ends fail naming
@@ -487,8 +487,8 @@ fn bench_reach_on_one_lan_and_with_udp_blocked() {
     }
     let _shared = shared();
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
-        .args(["bench", "reach", "--parts", "lan,udp-blocked"])
+    let out = Command::new(env!("CARGO_BIN_EXE_braid-bench"))
+        .args(["reach", "--parts", "lan,udp-blocked"])
         .args(["--rounds", "1", "--size", "2MB", "--timeout", "30s"])
         .args(["--report-name", "cases", "--out"])
         .arg(dir.path())

@@ -10,7 +10,6 @@ use super::croc::CrocRow;
 use super::{Case, Part, ReachArgs, Run};
 use crate::bench::stats::median;
 use crate::lab::LabConfig;
-use crate::link_args::Direction;
 
 /// The direct path must be validated within one round trip plus this.
 const DIRECT_SLACK_MS: f64 = 300.0;
@@ -99,11 +98,7 @@ fn mbit(link: &LinkConfig) -> Option<f64> {
 }
 
 fn describe(link: &LinkConfig) -> String {
-    Direction {
-        config: link.clone(),
-        trace_file: None,
-    }
-    .describe()
+    link.describe(None)
 }
 
 fn med(v: impl IntoIterator<Item = f64>) -> Option<f64> {

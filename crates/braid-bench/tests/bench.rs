@@ -1,11 +1,23 @@
-//! `braid bench` on a tiny suite set: well-formed reports, results that are
+//! `braid-bench` on a tiny suite set: well-formed reports, results that are
 //! exactly `braid sim --json`'s, and valid SVG/PNG plots with their series.
 
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-const BRAID: &str = env!("CARGO_BIN_EXE_braid");
+const BENCH: &str = env!("CARGO_BIN_EXE_braid-bench");
+
+/// The braid binary beside braid-bench, which braid-bench runs (`cargo
+/// test --workspace` builds both).
+fn braid() -> std::path::PathBuf {
+    let path = Path::new(BENCH).with_file_name(format!("braid{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "no {}: build it first (cargo build -p braid-cli), or run cargo test --workspace",
+        path.display()
+    );
+    path
+}
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -118,8 +130,8 @@ fn a_tiny_suite_makes_a_well_formed_report() {
     let scen = tmp.path().join("scenarios");
     suites(&scen);
     let out = tmp.path().join("out");
-    let st = Command::new(BRAID)
-        .args(["bench", "--seeds", "2", "--cc", "aimd,bbr", "--jobs", "2"])
+    let st = Command::new(BENCH)
+        .args(["--seeds", "2", "--cc", "aimd,bbr", "--jobs", "2"])
         .arg("--suites-dir")
         .arg(&scen)
         .arg("--out")
@@ -149,7 +161,7 @@ fn a_tiny_suite_makes_a_well_formed_report() {
         .iter()
         .find(|r| r["row"] == "loss-1pct" && r["cc"] == "bbr" && r["seed"] == 2)
         .unwrap();
-    let sim = Command::new(BRAID)
+    let sim = Command::new(braid())
         .arg("sim")
         .arg(scen.join("tiny-loss/loss-1pct.toml"))
         .args(["--cc", "bbr", "--seed", "2", "--json"])
@@ -381,7 +393,7 @@ fn a_near_miss_is_shown_as_one() {
         &probe,
         &format!("name = \"probe\"\ntime_limit = \"30s\"\n{link}"),
     );
-    let sim = Command::new(BRAID)
+    let sim = Command::new(braid())
         .arg("sim")
         .arg(&probe)
         .args(["--cc", "bbr", "--seed", "1", "--json"])
@@ -404,10 +416,8 @@ fn a_near_miss_is_shown_as_one() {
         );
     }
     let out = tmp.path().join("out");
-    let st = Command::new(BRAID)
-        .args([
-            "bench", "--seeds", "1", "--cc", "bbr", "--jobs", "2", "--no-png",
-        ])
+    let st = Command::new(BENCH)
+        .args(["--seeds", "1", "--cc", "bbr", "--jobs", "2", "--no-png"])
         .arg("--suites-dir")
         .arg(&scen)
         .arg("--out")
@@ -459,39 +469,10 @@ fn a_near_miss_is_shown_as_one() {
 }
 
 #[test]
-fn sim_plot_draws_the_runs_plots() {
-    let tmp = tempfile::tempdir().unwrap();
-    suites(tmp.path());
-    let dir = tmp.path().join("plots");
-    let st = Command::new(BRAID)
-        .arg("sim")
-        .arg(tmp.path().join("tiny/2-two-flows.toml"))
-        .arg("--plot")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    check_svg(
-        &dir.join("tiny-2-two-flows-window.svg"),
-        &["flow 0 path 0", "flow 1 path 0"],
-    );
-    check_svg(
-        &dir.join("tiny-2-two-flows-throughput.svg"),
-        &["flow 0", "flow 1"],
-    );
-    check_png(&dir.join("tiny-2-two-flows-window.png"));
-    check_png(&dir.join("tiny-2-two-flows-throughput.png"));
-}
-
-#[test]
 fn an_unknown_suite_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let st = Command::new(BRAID)
-        .args(["bench", "no-such-suite", "--suites-dir"])
+    let st = Command::new(BENCH)
+        .args(["no-such-suite", "--suites-dir"])
         .arg(tmp.path())
         .arg("--out")
         .arg(tmp.path().join("out"))
@@ -507,9 +488,8 @@ fn an_unknown_suite_is_an_error() {
 #[test]
 fn transfers_on_loopback_report_each_case() {
     let out = tempfile::tempdir().unwrap();
-    let o = Command::new(BRAID)
+    let o = Command::new(BENCH)
         .args([
-            "bench",
             "transfers",
             "--size",
             "2MB",
@@ -553,9 +533,8 @@ fn transfers_on_loopback_report_each_case() {
 #[test]
 fn transfers_to_a_null_sink_are_verified_too() {
     let out = tempfile::tempdir().unwrap();
-    let o = Command::new(BRAID)
+    let o = Command::new(BENCH)
         .args([
-            "bench",
             "transfers",
             "--size",
             "1MB",
@@ -580,9 +559,8 @@ fn transfers_to_a_null_sink_are_verified_too() {
 fn a_relay_that_cannot_start_fails_the_run_at_once() {
     let out = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
-    let o = Command::new(BRAID)
+    let o = Command::new(BENCH)
         .args([
-            "bench",
             "transfers",
             "--size",
             "1MB",
@@ -610,9 +588,8 @@ fn a_relay_that_cannot_start_fails_the_run_at_once() {
 #[test]
 fn transfers_at_an_ethernet_mtu_run_beside_kernel_tcp() {
     let out = tempfile::tempdir().unwrap();
-    let child = Command::new(BRAID)
+    let child = Command::new(BENCH)
         .args([
-            "bench",
             "transfers",
             "--mtu",
             "1500",
@@ -672,14 +649,14 @@ fn transfers_at_an_mtu_say_they_need_root() {
     let mut cmd = if unsafe { libc::geteuid() } == 0 {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(BRAID);
+            .arg(BENCH);
         c
     } else {
-        Command::new(BRAID)
+        Command::new(BENCH)
     };
     let out = tempfile::tempdir().unwrap();
     let Ok(o) = cmd
-        .args(["bench", "transfers", "--mtu", "1500", "--out"])
+        .args(["transfers", "--mtu", "1500", "--out"])
         .arg(out.path())
         .output()
     else {

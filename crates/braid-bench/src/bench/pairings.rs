@@ -57,7 +57,7 @@ impl Drop for RelayChild {
 pub fn run(args: PairingsArgs) -> anyhow::Result<ExitCode> {
     let port = UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port();
     let relay_addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let mut child = Command::new(std::env::current_exe()?)
+    let mut child = Command::new(crate::braid_exe()?)
         .args(["relay", "--serve", &relay_addr.to_string()])
         .args(["--max-pairs", &(args.pairs + 10).to_string()])
         .args(["--max-registrations", &(args.pairs + 10).to_string()])

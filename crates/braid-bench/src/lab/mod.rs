@@ -27,7 +27,7 @@
 
 pub mod hop;
 pub mod nat;
-pub mod ns;
+pub use braid_netns::ns;
 pub mod topology;
 pub mod v6;
 
@@ -41,7 +41,7 @@ use anyhow::{bail, Context};
 use braid_link::units::{parse_duration, parse_probability, Rate};
 use braid_link::{LinkConfig, QueueLimit};
 
-use crate::netns::Tun;
+use braid_netns::Tun;
 use hop::Hop;
 pub use nat::Nat;
 pub use topology::Topology;
