@@ -224,7 +224,10 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     crate::linger(&session).await;
     recording.finish(&session).await;
     if let Some(r) = recorder {
-        r.write().await;
+        let mut report = crate::summary::Report::new(Side::Send);
+        report.observe(&session);
+        report.describe(&manifest);
+        r.write(&report).await;
     }
     let config = session.config();
     let (delivered, elapsed, error) = match &result {

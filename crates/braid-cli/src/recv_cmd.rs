@@ -410,7 +410,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     report.observe(&session);
     recording.finish(&session).await;
     if let Some(r) = recorder {
-        r.write().await;
+        r.write(&report).await;
     }
     report.reach = setup.meeting.reach();
     report.resumed = seen.start;

@@ -212,7 +212,7 @@ async fn attempt(
     report.observe(&session);
     recording.finish(&session).await;
     if let Some(r) = recorder {
-        r.write().await;
+        r.write(report).await;
     }
     report.reach = meeting.reach();
     match outcome {

@@ -186,15 +186,19 @@ fn a_transfer_plots_both_sides_from_its_samples() {
     // The receiver's windows are its ACKs': not drawn, and it says why.
     recv.said("its windows are those of its ACKs", Duration::from_secs(10));
     recv.said("braid recv: plot", Duration::from_secs(10));
+    let addr = recv.addr.clone();
     assert!(wait(recv.child, Duration::from_secs(10)).success());
 
     let (doc, stem) = series(&dir.path().join("send-plots"), "send");
     check_samples(&doc, 4);
+    // Named as the summary names them, titled by what was sent.
+    assert_eq!(doc["title"], "braid send piped.bin");
     let said = stderr(&sent);
     for kind in KINDS {
         assert!(said.contains(&format!("{stem}-{kind}.svg")), "{said}");
         let text = svg(&dir.path().join("send-plots"), &stem, kind);
-        assert!(text.contains("path 0"), "{kind}");
+        assert!(text.contains(&addr), "{kind}: no {addr}");
+        assert!(text.contains("braid send piped.bin"), "{kind}");
         assert!(data_lines(&text).iter().all(|&n| n >= 2), "{kind}");
         assert!(dir
             .path()

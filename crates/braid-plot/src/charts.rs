@@ -235,6 +235,7 @@ mod tests {
             window_unit: "packets",
             sender: true,
             conns: vec![conn(0, &[(0.1, 1.0)])],
+            names: Default::default(),
         };
         let c = rtt_chart("x".into(), &t);
         assert!(c.is_empty());
@@ -253,6 +254,7 @@ mod tests {
                 conn(0, &[(0.1, 0.0), (0.2, 0.0)]),
                 conn(1, &[(0.1, 3.0), (0.2, 4.0)]),
             ],
+            names: Default::default(),
         };
         let w = window_chart("x".into(), &t);
         assert_eq!(w.series.len(), 1);
@@ -273,6 +275,7 @@ mod tests {
             window_unit: "kB",
             sender: false,
             conns: vec![conn(0, &[(0.1, 3.0)])],
+            names: Default::default(),
         };
         let kinds: Vec<&str> = charts(&t).iter().map(|c| c.0).collect();
         assert_eq!(kinds, ["throughput"]);

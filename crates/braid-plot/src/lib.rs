@@ -58,6 +58,9 @@ pub struct Trace {
     pub sender: bool,
     /// Sorted by flow, then path.
     pub conns: Vec<Conn>,
+    /// Names for connections by path id, as a transfer's summary gives
+    /// them (their peer address); "path N" where there is none.
+    pub names: std::collections::BTreeMap<u64, String>,
 }
 
 impl Conn {
@@ -104,6 +107,7 @@ impl Trace {
             window_unit,
             sender: true,
             conns,
+            names: Default::default(),
         }
     }
 
@@ -122,6 +126,9 @@ impl Trace {
 
     /// A connection's name in legends: its flow too when there are several.
     fn label(&self, c: &Conn) -> String {
+        if let Some(name) = self.names.get(&c.path) {
+            return name.clone();
+        }
         if self.flows().len() > 1 {
             format!("flow {} path {}", c.flow, c.path)
         } else {

@@ -90,6 +90,7 @@ pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
         window_unit: "kB",
         sender,
         conns,
+        names: Default::default(),
     })
 }
 

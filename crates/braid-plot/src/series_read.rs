@@ -67,6 +67,12 @@ pub fn read(doc: &Value, fallback: &str) -> anyhow::Result<Trace> {
     let mut trace = Trace::from_series(title, unit, flows);
     // A receiver's windows are its ACKs'.
     trace.sender = doc.get("side").and_then(Value::as_str) != Some("recv");
+    if let Some(Value::Array(named)) = doc.get("connections") {
+        trace.names = named
+            .iter()
+            .filter_map(|c| Some((c["path"].as_u64()?, c["name"].as_str()?.to_owned())))
+            .collect();
+    }
     Ok(trace)
 }
 

@@ -60,8 +60,10 @@ impl Recorder {
 
     /// Stops keeping samples, writes DIR/SIDE-ID-series.json and the plots
     /// beside it, and names them on stderr. A failure to write is said
-    /// there too: it does not change how the transfer ended.
-    pub async fn write(self) {
+    /// there too: it does not change how the transfer ended. Titles say
+    /// what `report` sent or received, legends name connections as its
+    /// summary does.
+    pub async fn write(self, report: &crate::summary::Report) {
         let _ = self.stop.send(());
         let Ok(kept) = self.task.await else { return };
         let side = match self.side {
@@ -70,8 +72,20 @@ impl Recorder {
         };
         let who = format!("braid {side}");
         let stem = format!("{side}-{:016x}", self.session_id);
+        let title = match &report.file {
+            Some(f) => format!("braid {side} {}", crate::text::escape(f)),
+            None => format!("braid {side}"),
+        };
+        let connections: Vec<_> = report
+            .connections
+            .iter()
+            .map(
+                |c| serde_json::json!({"path": c.id.0, "name": c.label_among(&report.connections)}),
+            )
+            .collect();
         let doc = serde_json::json!({
-            "title": format!("braid {side}, session {:016x}", self.session_id),
+            "title": title,
+            "connections": connections,
             "source": who,
             "session_id": format!("{:016x}", self.session_id),
             "side": side,
