@@ -30,6 +30,8 @@ pub(crate) struct Pacer {
     /// Bytes per second; `None` = not pacing (no RTT measured yet).
     rate: Option<f64>,
     depth: f64,
+    /// When the packet held back may go, if one was.
+    wakeup: Option<Instant>,
 }
 
 impl Pacer {
@@ -40,6 +42,7 @@ impl Pacer {
             last: now,
             rate: None,
             depth: initial_burst as f64,
+            wakeup: None,
         }
     }
 
@@ -75,6 +78,37 @@ impl Pacer {
         // Rounded up, so the wake-up never lands before the tokens exist.
         (missing > 0.0)
             .then(|| now + Duration::from_nanos((missing / rate * 1e9).ceil().max(1.0) as u64))
+    }
+
+    /// Whether a packet of `bytes` may leave now at `rate` (see
+    /// [`Pacer::set_rate`]); if not, the pacer remembers when it may.
+    pub fn is_ready(
+        &mut self,
+        now: Instant,
+        rate: Option<f64>,
+        segment_size: u64,
+        bytes: u64,
+    ) -> bool {
+        self.set_rate(now, rate, segment_size);
+        match self.delay(now, bytes) {
+            Some(at) => {
+                self.wakeup = Some(at);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// When the packet held back may go.
+    pub fn wakeup(&self) -> Option<Instant> {
+        self.wakeup
+    }
+
+    /// Forgets a wake-up that has come.
+    pub fn on_timeout(&mut self, now: Instant) {
+        if self.wakeup.is_some_and(|d| now >= d) {
+            self.wakeup = None;
+        }
     }
 
     /// A packet of `bytes` left.
