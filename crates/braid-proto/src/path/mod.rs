@@ -193,7 +193,7 @@ impl Path {
     }
 
     /// The opening's lag is no guide to this connection's round trip.
-    pub fn forget_opening_lag(&mut self) {
+    fn forget_opening_lag(&mut self) {
         self.exchange.forget_opening_lag();
     }
 

@@ -47,7 +47,7 @@ impl Pacer {
     }
 
     /// Sets the rate (bytes/s) for packets of up to `segment_size` bytes.
-    pub fn set_rate(&mut self, now: Instant, rate: Option<f64>, segment_size: u64) {
+    fn set_rate(&mut self, now: Instant, rate: Option<f64>, segment_size: u64) {
         self.refill(now);
         self.rate = rate.filter(|r| r.is_finite() && *r > 0.0);
         if let Some(rate) = self.rate {
@@ -71,7 +71,7 @@ impl Pacer {
     /// the bucket (a datagram path MTU discovery grew past the segments
     /// the depth is sized in) waits for a full bucket, then overdraws it:
     /// the rate holds, and the packet is not held back forever.
-    pub fn delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
+    fn delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
         self.refill(now);
         let rate = self.rate?;
         let missing = (bytes as f64).min(self.depth) - self.tokens;
