@@ -199,6 +199,13 @@ impl Ending {
         self.close.is_none() && self.drain_after_close.is_some()
     }
 
+    /// The peer closed with `code`: one CLOSE in answer, then draining
+    /// until `until`.
+    fn drain(&mut self, until: Instant, code: u64) {
+        self.drain_after_close = Some(until);
+        self.close = Some(Close::reply(code));
+    }
+
     /// When the closing or draining period ends.
     fn deadline(&self) -> Option<Instant> {
         let closing = self.close.as_ref().and_then(Close::until);
@@ -246,8 +253,7 @@ impl Session {
         self.state = super::State::Closed;
         if self.handshake.is_done() && self.ending.close.is_none() {
             let until = self.liveness.latest() + self.closing_period();
-            self.ending.drain_after_close = Some(until);
-            self.ending.close = Some(Close::reply(code));
+            self.ending.drain(until, code);
         }
     }
 
