@@ -124,3 +124,51 @@ impl ProbeTimers {
         self.backoffs = 0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    #[test]
+    fn the_tail_loss_probe_fires_once_per_flight_and_rearms_the_rto() {
+        let mut t = ProbeTimers::new(at(0));
+        t.on_sent(at(100), true, 1200);
+        // Two smoothed RTTs (floored) and the ACK delay after the send.
+        assert_eq!(t.tlp_deadline(MS, 25 * MS), Some(at(135)));
+        assert_eq!(t.tlp_deadline(100 * MS, 25 * MS), Some(at(325)));
+        assert_eq!(t.rto_deadline(1000 * MS), at(1100));
+        t.on_tlp(at(325));
+        assert!(t.tlp_fired() && t.has_tlp_credit());
+        assert_eq!(t.tlp_deadline(100 * MS, 25 * MS), None);
+        assert_eq!(t.rto_deadline(1000 * MS), at(1325));
+        // Only a packet with a charge spends the credit.
+        t.on_sent(at(325), false, 0);
+        assert!(t.has_tlp_credit());
+        t.on_sent(at(325), false, 1200);
+        assert!(!t.has_tlp_credit());
+        t.end_flight();
+        assert!(!t.tlp_fired());
+    }
+
+    #[test]
+    fn timeouts_back_off_until_progress() {
+        let mut t = ProbeTimers::new(at(0));
+        t.on_rto(at(1000), false);
+        assert_eq!(t.backoffs(), 0, "a lone MTU probe's loss backs nothing off");
+        t.on_rto(at(2000), true);
+        t.on_rto(at(4000), true);
+        assert_eq!(t.backoffs(), 2);
+        assert_eq!(t.rto_deadline(1000 * MS), at(5000));
+        t.on_sent(at(4500), false, 1200);
+        assert_eq!(t.probe_deadline(500 * MS), at(5000));
+        t.on_progress(at(4600));
+        assert_eq!(t.backoffs(), 0);
+        assert_eq!(t.rto_deadline(1000 * MS), at(5600));
+    }
+}
