@@ -4,18 +4,27 @@
 //! Each part has its own file: [`sent`] (sent packets and loss detection),
 //! [`delivery_rate`] (the delivery-rate estimate), [`ack_owed`] (what we owe
 //! the peer in ACKs, with its [`range_set`] and [`ack_floor`]),
-//! [`packet_number`], the [`pacing`] pacer and the [`ack_path_delay`]
-//! estimate; [`recovery`] says what ACK frames and timeouts do to them all.
-//! This file holds the path together and sends on it.
+//! [`packet_number`], the [`pacing`] pacer with its wake-up, the
+//! [`ack_path_delay`] estimate, the [`probe_timers`] (tail-loss probe,
+//! retransmission timeout and its backoff), what was [`heard`] when, the
+//! round trips measured without acknowledged packets ([`exchange_rtt`]),
+//! the timeouts the give-up rules count with the losses that size a
+//! silence ([`rto_count`]), the [`replay`] window, address [`validation`],
+//! [`pmtud`] and [`short_headers`]; [`recovery`] says what ACK frames and
+//! timeouts do to them all. This file holds the path together and sends
+//! on it.
 
 mod ack_floor;
 mod ack_owed;
 mod ack_path_delay;
 mod delivery_rate;
+mod exchange_rtt;
+mod heard;
 mod loss_tally;
 mod pacing;
 mod packet_number;
 mod pmtud;
+mod probe_timers;
 mod range_set;
 mod recovery;
 mod replay;
@@ -28,7 +37,7 @@ pub(crate) use packet_number::AckError;
 pub(crate) use validation::{Candidate, PathResponses};
 
 use crate::cc::Controller;
-use crate::rtt::{Exchange, RtoConfig, RttEstimator};
+use crate::rtt::{RtoConfig, RttEstimator};
 use crate::stats::{PathSample, PathState, PathStats};
 use crate::trace::PathTrace;
 use crate::wire::AckFrame;
@@ -36,10 +45,12 @@ use crate::{Instant, PathId};
 use ack_owed::{AcksOwed, Arrival};
 use ack_path_delay::AckPathDelay;
 use delivery_rate::DeliveryRate;
-use loss_tally::LossTally;
+use exchange_rtt::ExchangeRtt;
+use heard::Heard;
 use pacing::{Pacer, AVOIDANCE_GAIN, SLOW_START_GAIN};
 use packet_number::PacketNumbers;
 use pmtud::Pmtud;
+use probe_timers::ProbeTimers;
 use rand::Rng;
 use replay::ReplayWindow;
 use rto_count::RtoCount;
@@ -75,62 +86,35 @@ pub(crate) struct Path {
     acks: AcksOwed,
     rtt: RttEstimator,
     cc: Box<dyn Controller>,
-    /// Consecutive RTO expiries without an acknowledgement.
-    backoffs: u32,
-    /// Time the retransmission timer counts from.
-    rto_anchor: Instant,
+    /// The tail-loss probe, retransmission and probe timers.
+    timers: ProbeTimers,
+    /// The pacer, and when it lets the packet it held back go.
     pacer: Pacer,
-    /// When the pacer next lets a packet go, if it held one back.
-    pacing_wakeup: Option<Instant>,
-    /// Send time of the newest ack-eliciting packet.
-    last_eliciting: Instant,
-    /// When the tail-loss probe of the current flight fired, if it has.
-    tlp_fired: Option<Instant>,
-    /// One packet may exceed the window and the pacer: the tail-loss probe.
-    tlp_credit: bool,
     /// Origin of this path's ACK timestamps, ours and (in ACKs) the peer's:
     /// the session's, shared by its connections.
     epoch: Instant,
     /// Queueing on the path our ACKs come back on.
     ack_path: AckPathDelay,
-    /// CE marks the peer has reported so far.
-    peer_ce: u64,
     pub pending: PendingFrames,
     stats: PathStats,
-    /// Packets lost both ways, for how long a silence may last.
-    losses: LossTally,
-    /// Stream bytes delivered at the previous time-series point.
-    sampled_acked: u64,
-    /// Round trip of the handshake or of a path challenge whose repeats
-    /// went close enough together to tell: a receiver's only measure of a
-    /// connection it sends nothing acknowledged on.
-    exchange_rtt: Option<Duration>,
-    /// A server's: see [`Path::opening_lag`].
-    opening_lag: Option<Duration>,
-    /// Whether anything authentic from the peer arrived on this path.
-    heard: bool,
-    /// When the peer's latest new packet arrived here.
-    last_received: Option<Instant>,
+    /// Round trips the handshake and path challenges measured, and how
+    /// late the client's opening arrived here.
+    exchange: ExchangeRtt,
+    /// Whether and when the peer was last heard here.
+    heard: Heard,
     /// The packet numbers authenticated here, against replays.
     replay: ReplayWindow,
     /// The address's validation until it completes; `None` once validated.
     validation: Option<Validation>,
-    /// Retransmission timeouts as the session's give-up rules count them.
+    /// Retransmission timeouts as the session's give-up rules count
+    /// them, and the losses that fix how many make a silence.
     rtos: RtoCount,
-    /// A server's: when its first and latest answers went on this path.
-    answers_sent: Option<Exchange>,
     /// Its events for the session's log, and what the log last said of it.
     pub trace: PathTrace,
     /// Path MTU discovery.
     pmtud: Pmtud,
-    /// The newest ack-eliciting packet's number, sized once it is sealed.
-    last_eliciting_pn: Option<u64>,
     /// Whether packets here may leave out the session id and path.
     short: ShortHeaders,
-    /// After a first "port unreachable": the packet number sent next then.
-    /// Only a report about a packet from there on (a retransmission) is
-    /// believed, so one forged report cannot end a handshake.
-    unreachable_from: Option<u64>,
 }
 
 impl Path {
@@ -146,38 +130,25 @@ impl Path {
             id,
             state: PathState::Active,
             numbers: PacketNumbers::default(),
-            unreachable_from: None,
             sent: SentPackets::new(u64::from(packet_threshold)),
             delivery: DeliveryRate::new(now, INITIAL_BURST_PACKETS * u64::from(segment_size)),
             acks: AcksOwed::new(now),
             rtt: RttEstimator::default(),
             cc,
-            backoffs: 0,
-            rto_anchor: now,
+            timers: ProbeTimers::new(now),
             pacer: Pacer::new(now, INITIAL_BURST_PACKETS * u64::from(segment_size)),
-            pacing_wakeup: None,
-            last_eliciting: now,
-            tlp_fired: None,
-            tlp_credit: false,
             epoch,
             ack_path: AckPathDelay::default(),
-            peer_ce: 0,
             pending: PendingFrames::default(),
             stats: PathStats::default(),
-            losses: LossTally::default(),
-            sampled_acked: 0,
-            exchange_rtt: None,
-            opening_lag: None,
-            heard: false,
-            last_received: None,
+            exchange: ExchangeRtt::default(),
+            heard: Heard::default(),
             replay: ReplayWindow::default(),
             validation: None,
             rtos: RtoCount::default(),
-            answers_sent: None,
             trace: PathTrace::default(),
             // Off until the session knows its sizes (`set_pmtu_bounds`).
             pmtud: Pmtud::new(u16::MAX, 0, now),
-            last_eliciting_pn: None,
             short: ShortHeaders::default(),
         }
     }
@@ -202,7 +173,7 @@ impl Path {
         if self.rtt.has_sample() {
             Some(self.rtt.min())
         } else {
-            self.exchange_rtt
+            self.exchange.least()
         }
     }
 
@@ -212,30 +183,29 @@ impl Path {
     /// this one's way is: the round trip's excess, if the ways back differ
     /// alike, is twice it.
     pub fn opening_lag(&self) -> Option<Duration> {
-        self.opening_lag
+        self.exchange.opening_lag()
     }
 
     /// The client's opening or first sealed packet arrived here `lag` after
     /// its first on the first connection; only the first arrival counts.
     pub fn on_opening(&mut self, lag: Duration) {
-        self.opening_lag.get_or_insert(lag);
+        self.exchange.on_opening(lag);
     }
 
     /// The opening's lag is no guide to this connection's round trip.
-    pub fn forget_opening_lag(&mut self) {
-        self.opening_lag = None;
+    fn forget_opening_lag(&mut self) {
+        self.exchange.forget_opening_lag();
     }
 
     /// The connection moved: what the handshake, a challenge or the
     /// opening measured no longer holds.
     pub fn forget_exchange_rtt(&mut self) {
-        self.exchange_rtt = None;
-        self.opening_lag = None;
+        self.exchange.forget();
     }
 
     /// The handshake or a path challenge took `rtt` on this connection.
     pub fn on_exchange_rtt(&mut self, rtt: Duration) {
-        self.exchange_rtt = Some(self.exchange_rtt.map_or(rtt, |r| r.min(rtt)));
+        self.exchange.on_rtt(rtt);
     }
 
     pub fn cc(&self) -> &dyn Controller {
@@ -263,9 +233,10 @@ impl Path {
         let quiet_for = (3 * self.rtt.srtt_or(Duration::ZERO)).max(QUIET_FLOOR);
         let quiet = expecting
             && self
-                .last_received
+                .heard
+                .last_received()
                 .is_some_and(|t| now.saturating_duration_since(t) > quiet_for);
-        self.is_usable() && (self.backoffs > 0 || quiet)
+        self.is_usable() && (self.timers.backoffs() > 0 || quiet)
     }
 
     pub fn has_in_flight(&self) -> bool {
@@ -294,12 +265,12 @@ impl Path {
     /// Whether the next packet is the tail-loss probe, which may exceed
     /// the window and the pacer.
     pub fn has_tlp_credit(&self) -> bool {
-        self.tlp_credit
+        self.timers.has_tlp_credit()
     }
 
     /// When the pacer lets the packet it held back go.
     pub fn pacing_wakeup(&self) -> Option<Instant> {
-        self.pacing_wakeup
+        self.pacer.wakeup()
     }
 
     /// When packets in flight become lost by the time threshold.
@@ -317,12 +288,12 @@ impl Path {
 
     /// Something authentic from the peer arrived on this path.
     pub fn on_heard(&mut self) {
-        self.heard = true;
+        self.heard.on_authentic();
     }
 
     /// Whether anything authentic from the peer ever arrived on this path.
     pub fn was_heard(&self) -> bool {
-        self.heard
+        self.heard.any()
     }
 
     /// The largest packet number authenticated here, against which a
@@ -343,13 +314,13 @@ impl Path {
 
     /// A server's answer to the handshake went out on this path.
     pub fn on_answer_sent(&mut self, now: Instant) {
-        self.answers_sent = Some(Exchange::sent(self.answers_sent, now));
+        self.exchange.on_answer_sent(now);
     }
 
     /// The handshake's round trip here, if the client's confirmation
     /// arrived at `at` and our answers went close enough together to tell.
     pub fn answer_rtt(&self, at: Instant) -> Option<Duration> {
-        self.answers_sent.and_then(|e| e.rtt(at))
+        self.exchange.answer_rtt(at)
     }
 
     /// A retransmission timeout fired here. The first of a silence fixes
@@ -357,8 +328,7 @@ impl Path {
     /// silence limit), more the more this path has lost, or the less it
     /// has shown.
     pub fn count_rto(&mut self, floor: u32) {
-        let losses = &self.losses;
-        self.rtos.on_rto(|| losses.silent_limit(floor));
+        self.rtos.on_rto_after_losses(floor);
     }
 
     /// The session's give-up counts of this path's timeouts.
@@ -402,23 +372,14 @@ impl Path {
     /// Whether a packet numbered with low `bytes` bytes `truncated` left
     /// on this path.
     pub fn has_sent(&self, truncated: u64, bytes: usize) -> bool {
-        let next = self.numbers.next();
-        next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated, bytes) < next
+        self.numbers.has_sent(truncated, bytes)
     }
 
     /// A believable "port unreachable" about the packet numbered `truncated`
     /// (its low `bytes` bytes): whether it recurs about a packet sent after
     /// the first such report, which alone is noted.
     pub fn on_unreachable(&mut self, truncated: u64, bytes: usize) -> bool {
-        let next = self.numbers.next();
-        let pn = crate::wire::expand_packet_number(next.checked_sub(1), truncated, bytes);
-        match self.unreachable_from {
-            Some(from) => pn >= from,
-            None => {
-                self.unreachable_from = Some(next);
-                false
-            }
-        }
+        self.numbers.on_unreachable(truncated, bytes)
     }
 
     /// The largest packet number the peer acknowledged here, which the
@@ -431,10 +392,7 @@ impl Path {
     pub fn on_datagram_sent(&mut self, size: usize) {
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += size as u64;
-        if let Some(pn) = self.last_eliciting_pn.take() {
-            self.sent
-                .set_size(pn, u16::try_from(size).unwrap_or(u16::MAX));
-        }
+        self.sent.on_datagram_sent(size);
     }
 
     // ---- path MTU discovery ------------------------------------------------
@@ -456,7 +414,7 @@ impl Path {
     /// here, so that later packets' ACKs tell its loss quickly (a lone
     /// lost probe would cost a retransmission timeout).
     pub fn pmtu_probe_due(&mut self, now: Instant) -> Option<u16> {
-        if self.state != PathState::Active || self.sent.is_empty() || self.tlp_fired.is_some() {
+        if self.state != PathState::Active || self.sent.is_empty() || self.timers.tlp_fired() {
             return None;
         }
         self.pmtud.probe_due(now)
@@ -475,7 +433,7 @@ impl Path {
         self.state == PathState::Active
             && (self.in_flight() == 0
                 || self.in_flight() + charge <= self.window()
-                || self.tlp_credit)
+                || self.timers.has_tlp_credit())
     }
 
     /// The controller's window, but never under two of the datagrams
@@ -511,25 +469,16 @@ impl Path {
     /// Whether the pacer lets a data packet of `charge` bytes leave now;
     /// if not, the path remembers when it will.
     pub fn is_pacer_ready(&mut self, now: Instant, charge: u64, segment_size: u64) -> bool {
-        if self.tlp_credit {
+        if self.timers.has_tlp_credit() {
             return true;
         }
         let rate = self.pacing_rate();
-        self.pacer.set_rate(now, rate, segment_size);
-        match self.pacer.delay(now, charge) {
-            Some(at) => {
-                self.pacing_wakeup = Some(at);
-                false
-            }
-            None => true,
-        }
+        self.pacer.is_ready(now, rate, segment_size, charge)
     }
 
     /// Forgets a pacing wake-up that has come.
     pub fn on_pacing_timeout(&mut self, now: Instant) {
-        if self.pacing_wakeup.is_some_and(|d| now >= d) {
-            self.pacing_wakeup = None;
-        }
+        self.pacer.on_timeout(now);
     }
 
     /// The sender had nothing to send while this path's window had room:
@@ -551,9 +500,7 @@ impl Path {
         retransmission: bool,
     ) {
         let idle = self.sent.is_empty();
-        if idle {
-            self.rto_anchor = now;
-        }
+        self.timers.on_sent(now, idle, charge);
         if segment.is_some() {
             self.stats.data_packets_sent += 1;
             if retransmission {
@@ -569,12 +516,7 @@ impl Path {
             size: 0,
             delivery: self.delivery.on_sent(now, idle),
         };
-        self.last_eliciting = now;
-        self.last_eliciting_pn = Some(pn);
-        self.losses.on_sent();
-        if self.tlp_credit && charge > 0 {
-            self.tlp_credit = false;
-        }
+        self.rtos.losses_mut().on_sent();
         self.pacer.on_sent(now, charge);
         self.cc.on_sent(now, charge);
         self.sent.on_sent(pn, packet);
@@ -595,11 +537,11 @@ impl Path {
             .acks
             .on_received(now, pn, ack_eliciting, max_ack_delay, ack_every);
         match arrival {
-            Some(Arrival::Beyond { holes }) => self.losses.on_received(holes),
-            Some(Arrival::Late) => self.losses.on_found(),
+            Some(Arrival::Beyond { holes }) => self.rtos.losses_mut().on_received(holes),
+            Some(Arrival::Late) => self.rtos.losses_mut().on_found(),
             None => return false,
         }
-        self.last_received = Some(now);
+        self.heard.on_new_packet(now);
         self.stats.packets_received += 1;
         true
     }
@@ -611,7 +553,7 @@ impl Path {
 
     /// When the peer's latest new packet arrived here.
     pub fn last_received(&self) -> Option<Instant> {
-        self.last_received
+        self.heard.last_received()
     }
 
     /// A received packet carried an ECN CE mark.
@@ -696,7 +638,7 @@ impl Path {
         let rtt = if self.rtt.has_sample() {
             self.rtt.srtt_or(default_rtt)
         } else {
-            self.exchange_rtt.unwrap_or(default_rtt)
+            self.exchange.least().unwrap_or(default_rtt)
         };
         self.acks.wants_ping(now, self.has_in_flight(), rtt)
     }
@@ -735,7 +677,7 @@ impl Path {
         s.pacing_rate = self.cc.pacing_rate();
         s.in_flight = self.in_flight();
         s.srtt = self.rtt.srtt_or(Duration::ZERO);
-        s.rto = self.rtt.rto(cfg, self.backoffs);
+        s.rto = self.rtt.rto(cfg, self.timers.backoffs());
         if let Some((min, avg, max)) = self.rtt.min_avg_max() {
             (s.rtt_min, s.rtt_avg, s.rtt_max) = (min, avg, max);
         }
@@ -751,22 +693,20 @@ impl Path {
     }
 
     /// A time-series point; `interval` is the time since the previous one and
-    /// `delivered` the stream bytes this path has delivered so far.
+    /// `acked` the stream bytes this path delivered in it.
     pub fn sample(
-        &mut self,
+        &self,
         now: Instant,
         interval: Duration,
         cfg: &RtoConfig,
-        delivered: u64,
+        acked: u64,
     ) -> PathSample {
-        let acked = delivered - self.sampled_acked;
-        self.sampled_acked = delivered;
         PathSample {
             at_s: now.as_secs_f64(),
             path: self.id,
             window: self.cc.window(),
             srtt: self.rtt.srtt_or(Duration::ZERO),
-            rto: self.rtt.rto(cfg, self.backoffs),
+            rto: self.rtt.rto(cfg, self.timers.backoffs()),
             in_flight: self.in_flight(),
             throughput_bps: acked as f64 * 8.0 / interval.as_secs_f64().max(1e-9),
         }

@@ -30,6 +30,8 @@ pub(crate) struct Pacer {
     /// Bytes per second; `None` = not pacing (no RTT measured yet).
     rate: Option<f64>,
     depth: f64,
+    /// When the packet held back may go, if one was.
+    wakeup: Option<Instant>,
 }
 
 impl Pacer {
@@ -40,11 +42,12 @@ impl Pacer {
             last: now,
             rate: None,
             depth: initial_burst as f64,
+            wakeup: None,
         }
     }
 
     /// Sets the rate (bytes/s) for packets of up to `segment_size` bytes.
-    pub fn set_rate(&mut self, now: Instant, rate: Option<f64>, segment_size: u64) {
+    fn set_rate(&mut self, now: Instant, rate: Option<f64>, segment_size: u64) {
         self.refill(now);
         self.rate = rate.filter(|r| r.is_finite() && *r > 0.0);
         if let Some(rate) = self.rate {
@@ -68,13 +71,44 @@ impl Pacer {
     /// the bucket (a datagram path MTU discovery grew past the segments
     /// the depth is sized in) waits for a full bucket, then overdraws it:
     /// the rate holds, and the packet is not held back forever.
-    pub fn delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
+    fn delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
         self.refill(now);
         let rate = self.rate?;
         let missing = (bytes as f64).min(self.depth) - self.tokens;
         // Rounded up, so the wake-up never lands before the tokens exist.
         (missing > 0.0)
             .then(|| now + Duration::from_nanos((missing / rate * 1e9).ceil().max(1.0) as u64))
+    }
+
+    /// Whether a packet of `bytes` may leave now at `rate` (see
+    /// [`Pacer::set_rate`]); if not, the pacer remembers when it may.
+    pub fn is_ready(
+        &mut self,
+        now: Instant,
+        rate: Option<f64>,
+        segment_size: u64,
+        bytes: u64,
+    ) -> bool {
+        self.set_rate(now, rate, segment_size);
+        match self.delay(now, bytes) {
+            Some(at) => {
+                self.wakeup = Some(at);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// When the packet held back may go.
+    pub fn wakeup(&self) -> Option<Instant> {
+        self.wakeup
+    }
+
+    /// Forgets a wake-up that has come.
+    pub fn on_timeout(&mut self, now: Instant) {
+        if self.wakeup.is_some_and(|d| now >= d) {
+            self.wakeup = None;
+        }
     }
 
     /// A packet of `bytes` left.

@@ -37,6 +37,10 @@ pub(super) struct PacketNumbers {
     /// gap it was chosen in.
     skip_at: u64,
     skip_gap: u64,
+    /// After a first "port unreachable": the packet number sent next then.
+    /// Only a report about a packet from there on (a retransmission) is
+    /// believed, so one forged report cannot end a handshake.
+    unreachable_from: Option<u64>,
 }
 
 impl PacketNumbers {
@@ -60,6 +64,27 @@ impl PacketNumbers {
     /// The number the next packet would carry, were none left out.
     pub fn next(&self) -> u64 {
         self.next
+    }
+
+    /// Whether a packet numbered with low `bytes` bytes `truncated` left.
+    pub fn has_sent(&self, truncated: u64, bytes: usize) -> bool {
+        let next = self.next;
+        next > 0 && crate::wire::expand_packet_number(Some(next - 1), truncated, bytes) < next
+    }
+
+    /// A believable "port unreachable" about the packet numbered `truncated`
+    /// (its low `bytes` bytes): whether it recurs about a packet sent after
+    /// the first such report, which alone is noted.
+    pub fn on_unreachable(&mut self, truncated: u64, bytes: usize) -> bool {
+        let next = self.next;
+        let pn = crate::wire::expand_packet_number(next.checked_sub(1), truncated, bytes);
+        match self.unreachable_from {
+            Some(from) => pn >= from,
+            None => {
+                self.unreachable_from = Some(next);
+                false
+            }
+        }
     }
 
     fn skip(&mut self) {

@@ -28,9 +28,6 @@ use crate::wire::AckFrame;
 use crate::Instant;
 use std::time::Duration;
 
-/// Floor of the tail-loss probe timeout (RFC 8985 §7.2 uses 10 ms).
-const MIN_PTO: Duration = Duration::from_millis(10);
-
 /// What an ACK frame did, for the session to act on. The session reads
 /// only `back_from_probing`; the counts are for tests and debugging.
 #[derive(Debug, Default)]
@@ -50,14 +47,11 @@ impl Path {
     /// When the tail-loss probe fires: two RTTs after the newest send, plus
     /// the peer's ACK delay (RFC 8985 §7.2), once per flight.
     pub fn tlp_deadline(&self, max_ack_delay: Duration) -> Option<Instant> {
-        if self.state != PathState::Active || self.sent.is_empty() || self.tlp_fired.is_some() {
+        if self.state != PathState::Active || self.sent.is_empty() || !self.rtt.has_sample() {
             return None;
         }
-        if !self.rtt.has_sample() {
-            return None;
-        }
-        let pto = (self.rtt.srtt_or(Duration::ZERO) * 2).max(MIN_PTO) + max_ack_delay;
-        Some(self.last_eliciting + pto)
+        let srtt = self.rtt.srtt_or(Duration::ZERO);
+        self.timers.tlp_deadline(srtt, max_ack_delay)
     }
 
     /// The tail-loss probe fired: returns the segment to probe with when
@@ -71,8 +65,7 @@ impl Path {
                 timer,
             },
         );
-        self.tlp_fired = Some(now);
-        self.tlp_credit = true;
+        self.timers.on_tlp(now);
         self.stats.tail_loss_probes += 1;
         self.sent.newest_segment()
     }
@@ -82,20 +75,14 @@ impl Path {
         if self.state == PathState::Closed {
             return None;
         }
+        let rto = self.rtt.rto(cfg, self.timers.backoffs());
         if self.state == PathState::Probing {
-            // From the last probe, not the last packet: the ACKs a probing
-            // path sends for the peer's data must not put its probes off.
-            let wait = self.rtt.rto(cfg, self.backoffs).min(max_probe);
-            return Some(self.last_eliciting + wait);
+            return Some(self.timers.probe_deadline(rto.min(max_probe)));
         }
         if self.sent.is_empty() {
             return None;
         }
-        // RFC 8985 §7.3: the RTO is re-armed when the probe goes out.
-        let anchor = self
-            .tlp_fired
-            .map_or(self.rto_anchor, |t| t.max(self.rto_anchor));
-        Some(anchor + self.rtt.rto(cfg, self.backoffs))
+        Some(self.timers.rto_deadline(rto))
     }
 
     /// The retransmission timer fired: everything in flight is lost. Returns
@@ -113,20 +100,17 @@ impl Path {
         let newest = self.sent.newest().map(|p| p.sent_at);
         let lost = self.sent.declare_timed_out();
         let count = self.on_all_lost(now, &lost, LossTrigger::Timeout, send);
-        self.tlp_fired = None;
-        self.tlp_credit = false;
+        // Only an MTU probe in flight was too big: the path is fine.
+        self.timers.on_rto(now, count > 0);
         if count == 0 {
-            // Only an MTU probe was in flight: it was too big, the path is fine.
-            self.rto_anchor = now;
             return false;
         }
-        self.backoffs += 1;
-        self.rto_anchor = now;
         if let Some(sent_at) = newest {
             self.signal_congestion(now, Cause::Timeout, sent_at, count);
         }
-        let started = self.state == PathState::Active && self.backoffs >= 2;
-        if self.state != PathState::Closed && self.backoffs >= 2 {
+        let backed_off = self.timers.backoffs() >= 2;
+        let started = self.state == PathState::Active && backed_off;
+        if self.state != PathState::Closed && backed_off {
             self.state = PathState::Probing;
             self.pending.probe = true;
         }
@@ -181,15 +165,13 @@ impl Path {
             ..AckOutcome::default()
         };
         if !acked.late.is_empty() {
-            self.tlp_fired = None;
-            self.tlp_credit = false;
+            self.timers.end_flight();
             out.back_from_probing = self.on_progress(now);
         }
         let Some(&(largest_pn, largest)) = acked.newly.last() else {
             return out;
         };
-        self.tlp_fired = None;
-        self.tlp_credit = false;
+        self.timers.end_flight();
         let is_new_largest = acked.largest_before.is_none_or(|l| largest_pn > l);
         // The peer's receive time dates this delivery when the ACK's largest
         // ack-eliciting packet, which it is the time of, is among the newly
@@ -248,7 +230,7 @@ impl Path {
     fn on_spurious_losses(&mut self, now: Instant, packets: &[SentPacket], send: &mut SendStream) {
         for p in packets {
             self.stats.spurious_losses += 1;
-            self.losses.on_found();
+            self.rtos.losses_mut().on_found();
             self.delivery.on_late_delivery(p.charge);
             self.cc.on_spurious_loss(now);
             if let Some(offset) = p.segment {
@@ -270,7 +252,7 @@ impl Path {
         for (_, p) in revived {
             self.stats.lost_packets = self.stats.lost_packets.saturating_sub(1);
             self.stats.lost_bytes = self.stats.lost_bytes.saturating_sub(p.charge);
-            self.losses.on_found();
+            self.rtos.losses_mut().on_found();
             if let Some(offset) = p.segment {
                 self.stats.lost_data_packets = self.stats.lost_data_packets.saturating_sub(1);
                 send.on_revived(offset);
@@ -386,8 +368,7 @@ impl Path {
     /// Something new was acknowledged: the retransmission timer starts over
     /// without backoff. Returns whether the path came back from probing.
     fn on_progress(&mut self, now: Instant) -> bool {
-        self.rto_anchor = now;
-        self.backoffs = 0;
+        self.timers.on_progress(now);
         if self.state == PathState::Probing {
             self.state = PathState::Active;
             return true;
@@ -399,9 +380,7 @@ impl Path {
     /// more marks than the ACK newly acknowledged packets (RFC 9000
     /// §13.4.2.1): the count is the peer's word.
     fn on_peer_ce(&mut self, now: Instant, ce_count: u64, newly_acked: u64, sent_at: Instant) {
-        if ce_count > self.peer_ce {
-            let marks = (ce_count - self.peer_ce).min(newly_acked);
-            self.peer_ce = ce_count;
+        if let Some(marks) = self.sent.on_peer_ce(ce_count, newly_acked) {
             self.stats.ecn_marks += marks;
             self.signal_congestion(now, Cause::Ecn, sent_at, marks);
         }
@@ -487,7 +466,7 @@ impl Path {
         );
         self.stats.lost_packets += 1;
         self.stats.lost_bytes += p.charge;
-        self.losses.on_lost();
+        self.rtos.losses_mut().on_lost();
         if let Some(offset) = p.segment {
             self.stats.lost_data_packets += 1;
             send.on_lost(offset);
@@ -510,7 +489,7 @@ impl Path {
             sent_at,
             packets,
             // `on_rto` counts the expiry before it signals.
-            repeated: cause == Cause::Timeout && self.backoffs > 1,
+            repeated: cause == Cause::Timeout && self.timers.backoffs() > 1,
         };
         if self.cc.on_congestion(now, &event) {
             match cause {

@@ -6,6 +6,8 @@
 //! connection among live ones, or an outage the probes outlast, never adds
 //! up to it.
 
+use super::loss_tally::LossTally;
+
 /// See the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct RtoCount {
@@ -14,6 +16,8 @@ pub(crate) struct RtoCount {
     without_progress: u32,
     /// Timeouts in the current silence and its limit, if any fired.
     in_silence: Option<SilentRtos>,
+    /// Packets lost both ways, which fix how many timeouts make a silence.
+    losses: LossTally,
 }
 
 /// Timeouts in the current silence and its limit, fixed at the first of
@@ -25,9 +29,22 @@ struct SilentRtos {
 }
 
 impl RtoCount {
+    /// What the packets sent and received here showed of loss.
+    pub fn losses_mut(&mut self) -> &mut LossTally {
+        &mut self.losses
+    }
+
+    /// A timeout fired. The first of a silence fixes how many make the
+    /// peer silent: at least `floor`, more the more this path has lost,
+    /// or the less it has shown.
+    pub fn on_rto_after_losses(&mut self, floor: u32) {
+        let losses = self.losses;
+        self.on_rto(|| losses.silent_limit(floor));
+    }
+
     /// A timeout fired; `limit` says how many make the peer silent, asked
     /// at the first timeout of a silence only.
-    pub fn on_rto(&mut self, limit: impl FnOnce() -> u32) {
+    fn on_rto(&mut self, limit: impl FnOnce() -> u32) {
         self.without_progress = self.without_progress.saturating_add(1);
         self.in_silence
             .get_or_insert_with(|| SilentRtos {

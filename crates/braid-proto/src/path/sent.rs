@@ -89,6 +89,11 @@ pub(super) struct SentPackets {
     /// Packet numbers the retransmission timeouts since the last verdict
     /// declared lost (everything then in flight: nothing older is).
     timed_out: Option<(u64, u64)>,
+    /// The newest ack-eliciting packet's number, until its datagram is
+    /// sealed and its size known.
+    unsized_newest: Option<u64>,
+    /// CE marks the peer has reported so far.
+    peer_ce: u64,
 }
 
 impl SentPackets {
@@ -103,10 +108,13 @@ impl SentPackets {
             reo_raised_at: None,
             loss_deadline: None,
             timed_out: None,
+            unsized_newest: None,
+            peer_ce: 0,
         }
     }
 
     pub fn on_sent(&mut self, pn: u64, packet: SentPacket) {
+        self.unsized_newest = Some(pn);
         self.in_flight += packet.charge;
         self.sent.insert(pn, packet);
     }
@@ -119,8 +127,28 @@ impl SentPackets {
         self.largest_acked
     }
 
+    /// The first datagram since the newest packet was recorded left,
+    /// `size` bytes: that packet's size.
+    pub fn on_datagram_sent(&mut self, size: usize) {
+        if let Some(pn) = self.unsized_newest.take() {
+            self.set_size(pn, u16::try_from(size).unwrap_or(u16::MAX));
+        }
+    }
+
+    /// The peer's ACK reported `ce_count` CE marks in all: the new marks
+    /// if the count rose, no more than the ACK newly acknowledged
+    /// (RFC 9000 §13.4.2.1): the count is the peer's word.
+    pub fn on_peer_ce(&mut self, ce_count: u64, newly_acked: u64) -> Option<u64> {
+        if ce_count <= self.peer_ce {
+            return None;
+        }
+        let marks = (ce_count - self.peer_ce).min(newly_acked);
+        self.peer_ce = ce_count;
+        Some(marks)
+    }
+
     /// Records packet `pn`'s size once it is sealed.
-    pub fn set_size(&mut self, pn: u64, size: u16) {
+    fn set_size(&mut self, pn: u64, size: u16) {
         if let Some(p) = self.sent.get_mut(pn) {
             p.size = size;
         }

@@ -47,6 +47,16 @@ const COPY_RANGES: usize = 16;
 /// 12 % of the window instead of 11 % at a two-thirds threshold).
 const FASTER: (u32, u32) = (1, 4);
 
+/// Second copies the session owes or has weighed.
+#[derive(Debug, Default)]
+pub(super) struct Copies {
+    /// Copies of slow connections' ACKs owed on the fastest one.
+    pub acks: AckCopies,
+    /// The last tail-copy deadline handled, µs on `Session::clock_us`'s
+    /// scale (see `tail_copy`).
+    pub tail_checked: Option<i64>,
+}
+
 /// Connections whose latest ACK awaits its copy.
 #[derive(Debug, Default)]
 pub(super) struct AckCopies {
@@ -80,21 +90,22 @@ impl Session {
         if self.ack_copy_route(slow).is_none() {
             return;
         }
-        if !self.ack_copies.pending.contains(&slow) {
-            self.ack_copies.pending.push(slow);
+        if !self.copies.acks.pending.contains(&slow) {
+            self.copies.acks.pending.push(slow);
         }
-        self.ack_copies.since.get_or_insert(now);
+        self.copies.acks.since.get_or_insert(now);
     }
 
     /// The connection owed copies go on, and when they must leave at the
     /// latest (`None` when none are owed or none can go).
     pub(super) fn ack_copy_due(&self) -> Option<(PathId, Instant)> {
-        let since = self.ack_copies.since?;
+        let since = self.copies.acks.since?;
         if !self.is_established() {
             return None;
         }
         let fast = self
-            .ack_copies
+            .copies
+            .acks
             .pending
             .iter()
             .find_map(|&slow| self.ack_copy_route(slow))?;
@@ -110,7 +121,7 @@ impl Session {
         let fin = self.streams.recv.is_fin_received();
         let max_data = self.streams.recv.max_data();
         let mut left = Vec::new();
-        for slow in std::mem::take(&mut self.ack_copies.pending) {
+        for slow in std::mem::take(&mut self.copies.acks.pending) {
             let Some(p) = self.paths.get(&slow) else {
                 continue;
             };
@@ -129,7 +140,7 @@ impl Session {
                 left.push(slow);
             }
         }
-        self.ack_copies.since = (!left.is_empty()).then_some(now);
-        self.ack_copies.pending = left;
+        self.copies.acks.since = (!left.is_empty()).then_some(now);
+        self.copies.acks.pending = left;
     }
 }

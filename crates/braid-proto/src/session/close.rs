@@ -177,6 +177,42 @@ impl Close {
     }
 }
 
+/// How the session ends on purpose: our CLOSE while it is sent or
+/// answers the peer, and the draining period after the peer's CLOSE.
+#[derive(Debug, Default)]
+pub(super) struct Ending {
+    /// Our CLOSE: the copies to send, and the closing period in which it
+    /// answers the peer.
+    pub close: Option<Close>,
+    /// When the draining period that followed the peer's CLOSE ends.
+    drain_after_close: Option<Instant>,
+}
+
+impl Ending {
+    /// Whether neither a CLOSE of ours nor a draining period is left.
+    pub fn is_over(&self) -> bool {
+        self.close.is_none() && self.drain_after_close.is_none()
+    }
+
+    /// Whether only the draining period after the peer's CLOSE is left.
+    pub fn is_only_draining(&self) -> bool {
+        self.close.is_none() && self.drain_after_close.is_some()
+    }
+
+    /// The peer closed with `code`: one CLOSE in answer, then draining
+    /// until `until`.
+    fn drain(&mut self, until: Instant, code: u64) {
+        self.drain_after_close = Some(until);
+        self.close = Some(Close::reply(code));
+    }
+
+    /// When the closing or draining period ends.
+    fn deadline(&self) -> Option<Instant> {
+        let closing = self.close.as_ref().and_then(Close::until);
+        closing.or(self.drain_after_close)
+    }
+}
+
 impl Session {
     /// An authentic packet arrived on `path` while we close: it moves
     /// nothing but the replay window and perhaps another copy of our
@@ -200,7 +236,7 @@ impl Session {
         let carries_close = Frames::new(payload)
             .flatten()
             .any(|f| matches!(f, Frame::Close { .. }));
-        let Some(close) = self.close.as_mut() else {
+        let Some(close) = self.ending.close.as_mut() else {
             return false;
         };
         close.on_peer_packet(now, carries_close);
@@ -215,9 +251,9 @@ impl Session {
     /// once).
     pub(super) fn enter_draining(&mut self, code: u64) {
         self.state = super::State::Closed;
-        if self.handshake.is_done() && self.close.is_none() {
-            self.drain_after_close = Some(self.liveness.latest() + self.closing_period());
-            self.close = Some(Close::reply(code));
+        if self.handshake.is_done() && self.ending.close.is_none() {
+            let until = self.liveness.latest() + self.closing_period();
+            self.ending.drain(until, code);
         }
     }
 
@@ -239,14 +275,12 @@ impl Session {
 
     /// When the closing or draining period ends, if one runs.
     pub(super) fn ending_deadline(&self) -> Option<Instant> {
-        let closing = self.close.as_ref().and_then(Close::until);
-        closing.or(self.drain_after_close)
+        self.ending.deadline()
     }
 
     /// The closing or draining period is over: nothing more will happen.
     pub(super) fn end_closing(&mut self) {
-        self.close = None;
-        self.drain_after_close = None;
+        self.ending = Ending::default();
     }
 }
 

@@ -22,17 +22,22 @@
 //! flags, [`Liveness`] (when the peer was last heard, we last sent, the
 //! transfer last moved), [`Packets`] (keys and the datagram being written),
 //! the [`Sampler`]'s time series, the migration candidate and owed
-//! responses (`validation::Challenges`) and the ACK copies (`ack_copy`).
+//! responses (`validation::Challenges`), the second copies of ACKs and
+//! tail segments (`ack_copy::Copies`), what the peer's handshake told
+//! (`peer::PeerTerms`), our CLOSE and the periods after one
+//! (`close::Ending`) and what the application hears (`events::Notices`).
 //! Every deadline is in one table (`timers`).
 
 mod ack_copy;
 mod batch;
 mod close;
+mod events;
 mod first_data;
 mod handshake;
 mod liveness;
 mod migration;
 mod packets;
+mod peer;
 mod pmtu;
 mod receive;
 mod scheduler;
@@ -62,7 +67,7 @@ use handshake::Handshake;
 use liveness::Liveness;
 use packets::Packets;
 use stats::Sampler;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use streams::{Finished, Streams};
 
@@ -74,10 +79,6 @@ pub use transmit::Transmit;
 
 /// Keep-alive interval while the peer is in the middle of its stream.
 const MID_STREAM_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
-/// The most ACK delay a peer may declare (RFC 9000 §18.2 allows up to
-/// 2^14 ms; a claim above a second would let its reports shrink our RTT
-/// samples by that much).
-const MAX_PEER_ACK_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Something the application should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,13 +140,10 @@ pub struct Session {
     paths: BTreeMap<PathId, Path>,
     /// The two streams, and which of them finished.
     streams: Streams,
-    events: VecDeque<Event>,
-    error: Option<SessionError>,
-    /// Our CLOSE: the copies to send, and the closing period in which it
-    /// answers the peer (`close`).
-    close: Option<Close>,
-    /// When the draining period that followed the peer's CLOSE ends.
-    drain_after_close: Option<Instant>,
+    /// The events not polled yet, and why the session failed.
+    notices: events::Notices,
+    /// Our CLOSE and the closing or draining period after a CLOSE.
+    ending: close::Ending,
     /// Origin of every connection's ACK timestamps: one clock for all of
     /// them, so the peer's receive times compare across connections. It is
     /// also when the session was created.
@@ -163,20 +161,13 @@ pub struct Session {
     handshake: Handshake,
     /// The migration candidate and the PATH_RESPONSEs owed.
     challenges: validation::Challenges,
-    /// Copies of slow connections' ACKs owed on the fastest one.
-    ack_copies: ack_copy::AckCopies,
-    /// The last tail-copy deadline handled, µs on `clock_us`'s scale.
-    tail_copy_checked: Option<i64>,
+    /// Second copies: of slow connections' ACKs on the fastest one, and
+    /// of overdue tail segments.
+    copies: ack_copy::Copies,
     /// The event log, when the configuration asks for one.
     trace: trace::SessionTrace,
-    /// The longest the peer says it delays an ACK: what an RTT sample may
-    /// lose to a reported ACK delay, and what the probe timeout and the
-    /// tail copies wait for beyond a round trip. Ours until the handshake
-    /// tells.
-    peer_max_ack_delay: std::time::Duration,
-    /// Whether connections opened from now on offer short headers (see
-    /// [`Session::accept_short_headers_everywhere`]).
-    short_on_new_paths: bool,
+    /// The peer's ACK delay limit and what new connections offer it.
+    peer: peer::PeerTerms,
 }
 
 impl Session {
@@ -258,10 +249,8 @@ impl Session {
             state: State::Established,
             paths: BTreeMap::new(),
             streams: Streams::new(send, recv),
-            events: VecDeque::new(),
-            error: None,
-            close: None,
-            drain_after_close: None,
+            notices: events::Notices::default(),
+            ending: close::Ending::default(),
             epoch: now,
             liveness: Liveness::new(now),
             sampler: Sampler::new(now, cfg.sample_interval),
@@ -273,19 +262,11 @@ impl Session {
                 Role::Server => Handshake::Server(handshake::Server::new(now)),
             },
             challenges: validation::Challenges::default(),
-            ack_copies: ack_copy::AckCopies::default(),
-            tail_copy_checked: None,
+            copies: ack_copy::Copies::default(),
             trace: trace::SessionTrace::new(cfg.trace),
-            peer_max_ack_delay: cfg.max_ack_delay,
-            short_on_new_paths: false,
+            peer: peer::PeerTerms::new(cfg.max_ack_delay),
             cfg,
         }
-    }
-
-    /// The peer's handshake stated its ACK delay limit, `us` µs: a claim,
-    /// so at most [`MAX_PEER_ACK_DELAY`].
-    fn on_peer_max_ack_delay(&mut self, us: u64) {
-        self.peer_max_ack_delay = std::time::Duration::from_micros(us).min(MAX_PEER_ACK_DELAY);
     }
 
     fn cc_context(&self) -> CcContext {
@@ -329,7 +310,7 @@ impl Session {
         path.pending.hello = self.role == Role::Client && self.is_handshaking();
         path.trace.tracer = crate::trace::Tracer::new(self.is_tracing());
         path.trace.stale = true;
-        path.offer_short_headers(self.short_on_new_paths);
+        path.offer_short_headers(self.peer.short_on_new_paths());
         // A connection's first event: qvis opens the first group it meets.
         let state = path.state();
         (self.trace.tracer).record(now, crate::trace::EventKind::PathState { path: id, state });
@@ -416,8 +397,7 @@ impl Session {
     /// from [`Event::Failed`]; the driver runs until this.
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed | State::Failed)
-            && self.close.is_none()
-            && self.drain_after_close.is_none()
+            && self.ending.is_over()
             && self.packets.held_is_empty()
     }
 
@@ -427,8 +407,7 @@ impl Session {
     /// session drops unread anyway, so a process need not wait for it.
     pub fn is_draining(&self) -> bool {
         self.state == State::Closed
-            && self.close.is_none()
-            && self.drain_after_close.is_some()
+            && self.ending.is_only_draining()
             && self.packets.held_is_empty()
     }
 
@@ -446,7 +425,7 @@ impl Session {
 
     /// Why the session failed, if it did.
     pub fn error(&self) -> Option<&SessionError> {
-        self.error.as_ref()
+        self.notices.error()
     }
 
     /// Whether everything written, and the FIN, was acknowledged.
@@ -468,7 +447,7 @@ impl Session {
 
     /// Buffers bytes to send; returns how many were taken (bounded by the send window).
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.error.is_some() {
+        if self.notices.error().is_some() {
             return 0;
         }
         self.streams.send.write(data)
@@ -486,7 +465,7 @@ impl Session {
     /// Writes up to `len` bytes of the generated content, as `write` would
     /// take them; returns the count taken (none without generated content).
     pub fn write_generated(&mut self, len: u64) -> u64 {
-        if self.error.is_some() {
+        if self.notices.error().is_some() {
             return 0;
         }
         self.streams.send.write_generated(len)
@@ -494,7 +473,7 @@ impl Session {
 
     /// Bytes `write` would accept now.
     pub fn writable(&self) -> u64 {
-        if self.error.is_some() {
+        if self.notices.error().is_some() {
             0
         } else {
             self.streams.send.writable()
@@ -567,7 +546,7 @@ impl Session {
         if matches!(self.state, State::Closed | State::Failed) {
             return;
         }
-        self.close = Some(Close::new(code, reason.to_owned()));
+        self.ending.close = Some(Close::new(code, reason.to_owned()));
         self.fail(SessionError::LocallyAborted {
             code,
             reason: reason.to_owned(),
@@ -635,7 +614,7 @@ impl Session {
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
-        let event = self.events.pop_front()?;
+        let event = self.notices.pop()?;
         self.log_event(&event);
         Some(event)
     }
@@ -671,20 +650,19 @@ impl Session {
             return;
         }
         self.state = State::Failed;
-        self.error = Some(err.clone());
-        self.events.push_back(Event::Failed(err));
+        self.notices.fail(err);
     }
 
     /// Fails with a protocol violation, telling the peer.
     fn violation(&mut self, what: Violation) {
-        self.close = Some(Close::new(CloseCode::Protocol.into(), what.to_string()));
+        self.ending.close = Some(Close::new(CloseCode::Protocol.into(), what.to_string()));
         self.fail(SessionError::Protocol(what));
     }
 
     /// Reports finished directions and starts draining when both are.
     fn check_progress(&mut self, now: Instant) {
         for finished in self.streams.poll_finished() {
-            self.events.push_back(match finished {
+            self.notices.push(match finished {
                 Finished::Send => Event::SendFinished,
                 Finished::Recv => Event::RecvFinished,
             });

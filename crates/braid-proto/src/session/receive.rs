@@ -214,7 +214,7 @@ impl Session {
             self.counters.malformed += 1;
             return false;
         };
-        if self.close.is_some() {
+        if self.ending.close.is_some() {
             return self.on_packet_while_closing(now, path, header.packet_number, payload);
         }
         // A handshaking client can use nothing but the answer (or a refusal):
@@ -463,7 +463,7 @@ impl Session {
             now,
             ack,
             route,
-            self.peer_max_ack_delay,
+            self.peer.max_ack_delay(),
             &mut self.streams.send,
         );
         let bytes = self.streams.send.delivered_on(path) - delivered_before;
@@ -471,7 +471,7 @@ impl Session {
             self.trace_event(now, EventKind::StreamAcked { path, bytes });
         }
         if outcome.back_from_probing {
-            self.events.push_back(Event::PathUp(path));
+            self.notices.push(Event::PathUp(path));
         }
         self.streams.send.update_max_data(ack.max_data);
         self.streams.send.on_cumulative(ack.cumulative, ack.fin);
@@ -504,7 +504,7 @@ impl Session {
             return;
         }
         p.close(now, &mut self.streams.send);
-        self.events.push_back(Event::PathClosed(id));
+        self.notices.push(Event::PathClosed(id));
         self.normalize_windows();
         if self.paths.values().all(|p| p.state() == PathState::Closed) {
             self.fail(SessionError::AllPathsClosed);

@@ -22,7 +22,7 @@ impl Session {
     /// a caller whose every connection has a link of its own, such as the
     /// simulator.
     pub fn accept_short_headers_everywhere(&mut self) {
-        self.short_on_new_paths = true;
+        self.peer.offer_short_on_new_paths();
         for p in self.paths.values_mut() {
             p.offer_short_headers(true);
         }

@@ -3,20 +3,22 @@
 
 use super::Session;
 use crate::stats::{PathSample, SessionStats};
-use crate::Instant;
-use std::collections::VecDeque;
+use crate::{Instant, PathId};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 /// Most time-series points kept before the oldest are dropped.
 const MAX_SAMPLES: usize = 1 << 16;
 
-/// The per-connection time series: when the next points are due, and the
-/// points not yet drained (at most [`MAX_SAMPLES`], the oldest dropped).
+/// The per-connection time series: when the next points are due, the
+/// points not yet drained (at most [`MAX_SAMPLES`], the oldest dropped),
+/// and each connection's delivered bytes at its previous point.
 #[derive(Debug)]
 pub(super) struct Sampler {
     next: Option<Instant>,
     last: Instant,
     samples: VecDeque<PathSample>,
+    delivered: BTreeMap<PathId, u64>,
 }
 
 impl Sampler {
@@ -26,6 +28,7 @@ impl Sampler {
             next: interval.map(|i| now + i),
             last: now,
             samples: VecDeque::new(),
+            delivered: BTreeMap::new(),
         }
     }
 
@@ -39,6 +42,13 @@ impl Sampler {
         let interval = now - self.last;
         self.last = now;
         interval
+    }
+
+    /// Connection `path` has delivered `delivered` stream bytes so far:
+    /// how many since its previous point.
+    pub fn delivered_since(&mut self, path: PathId, delivered: u64) -> u64 {
+        let before = self.delivered.insert(path, delivered).unwrap_or(0);
+        delivered - before
     }
 
     /// Records a point, the oldest dropped beyond `MAX_SAMPLES`.
@@ -112,13 +122,11 @@ impl Session {
     /// beyond `MAX_SAMPLES`.
     pub(super) fn take_samples(&mut self, now: Instant) {
         let interval = self.sampler.start(now);
-        for p in self.paths.values_mut().filter(|p| p.is_usable()) {
-            self.sampler.push(p.sample(
-                now,
-                interval,
-                &self.cfg.rto,
-                self.streams.send.delivered_on(p.id()),
-            ));
+        for p in self.paths.values().filter(|p| p.is_usable()) {
+            let delivered = self.streams.send.delivered_on(p.id());
+            let acked = self.sampler.delivered_since(p.id(), delivered);
+            self.sampler
+                .push(p.sample(now, interval, &self.cfg.rto, acked));
         }
     }
 }

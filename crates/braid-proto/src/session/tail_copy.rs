@@ -28,7 +28,7 @@ impl Session {
     fn tail_ack_overdue_at(&self, path: PathId, due_us: i64) -> Option<i64> {
         let p = self.paths.get(&path)?;
         let back = p.ack_path_base_us()?;
-        let margin = micros_i64(p.rtt().rttvar() * 4 + self.peer_max_ack_delay);
+        let margin = micros_i64(p.rtt().rttvar() * 4 + self.peer.max_ack_delay());
         Some(due_us.saturating_add(back).saturating_add(margin))
     }
 
@@ -49,7 +49,7 @@ impl Session {
             .send
             .tail()
             .filter_map(|(_, path, due)| self.tail_ack_overdue_at(path, due))
-            .filter(|&t| self.tail_copy_checked.is_none_or(|c| t > c))
+            .filter(|&t| self.copies.tail_checked.is_none_or(|c| t > c))
             .min()?;
         Some(self.epoch + Duration::from_micros(u64::try_from(us).unwrap_or(0)))
     }
@@ -58,7 +58,7 @@ impl Session {
     /// deadlines up to now are done with (a copy that cannot go now goes
     /// on a later ACK or pacer wake-up, not a timer firing at once again).
     pub(super) fn on_tail_copy_timeout(&mut self, now: Instant) {
-        self.tail_copy_checked = Some(self.clock_us(now));
+        self.copies.tail_checked = Some(self.clock_us(now));
     }
 
     /// A second copy of the oldest overdue tail segment, on the connection

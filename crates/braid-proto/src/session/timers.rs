@@ -181,7 +181,7 @@ impl Session {
     fn path_deadline(&self, timer: Timer, p: &Path) -> Option<Instant> {
         match timer {
             Timer::Pacing(_) => p.pacing_wakeup(),
-            Timer::Tlp(_) => p.tlp_deadline(self.peer_max_ack_delay),
+            Timer::Tlp(_) => p.tlp_deadline(self.peer.max_ack_delay()),
             Timer::Rto(_) => p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval),
             Timer::Loss(_) => p.loss_deadline(),
             Timer::Ack(id) => {
@@ -270,7 +270,7 @@ impl Session {
             }
             Timer::Drain => {
                 self.state = State::Closed;
-                self.events.push_back(super::Event::Closed);
+                self.notices.push(super::Event::Closed);
                 return Flow::Break(());
             }
             Timer::Idle => return self.end(SessionError::IdleTimeout(self.cfg.idle_timeout)),
@@ -356,7 +356,7 @@ impl Session {
         );
         p.count_rto(self.cfg.silent_limit.unwrap_or(u32::MAX));
         if p.on_rto(now, &mut self.streams.send) {
-            self.events.push_back(super::Event::PathDown(id));
+            self.notices.push(super::Event::PathDown(id));
         }
         if p.state() == PathState::Probing {
             p.pending.probe = true;

@@ -240,7 +240,7 @@ impl Session {
             State::Handshaking { .. } => "handshaking",
             State::Established => "established",
             State::Draining { .. } => "draining",
-            State::Closed if self.error.is_none() => "closed",
+            State::Closed if self.notices.error().is_none() => "closed",
             State::Closed | State::Failed => "failed",
         };
         if stage != self.trace.stage {
@@ -253,7 +253,7 @@ impl Session {
     fn trace_stage(&mut self, now: Instant, stage: &'static str) {
         let tracer = &mut self.trace.tracer;
         tracer.record(now, EventKind::SessionState { new: stage });
-        let closed = match (&self.error, stage) {
+        let closed = match (self.notices.error(), stage) {
             (None, "closed") => (0, "both directions finished".to_owned(), false),
             (Some(SessionError::PeerAborted { code, reason }), _) => (*code, reason.clone(), true),
             (Some(e), _) => (1, e.to_string(), false),

@@ -133,8 +133,8 @@ impl Session {
         };
         if keys.is_exhausted()
             && !keys.can_step(now)
-            && self.close.is_none()
-            && self.error.is_none()
+            && self.ending.close.is_none()
+            && self.notices.error().is_none()
         {
             self.abort(
                 CloseCode::Security.into(),
@@ -273,7 +273,7 @@ impl Session {
 
     /// A copy of our CLOSE, when one is due (see `close`).
     fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if self.close.as_ref().is_none_or(|c| c.left == 0) {
+        if self.ending.close.as_ref().is_none_or(|c| c.left == 0) {
             return None;
         }
         let path = if self
@@ -301,11 +301,11 @@ impl Session {
             self.closing_period(),
             self.answer_gap(),
         );
-        let close = self.close.as_mut().expect("checked");
+        let close = self.ending.close.as_mut().expect("checked");
         close.on_sent(now, linger, period, gap);
         let (code, reason) = (close.code, close.reason.clone());
         if close.is_spent() {
-            self.close = None;
+            self.ending.close = None;
         }
         self.start_packet(now, path, buf);
         Frame::Close {

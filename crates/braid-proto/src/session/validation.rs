@@ -133,7 +133,7 @@ impl Session {
         if validated {
             tracing::debug!(path = path.0, "connection validated");
             self.trace_event(now, EventKind::PathValidated { path });
-            self.events.push_back(Event::PathUp(path));
+            self.notices.push(Event::PathUp(path));
         } else {
             self.counters.unexpected += 1;
         }

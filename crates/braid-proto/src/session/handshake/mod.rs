@@ -103,7 +103,7 @@ impl Session {
                 if let Err((code, reason)) = s.negotiate(&hello) {
                     s.refuse(code, reason);
                 } else {
-                    s.events.push_back(Event::Connected);
+                    s.notices.push(Event::Connected);
                 }
                 s.handle_datagram(now, Datagram::new(now, path, &mut datagram.to_vec()));
             }
@@ -188,7 +188,7 @@ impl Session {
             // The refusal travels inside the answer, authenticated.
             self.refuse(code, reason);
         } else {
-            self.events.push_back(Event::Connected);
+            self.notices.push(Event::Connected);
             self.paths
                 .get_mut(&path)
                 .expect("path exists")
@@ -231,7 +231,7 @@ impl Session {
             .max(*SessionConfig::SEGMENT_SIZE_RANGE.start());
         let send_window = negotiated_window(hello.send_window, self.cfg.send_window, segment_size);
         let recv_window = negotiated_window(hello.recv_window, self.cfg.recv_window, segment_size);
-        self.on_peer_max_ack_delay(hello.max_ack_delay_us);
+        self.peer.on_max_ack_delay(hello.max_ack_delay_us);
         self.apply_negotiated(segment_size, send_window, recv_window, paths, cc);
         Ok(())
     }
@@ -239,7 +239,7 @@ impl Session {
     fn refuse(&mut self, code: CloseCode, reason: String) {
         tracing::info!(session = %crate::ids::Hex(self.session_id), reason = %reason, "refused the peer's opening");
         let code = code.value();
-        self.close = Some(Close::new(code, reason.clone()));
+        self.ending.close = Some(Close::new(code, reason.clone()));
         self.fail(SessionError::LocallyAborted { code, reason });
     }
 
@@ -367,7 +367,7 @@ impl Session {
                 // wrong guess, so it counts it now.
                 if let Some(g) = client.take_give_up() {
                     let code = CloseCode::GaveUp.value();
-                    self.close = Some(Close::new(code, g.secret().to_owned()));
+                    self.ending.close = Some(Close::new(code, g.secret().to_owned()));
                 }
                 self.fail(SessionError::CodeRejected);
             }
@@ -433,7 +433,7 @@ impl Session {
         let segment_size = h.segment_size.min(self.cfg.segment_size);
         let send_window = negotiated_window(h.send_window, self.cfg.send_window, segment_size);
         let recv_window = negotiated_window(h.recv_window, self.cfg.recv_window, segment_size);
-        self.on_peer_max_ack_delay(h.max_ack_delay_us);
+        self.peer.on_max_ack_delay(h.max_ack_delay_us);
         // Connections the server will not take are closed on our side.
         let keep = h.paths.min(self.cfg.paths);
         self.paths.retain(|&id, _| id.0 < keep);
@@ -447,7 +447,7 @@ impl Session {
         }
         self.handshake.confirm(None);
         self.state = State::Established;
-        self.events.push_back(Event::Connected);
+        self.notices.push(Event::Connected);
     }
 }
 
