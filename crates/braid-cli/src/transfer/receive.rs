@@ -5,6 +5,7 @@
 use anyhow::{bail, Context as _};
 use braid::Session;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -20,7 +21,7 @@ use crate::staging::Staging;
 /// was, where its contents started, and what stays for a later one.
 #[derive(Default)]
 pub struct Seen {
-    pub manifest: Option<Manifest>,
+    pub manifest: Option<Arc<Manifest>>,
     /// Content bytes an earlier transfer had brought.
     pub start: u64,
     /// Content bytes on disk when the transfer stopped, and where, kept
@@ -145,8 +146,9 @@ async fn receive_inner(
     progress: &Progress,
     seen: &mut Seen,
 ) -> anyhow::Result<Outcome> {
-    let manifest = read_manifest(session).await?;
-    seen.manifest = Some(manifest.clone());
+    // Shared, not copied: the list may be 16 MiB of entries.
+    let manifest = Arc::new(read_manifest(session).await?);
+    seen.manifest = Some(Arc::clone(&manifest));
     if let Some(size) = manifest.size() {
         progress.set_length(size);
     }
@@ -177,7 +179,7 @@ async fn receive_inner(
     let (bytes, hash) = fill(session, &dir, &names[0], &manifest, progress, seen).await?;
     let staging = seen.staging.take().context("the staging folder went")?;
     let part = staging.path().to_owned();
-    let m = manifest.clone();
+    let m = Arc::clone(&manifest);
     let landed = tokio::task::spawn_blocking(move || staging.land(&m, &names, overwrite)).await?;
     if let Err(e) = landed {
         // Verified and complete: the same transfer sent again (say with
@@ -196,11 +198,11 @@ async fn fill(
     session: &mut Session,
     dir: &Path,
     first: &str,
-    manifest: &Manifest,
+    manifest: &Arc<Manifest>,
     progress: &Progress,
     seen: &mut Seen,
 ) -> anyhow::Result<(u64, blake3::Hash)> {
-    let (dir_, first_, m) = (dir.to_owned(), first.to_owned(), manifest.clone());
+    let (dir_, first_, m) = (dir.to_owned(), first.to_owned(), Arc::clone(manifest));
     let (staging, held, hasher) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let staging = Staging::open(&dir_, &first_, m.size().is_some())?;
         let (held, hasher) = staging.held(&m)?;
@@ -212,7 +214,7 @@ async fn fill(
     offer(session, held, Some(hasher.finalize())).await?;
     let start = read_start(session, held).await?;
     seen.start = start;
-    let m = manifest.clone();
+    let m = Arc::clone(manifest);
     let (staging, writer) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
         if start == 0 {
             staging.wipe()?;
