@@ -79,7 +79,7 @@ enum Command {
         #[command(flatten)]
         log: LogArgs,
     },
-    /// Send a file (or stdin) to `braid recv` over one or more connections.
+    /// Send files, folders or stdin to `braid recv` over one or more connections.
     #[command(after_help = failure::EXIT_HELP)]
     Send {
         #[command(flatten)]
@@ -87,7 +87,7 @@ enum Command {
         #[command(flatten)]
         log: LogArgs,
     },
-    /// Receive a file from `braid send`, verify it (BLAKE3) and keep it.
+    /// Receive files or folders from `braid send`, verify them (BLAKE3) and keep them.
     #[command(after_help = failure::EXIT_HELP)]
     Recv {
         #[command(flatten)]
