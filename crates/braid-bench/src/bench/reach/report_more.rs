@@ -5,26 +5,12 @@
 use std::fmt::Write as _;
 
 use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY, LAN_WORMHOLE};
-use super::report::{Report, Summary, Verdict};
+use super::report::{fixed, percent, Report, Summary, Verdict};
 use super::{Expect, Part, Program};
 
 /// Goodput through the relay (both hosts on one LAN) over the direct
 /// `--to` transfer on that LAN.
 const LAN_RATIO: f64 = 0.9;
-
-fn f(v: Option<f64>, d: usize) -> String {
-    v.map_or("—".to_owned(), |v| format!("{v:.d$}"))
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map_or("—".into(), |d| format!("{:.0} %", d * 100.0))
-}
-
-fn of(r: &Report, part: Part) -> impl Iterator<Item = &Summary> {
-    r.summaries
-        .iter()
-        .filter(move |s| s.part == part && s.runs > 0)
-}
 
 fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
     let (Some(relay), Some(direct)) = (r.by_name(LAN_RELAY), r.by_name(LAN_DIRECT)) else {
@@ -41,10 +27,10 @@ fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
         measured: ratio.map_or("no transfer verified".into(), |x| {
             format!(
                 "{x:.2}x ({} vs {} Mbit/s; wall {} vs {} s; direct path in {} of {} runs)",
-                f(relay.goodput_mbps, 1),
-                f(direct.goodput_mbps, 1),
-                f(relay.wall_s, 2),
-                f(direct.wall_s, 2),
+                fixed(relay.goodput_mbps, 1),
+                fixed(direct.goodput_mbps, 1),
+                fixed(relay.wall_s, 2),
+                fixed(direct.wall_s, 2),
                 relay.direct_validated,
                 relay.runs
             )
@@ -63,8 +49,8 @@ fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
             measured: ratio.map_or("no transfer verified".into(), |x| {
                 format!(
                     "{program} / braid {x:.2}x ({} vs {} s)",
-                    f(other.wall_s, 2),
-                    f(relay.wall_s, 2)
+                    fixed(other.wall_s, 2),
+                    fixed(relay.wall_s, 2)
                 )
             }),
             met: Some(ratio.is_some_and(|x| x > 1.0)),
@@ -88,14 +74,14 @@ fn direct_text(s: &Summary) -> String {
 pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
     let mut v = Vec::new();
     lan_verdicts(r, &mut v);
-    for s in of(r, Part::Cgnat).filter(|s| s.program == Program::Braid) {
+    for s in r.part(Part::Cgnat).filter(|s| s.program == Program::Braid) {
         v.push(Verdict {
             target: format!("{}: does a direct path open (no target)", s.case),
             measured: direct_text(s),
             met: None,
         });
     }
-    for s in of(r, Part::Ipv6) {
+    for s in r.part(Part::Ipv6) {
         v.push(Verdict {
             target: format!(
                 "{}: every transfer verified, without --listen or --bind",
@@ -105,7 +91,7 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             met: Some(s.verified == s.runs),
         });
     }
-    for s in of(r, Part::UdpBlocked) {
+    for s in r.part(Part::UdpBlocked) {
         let case = r.cases.iter().find(|c| c.name == s.case).expect("its case");
         let (target, met) = match case.expect {
             Expect::Fails {
@@ -145,17 +131,17 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
                 "{} of {}; sender {} s, receiver {} s, worst {} s; codes (sender / receiver) {}",
                 s.as_expected,
                 s.runs,
-                f(s.fail_s[0], 2),
-                f(s.fail_s[1], 2),
-                f(s.fail_s_worst, 2),
+                fixed(s.fail_s[0], 2),
+                fixed(s.fail_s[1], 2),
+                fixed(s.fail_s_worst, 2),
                 s.error_codes.join(", ")
             ),
             Expect::Verified => format!(
                 "{} of {} verified; wall {} s; goodput {} Mbit/s{}",
                 s.verified,
                 s.runs,
-                f(s.wall_s, 2),
-                f(s.goodput_mbps, 1),
+                fixed(s.wall_s, 2),
+                fixed(s.goodput_mbps, 1),
                 match (relay_mbit, s.goodput_mbps) {
                     (Some(cap), Some(g)) if s.program == Program::Braid => {
                         format!(" ({:.0} % of {cap:.0})", g / cap * 100.0)
@@ -170,7 +156,7 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             met,
         });
     }
-    for s in of(r, Part::Rebinding) {
+    for s in r.part(Part::Rebinding) {
         v.push(Verdict {
             target: format!(
                 "{}: survives, and the direct path comes back (no target)",
@@ -183,15 +169,15 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             met: None,
         });
     }
-    for s in of(r, Part::KeyRestart) {
+    for s in r.part(Part::KeyRestart) {
         v.push(Verdict {
             target: format!("{}: the second sender completes, every run", s.case),
             measured: format!(
                 "{} of {}; the second sender's time to completion {} s ({} s from the restart)",
                 s.verified,
                 s.runs,
-                f(s.second_s, 2),
-                f(s.second_total_s, 2)
+                fixed(s.second_s, 2),
+                fixed(s.second_total_s, 2)
             ),
             met: Some(s.verified == s.runs),
         });
@@ -201,7 +187,7 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
 
 fn topology_table(r: &Report, md: &mut String) {
     let parts = [Part::Lan, Part::Cgnat, Part::Ipv6];
-    if !parts.iter().any(|&p| of(r, p).next().is_some()) {
+    if !parts.iter().any(|&p| r.part(p).next().is_some()) {
         return;
     }
     md.push_str(
@@ -218,7 +204,7 @@ fn topology_table(r: &Report, md: &mut String) {
          | case | lab | NATs | program | runs | verified | direct validated | validated ms | share direct | goodput Mbit/s | wall s |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
-    for s in parts.iter().flat_map(|&p| of(r, p)) {
+    for s in parts.iter().flat_map(|&p| r.part(p)) {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -229,16 +215,16 @@ fn topology_table(r: &Report, md: &mut String) {
             s.runs,
             s.verified,
             s.direct_validated,
-            f(s.validated_ms, 0),
-            pct(s.direct_share),
-            f(s.goodput_mbps, 1),
-            f(s.wall_s, 2)
+            fixed(s.validated_ms, 0),
+            percent(s.direct_share),
+            fixed(s.goodput_mbps, 1),
+            fixed(s.wall_s, 2)
         );
     }
 }
 
 fn blocked_table(r: &Report, md: &mut String) {
-    if of(r, Part::UdpBlocked).next().is_none() {
+    if r.part(Part::UdpBlocked).next().is_none() {
         return;
     }
     md.push_str(
@@ -248,7 +234,7 @@ fn blocked_table(r: &Report, md: &mut String) {
          | case | runs | as expected | verified | sender fails after s | receiver fails after s | codes (sender / receiver) | wall s |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
-    for s in of(r, Part::UdpBlocked) {
+    for s in r.part(Part::UdpBlocked) {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -256,14 +242,14 @@ fn blocked_table(r: &Report, md: &mut String) {
             s.runs,
             s.as_expected,
             s.verified,
-            f(s.fail_s[0], 2),
-            f(s.fail_s[1], 2),
+            fixed(s.fail_s[0], 2),
+            fixed(s.fail_s[1], 2),
             if s.error_codes.is_empty() {
                 "—".into()
             } else {
                 s.error_codes.join(", ")
             },
-            f(s.wall_s, 2)
+            fixed(s.wall_s, 2)
         );
     }
 }
@@ -271,7 +257,7 @@ fn blocked_table(r: &Report, md: &mut String) {
 pub fn markdown(r: &Report, md: &mut String) {
     topology_table(r, md);
     blocked_table(r, md);
-    if of(r, Part::Rebinding).next().is_some() {
+    if r.part(Part::Rebinding).next().is_some() {
         let _ = writeln!(
             md,
             "\n## Rebinding (when {:.0} % of the file has arrived)\n\nDirect back = the other \
@@ -282,7 +268,7 @@ pub fn markdown(r: &Report, md: &mut String) {
              |---|---|---|---|---|---|---|---|---|---|---|",
             super::EVENT_AT * 100.0
         );
-        for s in of(r, Part::Rebinding) {
+        for s in r.part(Part::Rebinding) {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} / {} |",
@@ -291,18 +277,18 @@ pub fn markdown(r: &Report, md: &mut String) {
                 s.relays,
                 s.runs,
                 s.verified,
-                f(s.event_at_s, 2),
+                fixed(s.event_at_s, 2),
                 s.direct_back,
                 s.runs,
-                f(s.goodput_mbps, 1),
-                pct(s.direct_share),
-                f(s.sender_s, 2),
-                f(s.wall_s, 2),
-                f(s.wall_s_worst, 2)
+                fixed(s.goodput_mbps, 1),
+                percent(s.direct_share),
+                fixed(s.sender_s, 2),
+                fixed(s.wall_s, 2),
+                fixed(s.wall_s_worst, 2)
             );
         }
     }
-    if of(r, Part::KeyRestart).next().is_some() {
+    if r.part(Part::KeyRestart).next().is_some() {
         md.push_str(
             "\n## A key-mode receiver restarted\n\n`braid recv --relay ... --key` takes one \
              transfer from `braid send --peer`, is started again as soon as it exits, and a \
@@ -311,16 +297,16 @@ pub fn markdown(r: &Report, md: &mut String) {
              | case | runs | verified | second sender s | from the restart s | goodput Mbit/s |\n\
              |---|---|---|---|---|---|\n",
         );
-        for s in of(r, Part::KeyRestart) {
+        for s in r.part(Part::KeyRestart) {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} |",
                 s.case,
                 s.runs,
                 s.verified,
-                f(s.second_s, 2),
-                f(s.second_total_s, 2),
-                f(s.goodput_mbps, 1)
+                fixed(s.second_s, 2),
+                fixed(s.second_total_s, 2),
+                fixed(s.goodput_mbps, 1)
             );
         }
     }
