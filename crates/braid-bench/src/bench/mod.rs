@@ -10,6 +10,7 @@ mod real;
 mod report;
 mod report_html;
 mod report_md;
+mod report_tally;
 mod smoothed_rtt;
 mod stats;
 mod targets;

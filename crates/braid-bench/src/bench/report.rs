@@ -5,6 +5,7 @@ use super::published::{
     default_segment_size, payload_ratio, stream_overhead, wire_bytes, Row, TCP_RATIO,
 };
 use super::real::KernelRatio;
+use super::report_tally::Tally;
 use super::stats::{CcResult, Spread};
 use super::targets::{self, convergence_time, jain_time, of_target_text, pct, Mark, NEAR_MISS};
 use super::Bench;
@@ -104,108 +105,6 @@ fn cell(r: &CcResult<'_>) -> String {
     } else {
         s + INCOMPLETE
     }
-}
-
-/// The summary's figures for a suite (or all suites).
-#[derive(Default)]
-struct Tally {
-    rows: usize,
-    judged: usize,
-    met: usize,
-    near: usize,
-    miss: usize,
-    /// (braid's best, the other's figure) per row that has both.
-    seed_system: Vec<(f64, f64)>,
-    seed_tcp: Vec<(f64, f64)>,
-    linux: Vec<(f64, f64)>,
-    /// braid / best kernel TCP on a real link, per row of real.json.
-    kernel: Vec<f64>,
-}
-
-impl Tally {
-    fn add(&mut self, other: &Tally) {
-        self.rows += other.rows;
-        self.judged += other.judged;
-        self.met += other.met;
-        self.near += other.near;
-        self.miss += other.miss;
-        self.seed_system.extend(&other.seed_system);
-        self.seed_tcp.extend(&other.seed_tcp);
-        self.linux.extend(&other.linux);
-        self.kernel.extend(&other.kernel);
-    }
-
-    /// Counts a row by how it fares against its targets.
-    fn count(&mut self, mark: Option<Mark>) {
-        self.rows += 1;
-        match mark {
-            Some(Mark::Met) => self.met += 1,
-            Some(Mark::NearMiss(_)) => self.near += 1,
-            Some(Mark::Miss) => self.miss += 1,
-            None => {}
-        }
-        self.judged += usize::from(mark.is_some());
-    }
-
-    /// Keeps braid's best goodput beside each published figure the row has.
-    fn compare(&mut self, row: &Row, best: Option<&CcResult<'_>>) {
-        if let Some(g) = best.map(|b| b.one_way()).filter(|g| g.is_finite()) {
-            if let Some(x) = row.seed_system_mbps() {
-                self.seed_system.push((g, x));
-            }
-            // TCP's figures at braid's overhead, as the targets compare.
-            let eq = row.payload_ratio() / TCP_RATIO;
-            if let Some(x) = row.seed_tcp_mbps() {
-                self.seed_tcp.push((g, x * eq));
-            }
-            if let Some((x, _)) = row.linux_best() {
-                self.linux.push((g, x * eq));
-            }
-        }
-    }
-
-    fn cells(&self, name: String) -> Vec<String> {
-        let pairs = |v: &[(f64, f64)]| {
-            ratios(
-                &v.iter()
-                    .filter(|(_, o)| *o > 0.0)
-                    .map(|(b, o)| b / o)
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let passed = if self.judged < self.rows {
-            format!(
-                "{} / {} (+{} not judged)",
-                self.met,
-                self.judged,
-                self.rows - self.judged
-            )
-        } else {
-            format!("{} / {}", self.met, self.judged)
-        };
-        vec![
-            name,
-            passed,
-            self.near.to_string(),
-            self.miss.to_string(),
-            pairs(&self.seed_system),
-            pairs(&self.seed_tcp),
-            pairs(&self.linux),
-            ratios(&self.kernel),
-        ]
-    }
-}
-
-/// "k of n ≥, median r×" for braid/other ratios; "—" for none.
-fn ratios(v: &[f64]) -> String {
-    let mut v: Vec<f64> = v.iter().copied().filter(|r| r.is_finite()).collect();
-    if v.is_empty() {
-        return "—".into();
-    }
-    let at_least = v.iter().filter(|r| **r >= 1.0).count();
-    let n = v.len();
-    let m = super::stats::median(&mut v).unwrap_or(f64::NAN);
-    format!("≥ in {at_least} of {n}, median {m:.2}×")
 }
 
 pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
