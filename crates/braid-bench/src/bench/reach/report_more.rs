@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY, LAN_WORMHOLE};
 use super::report::{fixed, percent, Report, Summary, Verdict};
-use super::{Expect, Part, Program};
+use super::{Case, Expect, Part, Program};
 
 /// Goodput through the relay (both hosts on one LAN) over the direct
 /// `--to` transfer on that LAN.
@@ -74,6 +74,23 @@ fn direct_text(s: &Summary) -> String {
 pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
     let mut v = Vec::new();
     lan_verdicts(r, &mut v);
+    topology_verdicts(r, &mut v);
+    for s in r.part(Part::UdpBlocked) {
+        let case = r.cases.iter().find(|c| c.name == s.case).expect("its case");
+        let (target, met) = udp_blocked_target(s, case, relay_mbit);
+        v.push(Verdict {
+            target,
+            measured: udp_blocked_measured(s, case, relay_mbit),
+            met,
+        });
+    }
+    restart_verdicts(r, &mut v);
+    v
+}
+
+/// Carrier-grade NATs (whether a direct path opens, no target) and IPv6
+/// only (every transfer verified).
+fn topology_verdicts(r: &Report, v: &mut Vec<Verdict>) {
     for s in r.part(Part::Cgnat).filter(|s| s.program == Program::Braid) {
         v.push(Verdict {
             target: format!("{}: does a direct path open (no target)", s.case),
@@ -91,71 +108,81 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             met: Some(s.verified == s.runs),
         });
     }
-    for s in r.part(Part::UdpBlocked) {
-        let case = r.cases.iter().find(|c| c.name == s.case).expect("its case");
-        let (target, met) = match case.expect {
-            Expect::Fails {
-                code,
-                exit,
-                within_s,
-            } => (
-                format!("{}: both ends fail with {code} (exit {exit}) within {within_s:.0} s, every run", s.case),
-                Some(s.as_expected == s.runs),
+}
+
+/// With UDP blocked, the target depends on what the case expects: braid
+/// fails fast and says why, or a program that falls back to TCP gets through.
+fn udp_blocked_target(s: &Summary, case: &Case, relay_mbit: Option<f64>) -> (String, Option<bool>) {
+    match case.expect {
+        Expect::Fails {
+            code,
+            exit,
+            within_s,
+        } => (
+            format!(
+                "{}: both ends fail with {code} (exit {exit}) within {within_s:.0} s, every run",
+                s.case
             ),
-            Expect::Verified if s.program == Program::Croc => {
-                (format!("{}: croc reaches its relay over TCP (no target)", s.case), None)
-            }
-            Expect::Verified if s.program == Program::Wormhole => (
+            Some(s.as_expected == s.runs),
+        ),
+        Expect::Verified if s.program == Program::Croc => (
+            format!("{}: croc reaches its relay over TCP (no target)", s.case),
+            None,
+        ),
+        Expect::Verified if s.program == Program::Wormhole => (
+            format!(
+                "{}: magic-wormhole reaches its servers over TCP (no target)",
+                s.case
+            ),
+            None,
+        ),
+        Expect::Verified => match relay_mbit {
+            Some(cap) => (
                 format!(
-                    "{}: magic-wormhole reaches its servers over TCP (no target)",
+                    "{}: every transfer verified over TCP, goodput ≥ 80 % of the relay's link",
                     s.case
                 ),
-                None,
+                Some(s.verified == s.runs && s.goodput_mbps.is_some_and(|g| g >= 0.8 * cap)),
             ),
-            Expect::Verified => match relay_mbit {
-                Some(cap) => (
-                    format!(
-                        "{}: every transfer verified over TCP, goodput ≥ 80 % of the relay's link",
-                        s.case
-                    ),
-                    Some(s.verified == s.runs && s.goodput_mbps.is_some_and(|g| g >= 0.8 * cap)),
-                ),
-                None => (
-                    format!("{}: every transfer verified", s.case),
-                    Some(s.verified == s.runs),
-                ),
-            },
-        };
-        let measured = match case.expect {
-            Expect::Fails { .. } => format!(
-                "{} of {}; sender {} s, receiver {} s, worst {} s; codes (sender / receiver) {}",
-                s.as_expected,
-                s.runs,
-                fixed(s.fail_s[0], 2),
-                fixed(s.fail_s[1], 2),
-                fixed(s.fail_s_worst, 2),
-                s.error_codes.join(", ")
+            None => (
+                format!("{}: every transfer verified", s.case),
+                Some(s.verified == s.runs),
             ),
-            Expect::Verified => format!(
-                "{} of {} verified; wall {} s; goodput {} Mbit/s{}",
-                s.verified,
-                s.runs,
-                fixed(s.wall_s, 2),
-                fixed(s.goodput_mbps, 1),
-                match (relay_mbit, s.goodput_mbps) {
-                    (Some(cap), Some(g)) if s.program == Program::Braid => {
-                        format!(" ({:.0} % of {cap:.0})", g / cap * 100.0)
-                    }
-                    _ => String::new(),
-                }
-            ),
-        };
-        v.push(Verdict {
-            target,
-            measured,
-            met,
-        });
+        },
     }
+}
+
+/// What a UDP-blocked case measured: how its ends failed, or how its
+/// transfers went.
+fn udp_blocked_measured(s: &Summary, case: &Case, relay_mbit: Option<f64>) -> String {
+    match case.expect {
+        Expect::Fails { .. } => format!(
+            "{} of {}; sender {} s, receiver {} s, worst {} s; codes (sender / receiver) {}",
+            s.as_expected,
+            s.runs,
+            fixed(s.fail_s[0], 2),
+            fixed(s.fail_s[1], 2),
+            fixed(s.fail_s_worst, 2),
+            s.error_codes.join(", ")
+        ),
+        Expect::Verified => format!(
+            "{} of {} verified; wall {} s; goodput {} Mbit/s{}",
+            s.verified,
+            s.runs,
+            fixed(s.wall_s, 2),
+            fixed(s.goodput_mbps, 1),
+            match (relay_mbit, s.goodput_mbps) {
+                (Some(cap), Some(g)) if s.program == Program::Braid => {
+                    format!(" ({:.0} % of {cap:.0})", g / cap * 100.0)
+                }
+                _ => String::new(),
+            }
+        ),
+    }
+}
+
+/// After a rebinding or a receiver's restart: does the transfer go on.
+fn restart_verdicts(r: &Report, v: &mut Vec<Verdict>) {
     for s in r.part(Part::Rebinding) {
         v.push(Verdict {
             target: format!(
@@ -182,7 +209,6 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             met: Some(s.verified == s.runs),
         });
     }
-    v
 }
 
 fn topology_table(r: &Report, md: &mut String) {
