@@ -23,6 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{plots, smoothed_rtt, stats};
 
+mod report;
+use report::markdown;
+
 /// The default rows: the catchunks rows that matter on real links (100 ms
 /// with queues of 300 and 1000, long RTTs, loss, queue, 12 Mbit/s with
 /// loss), one of them on a link that delivers in 1 ms bursts, and a cellular
@@ -662,125 +665,6 @@ pub(super) fn write_content(path: &Path, bytes: u64) -> anyhow::Result<()> {
     // round's transfers.
     f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(())
-}
-
-fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
-    let mut s = String::from("# Real links: braid next to kernel TCP through `braid link`\n\n");
-    s += &format!(
-        "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
-         sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
-         controller, sealed, probing for the path MTU and timed as `braid send` times \
-         itself (handshake to the receiver's verdict). tcp cubic and tcp bbr send the same \
-         file over kernel TCP, timed the same way (connect to the receiver's answer); \
-         iperf3's figures (`-n`, its receiver \
-         figure) are for reference: its clock starts after TCP's handshake and stops when the \
-         sender's last write returns, before the socket buffer and the path have drained. \
-         Data goes the scenario's forward way, from inside the link to outside.\n\n",
-        args.rounds, args.cc
-    );
-    // The command that reproduces this run, defaults left out.
-    s += "```sh\nbraid bench real";
-    for row in &args.rows {
-        s += &format!(" {}", row.display());
-    }
-    if args.kinds != Kind::ALL {
-        let kinds: Vec<&str> = args.kinds.iter().map(|k| k.name()).collect();
-        s += &format!(" --kinds {}", kinds.join(","));
-    }
-    if args.cc != braid_proto::cc::Algorithm::Bbr {
-        s += &format!(" --cc {}", args.cc.name());
-    }
-    if args.rounds != 3 {
-        s += &format!(" --rounds {}", args.rounds);
-    }
-    if let Some(mb) = args.mb {
-        s += &format!(" --mb {mb}");
-    }
-    if args.limit != RUN_LIMIT_S {
-        s += &format!(" --limit {}", args.limit);
-    }
-    s += &format!(" --out {}\n```\n\n", args.out.display());
-    let has = |k| args.kinds.contains(&k);
-    s += "| # | row | link | simulator | braid | tcp cubic | tcp bbr | braid / best TCP \
-          | iperf3 cubic | iperf3 bbr | braid / best iperf3 | braid real / sim \
-          | retransmitted sim / braid / tcp cubic / tcp bbr \
-          | p95 RTT (ms) sim / braid / tcp cubic / tcp bbr |\n";
-    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-    let fmt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
-    let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} %"));
-    let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0}"));
-    for (i, r) in rows.iter().enumerate() {
-        let braid = r.median(Kind::Braid);
-        let best = |kinds: [Kind; 2]| {
-            kinds
-                .into_iter()
-                .filter(|&k| has(k))
-                .filter_map(|k| r.median(k))
-                .reduce(f64::max)
-        };
-        let best_tcp = best([Kind::TcpCubic, Kind::TcpBbr]);
-        let best_iperf3 = best([Kind::Iperf3Cubic, Kind::Iperf3Bbr]);
-        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
-            _ => "-".to_owned(),
-        };
-        let name = Path::new(&r.file)
-            .with_extension("")
-            .components()
-            .rev()
-            .take(2)
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("/");
-        // A kind's median, and how many of its runs failed (did not finish).
-        let cell = |k: Kind| {
-            let runs = r.runs.iter().filter(|x| x.kind == k).count();
-            let failed = r
-                .runs
-                .iter()
-                .filter(|x| x.kind == k && x.error.is_some())
-                .count();
-            match failed {
-                0 => fmt(r.median(k)),
-                _ => format!("{} ({failed} of {runs} failed)", fmt(r.median(k))),
-            }
-        };
-        s += &format!(
-            "| {} | {name} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} \
-             | {} / {} / {} / {} |\n",
-            i + 1,
-            r.link,
-            r.sim_mbps,
-            cell(Kind::Braid),
-            cell(Kind::TcpCubic),
-            cell(Kind::TcpBbr),
-            ratio(braid, best_tcp),
-            cell(Kind::Iperf3Cubic),
-            cell(Kind::Iperf3Bbr),
-            ratio(braid, best_iperf3),
-            ratio(braid, Some(r.sim_mbps)),
-            pct(r.sim_retransmit_pct),
-            pct(r.median_retransmits(Kind::Braid)),
-            pct(r.median_retransmits(Kind::TcpCubic)),
-            pct(r.median_retransmits(Kind::TcpBbr)),
-            ms(r.sim_rtt_p95_ms),
-            ms(r.median_rtt_p95(Kind::Braid)),
-            ms(r.median_rtt_p95(Kind::TcpCubic)),
-            ms(r.median_rtt_p95(Kind::TcpBbr)),
-        );
-    }
-    s += "\nGoodput in Mbit/s; a failed run is one that did not finish within the time limit \
-          or did not verify (real.json has its error). p95 RTT: of every sender's smoothed RTT \
-          over time, read at a fixed interval through the transfer: kernel TCP's (TCP_INFO \
-          `tcpi_rtt`, as `ss -ti` shows it) every 10 ms, braid's and the simulator's (the \
-          session's own samples, as `--plot` records them) every 100 ms. A p95 over ACKs \
-          would count a fast spell's many ACKs over a slow spell's few, when the queue is \
-          longest; real.json also has braid's and the simulator's p95 over their raw \
-          samples. ![goodput](plots/real-goodput.svg)\n";
-    s
 }
 
 #[cfg(test)]
