@@ -246,6 +246,18 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.rows.clone()
     };
+    check_prerequisites(&args)?;
+    let setup = Setup::new()?;
+    let mut rows = Vec::new();
+    for file in &files {
+        rows.push(setup.measure_row(&args, file)?);
+    }
+    write_results(&args, &rows)
+}
+
+/// Refuses to start without what every kind of run needs: root for
+/// `braid link`, iperf3 for its kinds.
+fn check_prerequisites(args: &RealArgs) -> anyhow::Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("braid bench real runs braid link, which needs root (a network namespace and TUN devices); run it with sudo");
@@ -254,37 +266,53 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
     if needs_iperf3 && Command::new("iperf3").arg("-v").output().is_err() {
         bail!("braid bench real needs iperf3 for kernel TCP: run scripts/install-bench-deps.sh (apt-get install iperf3)");
     }
-    let braid = crate::braid_exe()?;
-    let bench = crate::own_exe()?;
-    let work = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let key = work.path().join("recv.key");
-    let keygen = Command::new(&braid)
-        .arg("keygen")
-        .arg("-o")
-        .arg(&key)
-        .output()?;
-    anyhow::ensure!(keygen.status.success(), "braid keygen failed");
-    let peer = std::fs::read_to_string(work.path().join("recv.key.pub"))?
-        .trim()
-        .to_owned();
+    Ok(())
+}
 
-    let mut rows = Vec::new();
-    for file in &files {
-        let mut sc =
-            Scenario::from_file(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        anyhow::ensure!(
-            sc.paths.len() == 1 && sc.flows.len() == 1,
-            "{}: a real row has one path and one flow",
-            file.display()
-        );
-        if let Some(mb) = args.mb {
-            sc.flows[0].bytes = mb * 1_000_000;
-        }
-        sc.flows[0].session.cc = args.cc;
+/// What every row's runs share: the programs, a scratch directory and the
+/// receiver's key.
+struct Setup {
+    braid: PathBuf,
+    /// This program, for its `tcp-send`.
+    bench: PathBuf,
+    work: tempfile::TempDir,
+    key: PathBuf,
+    /// The receiver's public key, for the sender.
+    peer: String,
+}
+
+impl Setup {
+    fn new() -> anyhow::Result<Setup> {
+        let braid = crate::braid_exe()?;
+        let bench = crate::own_exe()?;
+        let work = tempfile::tempdir().context("cannot make a temporary directory")?;
+        let key = work.path().join("recv.key");
+        let keygen = Command::new(&braid)
+            .arg("keygen")
+            .arg("-o")
+            .arg(&key)
+            .output()?;
+        anyhow::ensure!(keygen.status.success(), "braid keygen failed");
+        let peer = std::fs::read_to_string(work.path().join("recv.key.pub"))?
+            .trim()
+            .to_owned();
+        Ok(Setup {
+            braid,
+            bench,
+            work,
+            key,
+            peer,
+        })
+    }
+
+    /// One scenario file: the simulator's figures, then every round of
+    /// every kind through the link, kinds rotated each round.
+    fn measure_row(&self, args: &RealArgs, file: &Path) -> anyhow::Result<RealRow> {
+        let sc = row_scenario(args, file)?;
         let bytes = sc.flows[0].bytes;
         let sim = simulated_as_sent(sc.clone()).with_context(|| format!("{}", file.display()))?;
         let sim_mbps = sim.goodput_mbps;
-        let input = work.path().join("in.bin");
+        let input = self.work.path().join("in.bin");
         write_content(&input, bytes)?;
         let link = sc.paths[0].forward.describe(Some(file));
         eprintln!("{}: {link}; simulator {sim_mbps:.1} Mbit/s", file.display());
@@ -303,36 +331,58 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
             for i in 0..n {
                 let kind = args.kinds[(i + round as usize) % n];
                 let ctx = RunContext {
-                    braid: &braid,
-                    bench: &bench,
+                    braid: &self.braid,
+                    bench: &self.bench,
                     scenario: file,
                     bytes,
                     input: &input,
-                    key: &key,
-                    peer: &peer,
+                    key: &self.key,
+                    peer: &self.peer,
                     cc: args.cc.name(),
                     limit: Duration::from_secs(args.limit),
-                    plot_dir: &work.path().join("plot"),
+                    plot_dir: &self.work.path().join("plot"),
                 };
                 let r = ctx.run(round, kind);
-                eprintln!(
-                    "  round {round} {:<9} {}",
-                    kind.name(),
-                    match (&r.goodput_mbps, &r.error) {
-                        (Some(g), _) => format!(
-                            "{g:.1} Mbit/s, {:.2} % retransmitted, p95 RTT {}",
-                            r.retransmit_pct.unwrap_or(0.0),
-                            r.rtt_p95_ms.map_or("-".into(), |v| format!("{v:.0} ms"))
-                        ),
-                        (None, e) => format!("failed: {}", e.as_deref().unwrap_or("?")),
-                    }
-                );
+                eprintln!("  round {round} {:<9} {}", kind.name(), outcome(&r));
                 row.runs.push(r);
             }
         }
-        rows.push(row);
+        Ok(row)
     }
+}
 
+/// The row's scenario as the runs send it: one path and one flow, with the
+/// size and the controller asked for.
+fn row_scenario(args: &RealArgs, file: &Path) -> anyhow::Result<Scenario> {
+    let mut sc =
+        Scenario::from_file(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    anyhow::ensure!(
+        sc.paths.len() == 1 && sc.flows.len() == 1,
+        "{}: a real row has one path and one flow",
+        file.display()
+    );
+    if let Some(mb) = args.mb {
+        sc.flows[0].bytes = mb * 1_000_000;
+    }
+    sc.flows[0].session.cc = args.cc;
+    Ok(sc)
+}
+
+/// A run's figures, or why it failed, for the progress lines.
+fn outcome(r: &RealRun) -> String {
+    match (&r.goodput_mbps, &r.error) {
+        (Some(g), _) => format!(
+            "{g:.1} Mbit/s, {:.2} % retransmitted, p95 RTT {}",
+            r.retransmit_pct.unwrap_or(0.0),
+            r.rtt_p95_ms.map_or("-".into(), |v| format!("{v:.0} ms"))
+        ),
+        (None, e) => format!("failed: {}", e.as_deref().unwrap_or("?")),
+    }
+}
+
+/// real.json, real.md and the goodput chart in the output directory;
+/// real.md also to stdout.
+fn write_results(args: &RealArgs, rows: &[RealRow]) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let json = serde_json::json!({
@@ -345,8 +395,16 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         args.out.join("real.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
-    let md = markdown(&rows, &args);
+    let md = markdown(rows, args);
     std::fs::write(args.out.join("real.md"), &md)?;
+    goodput_chart(args, rows)?;
+    print!("{md}");
+    eprintln!("braid bench real: {}", args.out.join("real.md").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each kind's median goodput per row, and the simulator's, as one chart.
+fn goodput_chart(args: &RealArgs, rows: &[RealRow]) -> anyhow::Result<()> {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = args
         .kinds
         .iter()
@@ -374,9 +432,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         "real-goodput",
         !args.no_png,
     )?;
-    print!("{md}");
-    eprintln!("braid bench real: {}", args.out.join("real.md").display());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 struct RunContext<'a> {
