@@ -10,6 +10,7 @@ mod real;
 mod report;
 mod report_html;
 mod report_md;
+mod report_tally;
 mod smoothed_rtt;
 mod stats;
 mod targets;
@@ -239,11 +240,18 @@ fn suites(args: SuiteArgs) -> anyhow::Result<ExitCode> {
         jobs,
         wall_s: 0.0,
     };
+    bench.runs = simulate_all(&bench)?;
+    write_reports(&mut bench, &args, started)
+}
+
+/// Every row of every suite with each of its controllers and seeds, the
+/// bench's jobs at once, with a progress bar.
+fn simulate_all(bench: &Bench) -> anyhow::Result<Vec<Run>> {
     let mut todo = Vec::new();
     for (si, s) in bench.suites.iter().enumerate() {
         for (ri, row) in s.rows.iter().enumerate() {
             for cc in bench.ccs_of(row) {
-                for seed in 1..=args.seeds {
+                for seed in 1..=bench.seeds {
                     todo.push((si, ri, cc, seed));
                 }
             }
@@ -262,7 +270,7 @@ fn suites(args: SuiteArgs) -> anyhow::Result<ExitCode> {
         .progress_chars("=> "),
     );
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
+        .num_threads(bench.jobs.max(1))
         .build()
         .context("cannot start the worker threads")?;
     let suites = &bench.suites;
@@ -284,17 +292,25 @@ fn suites(args: SuiteArgs) -> anyhow::Result<ExitCode> {
             .collect()
     });
     bar.finish_and_clear();
-    bench.runs = runs;
+    Ok(runs)
+}
 
+/// results.json, the plots, report.md and report.html in the output
+/// directory.
+fn write_reports(
+    bench: &mut Bench,
+    args: &SuiteArgs,
+    started: Instant,
+) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    write_results_json(&bench, &args.out.join("results.json"))?;
+    write_results_json(bench, &args.out.join("results.json"))?;
     let plots_dir = args.out.join("plots");
-    let figures = plots::suite_plots(&bench, &plots_dir, !args.no_png)?;
+    let figures = plots::suite_plots(bench, &plots_dir, !args.no_png)?;
     bench.wall_s = started.elapsed().as_secs_f64();
     // Kernel TCP on real links, if `braid bench real` wrote its results here.
     let kernel = real::kernel_ratios(&args.out.join("real.json"));
-    let doc = report::build(&bench, &figures, &kernel);
+    let doc = report::build(bench, &figures, &kernel);
     let md = report_md::render(&doc);
     std::fs::write(args.out.join("report.md"), md).context("cannot write report.md")?;
     let html = report_html::render(&doc, &args.out);

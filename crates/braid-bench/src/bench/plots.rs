@@ -136,13 +136,34 @@ pub fn suite_plots(bench: &Bench, dir: &Path, png: bool) -> anyhow::Result<Vec<F
 fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
     let suite = &bench.suites[si];
     let (x_label, x_of) = swept(&suite.name)?;
-    // Rows at the suite's most common rate, so the curve varies one thing.
+    let (modal, rows) = swept_rows(suite, x_of)?;
+    let mut series = controller_series(bench, si, &rows);
+    series.extend(published_series(&rows));
+    Some(Chart {
+        title: format!(
+            "{}: goodput vs {}, {modal}",
+            suite.name,
+            x_label.split(' ').next().unwrap_or("")
+        ),
+        x_label: x_label.into(),
+        y_label: "goodput (Mbit/s)".into(),
+        series,
+    })
+}
+
+/// A row on a swept chart: its index in the suite, the row, its x.
+type SweptRow<'a> = (usize, &'a Row, f64);
+
+/// The suite's rows at its most common rate, so the curve varies one
+/// thing, each with its index and its x; the rate too. None for fewer
+/// than two.
+fn swept_rows(suite: &super::Suite, x_of: Param) -> Option<(String, Vec<SweptRow<'_>>)> {
     let rates: Vec<String> = suite.rows.iter().map(Row::rate_text).collect();
     let modal = rates
         .iter()
         .max_by_key(|r| rates.iter().filter(|x| x == r).count())?
         .clone();
-    let rows: Vec<(usize, &Row, f64)> = suite
+    let rows: Vec<SweptRow<'_>> = suite
         .rows
         .iter()
         .enumerate()
@@ -152,6 +173,11 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
     if rows.len() < 2 {
         return None;
     }
+    Some((modal, rows))
+}
+
+/// One line per controller: its mean goodput over seeds in each row.
+fn controller_series(bench: &Bench, si: usize, rows: &[SweptRow<'_>]) -> Vec<Series> {
     let mut series = Vec::new();
     for &cc in &bench.ccs {
         let mut pts: Vec<(f64, f64)> = rows
@@ -176,6 +202,11 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
             });
         }
     }
+    series
+}
+
+/// The published figures beside braid's: the seed's TCP and Linux's.
+fn published_series(rows: &[SweptRow<'_>]) -> Vec<Series> {
     // The seed's TCP figure says which TCP it was.
     let seed_tcp = match &rows[0].1.published.seed_tcp_name {
         Some(n) => format!("seed TCP ({n})"),
@@ -195,6 +226,7 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
             RGBColor(170, 170, 170),
         ),
     ];
+    let mut series = Vec::new();
     for (figure, name, color) in refs {
         let mut pts: Vec<(f64, f64)> = rows
             .iter()
@@ -210,16 +242,7 @@ fn goodput_vs(bench: &Bench, si: usize) -> Option<Chart> {
             });
         }
     }
-    Some(Chart {
-        title: format!(
-            "{}: goodput vs {}, {modal}",
-            suite.name,
-            x_label.split(' ').next().unwrap_or("")
-        ),
-        x_label: x_label.into(),
-        y_label: "goodput (Mbit/s)".into(),
-        series,
-    })
+    series
 }
 
 /// Pantheon-style: each run's goodput against its 95th-percentile one-way

@@ -23,6 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{plots, smoothed_rtt, stats};
 
+mod report;
+use report::markdown;
+
 /// The default rows: the catchunks rows that matter on real links (100 ms
 /// with queues of 300 and 1000, long RTTs, loss, queue, 12 Mbit/s with
 /// loss), one of them on a link that delivers in 1 ms bursts, and a cellular
@@ -243,6 +246,18 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.rows.clone()
     };
+    check_prerequisites(&args)?;
+    let setup = Setup::new()?;
+    let mut rows = Vec::new();
+    for file in &files {
+        rows.push(setup.measure_row(&args, file)?);
+    }
+    write_results(&args, &rows)
+}
+
+/// Refuses to start without what every kind of run needs: root for
+/// `braid link`, iperf3 for its kinds.
+fn check_prerequisites(args: &RealArgs) -> anyhow::Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("braid bench real runs braid link, which needs root (a network namespace and TUN devices); run it with sudo");
@@ -251,37 +266,53 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
     if needs_iperf3 && Command::new("iperf3").arg("-v").output().is_err() {
         bail!("braid bench real needs iperf3 for kernel TCP: run scripts/install-bench-deps.sh (apt-get install iperf3)");
     }
-    let braid = crate::braid_exe()?;
-    let bench = crate::own_exe()?;
-    let work = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let key = work.path().join("recv.key");
-    let keygen = Command::new(&braid)
-        .arg("keygen")
-        .arg("-o")
-        .arg(&key)
-        .output()?;
-    anyhow::ensure!(keygen.status.success(), "braid keygen failed");
-    let peer = std::fs::read_to_string(work.path().join("recv.key.pub"))?
-        .trim()
-        .to_owned();
+    Ok(())
+}
 
-    let mut rows = Vec::new();
-    for file in &files {
-        let mut sc =
-            Scenario::from_file(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        anyhow::ensure!(
-            sc.paths.len() == 1 && sc.flows.len() == 1,
-            "{}: a real row has one path and one flow",
-            file.display()
-        );
-        if let Some(mb) = args.mb {
-            sc.flows[0].bytes = mb * 1_000_000;
-        }
-        sc.flows[0].session.cc = args.cc;
+/// What every row's runs share: the programs, a scratch directory and the
+/// receiver's key.
+struct Setup {
+    braid: PathBuf,
+    /// This program, for its `tcp-send`.
+    bench: PathBuf,
+    work: tempfile::TempDir,
+    key: PathBuf,
+    /// The receiver's public key, for the sender.
+    peer: String,
+}
+
+impl Setup {
+    fn new() -> anyhow::Result<Setup> {
+        let braid = crate::braid_exe()?;
+        let bench = crate::own_exe()?;
+        let work = tempfile::tempdir().context("cannot make a temporary directory")?;
+        let key = work.path().join("recv.key");
+        let keygen = Command::new(&braid)
+            .arg("keygen")
+            .arg("-o")
+            .arg(&key)
+            .output()?;
+        anyhow::ensure!(keygen.status.success(), "braid keygen failed");
+        let peer = std::fs::read_to_string(work.path().join("recv.key.pub"))?
+            .trim()
+            .to_owned();
+        Ok(Setup {
+            braid,
+            bench,
+            work,
+            key,
+            peer,
+        })
+    }
+
+    /// One scenario file: the simulator's figures, then every round of
+    /// every kind through the link, kinds rotated each round.
+    fn measure_row(&self, args: &RealArgs, file: &Path) -> anyhow::Result<RealRow> {
+        let sc = row_scenario(args, file)?;
         let bytes = sc.flows[0].bytes;
         let sim = simulated_as_sent(sc.clone()).with_context(|| format!("{}", file.display()))?;
         let sim_mbps = sim.goodput_mbps;
-        let input = work.path().join("in.bin");
+        let input = self.work.path().join("in.bin");
         write_content(&input, bytes)?;
         let link = sc.paths[0].forward.describe(Some(file));
         eprintln!("{}: {link}; simulator {sim_mbps:.1} Mbit/s", file.display());
@@ -300,36 +331,58 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
             for i in 0..n {
                 let kind = args.kinds[(i + round as usize) % n];
                 let ctx = RunContext {
-                    braid: &braid,
-                    bench: &bench,
+                    braid: &self.braid,
+                    bench: &self.bench,
                     scenario: file,
                     bytes,
                     input: &input,
-                    key: &key,
-                    peer: &peer,
+                    key: &self.key,
+                    peer: &self.peer,
                     cc: args.cc.name(),
                     limit: Duration::from_secs(args.limit),
-                    plot_dir: &work.path().join("plot"),
+                    plot_dir: &self.work.path().join("plot"),
                 };
                 let r = ctx.run(round, kind);
-                eprintln!(
-                    "  round {round} {:<9} {}",
-                    kind.name(),
-                    match (&r.goodput_mbps, &r.error) {
-                        (Some(g), _) => format!(
-                            "{g:.1} Mbit/s, {:.2} % retransmitted, p95 RTT {}",
-                            r.retransmit_pct.unwrap_or(0.0),
-                            r.rtt_p95_ms.map_or("-".into(), |v| format!("{v:.0} ms"))
-                        ),
-                        (None, e) => format!("failed: {}", e.as_deref().unwrap_or("?")),
-                    }
-                );
+                eprintln!("  round {round} {:<9} {}", kind.name(), outcome(&r));
                 row.runs.push(r);
             }
         }
-        rows.push(row);
+        Ok(row)
     }
+}
 
+/// The row's scenario as the runs send it: one path and one flow, with the
+/// size and the controller asked for.
+fn row_scenario(args: &RealArgs, file: &Path) -> anyhow::Result<Scenario> {
+    let mut sc =
+        Scenario::from_file(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    anyhow::ensure!(
+        sc.paths.len() == 1 && sc.flows.len() == 1,
+        "{}: a real row has one path and one flow",
+        file.display()
+    );
+    if let Some(mb) = args.mb {
+        sc.flows[0].bytes = mb * 1_000_000;
+    }
+    sc.flows[0].session.cc = args.cc;
+    Ok(sc)
+}
+
+/// A run's figures, or why it failed, for the progress lines.
+fn outcome(r: &RealRun) -> String {
+    match (&r.goodput_mbps, &r.error) {
+        (Some(g), _) => format!(
+            "{g:.1} Mbit/s, {:.2} % retransmitted, p95 RTT {}",
+            r.retransmit_pct.unwrap_or(0.0),
+            r.rtt_p95_ms.map_or("-".into(), |v| format!("{v:.0} ms"))
+        ),
+        (None, e) => format!("failed: {}", e.as_deref().unwrap_or("?")),
+    }
+}
+
+/// real.json, real.md and the goodput chart in the output directory;
+/// real.md also to stdout.
+fn write_results(args: &RealArgs, rows: &[RealRow]) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let json = serde_json::json!({
@@ -342,8 +395,16 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         args.out.join("real.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
-    let md = markdown(&rows, &args);
+    let md = markdown(rows, args);
     std::fs::write(args.out.join("real.md"), &md)?;
+    goodput_chart(args, rows)?;
+    print!("{md}");
+    eprintln!("braid bench real: {}", args.out.join("real.md").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each kind's median goodput per row, and the simulator's, as one chart.
+fn goodput_chart(args: &RealArgs, rows: &[RealRow]) -> anyhow::Result<()> {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = args
         .kinds
         .iter()
@@ -371,9 +432,7 @@ pub fn run(args: RealArgs) -> anyhow::Result<ExitCode> {
         "real-goodput",
         !args.no_png,
     )?;
-    print!("{md}");
-    eprintln!("braid bench real: {}", args.out.join("real.md").display());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 struct RunContext<'a> {
@@ -662,125 +721,6 @@ pub(super) fn write_content(path: &Path, bytes: u64) -> anyhow::Result<()> {
     // round's transfers.
     f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(())
-}
-
-fn markdown(rows: &[RealRow], args: &RealArgs) -> String {
-    let mut s = String::from("# Real links: braid next to kernel TCP through `braid link`\n\n");
-    s += &format!(
-        "{} rounds, kinds rotated each round, medians (every run in real.json); braid runs \
-         sealed with `--cc {}`, the simulator's figure is the same scenario file with the same \
-         controller, sealed, probing for the path MTU and timed as `braid send` times \
-         itself (handshake to the receiver's verdict). tcp cubic and tcp bbr send the same \
-         file over kernel TCP, timed the same way (connect to the receiver's answer); \
-         iperf3's figures (`-n`, its receiver \
-         figure) are for reference: its clock starts after TCP's handshake and stops when the \
-         sender's last write returns, before the socket buffer and the path have drained. \
-         Data goes the scenario's forward way, from inside the link to outside.\n\n",
-        args.rounds, args.cc
-    );
-    // The command that reproduces this run, defaults left out.
-    s += "```sh\nbraid bench real";
-    for row in &args.rows {
-        s += &format!(" {}", row.display());
-    }
-    if args.kinds != Kind::ALL {
-        let kinds: Vec<&str> = args.kinds.iter().map(|k| k.name()).collect();
-        s += &format!(" --kinds {}", kinds.join(","));
-    }
-    if args.cc != braid_proto::cc::Algorithm::Bbr {
-        s += &format!(" --cc {}", args.cc.name());
-    }
-    if args.rounds != 3 {
-        s += &format!(" --rounds {}", args.rounds);
-    }
-    if let Some(mb) = args.mb {
-        s += &format!(" --mb {mb}");
-    }
-    if args.limit != RUN_LIMIT_S {
-        s += &format!(" --limit {}", args.limit);
-    }
-    s += &format!(" --out {}\n```\n\n", args.out.display());
-    let has = |k| args.kinds.contains(&k);
-    s += "| # | row | link | simulator | braid | tcp cubic | tcp bbr | braid / best TCP \
-          | iperf3 cubic | iperf3 bbr | braid / best iperf3 | braid real / sim \
-          | retransmitted sim / braid / tcp cubic / tcp bbr \
-          | p95 RTT (ms) sim / braid / tcp cubic / tcp bbr |\n";
-    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-    let fmt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
-    let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} %"));
-    let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0}"));
-    for (i, r) in rows.iter().enumerate() {
-        let braid = r.median(Kind::Braid);
-        let best = |kinds: [Kind; 2]| {
-            kinds
-                .into_iter()
-                .filter(|&k| has(k))
-                .filter_map(|k| r.median(k))
-                .reduce(f64::max)
-        };
-        let best_tcp = best([Kind::TcpCubic, Kind::TcpBbr]);
-        let best_iperf3 = best([Kind::Iperf3Cubic, Kind::Iperf3Bbr]);
-        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
-            _ => "-".to_owned(),
-        };
-        let name = Path::new(&r.file)
-            .with_extension("")
-            .components()
-            .rev()
-            .take(2)
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("/");
-        // A kind's median, and how many of its runs failed (did not finish).
-        let cell = |k: Kind| {
-            let runs = r.runs.iter().filter(|x| x.kind == k).count();
-            let failed = r
-                .runs
-                .iter()
-                .filter(|x| x.kind == k && x.error.is_some())
-                .count();
-            match failed {
-                0 => fmt(r.median(k)),
-                _ => format!("{} ({failed} of {runs} failed)", fmt(r.median(k))),
-            }
-        };
-        s += &format!(
-            "| {} | {name} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} / {} \
-             | {} / {} / {} / {} |\n",
-            i + 1,
-            r.link,
-            r.sim_mbps,
-            cell(Kind::Braid),
-            cell(Kind::TcpCubic),
-            cell(Kind::TcpBbr),
-            ratio(braid, best_tcp),
-            cell(Kind::Iperf3Cubic),
-            cell(Kind::Iperf3Bbr),
-            ratio(braid, best_iperf3),
-            ratio(braid, Some(r.sim_mbps)),
-            pct(r.sim_retransmit_pct),
-            pct(r.median_retransmits(Kind::Braid)),
-            pct(r.median_retransmits(Kind::TcpCubic)),
-            pct(r.median_retransmits(Kind::TcpBbr)),
-            ms(r.sim_rtt_p95_ms),
-            ms(r.median_rtt_p95(Kind::Braid)),
-            ms(r.median_rtt_p95(Kind::TcpCubic)),
-            ms(r.median_rtt_p95(Kind::TcpBbr)),
-        );
-    }
-    s += "\nGoodput in Mbit/s; a failed run is one that did not finish within the time limit \
-          or did not verify (real.json has its error). p95 RTT: of every sender's smoothed RTT \
-          over time, read at a fixed interval through the transfer: kernel TCP's (TCP_INFO \
-          `tcpi_rtt`, as `ss -ti` shows it) every 10 ms, braid's and the simulator's (the \
-          session's own samples, as `--plot` records them) every 100 ms. A p95 over ACKs \
-          would count a fast spell's many ACKs over a slow spell's few, when the queue is \
-          longest; real.json also has braid's and the simulator's p95 over their raw \
-          samples. ![goodput](plots/real-goodput.svg)\n";
-    s
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use super::published::{
     default_segment_size, payload_ratio, stream_overhead, wire_bytes, Row, TCP_RATIO,
 };
 use super::real::KernelRatio;
+use super::report_tally::Tally;
 use super::stats::{CcResult, Spread};
 use super::targets::{self, convergence_time, jain_time, of_target_text, pct, Mark, NEAR_MISS};
 use super::Bench;
@@ -106,83 +107,37 @@ fn cell(r: &CcResult<'_>) -> String {
     }
 }
 
-/// The summary's figures for a suite (or all suites).
-#[derive(Default)]
-struct Tally {
-    rows: usize,
-    judged: usize,
-    met: usize,
-    near: usize,
-    miss: usize,
-    /// (braid's best, the other's figure) per row that has both.
-    seed_system: Vec<(f64, f64)>,
-    seed_tcp: Vec<(f64, f64)>,
-    linux: Vec<(f64, f64)>,
-    /// braid / best kernel TCP on a real link, per row of real.json.
-    kernel: Vec<f64>,
-}
-
-impl Tally {
-    fn add(&mut self, other: &Tally) {
-        self.rows += other.rows;
-        self.judged += other.judged;
-        self.met += other.met;
-        self.near += other.near;
-        self.miss += other.miss;
-        self.seed_system.extend(&other.seed_system);
-        self.seed_tcp.extend(&other.seed_tcp);
-        self.linux.extend(&other.linux);
-        self.kernel.extend(&other.kernel);
-    }
-
-    fn cells(&self, name: String) -> Vec<String> {
-        let pairs = |v: &[(f64, f64)]| {
-            ratios(
-                &v.iter()
-                    .filter(|(_, o)| *o > 0.0)
-                    .map(|(b, o)| b / o)
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let passed = if self.judged < self.rows {
-            format!(
-                "{} / {} (+{} not judged)",
-                self.met,
-                self.judged,
-                self.rows - self.judged
-            )
-        } else {
-            format!("{} / {}", self.met, self.judged)
-        };
-        vec![
-            name,
-            passed,
-            self.near.to_string(),
-            self.miss.to_string(),
-            pairs(&self.seed_system),
-            pairs(&self.seed_tcp),
-            pairs(&self.linux),
-            ratios(&self.kernel),
-        ]
-    }
-}
-
-/// "k of n ≥, median r×" for braid/other ratios; "—" for none.
-fn ratios(v: &[f64]) -> String {
-    let mut v: Vec<f64> = v.iter().copied().filter(|r| r.is_finite()).collect();
-    if v.is_empty() {
-        return "—".into();
-    }
-    let at_least = v.iter().filter(|r| **r >= 1.0).count();
-    let n = v.len();
-    let m = super::stats::median(&mut v).unwrap_or(f64::NAN);
-    format!("≥ in {at_least} of {n}, median {m:.2}×")
-}
-
 pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
     let segment_size = default_segment_size();
+    let mut sections = Vec::new();
+    let mut summary = summary_table();
+    let mut total = Tally::default();
+    for (si, suite) in bench.suites.iter().enumerate() {
+        let (sec, tally) = suite_section(bench, si, figures, kernel, segment_size);
+        summary.rows.push(tally.cells(suite.name.clone()));
+        summary.verdicts.push(None);
+        summary.links.push(Some(sec.anchor.clone()));
+        total.add(&tally);
+        sections.push(sec);
+    }
+    summary.rows.push(total.cells("all suites".into()));
+    summary.verdicts.push(None);
+    summary.links.push(None);
+    Doc {
+        title: "braid benchmark suites".into(),
+        verdict: verdict(&total),
+        summary,
+        summary_notes: summary_notes(bench, kernel),
+        intro: legend(bench, segment_size),
+        sections,
+        footer: footer(bench),
+    }
+}
+
+/// The legend: what every column and mark of the suites' tables means.
+fn legend(bench: &Bench, segment_size: u64) -> Vec<String> {
     let wb = wire_bytes(segment_size, 50_000_000);
-    let intro = vec![
+    vec![
         format!(
             "Controllers: {}; seeds 1..={} per row and controller; rows whose file sets `report_cc` run only that controller.",
             super::names(&bench.ccs).join(", "),
@@ -204,11 +159,25 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
         format!("target: ✓ when one controller meets every target of the row (its `target_*` keys) at once; best then shows the highest-goodput such controller. Otherwise the row does not pass and each target is listed for the highest-goodput controller: ≈ near miss when every target it misses is a goodput target (fraction of ideal, Mbit/s, ≥ seed TCP, ≥ Linux, fraction of alone) reached to at least {:.0}% of the required figure, shown as \"99.4% of target\" (measured / required, rounded down); ✗ MISS for any other miss (a goodput target below {:.0}% of it, or a time, queue, fairness, spurious or completion target). A near miss is not a pass.", NEAR_MISS * 100.0, NEAR_MISS * 100.0),
         "Metrics tables (per controller, means over seeds): p95 OWD / p95 queue = 95th percentile of the datagrams' one-way delay / time in link queues, of the worst direction; loss = datagrams the links dropped / offered; retx, spurious, decr = retransmissions, spurious retransmissions, window decreases summed over flows and directions; Jain = Jain's index of the flows' goodputs (multi-flow rows).".into(),
         "Every figure is what `braid sim FILE --cc CC --seed SEED --json` prints for the same file and seed (results.json holds each run's JSON).".into(),
-    ];
-    let mut sections = Vec::new();
-    let mut summary = Table {
-        caption: "Summary: rows that pass, per suite".into(),
-        head: [
+    ]
+}
+
+/// A table with these columns and no rows yet.
+fn empty_table(caption: String, head: Vec<String>) -> Table {
+    Table {
+        caption,
+        head,
+        rows: Vec::new(),
+        verdicts: Vec::new(),
+        links: Vec::new(),
+    }
+}
+
+/// The summary's columns; `build` adds a row per suite and the total.
+fn summary_table() -> Table {
+    empty_table(
+        "Summary: rows that pass, per suite".into(),
+        [
             "suite",
             "rows passed",
             "near misses",
@@ -220,165 +189,164 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
         ]
         .map(String::from)
         .to_vec(),
-        rows: Vec::new(),
-        verdicts: Vec::new(),
-        links: Vec::new(),
+    )
+}
+
+/// One suite's section (overhead paragraphs, the goodput and metrics
+/// tables, notes, plots) and the figures it adds to the summary.
+fn suite_section(
+    bench: &Bench,
+    si: usize,
+    figures: &[Figure],
+    kernel: &[KernelRatio],
+    segment_size: u64,
+) -> (Section, Tally) {
+    let suite = &bench.suites[si];
+    let mut tally = Tally {
+        kernel: kernel
+            .iter()
+            .filter(|k| k.suite == suite.name)
+            .map(|k| k.ratio)
+            .collect(),
+        ..Tally::default()
     };
-    let mut total = Tally::default();
-    for (si, suite) in bench.suites.iter().enumerate() {
-        let mut tally = Tally {
-            kernel: kernel
-                .iter()
-                .filter(|k| k.suite == suite.name)
-                .map(|k| k.ratio)
-                .collect(),
-            ..Tally::default()
-        };
-        let mut sec = Section {
-            title: suite.name.clone(),
-            anchor: anchor(&suite.name),
-            paragraphs: Vec::new(),
-            tables: Vec::new(),
-            notes: Vec::new(),
-            figures: figures
-                .iter()
-                .filter(|f| f.suite == suite.name)
-                .cloned()
-                .collect(),
-        };
-        let rows = &suite.rows;
-        let mut segment_sizes: Vec<u64> = rows
+    let mut sec = Section {
+        title: suite.name.clone(),
+        anchor: anchor(&suite.name),
+        paragraphs: overhead_paragraphs(&suite.rows, segment_size),
+        tables: Vec::new(),
+        notes: Vec::new(),
+        figures: figures
             .iter()
-            .filter(|r| !r.pps && r.segment_size != segment_size)
-            .map(|r| r.segment_size)
-            .collect();
-        segment_sizes.sort_unstable();
-        segment_sizes.dedup();
-        for m in segment_sizes {
-            let size = rows
+            .filter(|f| f.suite == suite.name)
+            .cloned()
+            .collect(),
+    };
+    let rows = &suite.rows;
+    let cols = columns(bench, rows);
+    let all: Vec<Vec<CcResult<'_>>> = rows
+        .iter()
+        .enumerate()
+        .map(|(ri, row)| {
+            bench
+                .ccs_of(row)
                 .iter()
-                .filter(|r| r.segment_size == m)
-                .map(|r| r.bytes)
-                .max()
-                .unwrap_or(50_000_000);
-            sec.paragraphs.push(format!(
-                "braid header overhead at segment size {m}: {m} B / {:.0} B on the wire = {:.2}%.",
-                wire_bytes(m, size),
-                payload_ratio(m, size) * 100.0
-            ));
-        }
-        if rows.iter().any(|r| r.pps) {
-            sec.paragraphs.push("pps rows: links count packets of any size, so header overhead costs nothing there; ideal = pps × segment size × 8 × (1 − loss).".into());
-        }
-        let mut cols = bench.ccs.clone();
-        for r in rows {
-            if let Some(cc) = r.report_cc {
-                if !cols.contains(&cc) {
-                    cols.push(cc);
-                }
-            }
-        }
-        let all: Vec<Vec<CcResult<'_>>> = rows
+                .map(|&cc| CcResult::new(row, cc, &bench.runs_of(si, ri, cc)))
+                .collect()
+        })
+        .collect();
+    // A row's best complete goodput, for targets relative to running alone.
+    let alone = |name: &str| -> Option<(f64, Algorithm)> {
+        let i = rows.iter().position(|r| r.name == name)?;
+        all[i]
             .iter()
-            .enumerate()
-            .map(|(ri, row)| {
-                bench
-                    .ccs_of(row)
-                    .iter()
-                    .map(|&cc| CcResult::new(row, cc, &bench.runs_of(si, ri, cc)))
-                    .collect()
-            })
-            .collect();
-        let alone = |name: &str| -> Option<(f64, Algorithm)> {
-            let i = rows.iter().position(|r| r.name == name)?;
-            all[i]
-                .iter()
-                .filter(|r| r.complete)
-                .filter_map(|r| Some((r.mean()?, r.cc)))
-                .max_by(|a, b| a.0.total_cmp(&b.0))
-        };
-        let mut head: Vec<String> = ["row", "parameters", "seed TCP", "seed system", "Linux best"]
-            .map(String::from)
-            .to_vec();
-        head.extend(cols.iter().map(ToString::to_string));
-        head.extend(["best", "ideal", "best/ideal", "target"].map(String::from));
-        let mut main = Table {
-            caption: format!("{}: goodput, Mbit/s", suite.name),
-            head,
-            rows: Vec::new(),
-            verdicts: Vec::new(),
-            links: Vec::new(),
-        };
-        let mut metrics = Table {
-            caption: format!("{}: metrics per controller", suite.name),
-            head: [
-                "row",
-                "cc",
-                "goodput",
-                "p95 OWD ms",
-                "p95 queue ms",
-                "loss",
-                "retx",
-                "spurious",
-                "decr",
-                "Jain",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
-            verdicts: Vec::new(),
-            links: Vec::new(),
-        };
-        for (row, res) in rows.iter().zip(&all) {
-            let (best, checks) = targets::judge(row, res, &alone);
-            let mark = targets::mark(&checks);
-            main.rows
-                .push(main_row(row, &cols, res, best, &checks, mark));
-            main.verdicts.push(mark);
-            tally.rows += 1;
-            match mark {
-                Some(Mark::Met) => tally.met += 1,
-                Some(Mark::NearMiss(_)) => tally.near += 1,
-                Some(Mark::Miss) => tally.miss += 1,
-                None => {}
-            }
-            tally.judged += usize::from(mark.is_some());
-            if let Some(g) = best.map(|b| b.one_way()).filter(|g| g.is_finite()) {
-                if let Some(x) = row.seed_system_mbps() {
-                    tally.seed_system.push((g, x));
-                }
-                // TCP's figures at braid's overhead, as the targets compare.
-                let eq = row.payload_ratio() / TCP_RATIO;
-                if let Some(x) = row.seed_tcp_mbps() {
-                    tally.seed_tcp.push((g, x * eq));
-                }
-                if let Some((x, _)) = row.linux_best() {
-                    tally.linux.push((g, x * eq));
-                }
-            }
-            for r in res {
-                metrics.rows.push(metrics_row(row, r));
-                metrics.verdicts.push(None);
-                notes(row, r, &mut sec.notes);
-            }
-            if let (Some(note), Some(_)) =
-                (&row.published.seed_system_note, row.published.seed_system)
-            {
-                sec.notes.push(format!("{}: seed system: {note}", row.name));
-            }
+            .filter(|r| r.complete)
+            .filter_map(|r| Some((r.mean()?, r.cc)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let mut main = main_table(&suite.name, &cols);
+    let mut metrics = metrics_table(&suite.name);
+    for (row, res) in rows.iter().zip(&all) {
+        let (best, checks) = targets::judge(row, res, &alone);
+        let mark = targets::mark(&checks);
+        main.rows
+            .push(main_row(row, &cols, res, best, &checks, mark));
+        main.verdicts.push(mark);
+        tally.count(mark);
+        tally.compare(row, best);
+        for r in res {
+            metrics.rows.push(metrics_row(row, r));
+            metrics.verdicts.push(None);
+            notes(row, r, &mut sec.notes);
         }
-        sec.tables.push(main);
-        sec.tables.push(metrics);
-        summary.rows.push(tally.cells(suite.name.clone()));
-        summary.verdicts.push(None);
-        summary.links.push(Some(sec.anchor.clone()));
-        total.add(&tally);
-        sections.push(sec);
+        if let (Some(note), Some(_)) = (&row.published.seed_system_note, row.published.seed_system)
+        {
+            sec.notes.push(format!("{}: seed system: {note}", row.name));
+        }
     }
-    summary.rows.push(total.cells("all suites".into()));
-    summary.verdicts.push(None);
-    summary.links.push(None);
-    let verdict = format!(
+    sec.tables.push(main);
+    sec.tables.push(metrics);
+    (sec, tally)
+}
+
+/// Header overhead for each segment size the suite uses other than the
+/// default (the legend gives that one), and a word on pps rows.
+fn overhead_paragraphs(rows: &[Row], segment_size: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut segment_sizes: Vec<u64> = rows
+        .iter()
+        .filter(|r| !r.pps && r.segment_size != segment_size)
+        .map(|r| r.segment_size)
+        .collect();
+    segment_sizes.sort_unstable();
+    segment_sizes.dedup();
+    for m in segment_sizes {
+        let size = rows
+            .iter()
+            .filter(|r| r.segment_size == m)
+            .map(|r| r.bytes)
+            .max()
+            .unwrap_or(50_000_000);
+        out.push(format!(
+            "braid header overhead at segment size {m}: {m} B / {:.0} B on the wire = {:.2}%.",
+            wire_bytes(m, size),
+            payload_ratio(m, size) * 100.0
+        ));
+    }
+    if rows.iter().any(|r| r.pps) {
+        out.push("pps rows: links count packets of any size, so header overhead costs nothing there; ideal = pps × segment size × 8 × (1 − loss).".into());
+    }
+    out
+}
+
+/// The controller columns: the bench's, then any a row's `report_cc` adds.
+fn columns(bench: &Bench, rows: &[Row]) -> Vec<Algorithm> {
+    let mut cols = bench.ccs.clone();
+    for r in rows {
+        if let Some(cc) = r.report_cc {
+            if !cols.contains(&cc) {
+                cols.push(cc);
+            }
+        }
+    }
+    cols
+}
+
+/// The goodput table's columns: the seed figures, one per controller, then
+/// the best, the ideal and the verdict.
+fn main_table(suite: &str, cols: &[Algorithm]) -> Table {
+    let mut head: Vec<String> = ["row", "parameters", "seed TCP", "seed system", "Linux best"]
+        .map(String::from)
+        .to_vec();
+    head.extend(cols.iter().map(ToString::to_string));
+    head.extend(["best", "ideal", "best/ideal", "target"].map(String::from));
+    empty_table(format!("{suite}: goodput, Mbit/s"), head)
+}
+
+/// The metrics table's columns: one row per row and controller.
+fn metrics_table(suite: &str) -> Table {
+    empty_table(
+        format!("{suite}: metrics per controller"),
+        [
+            "row",
+            "cc",
+            "goodput",
+            "p95 OWD ms",
+            "p95 queue ms",
+            "loss",
+            "retx",
+            "spurious",
+            "decr",
+            "Jain",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+}
+
+/// The verdict sentence under the title, from the total of all suites.
+fn verdict(total: &Tally) -> String {
+    format!(
         "Verdict: {} of {} rows with targets pass; {} near {} (every missed target a goodput target reached to at least {:.0}% of it), {} {}.",
         total.met,
         total.judged,
@@ -387,7 +355,11 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
         NEAR_MISS * 100.0,
         total.miss,
         if total.miss == 1 { "miss" } else { "misses" },
-    );
+    )
+}
+
+/// What the summary's columns mean, and where the kernel TCP figures come from.
+fn summary_notes(bench: &Bench, kernel: &[KernelRatio]) -> Vec<String> {
     let mut summary_notes = vec![
         "rows passed = rows whose targets one controller meets at once / rows with targets; near misses and misses are the rest, as marked in each suite's target column (see the legend); not judged = rows without targets (or with none that can be checked).".to_owned(),
         "braid vs X: braid's best goodput (the row's best column; forward direction of duplex rows) over X's figure, in the rows that have X's figure: in how many braid is at least X, and the median ratio. Seed TCP and Linux figures are taken at equal overhead, as the ≥ seed TCP / ≥ Linux targets take them (see the legend); seed systems' figures as published.".to_owned(),
@@ -411,6 +383,11 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
             }
         ));
     }
+    summary_notes
+}
+
+/// How long the bench took, in wall and simulated time, and which build ran.
+fn footer(bench: &Bench) -> Vec<String> {
     let virtual_s: f64 = bench
         .runs
         .iter()
@@ -424,7 +401,7 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
         .map(|r| r.wall_s)
         .sum();
     let failed = bench.runs.iter().filter(|r| r.outcome.is_err()).count();
-    let footer = vec![
+    vec![
         format!(
             "{} runs ({} failed) in {:.1} s wall with {} job(s); {:.0} simulated seconds, {:.1} simulated seconds per wall second ({:.1} s of simulator time summed over runs).",
             bench.runs.len(),
@@ -440,16 +417,7 @@ pub fn build(bench: &Bench, figures: &[Figure], kernel: &[KernelRatio]) -> Doc {
             env!("CARGO_PKG_VERSION"),
             if cfg!(debug_assertions) { "no" } else { "yes" }
         ),
-    ];
-    Doc {
-        title: "braid benchmark suites".into(),
-        verdict,
-        summary,
-        summary_notes,
-        intro,
-        sections,
-        footer,
-    }
+    ]
 }
 
 fn main_row(

@@ -227,6 +227,21 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
     if !best.complete && p.has_targets() {
         out.push(Check::new(Some(false), "no controller completed every run"));
     }
+    goodput_checks(row, best, &mut out);
+    retransmission_checks(row, best, &mut out);
+    out.extend(alone_check(row, best, alone));
+    out.extend(queue_check(row, best));
+    timing_checks(row, best, &mut out);
+    if let Some(m) = p.missing_feature.as_deref() {
+        out.push(Check::new(None, format!("needs {m} (format lacks it)")));
+    }
+    out
+}
+
+/// The goodput targets against the link: a fraction of ideal, Mbit/s, and
+/// the published TCP figures taken at braid's overhead.
+fn goodput_checks(row: &Row, best: &CcResult<'_>, out: &mut Vec<Check>) {
+    let p = &row.published;
     let ideal = row.ideal_mbps();
     let ratio = row.payload_ratio();
     let g = best.one_way();
@@ -269,6 +284,11 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             ));
         }
     }
+}
+
+/// The spurious-retransmission limits and the completion target.
+fn retransmission_checks(row: &Row, best: &CcResult<'_>, out: &mut Vec<Check>) {
+    let p = &row.published;
     if let Some(t) = p.target_spurious_max {
         out.push(Check::new(
             Some(best.spurious_max as f64 <= t),
@@ -294,35 +314,45 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
         };
         out.push(Check::new(Some(best.complete), text));
     }
-    if let (Some(t), Some(name)) = (p.target_fraction_of_alone, p.alone_row.as_deref()) {
-        match alone(name) {
-            None => out.push(Check::new(
-                None,
-                format!("alone row {name} not run or incomplete"),
-            )),
-            Some((alone_g, alone_cc)) => {
-                let worst = best.fwd.min(best.rev.unwrap_or(best.fwd)) / alone_g;
-                out.push(Check::goodput(
-                    worst,
-                    t,
-                    format!(
-                        "each way {} of alone {alone_g:.1} ({alone_cc}) (≥{})",
-                        pct(worst),
-                        pct(t)
-                    ),
-                ));
-            }
+}
+
+/// Goodput as a fraction of what the row's alone row reached by itself
+/// (undecided when that row did not run or complete).
+fn alone_check(row: &Row, best: &CcResult<'_>, alone: &Alone<'_>) -> Option<Check> {
+    let p = &row.published;
+    let (Some(t), Some(name)) = (p.target_fraction_of_alone, p.alone_row.as_deref()) else {
+        return None;
+    };
+    Some(match alone(name) {
+        None => Check::new(None, format!("alone row {name} not run or incomplete")),
+        Some((alone_g, alone_cc)) => {
+            let worst = best.fwd.min(best.rev.unwrap_or(best.fwd)) / alone_g;
+            Check::goodput(
+                worst,
+                t,
+                format!(
+                    "each way {} of alone {alone_g:.1} ({alone_cc}) (≥{})",
+                    pct(worst),
+                    pct(t)
+                ),
+            )
         }
-    }
-    if let Some(t) = p.target_queue_max_packets {
-        match queue_estimate(best) {
-            None => out.push(Check::new(None, "queue unknown")),
-            Some(q) => out.push(Check::new(
-                Some(q <= t),
-                format!("queue ≈{q:.0} pkts from RTT (≤{t})"),
-            )),
-        }
-    }
+    })
+}
+
+/// The standing queue, estimated from the RTT, against its limit.
+fn queue_check(row: &Row, best: &CcResult<'_>) -> Option<Check> {
+    let t = row.published.target_queue_max_packets?;
+    Some(match queue_estimate(best) {
+        None => Check::new(None, "queue unknown"),
+        Some(q) => Check::new(Some(q <= t), format!("queue ≈{q:.0} pkts from RTT (≤{t})")),
+    })
+}
+
+/// How soon the flows share fairly: window shares settle in their band,
+/// Jain's index stays high; the worst seed counts.
+fn timing_checks(row: &Row, best: &CcResult<'_>, out: &mut Vec<Check>) {
+    let p = &row.published;
     if let Some(t) = p.target_converge_within_s {
         let times: Option<Vec<f64>> = best.good.iter().map(|r| convergence_time(row, r)).collect();
         match times {
@@ -360,10 +390,6 @@ pub fn check(row: &Row, best: Option<&CcResult<'_>>, alone: &Alone<'_>) -> Vec<C
             }
         }
     }
-    if let Some(m) = p.missing_feature.as_deref() {
-        out.push(Check::new(None, format!("needs {m} (format lacks it)")));
-    }
-    out
 }
 
 /// The controller a row is judged on, with its checks: the highest-goodput

@@ -107,63 +107,17 @@ pub fn more(parts: &[Part]) -> Vec<Case> {
     let mut out = Vec::new();
     let has = |p| parts.contains(&p);
     if has(Part::Lan) {
-        let lan = |name| Case::new(Part::Lan, name, RESTRICTED, &[0]).on(Topology::SameLan);
-        let direct = Case {
-            direct_only: true,
-            relays: Vec::new(),
-            ..lan(LAN_DIRECT)
-        };
-        out.extend([
-            lan(LAN_RELAY),
-            direct,
-            lan(LAN_CROC).by(Program::Croc),
-            lan(LAN_WORMHOLE).by(Program::Wormhole),
-        ]);
+        out.extend(lan_cases());
     }
     if has(Part::Cgnat) {
-        let cg = |name, topology, nat| Case::new(Part::Cgnat, name, nat, &[0]).on(topology);
-        let open = [Nat::None, Nat::None];
-        out.extend([
-            cg(
-                "home NATs behind one shared CGNAT",
-                cgnat(true, true),
-                RESTRICTED,
-            ),
-            cg(
-                "home NATs behind separate CGNATs",
-                cgnat(false, true),
-                RESTRICTED,
-            ),
-            cg("hosts directly inside one CGNAT", cgnat(true, false), open),
-            cg("shared CGNAT, croc", cgnat(true, true), RESTRICTED).by(Program::Croc),
-            cg(
-                "shared CGNAT, magic-wormhole",
-                cgnat(true, true),
-                RESTRICTED,
-            )
-            .by(Program::Wormhole),
-        ]);
+        out.extend(cgnat_cases());
     }
     if has(Part::Ipv6) {
         let v6 = Case::new(Part::Ipv6, "IPv6 only", RESTRICTED, &[0]).on(Topology::Ipv6);
         out.push(v6);
     }
     if has(Part::UdpBlocked) {
-        let blocked = |name| Case {
-            block_udp: true,
-            ..Case::new(Part::UdpBlocked, name, RESTRICTED, &[0])
-        };
-        out.push(Case {
-            expect: UDP_BLOCKED,
-            ..blocked("UDP blocked, braid")
-        });
-        out.push(Case {
-            expect: UDP_BLOCKED_NO_TCP,
-            relay_tcp: false,
-            ..blocked("UDP blocked, braid, relay without TCP")
-        });
-        out.push(blocked("UDP blocked, croc").by(Program::Croc));
-        out.push(blocked("UDP blocked, magic-wormhole").by(Program::Wormhole));
+        out.extend(udp_blocked_cases());
     }
     if has(Part::Rebinding) {
         for (site, name) in [
@@ -188,6 +142,73 @@ pub fn more(parts: &[Part]) -> Vec<Case> {
         });
     }
     out
+}
+
+/// Both hosts on one LAN: through relay A, directly with `--to`, and croc
+/// and magic-wormhole beside them.
+fn lan_cases() -> [Case; 4] {
+    let lan = |name| Case::new(Part::Lan, name, RESTRICTED, &[0]).on(Topology::SameLan);
+    let direct = Case {
+        direct_only: true,
+        relays: Vec::new(),
+        ..lan(LAN_DIRECT)
+    };
+    [
+        lan(LAN_RELAY),
+        direct,
+        lan(LAN_CROC).by(Program::Croc),
+        lan(LAN_WORMHOLE).by(Program::Wormhole),
+    ]
+}
+
+/// Carrier-grade NATs: shared or separate, with or without home NATs
+/// under them, and croc and magic-wormhole behind a shared one.
+fn cgnat_cases() -> [Case; 5] {
+    let cg = |name, topology, nat| Case::new(Part::Cgnat, name, nat, &[0]).on(topology);
+    let open = [Nat::None, Nat::None];
+    [
+        cg(
+            "home NATs behind one shared CGNAT",
+            cgnat(true, true),
+            RESTRICTED,
+        ),
+        cg(
+            "home NATs behind separate CGNATs",
+            cgnat(false, true),
+            RESTRICTED,
+        ),
+        cg("hosts directly inside one CGNAT", cgnat(true, false), open),
+        cg("shared CGNAT, croc", cgnat(true, true), RESTRICTED).by(Program::Croc),
+        cg(
+            "shared CGNAT, magic-wormhole",
+            cgnat(true, true),
+            RESTRICTED,
+        )
+        .by(Program::Wormhole),
+    ]
+}
+
+/// UDP blocked at the sites' routers: braid over the relay's TCP, braid
+/// with a relay that has none (it must fail, and say why), croc and
+/// magic-wormhole.
+fn udp_blocked_cases() -> [Case; 4] {
+    let blocked = |name| Case {
+        block_udp: true,
+        ..Case::new(Part::UdpBlocked, name, RESTRICTED, &[0])
+    };
+    [
+        Case {
+            expect: UDP_BLOCKED,
+            ..blocked("UDP blocked, braid")
+        },
+        Case {
+            expect: UDP_BLOCKED_NO_TCP,
+            relay_tcp: false,
+            ..blocked("UDP blocked, braid, relay without TCP")
+        },
+        blocked("UDP blocked, croc").by(Program::Croc),
+        blocked("UDP blocked, magic-wormhole").by(Program::Wormhole),
+    ]
 }
 
 #[cfg(test)]

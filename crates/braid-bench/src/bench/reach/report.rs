@@ -105,6 +105,16 @@ fn med(v: impl IntoIterator<Item = f64>) -> Option<f64> {
     median(&mut v.into_iter().collect::<Vec<_>>())
 }
 
+/// A figure with `d` decimals, "—" for none.
+pub(super) fn fixed(v: Option<f64>, d: usize) -> String {
+    v.map_or("—".to_owned(), |v| format!("{v:.d$}"))
+}
+
+/// A share as a whole percentage, "—" for none.
+pub(super) fn percent(v: Option<f64>) -> String {
+    v.map_or("—".into(), |d| format!("{:.0} %", d * 100.0))
+}
+
 fn summarise(index: usize, case: &Case, runs: &[Run], direct_limit_ms: f64) -> Summary {
     let of: Vec<&Run> = runs.iter().filter(|r| r.case == index).collect();
     let validated: Vec<f64> = of.iter().filter_map(|r| r.validated_ms).collect();
@@ -233,6 +243,21 @@ impl Report {
     }
 
     fn judge(&mut self, lab: &LabConfig) {
+        let relay_mbit = mbit(&lab.relay_link[0]);
+        let mut v = self.pair_verdicts();
+        v.extend(self.failed_verdict());
+        v.extend(self.relay_verdicts(relay_mbit));
+        v.extend(self.failover_verdicts());
+        v.extend(super::report_more::verdicts(self, relay_mbit));
+        self.verdicts = v;
+        if let Some(note) = self.relay_cost() {
+            self.notes.push(note);
+        }
+    }
+
+    /// The NAT pairs' targets: cone pairs find the direct path in time,
+    /// symmetric pairs reach data over the relays in time.
+    fn pair_verdicts(&self) -> Vec<Verdict> {
         let limit = self.direct_rtt_ms + DIRECT_SLACK_MS;
         let mut v = Vec::new();
         for pair in ["cone–cone", "cone–symmetric"] {
@@ -271,20 +296,32 @@ impl Report {
                 met: Some(all),
             });
         }
+        v
+    }
+
+    /// No transfer of the NAT pairs or the capacity cases may fail.
+    fn failed_verdict(&self) -> Option<Verdict> {
         let judged: Vec<&Run> = self
             .runs
             .iter()
             .filter(|r| matches!(self.cases[r.case].part, Part::Pairs | Part::Capacity))
             .collect();
-        if !judged.is_empty() {
-            let failed = judged.iter().filter(|r| !r.verified).count();
-            v.push(Verdict {
-                target: "transfers that failed (NAT pairs and capacity): 0".into(),
-                measured: format!("{failed} of {}", judged.len()),
-                met: Some(failed == 0),
-            });
+        if judged.is_empty() {
+            return None;
         }
-        let relay_mbit = mbit(&lab.relay_link[0]);
+        let failed = judged.iter().filter(|r| !r.verified).count();
+        Some(Verdict {
+            target: "transfers that failed (NAT pairs and capacity): 0".into(),
+            measured: format!("{failed} of {}", judged.len()),
+            met: Some(failed == 0),
+        })
+    }
+
+    /// Capacity: goodput through one and two relays against their links'
+    /// rates, and a relay beside the direct path against the direct path
+    /// alone.
+    fn relay_verdicts(&self, relay_mbit: Option<f64>) -> Vec<Verdict> {
+        let mut v = Vec::new();
         for (name, links) in [("one relay", 1.0), ("two relays", 2.0)] {
             let (Some(s), Some(cap)) = (self.by_name(name), relay_mbit) else {
                 continue;
@@ -322,30 +359,38 @@ impl Report {
                 met: Some(ratio.is_some_and(|r| r >= 1.0)),
             });
         }
-        for s in self
-            .summaries
+        v
+    }
+
+    /// Failover: every transfer survives its event (a rebinding here has no
+    /// target; the rebinding part judges it).
+    fn failover_verdicts(&self) -> Vec<Verdict> {
+        self.summaries
             .iter()
             .filter(|s| s.part == Part::Failover && s.runs > 0)
-        {
-            let case = self
-                .cases
-                .iter()
-                .find(|c| c.name == s.case)
-                .expect("its case");
-            let targeted = !matches!(case.event, Some(super::Event::Rebind(_)));
-            v.push(Verdict {
-                target: format!(
-                    "{}: the transfer survives{}",
-                    s.case,
-                    if targeted { "" } else { " (no target)" }
-                ),
-                measured: format!("{} of {} verified", s.verified, s.runs),
-                met: targeted.then_some(s.verified == s.runs),
-            });
-        }
-        v.extend(super::report_more::verdicts(self, relay_mbit));
-        self.verdicts = v;
-        // Relay cost, for what it is.
+            .map(|s| {
+                let case = self
+                    .cases
+                    .iter()
+                    .find(|c| c.name == s.case)
+                    .expect("its case");
+                let targeted = !matches!(case.event, Some(super::Event::Rebind(_)));
+                Verdict {
+                    target: format!(
+                        "{}: the transfer survives{}",
+                        s.case,
+                        if targeted { "" } else { " (no target)" }
+                    ),
+                    measured: format!("{} of {} verified", s.verified, s.runs),
+                    met: targeted.then_some(s.verified == s.runs),
+                }
+            })
+            .collect()
+    }
+
+    /// Relay cost, for what it is: CPU per GB forwarded and peak memory of
+    /// the relays that lived through their runs.
+    fn relay_cost(&self) -> Option<String> {
         let alive: Vec<&super::RelayUse> = self
             .runs
             .iter()
@@ -355,29 +400,40 @@ impl Report {
         let per_gb = med(alive.iter().filter_map(|u| {
             let gb = u.forwarded_bytes? as f64 / 1e9;
             (gb > 0.01).then(|| u.cpu_s / gb)
-        }));
-        let rss = alive.iter().map(|u| u.rss_peak_bytes).max();
-        if let (Some(per_gb), Some(rss)) = (per_gb, rss) {
-            let carried: Vec<_> = alive
-                .iter()
-                .filter(|u| u.forwarded_bytes.is_some_and(|b| b > 10_000_000))
-                .collect();
-            let own = carried.iter().all(|u| u.counted_by_relay);
-            self.notes.push(format!(
-                "relay cost: {per_gb:.2} CPU s per GB forwarded (median over {} relay runs that carried over 10 MB; {}), peak RSS {:.1} MB at most",
-                carried.len(),
-                if own {
-                    "bytes as the relays counted them"
-                } else {
-                    "bytes estimated from the sender's connections through each relay, the relay's own count being unreadable"
-                },
-                rss as f64 / 1e6
-            ));
-        }
+        }))?;
+        let rss = alive.iter().map(|u| u.rss_peak_bytes).max()?;
+        let carried: Vec<_> = alive
+            .iter()
+            .filter(|u| u.forwarded_bytes.is_some_and(|b| b > 10_000_000))
+            .collect();
+        let own = carried.iter().all(|u| u.counted_by_relay);
+        Some(format!(
+            "relay cost: {per_gb:.2} CPU s per GB forwarded (median over {} relay runs that carried over 10 MB; {}), peak RSS {:.1} MB at most",
+            carried.len(),
+            if own {
+                "bytes as the relays counted them"
+            } else {
+                "bytes estimated from the sender's connections through each relay, the relay's own count being unreadable"
+            },
+            rss as f64 / 1e6
+        ))
     }
 
     pub fn markdown(&self) -> String {
         let mut md = String::from("# Reach: NAT traversal and relays in the lab\n\n");
+        self.verdicts_markdown(&mut md);
+        self.method_markdown(&mut md);
+        self.pairs_markdown(&mut md);
+        self.capacity_markdown(&mut md);
+        self.failover_markdown(&mut md);
+        self.failures_markdown(&mut md);
+        super::report_more::markdown(self, &mut md);
+        super::croc::markdown(&self.croc, &mut md);
+        md
+    }
+
+    /// The verdict line, the table of targets and the notes.
+    fn verdicts_markdown(&self, md: &mut String) {
         let judged: Vec<&Verdict> = self.verdicts.iter().filter(|v| v.met.is_some()).collect();
         let met = judged.iter().filter(|v| v.met == Some(true)).count();
         if !judged.is_empty() {
@@ -401,6 +457,11 @@ impl Report {
         if let Some(line) = super::croc::summary_line(&self.croc) {
             let _ = writeln!(md, "- {line}");
         }
+    }
+
+    /// How the figures were taken: the command, what each run starts, what
+    /// each column measures, and the lab.
+    fn method_markdown(&self, md: &mut String) {
         let _ = writeln!(
             md,
             "\n```sh\n{}\n```\n\n{} per transfer, {} rounds, cases rotated each round, medians \
@@ -426,74 +487,88 @@ impl Report {
              masquerade); symmetric = a random port per destination; firewall = no NAT, UDP only \
              to and from the relays. Site A's NAT is named first.\n",
         );
-        let f = |v: Option<f64>, d: usize| v.map_or("—".to_owned(), |v| format!("{v:.d$}"));
-        let part = |p: Part| {
-            self.summaries
-                .iter()
-                .filter(move |s| s.part == p && s.runs > 0)
-        };
-        if part(Part::Pairs).next().is_some() {
-            md.push_str("\n## NAT pairs (relays A and B given to both sides)\n\n");
-            md.push_str("| pair | runs | verified | direct validated | within 1 RTT + 300 ms | validated ms | to data s (median / worst) | share direct | goodput Mbit/s |\n|---|---|---|---|---|---|---|---|---|\n");
-            for s in part(Part::Pairs) {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
-                    s.case,
-                    s.runs,
-                    s.verified,
-                    s.direct_validated,
-                    s.direct_in_time,
-                    f(s.validated_ms, 0),
-                    f(s.to_data_s, 2),
-                    f(s.to_data_s_worst, 2),
-                    s.direct_share
-                        .map_or("—".into(), |d| format!("{:.0} %", d * 100.0)),
-                    f(s.goodput_mbps, 1)
-                );
-            }
+    }
+
+    /// The medians of one part's cases that ran.
+    pub(super) fn part(&self, p: Part) -> impl Iterator<Item = &Summary> {
+        self.summaries
+            .iter()
+            .filter(move |s| s.part == p && s.runs > 0)
+    }
+
+    fn pairs_markdown(&self, md: &mut String) {
+        if self.part(Part::Pairs).next().is_none() {
+            return;
         }
-        if part(Part::Capacity).next().is_some() {
-            md.push_str("\n## Capacity\n\n| case | NATs | relays | runs | verified | goodput Mbit/s | share direct | relay CPU s/GB | relay peak RSS MB |\n|---|---|---|---|---|---|---|---|---|\n");
-            for s in part(Part::Capacity) {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    s.case,
-                    s.pair,
-                    s.relays,
-                    s.runs,
-                    s.verified,
-                    f(s.goodput_mbps, 1),
-                    s.direct_share
-                        .map_or("—".into(), |d| format!("{:.0} %", d * 100.0)),
-                    f(s.relay_cpu_s_per_gb, 2),
-                    f(s.relay_rss_peak_mb, 1)
-                );
-            }
-        }
-        if part(Part::Failover).next().is_some() {
+        md.push_str("\n## NAT pairs (relays A and B given to both sides)\n\n");
+        md.push_str("| pair | runs | verified | direct validated | within 1 RTT + 300 ms | validated ms | to data s (median / worst) | share direct | goodput Mbit/s |\n|---|---|---|---|---|---|---|---|---|\n");
+        for s in self.part(Part::Pairs) {
             let _ = writeln!(
                 md,
-                "\n## Failover (the event when {:.0} % of the file has arrived)\n\n| case | NATs | relays | runs | survived | event at s | goodput Mbit/s | share direct |\n|---|---|---|---|---|---|---|---|",
-                super::EVENT_AT * 100.0
+                "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+                s.case,
+                s.runs,
+                s.verified,
+                s.direct_validated,
+                s.direct_in_time,
+                fixed(s.validated_ms, 0),
+                fixed(s.to_data_s, 2),
+                fixed(s.to_data_s_worst, 2),
+                percent(s.direct_share),
+                fixed(s.goodput_mbps, 1)
             );
-            for s in part(Part::Failover) {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                    s.case,
-                    s.pair,
-                    s.relays,
-                    s.runs,
-                    s.verified,
-                    f(s.event_at_s, 2),
-                    f(s.goodput_mbps, 1),
-                    s.direct_share
-                        .map_or("—".into(), |d| format!("{:.0} %", d * 100.0)),
-                );
-            }
         }
+    }
+
+    fn capacity_markdown(&self, md: &mut String) {
+        if self.part(Part::Capacity).next().is_none() {
+            return;
+        }
+        md.push_str("\n## Capacity\n\n| case | NATs | relays | runs | verified | goodput Mbit/s | share direct | relay CPU s/GB | relay peak RSS MB |\n|---|---|---|---|---|---|---|---|---|\n");
+        for s in self.part(Part::Capacity) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.case,
+                s.pair,
+                s.relays,
+                s.runs,
+                s.verified,
+                fixed(s.goodput_mbps, 1),
+                percent(s.direct_share),
+                fixed(s.relay_cpu_s_per_gb, 2),
+                fixed(s.relay_rss_peak_mb, 1)
+            );
+        }
+    }
+
+    fn failover_markdown(&self, md: &mut String) {
+        if self.part(Part::Failover).next().is_none() {
+            return;
+        }
+        let _ = writeln!(
+            md,
+            "\n## Failover (the event when {:.0} % of the file has arrived)\n\n| case | NATs | relays | runs | survived | event at s | goodput Mbit/s | share direct |\n|---|---|---|---|---|---|---|---|",
+            super::EVENT_AT * 100.0
+        );
+        for s in self.part(Part::Failover) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.case,
+                s.pair,
+                s.relays,
+                s.runs,
+                s.verified,
+                fixed(s.event_at_s, 2),
+                fixed(s.goodput_mbps, 1),
+                percent(s.direct_share),
+            );
+        }
+    }
+
+    /// Every run's error, with its round and case.
+    fn failures_markdown(&self, md: &mut String) {
         let failures: Vec<String> = self
             .runs
             .iter()
@@ -511,9 +586,6 @@ impl Report {
                 let _ = writeln!(md, "- {}", crate::text::escape(&f));
             }
         }
-        super::report_more::markdown(self, &mut md);
-        super::croc::markdown(&self.croc, &mut md);
-        md
     }
 
     pub fn json(&self) -> serde_json::Value {
@@ -623,5 +695,70 @@ mod tests {
             r.direct_rtt_ms,
             Duration::from_millis(40).as_secs_f64() * 1e3
         );
+    }
+
+    /// Every part of the report, from fixed runs, renders byte for byte as
+    /// it did (report_golden.md); REACH_GOLDEN_WRITE=PATH writes it anew.
+    #[test]
+    fn every_part_renders_as_before() {
+        let all = [
+            Part::Pairs,
+            Part::Capacity,
+            Part::Failover,
+            Part::Croc,
+            Part::Lan,
+            Part::Cgnat,
+            Part::Ipv6,
+            Part::UdpBlocked,
+            Part::Rebinding,
+            Part::KeyRestart,
+        ];
+        let cases = cases(&all);
+        let mut runs = Vec::new();
+        for (i, _) in cases.iter().enumerate() {
+            for round in 1..=3u32 {
+                let mut r = run(
+                    i,
+                    round,
+                    !(i + round as usize).is_multiple_of(4),
+                    10.0 + i as f64 + f64::from(round),
+                    Some(50.0 * f64::from(round)),
+                );
+                r.direct_share = Some(0.1 * f64::from(round));
+                r.event_at_s = Some(1.5);
+                r.wall_s = Some(3.0);
+                r.sender_s = Some(2.5);
+                r.paired_ms = vec![20.0, 30.0];
+                r.as_expected = round != 2;
+                r.direct_after_event = Some(round == 1);
+                r.second_s = Some(1.0);
+                r.second_total_s = Some(2.0);
+                if round == 3 {
+                    r.error = Some(format!("boom | {i}"));
+                    r.error_codes = Some([Some("E1".into()), None]);
+                    r.exit_codes = Some([Some(1), None]);
+                    r.fail_s = Some([Some(0.5), None]);
+                    r.to_data_s = None;
+                }
+                runs.push(r);
+            }
+        }
+        let args = <ReachArgs as clap::FromArgMatches>::from_arg_matches(
+            &<ReachArgs as clap::Args>::augment_args(clap::Command::new("t"))
+                .get_matches_from(["t"]),
+        )
+        .unwrap();
+        let r = Report::new(&cases, &runs, &lab(), &args, Vec::new());
+        // The command line is the test binary's; the rest is fixed.
+        let md: String = r
+            .markdown()
+            .lines()
+            .filter(|l| !l.starts_with("braid bench"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        if let Ok(path) = std::env::var("REACH_GOLDEN_WRITE") {
+            std::fs::write(path, &md).unwrap();
+        }
+        assert!(md == include_str!("report_golden.md"), "the report changed");
     }
 }

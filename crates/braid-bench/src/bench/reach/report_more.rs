@@ -5,26 +5,12 @@
 use std::fmt::Write as _;
 
 use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY, LAN_WORMHOLE};
-use super::report::{Report, Summary, Verdict};
-use super::{Expect, Part, Program};
+use super::report::{fixed, percent, Report, Summary, Verdict};
+use super::{Case, Expect, Part, Program};
 
 /// Goodput through the relay (both hosts on one LAN) over the direct
 /// `--to` transfer on that LAN.
 const LAN_RATIO: f64 = 0.9;
-
-fn f(v: Option<f64>, d: usize) -> String {
-    v.map_or("—".to_owned(), |v| format!("{v:.d$}"))
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map_or("—".into(), |d| format!("{:.0} %", d * 100.0))
-}
-
-fn of(r: &Report, part: Part) -> impl Iterator<Item = &Summary> {
-    r.summaries
-        .iter()
-        .filter(move |s| s.part == part && s.runs > 0)
-}
 
 fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
     let (Some(relay), Some(direct)) = (r.by_name(LAN_RELAY), r.by_name(LAN_DIRECT)) else {
@@ -41,10 +27,10 @@ fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
         measured: ratio.map_or("no transfer verified".into(), |x| {
             format!(
                 "{x:.2}x ({} vs {} Mbit/s; wall {} vs {} s; direct path in {} of {} runs)",
-                f(relay.goodput_mbps, 1),
-                f(direct.goodput_mbps, 1),
-                f(relay.wall_s, 2),
-                f(direct.wall_s, 2),
+                fixed(relay.goodput_mbps, 1),
+                fixed(direct.goodput_mbps, 1),
+                fixed(relay.wall_s, 2),
+                fixed(direct.wall_s, 2),
                 relay.direct_validated,
                 relay.runs
             )
@@ -63,8 +49,8 @@ fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
             measured: ratio.map_or("no transfer verified".into(), |x| {
                 format!(
                     "{program} / braid {x:.2}x ({} vs {} s)",
-                    f(other.wall_s, 2),
-                    f(relay.wall_s, 2)
+                    fixed(other.wall_s, 2),
+                    fixed(relay.wall_s, 2)
                 )
             }),
             met: Some(ratio.is_some_and(|x| x > 1.0)),
@@ -88,14 +74,31 @@ fn direct_text(s: &Summary) -> String {
 pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
     let mut v = Vec::new();
     lan_verdicts(r, &mut v);
-    for s in of(r, Part::Cgnat).filter(|s| s.program == Program::Braid) {
+    topology_verdicts(r, &mut v);
+    for s in r.part(Part::UdpBlocked) {
+        let case = r.cases.iter().find(|c| c.name == s.case).expect("its case");
+        let (target, met) = udp_blocked_target(s, case, relay_mbit);
+        v.push(Verdict {
+            target,
+            measured: udp_blocked_measured(s, case, relay_mbit),
+            met,
+        });
+    }
+    restart_verdicts(r, &mut v);
+    v
+}
+
+/// Carrier-grade NATs (whether a direct path opens, no target) and IPv6
+/// only (every transfer verified).
+fn topology_verdicts(r: &Report, v: &mut Vec<Verdict>) {
+    for s in r.part(Part::Cgnat).filter(|s| s.program == Program::Braid) {
         v.push(Verdict {
             target: format!("{}: does a direct path open (no target)", s.case),
             measured: direct_text(s),
             met: None,
         });
     }
-    for s in of(r, Part::Ipv6) {
+    for s in r.part(Part::Ipv6) {
         v.push(Verdict {
             target: format!(
                 "{}: every transfer verified, without --listen or --bind",
@@ -105,72 +108,82 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             met: Some(s.verified == s.runs),
         });
     }
-    for s in of(r, Part::UdpBlocked) {
-        let case = r.cases.iter().find(|c| c.name == s.case).expect("its case");
-        let (target, met) = match case.expect {
-            Expect::Fails {
-                code,
-                exit,
-                within_s,
-            } => (
-                format!("{}: both ends fail with {code} (exit {exit}) within {within_s:.0} s, every run", s.case),
-                Some(s.as_expected == s.runs),
+}
+
+/// With UDP blocked, the target depends on what the case expects: braid
+/// fails fast and says why, or a program that falls back to TCP gets through.
+fn udp_blocked_target(s: &Summary, case: &Case, relay_mbit: Option<f64>) -> (String, Option<bool>) {
+    match case.expect {
+        Expect::Fails {
+            code,
+            exit,
+            within_s,
+        } => (
+            format!(
+                "{}: both ends fail with {code} (exit {exit}) within {within_s:.0} s, every run",
+                s.case
             ),
-            Expect::Verified if s.program == Program::Croc => {
-                (format!("{}: croc reaches its relay over TCP (no target)", s.case), None)
-            }
-            Expect::Verified if s.program == Program::Wormhole => (
+            Some(s.as_expected == s.runs),
+        ),
+        Expect::Verified if s.program == Program::Croc => (
+            format!("{}: croc reaches its relay over TCP (no target)", s.case),
+            None,
+        ),
+        Expect::Verified if s.program == Program::Wormhole => (
+            format!(
+                "{}: magic-wormhole reaches its servers over TCP (no target)",
+                s.case
+            ),
+            None,
+        ),
+        Expect::Verified => match relay_mbit {
+            Some(cap) => (
                 format!(
-                    "{}: magic-wormhole reaches its servers over TCP (no target)",
+                    "{}: every transfer verified over TCP, goodput ≥ 80 % of the relay's link",
                     s.case
                 ),
-                None,
+                Some(s.verified == s.runs && s.goodput_mbps.is_some_and(|g| g >= 0.8 * cap)),
             ),
-            Expect::Verified => match relay_mbit {
-                Some(cap) => (
-                    format!(
-                        "{}: every transfer verified over TCP, goodput ≥ 80 % of the relay's link",
-                        s.case
-                    ),
-                    Some(s.verified == s.runs && s.goodput_mbps.is_some_and(|g| g >= 0.8 * cap)),
-                ),
-                None => (
-                    format!("{}: every transfer verified", s.case),
-                    Some(s.verified == s.runs),
-                ),
-            },
-        };
-        let measured = match case.expect {
-            Expect::Fails { .. } => format!(
-                "{} of {}; sender {} s, receiver {} s, worst {} s; codes (sender / receiver) {}",
-                s.as_expected,
-                s.runs,
-                f(s.fail_s[0], 2),
-                f(s.fail_s[1], 2),
-                f(s.fail_s_worst, 2),
-                s.error_codes.join(", ")
+            None => (
+                format!("{}: every transfer verified", s.case),
+                Some(s.verified == s.runs),
             ),
-            Expect::Verified => format!(
-                "{} of {} verified; wall {} s; goodput {} Mbit/s{}",
-                s.verified,
-                s.runs,
-                f(s.wall_s, 2),
-                f(s.goodput_mbps, 1),
-                match (relay_mbit, s.goodput_mbps) {
-                    (Some(cap), Some(g)) if s.program == Program::Braid => {
-                        format!(" ({:.0} % of {cap:.0})", g / cap * 100.0)
-                    }
-                    _ => String::new(),
-                }
-            ),
-        };
-        v.push(Verdict {
-            target,
-            measured,
-            met,
-        });
+        },
     }
-    for s in of(r, Part::Rebinding) {
+}
+
+/// What a UDP-blocked case measured: how its ends failed, or how its
+/// transfers went.
+fn udp_blocked_measured(s: &Summary, case: &Case, relay_mbit: Option<f64>) -> String {
+    match case.expect {
+        Expect::Fails { .. } => format!(
+            "{} of {}; sender {} s, receiver {} s, worst {} s; codes (sender / receiver) {}",
+            s.as_expected,
+            s.runs,
+            fixed(s.fail_s[0], 2),
+            fixed(s.fail_s[1], 2),
+            fixed(s.fail_s_worst, 2),
+            s.error_codes.join(", ")
+        ),
+        Expect::Verified => format!(
+            "{} of {} verified; wall {} s; goodput {} Mbit/s{}",
+            s.verified,
+            s.runs,
+            fixed(s.wall_s, 2),
+            fixed(s.goodput_mbps, 1),
+            match (relay_mbit, s.goodput_mbps) {
+                (Some(cap), Some(g)) if s.program == Program::Braid => {
+                    format!(" ({:.0} % of {cap:.0})", g / cap * 100.0)
+                }
+                _ => String::new(),
+            }
+        ),
+    }
+}
+
+/// After a rebinding or a receiver's restart: does the transfer go on.
+fn restart_verdicts(r: &Report, v: &mut Vec<Verdict>) {
+    for s in r.part(Part::Rebinding) {
         v.push(Verdict {
             target: format!(
                 "{}: survives, and the direct path comes back (no target)",
@@ -183,25 +196,24 @@ pub fn verdicts(r: &Report, relay_mbit: Option<f64>) -> Vec<Verdict> {
             met: None,
         });
     }
-    for s in of(r, Part::KeyRestart) {
+    for s in r.part(Part::KeyRestart) {
         v.push(Verdict {
             target: format!("{}: the second sender completes, every run", s.case),
             measured: format!(
                 "{} of {}; the second sender's time to completion {} s ({} s from the restart)",
                 s.verified,
                 s.runs,
-                f(s.second_s, 2),
-                f(s.second_total_s, 2)
+                fixed(s.second_s, 2),
+                fixed(s.second_total_s, 2)
             ),
             met: Some(s.verified == s.runs),
         });
     }
-    v
 }
 
 fn topology_table(r: &Report, md: &mut String) {
     let parts = [Part::Lan, Part::Cgnat, Part::Ipv6];
-    if !parts.iter().any(|&p| of(r, p).next().is_some()) {
+    if !parts.iter().any(|&p| r.part(p).next().is_some()) {
         return;
     }
     md.push_str(
@@ -218,7 +230,7 @@ fn topology_table(r: &Report, md: &mut String) {
          | case | lab | NATs | program | runs | verified | direct validated | validated ms | share direct | goodput Mbit/s | wall s |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
-    for s in parts.iter().flat_map(|&p| of(r, p)) {
+    for s in parts.iter().flat_map(|&p| r.part(p)) {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -229,16 +241,16 @@ fn topology_table(r: &Report, md: &mut String) {
             s.runs,
             s.verified,
             s.direct_validated,
-            f(s.validated_ms, 0),
-            pct(s.direct_share),
-            f(s.goodput_mbps, 1),
-            f(s.wall_s, 2)
+            fixed(s.validated_ms, 0),
+            percent(s.direct_share),
+            fixed(s.goodput_mbps, 1),
+            fixed(s.wall_s, 2)
         );
     }
 }
 
 fn blocked_table(r: &Report, md: &mut String) {
-    if of(r, Part::UdpBlocked).next().is_none() {
+    if r.part(Part::UdpBlocked).next().is_none() {
         return;
     }
     md.push_str(
@@ -248,7 +260,7 @@ fn blocked_table(r: &Report, md: &mut String) {
          | case | runs | as expected | verified | sender fails after s | receiver fails after s | codes (sender / receiver) | wall s |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
-    for s in of(r, Part::UdpBlocked) {
+    for s in r.part(Part::UdpBlocked) {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -256,14 +268,14 @@ fn blocked_table(r: &Report, md: &mut String) {
             s.runs,
             s.as_expected,
             s.verified,
-            f(s.fail_s[0], 2),
-            f(s.fail_s[1], 2),
+            fixed(s.fail_s[0], 2),
+            fixed(s.fail_s[1], 2),
             if s.error_codes.is_empty() {
                 "—".into()
             } else {
                 s.error_codes.join(", ")
             },
-            f(s.wall_s, 2)
+            fixed(s.wall_s, 2)
         );
     }
 }
@@ -271,7 +283,7 @@ fn blocked_table(r: &Report, md: &mut String) {
 pub fn markdown(r: &Report, md: &mut String) {
     topology_table(r, md);
     blocked_table(r, md);
-    if of(r, Part::Rebinding).next().is_some() {
+    if r.part(Part::Rebinding).next().is_some() {
         let _ = writeln!(
             md,
             "\n## Rebinding (when {:.0} % of the file has arrived)\n\nDirect back = the other \
@@ -282,7 +294,7 @@ pub fn markdown(r: &Report, md: &mut String) {
              |---|---|---|---|---|---|---|---|---|---|---|",
             super::EVENT_AT * 100.0
         );
-        for s in of(r, Part::Rebinding) {
+        for s in r.part(Part::Rebinding) {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} / {} |",
@@ -291,18 +303,18 @@ pub fn markdown(r: &Report, md: &mut String) {
                 s.relays,
                 s.runs,
                 s.verified,
-                f(s.event_at_s, 2),
+                fixed(s.event_at_s, 2),
                 s.direct_back,
                 s.runs,
-                f(s.goodput_mbps, 1),
-                pct(s.direct_share),
-                f(s.sender_s, 2),
-                f(s.wall_s, 2),
-                f(s.wall_s_worst, 2)
+                fixed(s.goodput_mbps, 1),
+                percent(s.direct_share),
+                fixed(s.sender_s, 2),
+                fixed(s.wall_s, 2),
+                fixed(s.wall_s_worst, 2)
             );
         }
     }
-    if of(r, Part::KeyRestart).next().is_some() {
+    if r.part(Part::KeyRestart).next().is_some() {
         md.push_str(
             "\n## A key-mode receiver restarted\n\n`braid recv --relay ... --key` takes one \
              transfer from `braid send --peer`, is started again as soon as it exits, and a \
@@ -311,16 +323,16 @@ pub fn markdown(r: &Report, md: &mut String) {
              | case | runs | verified | second sender s | from the restart s | goodput Mbit/s |\n\
              |---|---|---|---|---|---|\n",
         );
-        for s in of(r, Part::KeyRestart) {
+        for s in r.part(Part::KeyRestart) {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} |",
                 s.case,
                 s.runs,
                 s.verified,
-                f(s.second_s, 2),
-                f(s.second_total_s, 2),
-                f(s.goodput_mbps, 1)
+                fixed(s.second_s, 2),
+                fixed(s.second_total_s, 2),
+                fixed(s.goodput_mbps, 1)
             );
         }
     }
