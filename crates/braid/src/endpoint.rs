@@ -186,17 +186,56 @@ impl EndpointInner {
         let Ok((header, _)) = Header::decode(datagram) else {
             return;
         };
+        let Some((event, path)) =
+            self.route_datagram(now, from, header.short, header.path, datagram)
+        else {
+            return;
+        };
+        let shared = match event {
+            DatagramEvent::Respond(answer) => {
+                self.try_send_to(from, &answer);
+                return;
+            }
+            DatagramEvent::Accepted(shared) => {
+                self.on_accepted(&shared);
+                shared
+            }
+            DatagramEvent::Known(shared) => {
+                let datagram = Datagram {
+                    path,
+                    ecn,
+                    received_at,
+                    bytes: datagram,
+                };
+                self.hand_over(&shared, now, from, datagram);
+                shared
+            }
+        };
+        if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
+            touched.push(shared);
+        }
+    }
+
+    /// What the session table makes of a datagram, and the connection it
+    /// came on; `None` when it belongs nowhere. A short header only finds
+    /// its connection by address; a long one may open a session, and
+    /// opening one may evict a half-open one, which is aborted here.
+    fn route_datagram(
+        self: &Arc<Self>,
+        now: Instant,
+        from: SocketAddr,
+        short: bool,
+        path: PathId,
+        datagram: &mut [u8],
+    ) -> Option<(DatagramEvent<Arc<Shared>>, PathId)> {
         let (event, path, evicted) = {
             let mut table = lock(&self.table);
-            if header.short {
+            if short {
                 // Its connection is the one bound to its address; it never
                 // opens a session, so admission has nothing to say.
-                let Some((shared, path)) = table.by_address(from) else {
-                    return;
-                };
+                let (shared, path) = table.by_address(from)?;
                 (Some(DatagramEvent::Known(shared.clone())), path, Vec::new())
             } else {
-                let path = header.path;
                 let event = table.handle(now, from, datagram, |mut proto| {
                     // Its answer goes where the opening came from.
                     proto.set_remote(path, from);
@@ -213,54 +252,44 @@ impl EndpointInner {
                 .abort(0, "server busy: too many handshakes in progress");
             shared.wake_driver.notify_one();
         }
-        let shared = match event {
-            None => return,
-            Some(DatagramEvent::Respond(answer)) => {
-                self.try_send_to(from, &answer);
-                return;
-            }
-            Some(DatagramEvent::Accepted(shared)) => {
-                self.on_accepted(&shared);
-                shared
-            }
-            Some(DatagramEvent::Known(shared)) => {
-                let span = tracing::debug_span!(
-                    parent: &shared.span,
-                    "path",
-                    id = path.0,
-                    from = %from
-                );
-                let _in_path = span.enter();
-                let mut g = shared.lock();
-                let unheard = g.proto.largest_received(path).is_none();
-                let datagram = Datagram {
-                    path,
-                    ecn,
-                    received_at,
-                    bytes: datagram,
-                };
-                // The core decides where the connection sends; it sends
-                // from the socket its peer was last heard on.
-                let handled = g.proto.handle_datagram_from(now, from, datagram);
-                let authentic = handled.authentic;
-                if authentic && unheard {
-                    g.first_heard
-                        .entry(path)
-                        .or_insert_with(std::time::Instant::now);
-                }
-                if handled.moved_to.is_some() {
-                    g.routes.insert(path, self.route());
-                }
-                let rebind = authentic && self.needs_binding(&g, now, path, from);
-                drop(g);
-                if rebind {
-                    self.bind(&shared, now, path, from);
-                }
-                shared
-            }
-        };
-        if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
-            touched.push(shared);
+        Some((event?, path))
+    }
+
+    /// Gives a known session's datagram to its core, then follows the
+    /// connection to `from` when the core moved it there or wants it bound.
+    fn hand_over(
+        self: &Arc<Self>,
+        shared: &Arc<Shared>,
+        now: Instant,
+        from: SocketAddr,
+        datagram: Datagram<'_>,
+    ) {
+        let path = datagram.path;
+        let span = tracing::debug_span!(
+            parent: &shared.span,
+            "path",
+            id = path.0,
+            from = %from
+        );
+        let _in_path = span.enter();
+        let mut g = shared.lock();
+        let unheard = g.proto.largest_received(path).is_none();
+        // The core decides where the connection sends; it sends
+        // from the socket its peer was last heard on.
+        let handled = g.proto.handle_datagram_from(now, from, datagram);
+        let authentic = handled.authentic;
+        if authentic && unheard {
+            g.first_heard
+                .entry(path)
+                .or_insert_with(std::time::Instant::now);
+        }
+        if handled.moved_to.is_some() {
+            g.routes.insert(path, self.route());
+        }
+        let rebind = authentic && self.needs_binding(&g, now, path, from);
+        drop(g);
+        if rebind {
+            self.bind(shared, now, path, from);
         }
     }
 
