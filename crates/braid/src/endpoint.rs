@@ -8,7 +8,7 @@ use crate::driver::drive;
 use crate::route::{Route, SessionTable};
 use crate::session::{Session, Shared};
 use crate::tcp_carrier::Carriers;
-use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
+use crate::udp::{UdpIo, DEFAULT_SOCKET_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
 use braid_proto::rendezvous::{self, Carrier};
@@ -16,17 +16,20 @@ use braid_proto::wire::Header;
 use braid_proto::{
     Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, SessionConfig,
 };
-use quinn_udp::RecvMeta;
 use rand::RngCore;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tracing::Instrument as _;
 
 /// Accepted sessions waiting for `Listener::accept`.
+mod socket_tasks;
+
+use socket_tasks::{error_loop, recv_loop};
+
 const ACCEPT_BACKLOG: usize = 256;
 pub use braid_proto::CODE_GUESS_LIMIT;
 
@@ -380,67 +383,6 @@ impl Drop for EndpointInner {
             task.abort();
         }
     }
-}
-
-async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
-    let mut storage = vec![0u8; RECV_BATCH * RECV_BUFFER];
-    let mut meta = [RecvMeta::default(); RECV_BATCH];
-    let mut touched = Vec::new();
-    loop {
-        let n = match io.recv_into(&mut storage, &mut meta).await {
-            Ok(n) => n,
-            // ICMP errors of earlier sends and the like: not fatal to a socket.
-            Err(e) if is_transient(&e) => continue,
-            Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                continue;
-            }
-        };
-        let Some(ep) = endpoint.upgrade() else {
-            return;
-        };
-        let (now, wall) = (clock::now(), clock::wall());
-        for (m, buf) in meta.iter().zip(storage.chunks_mut(RECV_BUFFER)).take(n) {
-            let stride = if m.stride == 0 { m.len } else { m.stride };
-            // The kernel's stamp: a batch read late still shows its spacing.
-            let received_at = clock::received_at(m.timestamp, now, wall);
-            for datagram in buf[..m.len].chunks_mut(stride.max(1)) {
-                ep.dispatch(
-                    now,
-                    received_at,
-                    m.addr,
-                    udp::from_codepoint(m.ecn),
-                    datagram,
-                    Carrier::Udp,
-                    &mut touched,
-                );
-            }
-        }
-        for s in touched.drain(..) {
-            s.wake_driver.notify_one();
-        }
-    }
-}
-
-async fn error_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
-    loop {
-        let unreachable = io.unreachable().await;
-        let Some(ep) = endpoint.upgrade() else {
-            return;
-        };
-        ep.on_unreachable(&unreachable);
-    }
-}
-
-/// Errors after which the next receive goes on at once: an interrupted
-/// call, or an ICMP error of some earlier datagram that this call reported
-/// (anyone may forge one; the error task reads the details).
-fn is_transient(e: &io::Error) -> bool {
-    crate::udp_errors::is_icmp_report(e)
-        || matches!(
-            e.kind(),
-            io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-        )
 }
 
 /// A UDP socket that carries braid sessions, as a client, a server or both.
