@@ -6,9 +6,11 @@ use crate::manifest::Manifest;
 use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::summary::{Ended, Side};
-use crate::transfer::{self, Output, Source};
+use crate::transfer::{self, Outcome, Output, Source};
 use anyhow::{bail, Context as _};
-use braid::{Listener, Monitor, PathSpec, Relay, RelayConfig, Security, SessionConfig};
+use braid::{
+    Listener, Monitor, PathSpec, Relay, RelayConfig, Security, Session, SessionConfig, SessionStats,
+};
 use braid_link::units::{format_duration, parse_duration, parse_probability, parse_size};
 use braid_link::LinkConfig;
 use braid_link::QueueLimit;
@@ -121,41 +123,10 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     };
     args.observe.configure(&mut server_cfg);
     let listener = Listener::bind(localhost, server_cfg)?;
-    let observe = args.observe.clone();
-    let mut relays = Vec::new();
-    for (i, plan) in plans.iter().enumerate() {
-        let mut cfg = RelayConfig::new(localhost, listener.local_addr(), plan.link.clone());
-        // Loss on the data direction only, as in the simulator's paths.
-        cfg.reverse.loss = 0.0;
-        cfg.seed = braid_link::seeds::demo_relay(args.seed, i);
-        relays.push(Relay::start(cfg)?);
-    }
+    let relays = start_relays(&args, &plans, localhost, listener.local_addr())?;
     let capacity: f64 = plans.iter().map(|p| p.capacity_bps).sum();
-    eprintln!(
-        "braid demo: {} over {} emulated path{} on loopback ({:.1} Mbit/s after loss in total)",
-        braid_link::units::format_size(args.size),
-        plans.len(),
-        if plans.len() == 1 { "" } else { "s" },
-        capacity / 1e6
-    );
-    for (i, (plan, relay)) in plans.iter().zip(&relays).enumerate() {
-        eprintln!("  path {i}: relay {} — {}", relay.local_addr(), plan.spec);
-    }
-
-    let receiver = tokio::spawn(async move {
-        let mut session = listener.accept().await?;
-        let recording = observe.record(&session, "recv", "braid demo (receiver)");
-        let result =
-            transfer::receive(&mut session, &Output::Discard, false, &Progress::disabled()).await;
-        if result.is_ok() {
-            transfer::verdict_acknowledged(&mut session).await;
-        } else {
-            crate::linger(&session).await;
-        }
-        recording.finish(&session).await;
-        let config = session.config();
-        anyhow::Ok((result, session.stats(), config))
-    });
+    announce(&args, &plans, &relays, capacity);
+    let receiver = spawn_receiver(listener, args.observe.clone());
 
     let mut cfg = SessionConfig {
         security: pinned,
@@ -174,6 +145,96 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     // The sender's view: the paths' windows and shares are its own.
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
     let manifest = Manifest::single("demo.bin", Some(args.size));
+    let result = match send_watched(&args, &plans, &mut session, &manifest).await {
+        Ok(r) => r,
+        Err((what, status)) => {
+            eprintln!("braid: demo {what}");
+            return Ok(ExitCode::from(status));
+        }
+    };
+    crate::linger(&session).await;
+    recording.finish(&session).await;
+    if let Some(r) = recorder {
+        let mut report = crate::summary::Report::new(Side::Send);
+        report.observe(&session);
+        report.describe(&manifest);
+        r.write(&report).await;
+    }
+    print_sender_end(&session, &result, args.size);
+    if let Ok(Ok(end)) = receiver.await {
+        print_receiver_end(end);
+    }
+    print_relay_stats(&relays);
+    Ok(verdict(result, capacity))
+}
+
+/// One relay per path between the sender and `listener`, each with its
+/// own seed so that the paths lose independently.
+fn start_relays(
+    args: &DemoArgs,
+    plans: &[PathPlan],
+    localhost: SocketAddr,
+    listener: SocketAddr,
+) -> anyhow::Result<Vec<Relay>> {
+    let mut relays = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        let mut cfg = RelayConfig::new(localhost, listener, plan.link.clone());
+        // Loss on the data direction only, as in the simulator's paths.
+        cfg.reverse.loss = 0.0;
+        cfg.seed = braid_link::seeds::demo_relay(args.seed, i);
+        relays.push(Relay::start(cfg)?);
+    }
+    Ok(relays)
+}
+
+/// Tells, before the transfer starts, what is sent over which paths.
+fn announce(args: &DemoArgs, plans: &[PathPlan], relays: &[Relay], capacity: f64) {
+    eprintln!(
+        "braid demo: {} over {} emulated path{} on loopback ({:.1} Mbit/s after loss in total)",
+        braid_link::units::format_size(args.size),
+        plans.len(),
+        if plans.len() == 1 { "" } else { "s" },
+        capacity / 1e6
+    );
+    for (i, (plan, relay)) in plans.iter().zip(relays).enumerate() {
+        eprintln!("  path {i}: relay {} — {}", relay.local_addr(), plan.spec);
+    }
+}
+
+/// How the receiver's side of the demo ended: what it got, its session's
+/// counters and its configuration.
+type ReceiverEnd = (anyhow::Result<Outcome>, SessionStats, SessionConfig);
+
+/// The receiving side, discarding what it gets: the demo measures the
+/// transport, not the disk.
+fn spawn_receiver(
+    listener: Listener,
+    observe: crate::observe::ObserveArgs,
+) -> tokio::task::JoinHandle<anyhow::Result<ReceiverEnd>> {
+    tokio::spawn(async move {
+        let mut session = listener.accept().await?;
+        let recording = observe.record(&session, "recv", "braid demo (receiver)");
+        let result =
+            transfer::receive(&mut session, &Output::Discard, false, &Progress::disabled()).await;
+        if result.is_ok() {
+            transfer::verdict_acknowledged(&mut session).await;
+        } else {
+            crate::linger(&session).await;
+        }
+        recording.finish(&session).await;
+        let config = session.config();
+        anyhow::Ok((result, session.stats(), config))
+    })
+}
+
+/// Sends the generated content while showing its progress; `Err` when
+/// interrupted, with what to say and the exit status.
+async fn send_watched(
+    args: &DemoArgs,
+    plans: &[PathPlan],
+    session: &mut Session,
+    manifest: &Manifest,
+) -> Result<anyhow::Result<Outcome>, (&'static str, u8)> {
     let wanted = !args.quiet && std::io::stderr().is_terminal();
     // The live view by default: the demo is there to see braid work.
     let view = || crate::live::Setup {
@@ -199,13 +260,12 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         progress.watch(session.monitor(), Side::Send)
     } else {
         let segment_size = u64::from(session.config().segment_size.max(1));
-        Some(path_lines(&multi, &plans, session.monitor(), segment_size))
+        Some(path_lines(&multi, plans, session.monitor(), segment_size))
     };
-    let content = Generated::new(args.size);
-    let source = Source::Once(Box::new(content));
+    let source = Source::Once(Box::new(Generated::new(args.size)));
     let mut start = 0;
     let interrupted = tokio::select! {
-        r = transfer::send(&mut session, &manifest, source, &progress, &mut start) => Ok(r),
+        r = transfer::send(session, manifest, source, &progress, &mut start) => Ok(r),
         // Handled, so that the live view gives the terminal back.
         stop = crate::interrupted() => Err(stop),
     };
@@ -214,23 +274,13 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     }
     progress.finish();
     let _ = multi.clear();
-    let result = match interrupted {
-        Ok(r) => r,
-        Err((what, status)) => {
-            eprintln!("braid: demo {what}");
-            return Ok(ExitCode::from(status));
-        }
-    };
-    crate::linger(&session).await;
-    recording.finish(&session).await;
-    if let Some(r) = recorder {
-        let mut report = crate::summary::Report::new(Side::Send);
-        report.observe(&session);
-        report.describe(&manifest);
-        r.write(&report).await;
-    }
+    interrupted
+}
+
+/// The sender's summary of its end of the transfer.
+fn print_sender_end(session: &Session, result: &anyhow::Result<Outcome>, size: u64) {
     let config = session.config();
-    let (delivered, elapsed, error) = match &result {
+    let (delivered, elapsed, error) = match result {
         Ok(o) => (o.bytes, o.elapsed, None),
         Err(e) => (0, Duration::ZERO, Some(format!("{e:#}"))),
     };
@@ -239,31 +289,37 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         cc: config.cc.name().to_owned(),
         stats: session.stats(),
         segment_size: config.segment_size,
-        bytes: args.size,
+        bytes: size,
         delivered,
         verified: result.is_ok(),
         duration_s: elapsed.as_secs_f64(),
         error,
     };
     eprint!("\n{}", sent.summary());
-    if let Ok(Ok((recv_result, stats, rcfg))) = receiver.await {
-        let (bytes, secs, error) = match &recv_result {
-            Ok(o) => (o.bytes, o.elapsed.as_secs_f64(), None),
-            Err(e) => (stats.bytes_received, 0.0, Some(format!("{e:#}"))),
-        };
-        let received = Ended {
-            side: Side::Recv,
-            cc: rcfg.cc.name().to_owned(),
-            stats,
-            segment_size: rcfg.segment_size,
-            bytes,
-            delivered: bytes,
-            verified: recv_result.is_ok(),
-            duration_s: secs,
-            error,
-        };
-        eprint!("\n{}", received.summary());
-    }
+}
+
+/// The receiver's summary of its end of the transfer.
+fn print_receiver_end((result, stats, config): ReceiverEnd) {
+    let (bytes, secs, error) = match &result {
+        Ok(o) => (o.bytes, o.elapsed.as_secs_f64(), None),
+        Err(e) => (stats.bytes_received, 0.0, Some(format!("{e:#}"))),
+    };
+    let received = Ended {
+        side: Side::Recv,
+        cc: config.cc.name().to_owned(),
+        stats,
+        segment_size: config.segment_size,
+        bytes,
+        delivered: bytes,
+        verified: result.is_ok(),
+        duration_s: secs,
+        error,
+    };
+    eprint!("\n{}", received.summary());
+}
+
+/// What each emulated path did to the datagrams it carried.
+fn print_relay_stats(relays: &[Relay]) {
     for (i, r) in relays.iter().enumerate() {
         let s = r.stats();
         eprintln!(
@@ -271,6 +327,10 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
             s.forward.link.delivered, s.forward.link.dropped_loss, s.forward.link.dropped_queue
         );
     }
+}
+
+/// The demo's one-line result: the goodput against what the paths can carry.
+fn verdict(result: anyhow::Result<Outcome>, capacity: f64) -> ExitCode {
     match result {
         Ok(o) => {
             let goodput = o.bytes as f64 * 8.0 / o.elapsed.as_secs_f64();
@@ -283,11 +343,11 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
                 capacity / 1e6,
                 &o.hash.to_hex()[..16]
             );
-            Ok(ExitCode::SUCCESS)
+            ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("braid: demo transfer failed: {e:#}");
-            Ok(ExitCode::FAILURE)
+            ExitCode::FAILURE
         }
     }
 }

@@ -253,6 +253,13 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
         braid::Error::CodeGuessLimit(_) => return Failure::new(Kind::CodeSpent, said),
         _ => return Failure::new(Kind::ConnectionLost, said),
     };
+    from_session(session, ctx, said)
+}
+
+/// A session's own error: what the handshake or the peer's close says
+/// about why the transfer could not happen.
+fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure {
+    let peer = &ctx.peer;
     let wrong_code = || {
         Failure::new(
             Kind::WrongCode,
@@ -302,33 +309,7 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
             Kind::Incompatible,
             format!("{peer} cannot serve this session: {said}"),
         ),
-        SessionError::PeerAborted { code, reason } => {
-            let reason = crate::text::escape(reason);
-            match (*code, CloseCode::from_value(*code)) {
-                (crate::transfer::CLOSE_FAILED, _) => Failure::new(Kind::PeerFailed, reason),
-                (crate::transfer::CLOSE_INTERRUPTED, _) => Failure::new(Kind::Aborted, reason),
-                // Authenticated, so its reason can be trusted and shown.
-                (_, Some(CloseCode::Security)) if ctx.mode == Mode::Key => Failure::new(
-                    Kind::WrongKey,
-                    format!("{peer} did not accept our key: {reason}"),
-                ),
-                (_, Some(CloseCode::Security)) => {
-                    Failure::new(Kind::Refused, format!("refused by {peer}: {reason}"))
-                }
-                (_, Some(CloseCode::Version | CloseCode::Controller)) => Failure::new(
-                    Kind::Incompatible,
-                    format!("{peer} cannot serve this session: {reason}"),
-                ),
-                (_, Some(CloseCode::Busy)) => {
-                    Failure::new(Kind::NoAnswer, format!("{peer} is busy: {reason}"))
-                }
-                (_, Some(CloseCode::NoData)) => Failure::new(
-                    Kind::Aborted,
-                    format!("{peer} closed the session: {reason}"),
-                ),
-                _ => Failure::new(Kind::Protocol, said),
-            }
-        }
+        SessionError::PeerAborted { code, reason } => from_peer_abort(*code, reason, ctx, said),
         SessionError::Protocol(_) => Failure::new(Kind::Protocol, said),
         // Our own abort: the reason was reported where it was decided.
         SessionError::LocallyAborted { .. } => Failure::new(Kind::Local, said),
@@ -336,6 +317,36 @@ pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
             Kind::ConnectionLost,
             format!("lost {} ({peer}): {said}", ctx.side.peer()),
         ),
+    }
+}
+
+/// The peer's close: its code says who gave up and why.
+fn from_peer_abort(code: u64, reason: &str, ctx: &Context, said: String) -> Failure {
+    let peer = &ctx.peer;
+    let reason = crate::text::escape(reason);
+    match (code, CloseCode::from_value(code)) {
+        (crate::transfer::CLOSE_FAILED, _) => Failure::new(Kind::PeerFailed, reason),
+        (crate::transfer::CLOSE_INTERRUPTED, _) => Failure::new(Kind::Aborted, reason),
+        // Authenticated, so its reason can be trusted and shown.
+        (_, Some(CloseCode::Security)) if ctx.mode == Mode::Key => Failure::new(
+            Kind::WrongKey,
+            format!("{peer} did not accept our key: {reason}"),
+        ),
+        (_, Some(CloseCode::Security)) => {
+            Failure::new(Kind::Refused, format!("refused by {peer}: {reason}"))
+        }
+        (_, Some(CloseCode::Version | CloseCode::Controller)) => Failure::new(
+            Kind::Incompatible,
+            format!("{peer} cannot serve this session: {reason}"),
+        ),
+        (_, Some(CloseCode::Busy)) => {
+            Failure::new(Kind::NoAnswer, format!("{peer} is busy: {reason}"))
+        }
+        (_, Some(CloseCode::NoData)) => Failure::new(
+            Kind::Aborted,
+            format!("{peer} closed the session: {reason}"),
+        ),
+        _ => Failure::new(Kind::Protocol, said),
     }
 }
 

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use braid_link::{
-    seeds, state_changes, DropReason, EcnMode, InFlight, Link, LinkConfig, LinkStats, Offer,
+    seeds, state_changes, DropReason, EcnMode, InFlight, Link, LinkConfig, LinkState, LinkStats,
+    Offer,
 };
 use braid_proto::{Ecn, Instant};
 use clap::Args;
@@ -90,17 +91,10 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
     let (up_log, down_log) = (up_log?, down_log?);
     let description = describe_both(up, down, ["uplink", "downlink"]);
     // Both directions share the path's events, as in the simulator.
-    let mut changes = state_changes(&up.config.events).into_iter().peekable();
+    let changes = state_changes(&up.config.events);
 
     let ns = Namespace::create()?;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
-        // Sleeps end when asked, not up to 50 us later.
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1);
-    }
+    catch_signals();
     let origin = std::time::Instant::now();
     // The simulator's seeds for this path's links.
     let [up_seed, down_seed] = seeds::links(links.seed, links.path);
@@ -124,7 +118,40 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
         .command(&args.command)
         .spawn()
         .with_context(|| format!("cannot run {}", args.command[0]))?;
+    let status = forward_until_exit(&ns, &mut lanes, &mut child, origin, changes)?;
+    for lane in &mut lanes {
+        lane.finish();
+    }
+    if !args.quiet {
+        eprintln!("braid link: uplink: {}", lanes[0].counters());
+        eprintln!("braid link: downlink: {}", lanes[1].counters());
+    }
+    drop(ns);
+    Ok(exit_code(status))
+}
 
+/// Catches the signals that end the command, to pass them on to it.
+fn catch_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
+        // Sleeps end when asked, not up to 50 us later.
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1);
+    }
+}
+
+/// Moves packets through the two lanes, applying the path's state
+/// `changes` when due, until the command has exited and the links drained.
+fn forward_until_exit(
+    ns: &Namespace,
+    lanes: &mut [Lane; 2],
+    child: &mut std::process::Child,
+    origin: std::time::Instant,
+    changes: Vec<(Duration, LinkState)>,
+) -> anyhow::Result<std::process::ExitStatus> {
+    let mut changes = changes.into_iter().peekable();
     let mut buf = vec![0u8; 65_536];
     let mut told: Option<std::time::Instant> = None;
     let mut exited = None;
@@ -134,7 +161,7 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
         let now = link_now(origin);
         while let Some(&(_, state)) = changes.peek().filter(|c| Instant::ZERO + c.0 <= now) {
             changes.next();
-            for lane in &mut lanes {
+            for lane in lanes.iter_mut() {
                 lane.link.set_state(now, state);
             }
         }
@@ -183,15 +210,7 @@ pub fn run(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
         });
         braid_netns::wait_readable(&[&ns.inside, &ns.outside], wait);
     };
-    for lane in &mut lanes {
-        lane.finish();
-    }
-    if !args.quiet {
-        eprintln!("braid link: uplink: {}", lanes[0].counters());
-        eprintln!("braid link: downlink: {}", lanes[1].counters());
-    }
-    drop(ns);
-    Ok(exit_code(status))
+    Ok(status)
 }
 
 fn link_now(origin: std::time::Instant) -> Instant {

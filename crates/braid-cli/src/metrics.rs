@@ -51,6 +51,18 @@ impl Default for Limits {
 /// time and memory (`None`: unknown on this system, left out).
 pub fn exposition(s: &ServerStats, process: Option<Usage>) -> String {
     let mut out = Exposition::default();
+    pairs_now(&mut out, s);
+    forwarding(&mut out, s);
+    requests(&mut out, s);
+    pair_changes(&mut out, s);
+    if let Some(p) = process {
+        process_usage(&mut out, &p);
+    }
+    out.0
+}
+
+/// Who waits and who forwards now, and how many pairs were made.
+fn pairs_now(out: &mut Exposition, s: &ServerStats) {
     out.one(
         "braid_relay_registrations",
         Kind::Gauge,
@@ -69,6 +81,10 @@ pub fn exposition(s: &ServerStats, process: Option<Usage>) -> String {
         "Pairs made.",
         s.paired,
     );
+}
+
+/// What the relay carried for its pairs, and what it would not.
+fn forwarding(out: &mut Exposition, s: &ServerStats) {
     out.one(
         "braid_relay_forwarded_datagrams_total",
         Kind::Counter,
@@ -91,6 +107,10 @@ pub fn exposition(s: &ServerStats, process: Option<Usage>) -> String {
             ("unknown", s.dropped_unknown),
         ],
     );
+}
+
+/// How the relay answered requests: with a cookie, or a refusal and why.
+fn requests(out: &mut Exposition, s: &ServerStats) {
     out.one(
         "braid_relay_cookies_total",
         Kind::Counter,
@@ -112,6 +132,10 @@ pub fn exposition(s: &ServerStats, process: Option<Usage>) -> String {
             ("relay_full", by.relay_full),
         ],
     );
+}
+
+/// How pairs changed after they were made: moved, replaced, released.
+fn pair_changes(out: &mut Exposition, s: &ServerStats) {
     out.one(
         "braid_relay_rebound_total",
         Kind::Counter,
@@ -130,21 +154,22 @@ pub fn exposition(s: &ServerStats, process: Option<Usage>) -> String {
         "Pairs an end released or left.",
         s.released,
     );
-    if let Some(p) = process {
-        out.one(
-            "process_cpu_seconds_total",
-            Kind::Counter,
-            "User and system CPU time spent, in seconds.",
-            p.cpu_s,
-        );
-        out.one(
-            "process_resident_memory_bytes",
-            Kind::Gauge,
-            "Resident memory, in bytes.",
-            p.rss,
-        );
-    }
-    out.0
+}
+
+/// The relay process's own cost, under the names every exporter uses.
+fn process_usage(out: &mut Exposition, p: &Usage) {
+    out.one(
+        "process_cpu_seconds_total",
+        Kind::Counter,
+        "User and system CPU time spent, in seconds.",
+        p.cpu_s,
+    );
+    out.one(
+        "process_resident_memory_bytes",
+        Kind::Gauge,
+        "Resident memory, in bytes.",
+        p.rss,
+    );
 }
 
 #[derive(Debug, Clone, Copy)]

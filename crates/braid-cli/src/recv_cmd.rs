@@ -1,12 +1,14 @@
 //! `braid recv`: accept a transfer from `braid send`, verify it, and keep it.
 
 use crate::failure::{self, Context, Failure, Kind, Mode};
+use crate::keys::RecvIdentity;
 use crate::plot::Recorder;
 use crate::progress::Progress;
+use crate::rendezvous::Meet;
 use crate::summary::{Report, Side, Written};
 use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
 use crate::UsageError;
-use braid::rendezvous::Refusal;
+use braid::rendezvous::{Meeting, Refusal};
 use braid::{Listener, Session, SessionConfig};
 use clap::Args;
 use std::net::SocketAddr;
@@ -189,22 +191,7 @@ fn failed(f: Failure, args: &RecvArgs, began: Began, setup: Option<&Setup>) -> E
 
 /// Checks the output, binds, and tells the user what to run on the sender.
 async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
-    if args.output == "-" && args.report.json {
-        return Err(UsageError::new(
-            "--json prints to stdout; it cannot be combined with --output -",
-        )
-        .into());
-    }
-    let output = Output::parse(&args.output).map_err(failure::local)?;
-    crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
-    if let Output::File(path) = &output {
-        if path.exists() && !args.overwrite {
-            return Err(Failure::err(
-                Kind::Local,
-                format!("{} exists; pass --overwrite to replace it", path.display()),
-            ));
-        }
-    }
+    let output = checked_output(args)?;
     let listen = match &args.listen {
         Some(a) => Some(crate::resolve(a).await?),
         None => None,
@@ -234,26 +221,7 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
         };
         let meeting = listener.register_at(&meet.at);
         tries += 1;
-        // A relay where another receiver holds the handle: a sender there
-        // would meet that one. (No relay holding us at all is an error.)
-        let taken = match meeting.registered().await {
-            Ok(reach) => reach
-                .relays
-                .iter()
-                .find(|v| v.refused == Some(Refusal::Busy))
-                .map(|v| braid::Error::RelayRefused {
-                    relay: v.relay,
-                    refusal: Refusal::Busy,
-                }),
-            Err(
-                e @ braid::Error::RelayRefused {
-                    refusal: Refusal::Busy,
-                    ..
-                },
-            ) => Some(e),
-            Err(e) => return Err(e.into()),
-        };
-        match taken {
+        match busy_relay(&meeting).await? {
             // Another receiver waits under this code's number: pick another.
             Some(_) if args.security.generates_code() && tries < CODE_TRIES => continue,
             Some(e) => return Err(e.into()),
@@ -261,9 +229,73 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
         }
     };
     let mode = Mode::of(&identity.security);
+    tell_the_sender(args, &listener, &identity, meeting.as_ref(), mode);
+    let meeting = crate::rendezvous::Kept(meeting.map(|(m, _)| m));
+    Ok((
+        listener,
+        Setup {
+            output,
+            mode,
+            meeting,
+        },
+    ))
+}
+
+/// Where to write, refused before anything is bound when it cannot be
+/// written: a file already there, or stdout wanted twice.
+fn checked_output(args: &RecvArgs) -> anyhow::Result<Output> {
+    if args.output == "-" && args.report.json {
+        return Err(UsageError::new(
+            "--json prints to stdout; it cannot be combined with --output -",
+        )
+        .into());
+    }
+    let output = Output::parse(&args.output).map_err(failure::local)?;
+    crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
+    if let Output::File(path) = &output {
+        if path.exists() && !args.overwrite {
+            return Err(Failure::err(
+                Kind::Local,
+                format!("{} exists; pass --overwrite to replace it", path.display()),
+            ));
+        }
+    }
+    Ok(output)
+}
+
+/// A relay where another receiver holds the handle: a sender there would
+/// meet that one. (No relay holding us at all is an error.)
+async fn busy_relay(meeting: &Meeting) -> anyhow::Result<Option<braid::Error>> {
+    Ok(match meeting.registered().await {
+        Ok(reach) => reach
+            .relays
+            .iter()
+            .find(|v| v.refused == Some(Refusal::Busy))
+            .map(|v| braid::Error::RelayRefused {
+                relay: v.relay,
+                refusal: Refusal::Busy,
+            }),
+        Err(
+            e @ braid::Error::RelayRefused {
+                refusal: Refusal::Busy,
+                ..
+            },
+        ) => Some(e),
+        Err(e) => return Err(e.into()),
+    })
+}
+
+/// Tells the user where we listen and the command that reaches us there.
+fn tell_the_sender(
+    args: &RecvArgs,
+    listener: &Listener,
+    identity: &RecvIdentity,
+    meeting: Option<&(Meeting, Meet)>,
+    mode: Mode,
+) {
     let local = listener.local_addr();
     eprintln!("listening on {local}");
-    match &meeting {
+    match meeting {
         None => {
             let host = if local.ip().is_unspecified() {
                 format!("THIS-HOST:{}", local.port())
@@ -308,15 +340,6 @@ async fn listen(args: &RecvArgs) -> anyhow::Result<(Listener, Setup)> {
             braid::CODE_GUESS_LIMIT
         );
     }
-    let meeting = crate::rendezvous::Kept(meeting.map(|(m, _)| m));
-    Ok((
-        listener,
-        Setup {
-            output,
-            mode,
-            meeting,
-        },
-    ))
 }
 
 /// A listener on the first of `binds` that binds, reading with

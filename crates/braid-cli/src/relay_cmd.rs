@@ -3,6 +3,7 @@
 //! an emulated link that forwards UDP between clients and one target
 //! through the simulator's link model, in real time. Both run until Ctrl-C.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -147,29 +148,7 @@ fn serve(
     metrics: Option<SocketAddr>,
     limits: &ServeLimits,
 ) -> anyhow::Result<ExitCode> {
-    let pair_rate = match limits.pair_rate {
-        None => None,
-        Some(braid_link::units::Rate::BitsPerSec(b)) => Some(b / 8),
-        Some(_) => {
-            return Err(
-                crate::UsageError::new("--pair-rate is in bits per second, e.g. 100mbit").into(),
-            )
-        }
-    };
-    let cfg = ServerConfig {
-        max_registrations: limits.max_registrations,
-        max_pairs: limits.max_pairs,
-        max_per_host: limits.max_per_host,
-        pair_rate,
-        pair_quota: limits.pair_quota,
-        pair_idle: limits.pair_idle,
-        ..ServerConfig::default()
-    };
-    let tcp = (!limits.no_tcp).then_some(TcpOptions {
-        listen: limits.tcp,
-        max_connections: limits.max_tcp,
-        max_per_host: limits.max_per_host,
-    });
+    let (cfg, tcp) = server_config(limits)?;
     crate::block_on(async {
         let workers = limits.workers.map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -195,36 +174,11 @@ fn serve(
         if let Some(listener) = &scraped {
             println!("metrics at http://{}/metrics", listener.local_addr()?);
         }
-        let scrapes = async {
-            let Some(listener) = scraped else {
-                return std::future::pending().await;
-            };
-            let relay = relay.clone();
-            let render: metrics::Render = Arc::new(move || {
-                let process = crate::proc_usage::usage(std::process::id()).ok();
-                metrics::exposition(&relay.stats(), process)
-            });
-            match metrics::serve(listener, metrics::Limits::default(), render).await {}
-        };
-        let every = limits.stats_every;
-        let periodic = async {
-            if every.is_zero() {
-                return std::future::pending().await;
-            }
-            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            loop {
-                tick.tick().await;
-                eprintln!(
-                    "{}",
-                    serve_counters(&relay.stats(), &relay.tcp_stats(), limits.pair_idle)
-                );
-            }
-        };
         // Stopping is how a relay ends: not a failure.
         let (what, _) = tokio::select! {
             stopped = crate::interrupted() => stopped,
-            never = periodic => never,
-            never = scrapes => never,
+            never = print_counters_every(limits.stats_every, &relay, limits.pair_idle) => match never {},
+            never = serve_metrics(scraped, relay.clone()) => match never {},
         };
         eprintln!("braid: {what}");
         eprintln!(
@@ -233,6 +187,71 @@ fn serve(
         );
         Ok(ExitCode::SUCCESS)
     })?
+}
+
+/// The relay's limits from the command line, and how it listens on TCP
+/// (`None`: not at all).
+fn server_config(limits: &ServeLimits) -> anyhow::Result<(ServerConfig, Option<TcpOptions>)> {
+    let pair_rate = match limits.pair_rate {
+        None => None,
+        Some(braid_link::units::Rate::BitsPerSec(b)) => Some(b / 8),
+        Some(_) => {
+            return Err(
+                crate::UsageError::new("--pair-rate is in bits per second, e.g. 100mbit").into(),
+            )
+        }
+    };
+    let cfg = ServerConfig {
+        max_registrations: limits.max_registrations,
+        max_pairs: limits.max_pairs,
+        max_per_host: limits.max_per_host,
+        pair_rate,
+        pair_quota: limits.pair_quota,
+        pair_idle: limits.pair_idle,
+        ..ServerConfig::default()
+    };
+    let tcp = (!limits.no_tcp).then_some(TcpOptions {
+        listen: limits.tcp,
+        max_connections: limits.max_tcp,
+        max_per_host: limits.max_per_host,
+    });
+    Ok((cfg, tcp))
+}
+
+/// Serves the relay's counters to scrapers on `scraped`; without a
+/// listener, waits forever so that only a signal ends the relay.
+async fn serve_metrics(
+    scraped: Option<tokio::net::TcpListener>,
+    relay: Arc<RendezvousRelay>,
+) -> Infallible {
+    let Some(listener) = scraped else {
+        return std::future::pending().await;
+    };
+    let render: metrics::Render = Arc::new(move || {
+        let process = crate::proc_usage::usage(std::process::id()).ok();
+        metrics::exposition(&relay.stats(), process)
+    });
+    metrics::serve(listener, metrics::Limits::default(), render).await
+}
+
+/// Prints the relay's counters every `every` (never when zero), for an
+/// operator who follows its log.
+async fn print_counters_every(
+    every: Duration,
+    relay: &RendezvousRelay,
+    pair_idle: Duration,
+) -> Infallible {
+    if every.is_zero() {
+        return std::future::pending().await;
+    }
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tick.tick().await;
+        eprintln!(
+            "{}",
+            serve_counters(&relay.stats(), &relay.tcp_stats(), pair_idle)
+        );
+    }
 }
 
 /// A rendezvous relay's counters, on one line.

@@ -5,10 +5,12 @@ use crate::manifest::Manifest;
 use crate::outgoing::Outgoing;
 use crate::plot::Recorder;
 use crate::progress::Progress;
+use crate::rendezvous::{Kept, Meet};
 use crate::summary::{Report, Side};
 use crate::transfer::{self, Source, CLOSE_INTERRUPTED};
 use crate::UsageError;
 use anyhow::bail;
+use braid::rendezvous::Meeting;
 use braid::{PathSpec, Session, SessionConfig};
 use clap::Args;
 use std::net::SocketAddr;
@@ -116,7 +118,7 @@ async fn attempt(
     args: &SendArgs,
     report: &mut Report,
     ctx: &mut Context,
-) -> anyhow::Result<(Session, crate::rendezvous::Kept)> {
+) -> anyhow::Result<(Session, Kept)> {
     let security = args.security.resolve().map_err(failure::local)?;
     crate::plot::ready(args.observe.plot.as_deref()).map_err(failure::local)?;
     ctx.mode = Mode::of(&security);
@@ -140,6 +142,25 @@ async fn attempt(
     }
     let (manifest, input) = open_input(args).map_err(failure::local)?;
     report.describe(&manifest);
+    let cfg = session_config(args, security);
+    let (session, joined) = open_session(args, report, meet.as_ref(), &paths, cfg).await?;
+    // Kept while the transfer runs: it adds the connections found later.
+    let meeting = Kept(joined);
+    let session = send_and_report(
+        args,
+        report,
+        session,
+        &manifest,
+        input,
+        meet.as_ref(),
+        &meeting,
+    )
+    .await?;
+    Ok((session, meeting))
+}
+
+/// The session's configuration from the command line's options.
+fn session_config(args: &SendArgs, security: braid::Security) -> SessionConfig {
     let mut cfg = SessionConfig {
         security,
         ..SessionConfig::default()
@@ -147,14 +168,27 @@ async fn attempt(
     if let Some(t) = args.handshake_timeout {
         cfg.handshake_timeout = t;
     }
-    let give_up = cfg.handshake_timeout;
     if let Some(cc) = &args.cc {
         cfg.cc = *cc;
     }
     args.observe.configure(&mut cfg);
+    cfg
+}
+
+/// The handshake, directly to `paths` or through the relays of `meet`,
+/// telling the user while it waits; returns the session and the meeting
+/// that found it (none without relays).
+async fn open_session(
+    args: &SendArgs,
+    report: &mut Report,
+    meet: Option<&Meet>,
+    paths: &[PathSpec],
+    cfg: SessionConfig,
+) -> anyhow::Result<(Session, Option<Meeting>)> {
+    let give_up = cfg.handshake_timeout;
     report.started = SystemTime::now();
     let started = Instant::now();
-    let joined = match &meet {
+    let joined = match meet {
         Some(m) => Some(m.join(args.bind.first().copied())?),
         None => None,
     };
@@ -162,7 +196,7 @@ async fn attempt(
     let opening = async {
         match &joined {
             Some(m) => m.open(cfg).await,
-            None => braid::connect(&paths, cfg).await,
+            None => braid::connect(paths, cfg).await,
         }
     };
     let connected = tokio::select! {
@@ -172,12 +206,24 @@ async fn attempt(
     };
     // A failed handshake's duration is how long it tried; what the relays
     // said is part of why.
-    let mut session = connected.inspect_err(|_| {
+    let session = connected.inspect_err(|_| {
         report.duration = started.elapsed();
-        report.reach = joined.as_ref().map(braid::rendezvous::Meeting::reach);
+        report.reach = joined.as_ref().map(Meeting::reach);
     })?;
-    // Kept while the transfer runs: it adds the connections found later.
-    let meeting = crate::rendezvous::Kept(joined);
+    Ok((session, joined))
+}
+
+/// Sends `input` on an open session with its progress shown, then fills
+/// `report` with how it ended; returns the session of a verified transfer.
+async fn send_and_report(
+    args: &SendArgs,
+    report: &mut Report,
+    mut session: Session,
+    manifest: &Manifest,
+    input: Source,
+    meet: Option<&Meet>,
+    meeting: &Kept,
+) -> anyhow::Result<Session> {
     let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
@@ -187,16 +233,16 @@ async fn attempt(
         side: Side::Send,
         title: format!("braid send {}", crate::text::escape(&manifest.label())),
         notes: Vec::new(),
-        relays: meet.as_ref().map_or_else(Vec::new, |m| m.at.relays.clone()),
+        relays: meet.map_or_else(Vec::new, |m| m.at.relays.clone()),
     };
     let live = args.observe.live.unwrap_or(false);
     let progress = Progress::with_live(args.report.live(), live, manifest.size(), "send", view);
-    progress.set_files(&manifest);
+    progress.set_files(manifest);
     let watch = progress.watch(session.monitor(), Side::Send);
     let monitor = session.monitor();
     let mut start = 0;
     let outcome = tokio::select! {
-        r = transfer::send(&mut session, &manifest, input, &progress, &mut start) => r,
+        r = transfer::send(&mut session, manifest, input, &progress, &mut start) => r,
         // Noticed even while waiting for input, as from a stalled pipe.
         e = monitor.failed() => Err(e.into()),
         (what, status) = crate::interrupted() => {
@@ -221,11 +267,11 @@ async fn attempt(
             report.resumed = o.resumed;
             report.hash = Some(o.hash);
             report.duration = o.elapsed;
-            Ok((session, meeting))
+            Ok(session)
         }
         Err(e) => {
             report.resumed = start;
-            report.bytes = transfer::content_done(&manifest, start, session.stats().bytes_acked);
+            report.bytes = transfer::content_done(manifest, start, session.stats().bytes_acked);
             report.duration = started.elapsed();
             Err(e)
         }

@@ -226,6 +226,13 @@ impl SessionConfig {
 
     /// Checks every value but the role-specific security settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_sizes()?;
+        self.validate_timers()?;
+        self.validate_key_updates()
+    }
+
+    /// The segment, the windows and the path counts.
+    fn validate_sizes(&self) -> Result<(), ConfigError> {
         let range = Self::SEGMENT_SIZE_RANGE;
         check(
             range.contains(&self.segment_size),
@@ -269,6 +276,11 @@ impl SessionConfig {
         )?;
         check(self.paths >= 1, "paths", self.paths, "1..=255")?;
         check(self.max_paths >= 1, "max_paths", self.max_paths, "1..=255")?;
+        Ok(())
+    }
+
+    /// Loss recovery's and the session's timers and thresholds.
+    fn validate_timers(&self) -> Result<(), ConfigError> {
         check(
             self.rto.k >= 0.0 && self.rto.k.is_finite(),
             "rto.k",
@@ -313,6 +325,11 @@ impl SessionConfig {
             "0",
             "> 0",
         )?;
+        Ok(())
+    }
+
+    /// How often keys change, and the controller's initial windows.
+    fn validate_key_updates(&self) -> Result<(), ConfigError> {
         let packets = Self::KEY_UPDATE_PACKETS_RANGE;
         check(
             packets.contains(&self.key_update_packets),

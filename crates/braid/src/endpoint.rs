@@ -8,7 +8,7 @@ use crate::driver::drive;
 use crate::route::{Route, SessionTable};
 use crate::session::{Session, Shared};
 use crate::tcp_carrier::Carriers;
-use crate::udp::{self, UdpIo, DEFAULT_SOCKET_BUFFER, RECV_BATCH, RECV_BUFFER};
+use crate::udp::{UdpIo, DEFAULT_SOCKET_BUFFER};
 use crate::udp_errors::Unreachable;
 use crate::{clock, Error, Result};
 use braid_proto::rendezvous::{self, Carrier};
@@ -16,17 +16,20 @@ use braid_proto::wire::Header;
 use braid_proto::{
     Datagram, DatagramEvent, Ecn, EndpointConfig, EndpointStats, Instant, PathId, SessionConfig,
 };
-use quinn_udp::RecvMeta;
 use rand::RngCore;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tracing::Instrument as _;
 
 /// Accepted sessions waiting for `Listener::accept`.
+mod socket_tasks;
+
+use socket_tasks::{error_loop, recv_loop};
+
 const ACCEPT_BACKLOG: usize = 256;
 pub use braid_proto::CODE_GUESS_LIMIT;
 
@@ -186,17 +189,56 @@ impl EndpointInner {
         let Ok((header, _)) = Header::decode(datagram) else {
             return;
         };
+        let Some((event, path)) =
+            self.route_datagram(now, from, header.short, header.path, datagram)
+        else {
+            return;
+        };
+        let shared = match event {
+            DatagramEvent::Respond(answer) => {
+                self.try_send_to(from, &answer);
+                return;
+            }
+            DatagramEvent::Accepted(shared) => {
+                self.on_accepted(&shared);
+                shared
+            }
+            DatagramEvent::Known(shared) => {
+                let datagram = Datagram {
+                    path,
+                    ecn,
+                    received_at,
+                    bytes: datagram,
+                };
+                self.hand_over(&shared, now, from, datagram);
+                shared
+            }
+        };
+        if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
+            touched.push(shared);
+        }
+    }
+
+    /// What the session table makes of a datagram, and the connection it
+    /// came on; `None` when it belongs nowhere. A short header only finds
+    /// its connection by address; a long one may open a session, and
+    /// opening one may evict a half-open one, which is aborted here.
+    fn route_datagram(
+        self: &Arc<Self>,
+        now: Instant,
+        from: SocketAddr,
+        short: bool,
+        path: PathId,
+        datagram: &mut [u8],
+    ) -> Option<(DatagramEvent<Arc<Shared>>, PathId)> {
         let (event, path, evicted) = {
             let mut table = lock(&self.table);
-            if header.short {
+            if short {
                 // Its connection is the one bound to its address; it never
                 // opens a session, so admission has nothing to say.
-                let Some((shared, path)) = table.by_address(from) else {
-                    return;
-                };
+                let (shared, path) = table.by_address(from)?;
                 (Some(DatagramEvent::Known(shared.clone())), path, Vec::new())
             } else {
-                let path = header.path;
                 let event = table.handle(now, from, datagram, |mut proto| {
                     // Its answer goes where the opening came from.
                     proto.set_remote(path, from);
@@ -213,54 +255,44 @@ impl EndpointInner {
                 .abort(0, "server busy: too many handshakes in progress");
             shared.wake_driver.notify_one();
         }
-        let shared = match event {
-            None => return,
-            Some(DatagramEvent::Respond(answer)) => {
-                self.try_send_to(from, &answer);
-                return;
-            }
-            Some(DatagramEvent::Accepted(shared)) => {
-                self.on_accepted(&shared);
-                shared
-            }
-            Some(DatagramEvent::Known(shared)) => {
-                let span = tracing::debug_span!(
-                    parent: &shared.span,
-                    "path",
-                    id = path.0,
-                    from = %from
-                );
-                let _in_path = span.enter();
-                let mut g = shared.lock();
-                let unheard = g.proto.largest_received(path).is_none();
-                let datagram = Datagram {
-                    path,
-                    ecn,
-                    received_at,
-                    bytes: datagram,
-                };
-                // The core decides where the connection sends; it sends
-                // from the socket its peer was last heard on.
-                let handled = g.proto.handle_datagram_from(now, from, datagram);
-                let authentic = handled.authentic;
-                if authentic && unheard {
-                    g.first_heard
-                        .entry(path)
-                        .or_insert_with(std::time::Instant::now);
-                }
-                if handled.moved_to.is_some() {
-                    g.routes.insert(path, self.route());
-                }
-                let rebind = authentic && self.needs_binding(&g, now, path, from);
-                drop(g);
-                if rebind {
-                    self.bind(&shared, now, path, from);
-                }
-                shared
-            }
-        };
-        if !touched.iter().any(|s| Arc::ptr_eq(s, &shared)) {
-            touched.push(shared);
+        Some((event?, path))
+    }
+
+    /// Gives a known session's datagram to its core, then follows the
+    /// connection to `from` when the core moved it there or wants it bound.
+    fn hand_over(
+        self: &Arc<Self>,
+        shared: &Arc<Shared>,
+        now: Instant,
+        from: SocketAddr,
+        datagram: Datagram<'_>,
+    ) {
+        let path = datagram.path;
+        let span = tracing::debug_span!(
+            parent: &shared.span,
+            "path",
+            id = path.0,
+            from = %from
+        );
+        let _in_path = span.enter();
+        let mut g = shared.lock();
+        let unheard = g.proto.largest_received(path).is_none();
+        // The core decides where the connection sends; it sends
+        // from the socket its peer was last heard on.
+        let handled = g.proto.handle_datagram_from(now, from, datagram);
+        let authentic = handled.authentic;
+        if authentic && unheard {
+            g.first_heard
+                .entry(path)
+                .or_insert_with(std::time::Instant::now);
+        }
+        if handled.moved_to.is_some() {
+            g.routes.insert(path, self.route());
+        }
+        let rebind = authentic && self.needs_binding(&g, now, path, from);
+        drop(g);
+        if rebind {
+            self.bind(shared, now, path, from);
         }
     }
 
@@ -351,67 +383,6 @@ impl Drop for EndpointInner {
             task.abort();
         }
     }
-}
-
-async fn recv_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
-    let mut storage = vec![0u8; RECV_BATCH * RECV_BUFFER];
-    let mut meta = [RecvMeta::default(); RECV_BATCH];
-    let mut touched = Vec::new();
-    loop {
-        let n = match io.recv_into(&mut storage, &mut meta).await {
-            Ok(n) => n,
-            // ICMP errors of earlier sends and the like: not fatal to a socket.
-            Err(e) if is_transient(&e) => continue,
-            Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                continue;
-            }
-        };
-        let Some(ep) = endpoint.upgrade() else {
-            return;
-        };
-        let (now, wall) = (clock::now(), clock::wall());
-        for (m, buf) in meta.iter().zip(storage.chunks_mut(RECV_BUFFER)).take(n) {
-            let stride = if m.stride == 0 { m.len } else { m.stride };
-            // The kernel's stamp: a batch read late still shows its spacing.
-            let received_at = clock::received_at(m.timestamp, now, wall);
-            for datagram in buf[..m.len].chunks_mut(stride.max(1)) {
-                ep.dispatch(
-                    now,
-                    received_at,
-                    m.addr,
-                    udp::from_codepoint(m.ecn),
-                    datagram,
-                    Carrier::Udp,
-                    &mut touched,
-                );
-            }
-        }
-        for s in touched.drain(..) {
-            s.wake_driver.notify_one();
-        }
-    }
-}
-
-async fn error_loop(io: Arc<UdpIo>, endpoint: Weak<EndpointInner>) {
-    loop {
-        let unreachable = io.unreachable().await;
-        let Some(ep) = endpoint.upgrade() else {
-            return;
-        };
-        ep.on_unreachable(&unreachable);
-    }
-}
-
-/// Errors after which the next receive goes on at once: an interrupted
-/// call, or an ICMP error of some earlier datagram that this call reported
-/// (anyone may forge one; the error task reads the details).
-fn is_transient(e: &io::Error) -> bool {
-    crate::udp_errors::is_icmp_report(e)
-        || matches!(
-            e.kind(),
-            io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-        )
 }
 
 /// A UDP socket that carries braid sessions, as a client, a server or both.

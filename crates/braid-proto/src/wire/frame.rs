@@ -259,33 +259,14 @@ impl Frame<'_> {
             // With its length: a frame written after it would otherwise
             // be read as its data. Data packets use the shorter form that
             // runs to the end of the datagram (`encode_stream_header`).
-            Frame::Stream { offset, fin, data } => {
-                let t = if *fin {
-                    ty::STREAM_FIN_LEN
-                } else {
-                    ty::STREAM_LEN
-                };
-                varint::write(buf, t);
-                varint::write(buf, *offset);
-                varint::write(buf, data.len() as u64);
-                buf.extend_from_slice(data);
+            Frame::Stream { offset, fin, data } => encode_stream_with_len(*offset, *fin, data, buf),
+            Frame::Hello(h) => {
+                varint::write(buf, ty::HELLO);
+                encode_hello(h, buf);
             }
-            Frame::Hello(h) | Frame::HelloAck(h) => {
-                let t = if matches!(self, Frame::Hello(_)) {
-                    ty::HELLO
-                } else {
-                    ty::HELLO_ACK
-                };
-                varint::write(buf, t);
-                buf.push(h.version);
-                buf.push(h.paths);
-                buf.extend_from_slice(&h.segment_size.to_be_bytes());
-                varint::write(buf, h.send_window);
-                varint::write(buf, h.recv_window);
-                varint::write(buf, h.max_ack_delay_us);
-                let name = &h.cc.as_bytes()[..h.cc.len().min(MAX_CC_NAME)];
-                buf.push(name.len() as u8);
-                buf.extend_from_slice(name);
+            Frame::HelloAck(h) => {
+                varint::write(buf, ty::HELLO_ACK);
+                encode_hello(h, buf);
             }
             Frame::Close { code, reason } => {
                 varint::write(buf, ty::CLOSE);
@@ -317,16 +298,12 @@ impl Frame<'_> {
                 buf.push(*mode);
                 put_short(buf, &token[..token.len().min(MAX_TOKEN)]);
                 put_short(buf, &pake[..pake.len().min(MAX_PAKE_MESSAGE)]);
-                let noise = &noise[..noise.len().min(MAX_NOISE_MESSAGE)];
-                varint::write(buf, noise.len() as u64);
-                buf.extend_from_slice(noise);
+                put_noise(buf, noise);
             }
             Frame::ServerHello { pake, noise } => {
                 varint::write(buf, ty::SERVER_HELLO);
                 put_short(buf, &pake[..pake.len().min(MAX_PAKE_MESSAGE)]);
-                let noise = &noise[..noise.len().min(MAX_NOISE_MESSAGE)];
-                varint::write(buf, noise.len() as u64);
-                buf.extend_from_slice(noise);
+                put_noise(buf, noise);
             }
             Frame::Retry { token } => {
                 varint::write(buf, ty::RETRY);
@@ -343,6 +320,41 @@ impl Frame<'_> {
             }
         }
     }
+}
+
+/// A STREAM frame with its length, so that a frame after it is not read
+/// as its data.
+fn encode_stream_with_len(offset: u64, fin: bool, data: &[u8], buf: &mut Vec<u8>) {
+    let t = if fin {
+        ty::STREAM_FIN_LEN
+    } else {
+        ty::STREAM_LEN
+    };
+    varint::write(buf, t);
+    varint::write(buf, offset);
+    varint::write(buf, data.len() as u64);
+    buf.extend_from_slice(data);
+}
+
+/// The body of HELLO and HELLO_ACK; a controller name too long to decode
+/// is cut.
+fn encode_hello(h: &Hello, buf: &mut Vec<u8>) {
+    buf.push(h.version);
+    buf.push(h.paths);
+    buf.extend_from_slice(&h.segment_size.to_be_bytes());
+    varint::write(buf, h.send_window);
+    varint::write(buf, h.recv_window);
+    varint::write(buf, h.max_ack_delay_us);
+    let name = &h.cc.as_bytes()[..h.cc.len().min(MAX_CC_NAME)];
+    buf.push(name.len() as u8);
+    buf.extend_from_slice(name);
+}
+
+/// A Noise handshake message with its length, cut to what the peer accepts.
+fn put_noise(buf: &mut Vec<u8>, noise: &[u8]) {
+    let noise = &noise[..noise.len().min(MAX_NOISE_MESSAGE)];
+    varint::write(buf, noise.len() as u64);
+    buf.extend_from_slice(noise);
 }
 
 /// Iterates over the frames of a datagram's payload.
@@ -417,64 +429,9 @@ fn decode_frame<'a>(input: &mut &'a [u8], stream_base: u64) -> Result<Frame<'a>,
         | ty::STREAM_OFF3
         | ty::STREAM_OFF3_FIN
         | ty::STREAM_OFF4
-        | ty::STREAM_OFF4_FIN => {
-            let offset = match t {
-                ty::STREAM_OFF3 | ty::STREAM_OFF3_FIN => truncated_offset(input, 3, stream_base)?,
-                ty::STREAM_OFF4 | ty::STREAM_OFF4_FIN => truncated_offset(input, 4, stream_base)?,
-                _ => var(input)?,
-            };
-            let data = if matches!(t, ty::STREAM_LEN | ty::STREAM_FIN_LEN) {
-                let len = usize::try_from(var(input)?)
-                    .map_err(|_| DecodeError::Malformed(FrameKind::Stream))?;
-                take(input, len)?
-            } else {
-                std::mem::take(input)
-            };
-            let len = data.len();
-            if offset
-                .checked_add(len as u64)
-                .is_none_or(|end| end > varint::MAX)
-            {
-                return Err(DecodeError::Malformed(FrameKind::Stream));
-            }
-            Frame::Stream {
-                offset,
-                fin: matches!(
-                    t,
-                    ty::STREAM_FIN | ty::STREAM_FIN_LEN | ty::STREAM_OFF3_FIN | ty::STREAM_OFF4_FIN
-                ),
-                data,
-            }
-        }
-        ty::HELLO | ty::HELLO_ACK => {
-            let version = u8_(input)?;
-            let paths = u8_(input)?;
-            let segment_size = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
-            let send_window = var(input)?;
-            let recv_window = var(input)?;
-            let max_ack_delay_us = var(input)?;
-            let name_len = usize::from(u8_(input)?);
-            if name_len > MAX_CC_NAME {
-                return Err(DecodeError::Malformed(FrameKind::Hello));
-            }
-            let cc = std::str::from_utf8(take(input, name_len)?)
-                .map_err(|_| DecodeError::Malformed(FrameKind::Hello))?
-                .to_owned();
-            let hello = Hello {
-                version,
-                paths,
-                segment_size,
-                send_window,
-                recv_window,
-                max_ack_delay_us,
-                cc,
-            };
-            if t == ty::HELLO {
-                Frame::Hello(hello)
-            } else {
-                Frame::HelloAck(hello)
-            }
-        }
+        | ty::STREAM_OFF4_FIN => decode_stream(t, input, stream_base)?,
+        ty::HELLO => Frame::Hello(decode_hello(input)?),
+        ty::HELLO_ACK => Frame::HelloAck(decode_hello(input)?),
         ty::CLOSE => {
             let code = var(input)?;
             let len = var(input)?;
@@ -494,32 +451,8 @@ fn decode_frame<'a>(input: &mut &'a [u8], stream_base: u64) -> Result<Frame<'a>,
             take(input, zeros)?;
             Frame::Padding
         }
-        ty::CLIENT_HELLO => {
-            let mode = u8_(input)?;
-            let token = get_short(input, MAX_TOKEN, FrameKind::ClientHello)?;
-            let pake = get_short(input, MAX_PAKE_MESSAGE, FrameKind::ClientHello)?;
-            let len = var(input)?;
-            if len > MAX_NOISE_MESSAGE as u64 {
-                return Err(DecodeError::Malformed(FrameKind::ClientHello));
-            }
-            Frame::ClientHello {
-                mode,
-                token,
-                pake,
-                noise: take(input, len as usize)?,
-            }
-        }
-        ty::SERVER_HELLO => {
-            let pake = get_short(input, MAX_PAKE_MESSAGE, FrameKind::ServerHello)?;
-            let len = var(input)?;
-            if len > MAX_NOISE_MESSAGE as u64 {
-                return Err(DecodeError::Malformed(FrameKind::ServerHello));
-            }
-            Frame::ServerHello {
-                pake,
-                noise: take(input, len as usize)?,
-            }
-        }
+        ty::CLIENT_HELLO => decode_client_hello(input)?,
+        ty::SERVER_HELLO => decode_server_hello(input)?,
         ty::RETRY => Frame::Retry {
             token: get_short(input, MAX_TOKEN, FrameKind::Retry)?,
         },
@@ -536,6 +469,98 @@ fn decode_frame<'a>(input: &mut &'a [u8], stream_base: u64) -> Result<Frame<'a>,
             u16::try_from(var(input)?).map_err(|_| DecodeError::Malformed(FrameKind::Ece))?,
         ),
         other => return Err(DecodeError::UnknownFrame(other)),
+    })
+}
+
+/// A STREAM frame; its type says whether it has a length, a FIN and an
+/// offset truncated against `stream_base`.
+fn decode_stream<'a>(
+    t: u64,
+    input: &mut &'a [u8],
+    stream_base: u64,
+) -> Result<Frame<'a>, DecodeError> {
+    let offset = match t {
+        ty::STREAM_OFF3 | ty::STREAM_OFF3_FIN => truncated_offset(input, 3, stream_base)?,
+        ty::STREAM_OFF4 | ty::STREAM_OFF4_FIN => truncated_offset(input, 4, stream_base)?,
+        _ => var(input)?,
+    };
+    let data = if matches!(t, ty::STREAM_LEN | ty::STREAM_FIN_LEN) {
+        let len =
+            usize::try_from(var(input)?).map_err(|_| DecodeError::Malformed(FrameKind::Stream))?;
+        take(input, len)?
+    } else {
+        std::mem::take(input)
+    };
+    let len = data.len();
+    if offset
+        .checked_add(len as u64)
+        .is_none_or(|end| end > varint::MAX)
+    {
+        return Err(DecodeError::Malformed(FrameKind::Stream));
+    }
+    Ok(Frame::Stream {
+        offset,
+        fin: matches!(
+            t,
+            ty::STREAM_FIN | ty::STREAM_FIN_LEN | ty::STREAM_OFF3_FIN | ty::STREAM_OFF4_FIN
+        ),
+        data,
+    })
+}
+
+/// The body of HELLO and HELLO_ACK, which carry the same fields.
+fn decode_hello(input: &mut &[u8]) -> Result<Hello, DecodeError> {
+    let version = u8_(input)?;
+    let paths = u8_(input)?;
+    let segment_size = u16::from_be_bytes(take(input, 2)?.try_into().expect("2 bytes"));
+    let send_window = var(input)?;
+    let recv_window = var(input)?;
+    let max_ack_delay_us = var(input)?;
+    let name_len = usize::from(u8_(input)?);
+    if name_len > MAX_CC_NAME {
+        return Err(DecodeError::Malformed(FrameKind::Hello));
+    }
+    let cc = std::str::from_utf8(take(input, name_len)?)
+        .map_err(|_| DecodeError::Malformed(FrameKind::Hello))?
+        .to_owned();
+    Ok(Hello {
+        version,
+        paths,
+        segment_size,
+        send_window,
+        recv_window,
+        max_ack_delay_us,
+        cc,
+    })
+}
+
+/// The client's handshake opening: its mode, token, PAKE and Noise messages.
+fn decode_client_hello<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
+    let mode = u8_(input)?;
+    let token = get_short(input, MAX_TOKEN, FrameKind::ClientHello)?;
+    let pake = get_short(input, MAX_PAKE_MESSAGE, FrameKind::ClientHello)?;
+    let len = var(input)?;
+    if len > MAX_NOISE_MESSAGE as u64 {
+        return Err(DecodeError::Malformed(FrameKind::ClientHello));
+    }
+    Ok(Frame::ClientHello {
+        mode,
+        token,
+        pake,
+        noise: take(input, len as usize)?,
+    })
+}
+
+/// The server's handshake answer: its PAKE and Noise messages.
+fn decode_server_hello<'a>(input: &mut &'a [u8]) -> Result<Frame<'a>, DecodeError> {
+    let pake = get_short(input, MAX_PAKE_MESSAGE, FrameKind::ServerHello)?;
+    let len = var(input)?;
+    if len > MAX_NOISE_MESSAGE as u64 {
+        return Err(DecodeError::Malformed(FrameKind::ServerHello));
+    }
+    Ok(Frame::ServerHello {
+        pake,
+        noise: take(input, len as usize)?,
     })
 }
 
