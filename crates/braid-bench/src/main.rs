@@ -11,7 +11,6 @@ mod human;
 mod lab;
 mod proc_usage;
 mod tcp_file;
-mod text;
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -41,7 +40,7 @@ fn main() -> ExitCode {
     match bench::run(cli.args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("braid-bench: {}", text::escape(&format!("{e:#}")));
+            eprintln!("braid-bench: {}", braid::text::escape(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

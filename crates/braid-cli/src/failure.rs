@@ -151,7 +151,7 @@ pub fn local(e: anyhow::Error) -> anyhow::Error {
     if e.is::<crate::UsageError>() || e.chain().any(|c| c.is::<Failure>()) {
         return e;
     }
-    Failure::err(Kind::Local, crate::text::escape(&format!("{e:#}")))
+    Failure::err(Kind::Local, braid::text::escape(&format!("{e:#}")))
 }
 
 /// How this side protects the session, which decides what a failed
@@ -204,7 +204,7 @@ pub fn classify(e: &anyhow::Error, ctx: &Context) -> Failure {
     if let Some(b) = e.chain().find_map(braid_error) {
         return from_runtime(b, ctx);
     }
-    let message = crate::text::escape(&format!("{e:#}"));
+    let message = braid::text::escape(&format!("{e:#}"));
     if e.chain().any(|c| c.is::<std::io::Error>()) {
         return Failure::new(Kind::Local, message);
     }
@@ -224,7 +224,7 @@ fn braid_error<'a>(c: &'a (dyn std::error::Error + 'static)) -> Option<&'a braid
 /// A runtime error in words.
 pub fn from_runtime(e: &braid::Error, ctx: &Context) -> Failure {
     let peer = &ctx.peer;
-    let said = crate::text::escape(&e.to_string());
+    let said = braid::text::escape(&e.to_string());
     // The ICMP "port unreachable" of the handshake (RFC 8085 §5.2), which
     // the runtime reports as a refused connection, whichever variant
     // carries it. A socket error of ours with that kind is still ours.
@@ -323,7 +323,7 @@ fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure 
 /// The peer's close: its code says who gave up and why.
 fn from_peer_abort(code: u64, reason: &str, ctx: &Context, said: String) -> Failure {
     let peer = &ctx.peer;
-    let reason = crate::text::escape(reason);
+    let reason = braid::text::escape(reason);
     match (code, CloseCode::from_value(code)) {
         (crate::transfer::CLOSE_FAILED, _) => Failure::new(Kind::PeerFailed, reason),
         (crate::transfer::CLOSE_INTERRUPTED, _) => Failure::new(Kind::Aborted, reason),

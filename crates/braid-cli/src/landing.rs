@@ -79,7 +79,7 @@ fn exists(to: &Path) -> String {
     format!(
         "{} exists on the receiver (start it with --overwrite to replace it, or send with \
          another --name)",
-        crate::text::escape(&to.display().to_string())
+        braid::text::escape(&to.display().to_string())
     )
 }
 

@@ -27,7 +27,6 @@ mod send_cmd;
 mod sim_cmd;
 mod staging;
 mod summary;
-mod text;
 mod transfer;
 
 use anyhow::Context as _;
@@ -155,7 +154,7 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("braid: {}", text::escape(&format!("{e:#}")));
+            eprintln!("braid: {}", braid::text::escape(&format!("{e:#}")));
             // A failure of a known kind exits with its own status (a key
             // file that exists is a local error, 5), anything else with 1.
             match e.downcast_ref::<failure::Failure>() {

@@ -200,21 +200,21 @@ impl Manifest {
             if e.is_root() && e.path.ends_with(PART_SUFFIX) {
                 return Err(protocol(format!(
                     "\"{}\" ends with {PART_SUFFIX}, the name of a partial transfer",
-                    crate::text::escape(&e.path)
+                    braid::text::escape(&e.path)
                 )));
             }
             if let Some((parent, _)) = e.path.rsplit_once('/') {
                 if !dirs.contains(parent) {
                     return Err(protocol(format!(
                         "\"{}\" comes before its folder",
-                        crate::text::escape(&e.path)
+                        braid::text::escape(&e.path)
                     )));
                 }
             }
             if !seen.insert(&e.path) {
                 return Err(protocol(format!(
                     "\"{}\" is listed twice",
-                    crate::text::escape(&e.path)
+                    braid::text::escape(&e.path)
                 )));
             }
             if e.kind == EntryKind::Dir {
@@ -238,7 +238,7 @@ fn check_path(path: &str) -> anyhow::Result<()> {
     let bad = |why: &str| {
         Err(protocol(format!(
             "the path \"{}\" {why}",
-            crate::text::escape(path)
+            braid::text::escape(path)
         )))
     };
     if path.is_empty() || path.len() > MAX_PATH {

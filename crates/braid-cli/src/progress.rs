@@ -41,7 +41,7 @@ impl FileTrack {
                 "{}/{} {}",
                 i + 1,
                 self.ends.len(),
-                crate::text::escape(&self.ends[i].1)
+                braid::text::escape(&self.ends[i].1)
             ),
             None => String::new(),
         };

@@ -477,7 +477,7 @@ fn say_kept(seen: &transfer::Seen) {
         eprintln!(
             "kept {} in {}: the same transfer sent again goes on from there",
             crate::human::size(*bytes),
-            crate::text::escape(&path.display().to_string())
+            braid::text::escape(&path.display().to_string())
         );
     }
 }

@@ -231,7 +231,7 @@ async fn send_and_report(
     let recording = args.observe.record(&session, "send", &title);
     let view = || crate::live::Setup {
         side: Side::Send,
-        title: format!("braid send {}", crate::text::escape(&manifest.label())),
+        title: format!("braid send {}", braid::text::escape(&manifest.label())),
         notes: Vec::new(),
         relays: meet.map_or_else(Vec::new, |m| m.at.relays.clone()),
     };

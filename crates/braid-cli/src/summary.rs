@@ -303,7 +303,7 @@ impl Report {
         if self.failure.is_none() {
             let place = match &self.written {
                 Some(Written::File(p)) => {
-                    format!(" -> {}", crate::text::escape(&p.display().to_string()))
+                    format!(" -> {}", braid::text::escape(&p.display().to_string()))
                 }
                 Some(Written::Stdout) => " -> stdout".to_owned(),
                 None => String::new(),
@@ -332,7 +332,7 @@ impl Report {
         let file = self
             .file
             .as_deref()
-            .map(|f| format!(" {}{count}", crate::text::escape(f)))
+            .map(|f| format!(" {}{count}", braid::text::escape(f)))
             .unwrap_or_default();
         let resumed = if self.resumed > 0 {
             format!(", {} of it there before", human::size(self.resumed))

@@ -47,6 +47,7 @@ pub mod rendezvous;
 mod route;
 mod session;
 mod tcp_carrier;
+pub mod text;
 pub mod udp;
 mod udp_errors;
 mod udp_gather;

@@ -73,7 +73,7 @@ impl Recorder {
         let who = format!("braid {side}");
         let stem = format!("{side}-{:016x}", self.session_id);
         let title = match &report.file {
-            Some(f) => format!("braid {side} {}", crate::text::escape(f)),
+            Some(f) => format!("braid {side} {}", braid::text::escape(f)),
             None => format!("braid {side}"),
         };
         let connections: Vec<_> = report

@@ -89,7 +89,7 @@ impl Plan {
             Output::Stdout | Output::Device(_) if !manifest.is_single_file() => {
                 return Err(local(format!(
                     "the sender sends {} ({} files); give a folder with --output",
-                    crate::text::escape(&manifest.label()),
+                    braid::text::escape(&manifest.label()),
                     manifest.files().count()
                 )))
             }
@@ -105,7 +105,7 @@ impl Plan {
                 return Err(local(format!(
                     "the sender sends {} things; --output {} names one (give a folder)",
                     roots.len(),
-                    crate::text::escape(&p.display().to_string())
+                    braid::text::escape(&p.display().to_string())
                 )))
             }
             Output::File(p) => {
@@ -124,7 +124,7 @@ impl Plan {
                 return Err(local(format!(
                     "{} exists on the receiver (start it with --overwrite to replace files, \
                      or send it with another --name)",
-                    crate::text::escape(&dir.join(n).display().to_string())
+                    braid::text::escape(&dir.join(n).display().to_string())
                 )));
             }
         }
@@ -274,7 +274,7 @@ fn check_room(dir: &Path, manifest: &Manifest, held: u64) -> anyhow::Result<()> 
                 Kind::Local,
                 format!(
                     "{} needs {needed} more bytes and {} has {free} free",
-                    crate::text::escape(&manifest.label()),
+                    braid::text::escape(&manifest.label()),
                     dir.display()
                 ),
             ));

@@ -213,7 +213,7 @@ async fn verdict(session: &mut Session, total: u64, hash: blake3::Hash) -> anyho
             Kind::Corrupted,
             format!(
                 "the receiver computed another hash ({}): content corrupted",
-                crate::text::escape(hex)
+                braid::text::escape(hex)
             ),
         )),
         _ => Err(protocol("the receiver closed without a verdict")),

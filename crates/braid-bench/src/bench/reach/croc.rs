@@ -508,7 +508,7 @@ pub fn markdown(rows: &[CrocRow], md: &mut String) {
         md.push('\n');
     }
     for f in failed {
-        let _ = writeln!(md, "- {}", crate::text::escape(&f));
+        let _ = writeln!(md, "- {}", braid::text::escape(&f));
     }
 }
 

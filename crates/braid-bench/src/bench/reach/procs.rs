@@ -176,7 +176,7 @@ impl Proc {
         if tail.is_empty() {
             "nothing".into()
         } else {
-            crate::text::escape(&tail.join(" | "))
+            braid::text::escape(&tail.join(" | "))
         }
     }
 

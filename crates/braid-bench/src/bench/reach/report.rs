@@ -583,7 +583,7 @@ impl Report {
         if !failures.is_empty() {
             md.push_str("\n## Runs that failed\n\n");
             for f in failures {
-                let _ = writeln!(md, "- {}", crate::text::escape(&f));
+                let _ = writeln!(md, "- {}", braid::text::escape(&f));
             }
         }
     }
