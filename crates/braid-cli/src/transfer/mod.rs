@@ -117,14 +117,19 @@ impl Output {
         let (out, dir) = if path.is_dir() {
             (Output::Dir(path.clone()), path)
         } else {
-            let parent = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
+            let parent = parent(&path);
             (Output::File(path), parent)
         };
         check_writable(&dir).with_context(|| format!("output {arg} is not writable"))?;
         Ok(out)
+    }
+}
+
+/// The folder a file name lands in (`.` for a bare name).
+fn parent(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }
 

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{close_reason, protocol, Outcome, Output, CLOSE_FAILED, HASH_LEN, MAGIC, RECV_BUFFERS};
+use super::{
+    close_reason, parent, protocol, Outcome, Output, CLOSE_FAILED, HASH_LEN, MAGIC, RECV_BUFFERS,
+};
 use crate::failure::{Failure, Kind};
 use crate::file_io::{HashingWriter, Sink};
 use crate::filled::Filled;
@@ -129,13 +131,6 @@ impl Plan {
             }
         }
         Ok(Plan::Land { dir, names })
-    }
-}
-
-fn parent(p: &Path) -> PathBuf {
-    match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
     }
 }
 
