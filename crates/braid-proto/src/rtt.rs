@@ -246,10 +246,22 @@ impl RttEstimator {
                 (srtt + var).clamp(cfg.min_rto, cfg.max_rto)
             }
         };
-        let factor = cfg.backoff.max(1.0).powi(backoffs.min(64) as i32);
-        Duration::from_secs_f64((base.as_secs_f64() * factor).min(cfg.max_rto.as_secs_f64()))
-            .max(base.min(cfg.max_rto))
+        if backoffs == 0 {
+            // What the float arithmetic below gives for a factor of 1, as
+            // `Duration::from_secs_f64` never rounds up: this runs several
+            // times per datagram, the float path is for backed-off timers.
+            return base.min(cfg.max_rto);
+        }
+        backed_off(base, cfg, backoffs)
     }
+}
+
+/// `base` after `backoffs` expiries: grown by the backoff factor, capped
+/// at the largest RTO, never below `base` (or the cap).
+fn backed_off(base: Duration, cfg: &RtoConfig, backoffs: u32) -> Duration {
+    let factor = cfg.backoff.max(1.0).powi(backoffs.min(64) as i32);
+    Duration::from_secs_f64((base.as_secs_f64() * factor).min(cfg.max_rto.as_secs_f64()))
+        .max(base.min(cfg.max_rto))
 }
 
 #[cfg(test)]
@@ -257,6 +269,19 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn an_rto_not_backed_off_is_the_float_paths_answer() {
+        let cfg = RtoConfig::default();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let base = Duration::from_nanos(x % (2 * cfg.max_rto.as_nanos() as u64));
+            assert_eq!(backed_off(base, &cfg, 0), base.min(cfg.max_rto), "{base:?}");
+        }
+    }
 
     #[test]
     fn repeats_close_together_still_date_the_round_trip() {

@@ -12,6 +12,7 @@ use crate::wire::{AckFrame, Frame, Frames, Header, VERSION};
 use crate::PathId;
 use crate::Role;
 use crate::{Ecn, Instant};
+use smallvec::SmallVec;
 
 /// A datagram from the network, for [`Session::handle_datagram`].
 #[derive(Debug)]
@@ -208,7 +209,8 @@ impl Session {
         let Arrival { path, len, at, .. } = arrival;
         // Validate every frame before acting on any.
         let base = self.streams.recv.cumulative();
-        let mut frames = Vec::new();
+        // Most datagrams carry a few frames: kept inline, not allocated.
+        let mut frames: SmallVec<[Frame<'_>; 4]> = SmallVec::new();
         let sealed = self.cfg.security.is_sealed();
         let Some(scan) = Scan::keeping(payload, sealed, base, |f| frames.push(f)) else {
             self.counters.malformed += 1;
