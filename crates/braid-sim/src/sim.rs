@@ -394,6 +394,7 @@ impl Sim {
             reverse,
             spec,
             links,
+            samples,
             ..
         } = f;
         let (ep, writer, reader) = match side {
@@ -485,11 +486,9 @@ impl Sim {
             q.drain(flow, side, s);
         }
         let keep_series = side == Side::Client || spec.bytes == 0;
-        let samples: Vec<PathSample> = if keep_series {
-            s.drain_samples().collect()
-        } else {
-            Vec::new()
-        };
+        if keep_series {
+            samples.extend(s.drain_samples());
+        }
         if side == Side::Server {
             s.drain_samples().for_each(drop);
         }
@@ -500,7 +499,6 @@ impl Sim {
         if let Some(t) = schedule {
             ep.wake = Some(t);
         }
-        f.samples.extend(samples);
         if connected && side == Side::Client {
             f.connected_at.get_or_insert(now);
         }
