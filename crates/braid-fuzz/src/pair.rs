@@ -20,9 +20,28 @@ struct Net {
     /// The last honest datagram each way, as an on-path attacker sees it.
     last_to_server: Vec<u8>,
     last_to_client: Vec<u8>,
+    buf: Vec<u8>,
 }
 
 impl Net {
+    /// Sends everything `s` has to send now (a bounded amount), each
+    /// datagram remembered as the last honest one its way.
+    fn send_all(&mut self, s: &mut Session, to_server: bool) {
+        for _ in 0..10_000 {
+            self.buf.clear();
+            let Some(t) = s.poll_transmit(self.now, 1, &mut self.buf) else {
+                break;
+            };
+            let d = self.buf[..t.size].to_vec();
+            if to_server {
+                self.last_to_server = d.clone();
+            } else {
+                self.last_to_client = d.clone();
+            }
+            self.send(to_server, t.path, d);
+        }
+    }
+
     fn send(&mut self, to_server: bool, path: PathId, d: Vec<u8>) {
         self.seq += 1;
         self.in_flight
@@ -123,7 +142,6 @@ struct Pair {
     server_cfg: SessionConfig,
     /// What the server read.
     received: Vec<u8>,
-    buf: Vec<u8>,
 }
 
 impl Pair {
@@ -134,6 +152,7 @@ impl Pair {
             seq: 0,
             last_to_server: Vec::new(),
             last_to_client: Vec::new(),
+            buf: Vec::new(),
         };
         let mut client = Session::connect(client_cfg, 42, net.now, [3; 32]).unwrap();
         client.write(content);
@@ -144,38 +163,18 @@ impl Pair {
             server: None,
             server_cfg,
             received: Vec::new(),
-            buf: Vec::new(),
         }
     }
 
     /// Everything each side has to send now; the server reads what
     /// arrived and ends its direction once the client's has ended.
     fn transmit(&mut self) {
-        for to_server in [true, false] {
-            let s = if to_server {
-                Some(&mut self.client)
-            } else {
-                self.server.as_mut()
-            };
-            let Some(s) = s else { continue };
-            for _ in 0..10_000 {
-                self.buf.clear();
-                let Some(t) = s.poll_transmit(self.net.now, 1, &mut self.buf) else {
-                    break;
-                };
-                let d = self.buf[..t.size].to_vec();
-                if to_server {
-                    self.net.last_to_server = d.clone();
-                } else {
-                    self.net.last_to_client = d.clone();
-                }
-                self.net.send(to_server, t.path, d);
-            }
-            if !to_server {
-                s.read_with(self.net.now, |c| self.received.extend_from_slice(c));
-                if s.is_recv_finished() && !s.is_send_finished() {
-                    s.finish();
-                }
+        self.net.send_all(&mut self.client, true);
+        if let Some(s) = self.server.as_mut() {
+            self.net.send_all(s, false);
+            s.read_with(self.net.now, |c| self.received.extend_from_slice(c));
+            if s.is_recv_finished() && !s.is_send_finished() {
+                s.finish();
             }
         }
     }
