@@ -69,7 +69,7 @@ pub fn endpoint(data: &[u8]) {
 /// The listener's and its clients' protection: a key pair and the pinned
 /// key for an even `mode`, a one-time code for an odd one.
 fn securities(mode: u8) -> (Security, Security) {
-    if mode % 2 == 0 {
+    if mode.is_multiple_of(2) {
         let key = Keypair::generate([5; 32]);
         (
             Security::server(key.clone()),
