@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 const BENCH: &str = env!("CARGO_BIN_EXE_braid-bench");
 
@@ -24,67 +24,52 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// A suite's row, `{name}.toml` under `dir`: a 30 s run with the root
+/// `keys` (its links and flows among them), and the `published` table that
+/// makes it a row of a suite.
+fn write_row(dir: &Path, name: &str, keys: &str, published: &str) {
+    write(
+        &dir.join(format!("{name}.toml")),
+        &format!("name = \"{name}\"\ntime_limit = \"30s\"\n{keys}\n[published]\n{published}\n"),
+    );
+}
+
 /// Two suites: "tiny" (a two-path convergence row and a two-flow row) and
 /// "tiny-loss" (a swept loss, with TCP figures to plot beside braid's).
 fn suites(dir: &Path) {
-    write(
-        &dir.join("tiny/1-two-paths.toml"),
-        r#"name = "tiny/1-two-paths"
-time_limit = "30s"
-sample_interval = "50ms"
-[published]
-source = "test"
+    write_row(
+        dir,
+        "tiny/1-two-paths",
+        r#"sample_interval = "50ms"
+path = [{ rate = "20Mbit", delay = "5ms" }, { rate = "10Mbit", delay = "5ms" }]
+flow = [{ bytes = "2MB" }]"#,
+        r#"source = "test"
 seed_system = 3.0
 target_fraction_of_ideal = 0.5
-target_converge_within_s = 1.0
-[[path]]
-rate = "20Mbit"
-delay = "5ms"
-[[path]]
-rate = "10Mbit"
-delay = "5ms"
-[[flow]]
-bytes = "2MB"
-"#,
+target_converge_within_s = 1.0"#,
     );
-    write(
-        &dir.join("tiny/2-two-flows.toml"),
-        r#"name = "tiny/2-two-flows"
-time_limit = "30s"
-sample_interval = "20ms"
-[published]
-target_jain = 0.99
-jain_from_s = 0.2
-[[path]]
-rate = "20Mbit"
-delay = "2ms"
-queue = 100
-[[flow]]
-bytes = "1MB"
-[[flow]]
-bytes = "1MB"
-start = "200ms"
-"#,
+    write_row(
+        dir,
+        "tiny/2-two-flows",
+        r#"sample_interval = "20ms"
+path = [{ rate = "20Mbit", delay = "2ms", queue = 100 }]
+flow = [{ bytes = "1MB" }, { bytes = "1MB", start = "200ms" }]"#,
+        "target_jain = 0.99\njain_from_s = 0.2",
     );
     for (name, loss, cubic) in [("loss-0pct", "0.0", 19.0), ("loss-1pct", "0.01", 15.5)] {
-        write(
-            &dir.join(format!("tiny-loss/{name}.toml")),
+        write_row(
+            dir,
+            &format!("tiny-loss/{name}"),
             &format!(
-                r#"name = "tiny-loss/{name}"
-time_limit = "30s"
-[published]
-unit = "Mbit/s"
+                r#"path = [{{ rate = "20Mbit", delay = "5ms", loss = {loss} }}]
+flow = [{{ bytes = "1MB" }}]"#
+            ),
+            &format!(
+                r#"unit = "Mbit/s"
 seed_tcp = 12.0
 seed_tcp_name = "iperf3"
 linux_cubic = {cubic}
-target_at_least_linux = true
-[[path]]
-rate = "20Mbit"
-delay = "5ms"
-loss = {loss}
-[[flow]]
-bytes = "1MB"
-"#
+target_at_least_linux = true"#
             ),
         );
     }
@@ -93,6 +78,33 @@ bytes = "1MB"
         &dir.join("other/x.toml"),
         "[[path]]\nrate = \"1Mbit\"\n[[flow]]\nbytes = 1000\n",
     );
+}
+
+/// `braid-bench ARGS` on the suites in `scen`, writing to `out`; it must succeed.
+fn bench(args: &[&str], scen: &Path, out: &Path) {
+    let mut cmd = Command::new(BENCH);
+    cmd.args(args).arg("--suites-dir").arg(scen);
+    assert_succeeded(&cmd.arg("--out").arg(out).output().unwrap());
+}
+
+/// Fails with the command's standard error unless it succeeded.
+fn assert_succeeded(o: &Output) {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `braid-bench transfers ARGS --out OUT`, as it ended.
+fn transfers(args: &[&str], out: &Path) -> Output {
+    Command::new(BENCH)
+        .arg("transfers")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn check_svg(path: &Path, names: &[&str]) {
@@ -130,23 +142,14 @@ fn a_tiny_suite_makes_a_well_formed_report() {
     let scen = tmp.path().join("scenarios");
     suites(&scen);
     let out = tmp.path().join("out");
-    let st = Command::new(BENCH)
-        .args(["--seeds", "2", "--cc", "aimd,bbr", "--jobs", "2"])
-        .arg("--suites-dir")
-        .arg(&scen)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    bench(
+        &["--seeds", "2", "--cc", "aimd,bbr", "--jobs", "2"],
+        &scen,
+        &out,
     );
 
     // results.json: every run, each exactly what `braid sim --json` prints.
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let results = read_json(&out.join("results.json"));
     let runs = results["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4 * 2 * 2, "4 rows × 2 controllers × 2 seeds");
     for r in runs {
@@ -387,11 +390,11 @@ fn check_html_summary(html: &str) {
 fn a_near_miss_is_shown_as_one() {
     let tmp = tempfile::tempdir().unwrap();
     let scen = tmp.path().join("scenarios");
-    let link = "[[path]]\nrate = \"20Mbit\"\ndelay = \"5ms\"\n[[flow]]\nbytes = \"1MB\"\n";
+    let link = "path = [{ rate = \"20Mbit\", delay = \"5ms\" }]\nflow = [{ bytes = \"1MB\" }]";
     let probe = tmp.path().join("probe.toml");
     write(
         &probe,
-        &format!("name = \"probe\"\ntime_limit = \"30s\"\n{link}"),
+        &format!("name = \"probe\"\ntime_limit = \"30s\"\n{link}\n"),
     );
     let sim = Command::new(braid())
         .arg("sim")
@@ -408,26 +411,18 @@ fn a_near_miss_is_shown_as_one() {
         ("b-near", g / 0.99),
         ("c-miss", g / 0.9),
     ] {
-        write(
-            &scen.join(format!("near/{name}.toml")),
-            &format!(
-                "name = \"near/{name}\"\ntime_limit = \"30s\"\n[published]\ntarget_mbps = {target}\n{link}"
-            ),
+        write_row(
+            &scen,
+            &format!("near/{name}"),
+            link,
+            &format!("target_mbps = {target}"),
         );
     }
     let out = tmp.path().join("out");
-    let st = Command::new(BENCH)
-        .args(["--seeds", "1", "--cc", "bbr", "--jobs", "2", "--no-png"])
-        .arg("--suites-dir")
-        .arg(&scen)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    bench(
+        &["--seeds", "1", "--cc", "bbr", "--jobs", "2", "--no-png"],
+        &scen,
+        &out,
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert_eq!(
@@ -488,9 +483,8 @@ fn an_unknown_suite_is_an_error() {
 #[test]
 fn transfers_on_loopback_report_each_case() {
     let out = tempfile::tempdir().unwrap();
-    let o = Command::new(BENCH)
-        .args([
-            "transfers",
+    let o = transfers(
+        &[
             "--size",
             "2MB",
             "--rounds",
@@ -499,12 +493,10 @@ fn transfers_on_loopback_report_each_case() {
             "direct",
             "--via",
             "relay:--rate 400mbit",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ],
+        out.path(),
+    );
+    assert_succeeded(&o);
     let md = std::fs::read_to_string(out.path().join("transfers.md")).unwrap();
     for case in [
         "sealed, direct",
@@ -514,9 +506,7 @@ fn transfers_on_loopback_report_each_case() {
     ] {
         assert!(md.contains(&format!("| {case} | 2 |")), "{case}:\n{md}");
     }
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("transfers.json")).unwrap())
-            .unwrap();
+    let v = read_json(&out.path().join("transfers.json"));
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 8);
     for r in runs {
@@ -533,21 +523,11 @@ fn transfers_on_loopback_report_each_case() {
 #[test]
 fn transfers_to_a_null_sink_are_verified_too() {
     let out = tempfile::tempdir().unwrap();
-    let o = Command::new(BENCH)
-        .args([
-            "transfers",
-            "--size",
-            "1MB",
-            "--rounds",
-            "1",
-            "--sink",
-            "null",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = transfers(
+        &["--size", "1MB", "--rounds", "1", "--sink", "null"],
+        out.path(),
+    );
+    assert_succeeded(&o);
     let md = std::fs::read_to_string(out.path().join("transfers.md")).unwrap();
     assert!(md.contains("| sealed, direct | 1 |"), "{md}");
     assert!(md.contains("| insecure, direct | 1 |"), "{md}");
@@ -559,9 +539,8 @@ fn transfers_to_a_null_sink_are_verified_too() {
 fn a_relay_that_cannot_start_fails_the_run_at_once() {
     let out = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
-    let o = Command::new(BENCH)
-        .args([
-            "transfers",
+    let o = transfers(
+        &[
             "--size",
             "1MB",
             "--rounds",
@@ -570,11 +549,9 @@ fn a_relay_that_cannot_start_fails_the_run_at_once() {
             "insecure",
             "--via",
             "relay:--no-such-flag",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .unwrap();
+        ],
+        out.path(),
+    );
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("braid relay did not start"), "{err}");
@@ -629,9 +606,7 @@ fn transfers_at_an_ethernet_mtu_run_beside_kernel_tcp() {
     assert!(md.contains("Loopback MTU 1500"), "{md}");
     assert!(md.contains("| insecure, direct | 1 |"), "{md}");
     assert!(md.contains("| kernel TCP | 1 |"), "{md}");
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("transfers.json")).unwrap())
-            .unwrap();
+    let v = read_json(&out.path().join("transfers.json"));
     assert_eq!(v["mtu"], 1500);
     assert!(
         v["medians"][0]["goodput_vs_tcp"].as_f64().unwrap() > 0.0,

@@ -32,8 +32,45 @@ pub fn endpoint(data: &[u8]) {
     let Some((&mode, mut script)) = data.split_first() else {
         return;
     };
-    let key = Keypair::generate([5; 32]);
-    let (server, client) = if mode % 2 == 0 {
+    let mut admission = Admission::new(mode);
+    while let [op, arg, rest @ ..] = script {
+        script = rest;
+        let from = SocketAddr::from(([10, arg % 4, arg / 4 % 4, arg % 7], 4000));
+        match op % 6 {
+            // A genuine opening, echoing its token when asked (op 1).
+            0 | 1 => admission.open(from, *arg, op % 6 == 1),
+            // Raw bytes, or a genuine header's session id with them.
+            2 => {
+                let len = usize::from(*arg).min(script.len());
+                let (raw, rest) = script.split_at(len);
+                script = rest;
+                admission.handle(from, raw);
+            }
+            // A session confirms (as far as the endpoint is told).
+            3 => {
+                if let Some(&id) = admission.sessions.keys().nth(usize::from(*arg)) {
+                    admission.ep.confirmed(id);
+                }
+            }
+            // A session ends.
+            4 => {
+                if let Some(&id) = admission.sessions.keys().nth(usize::from(*arg)) {
+                    admission.sessions.remove(&id);
+                    admission.ep.remove(id);
+                }
+            }
+            _ => admission.now += Duration::from_millis(u64::from(*arg) * 100),
+        }
+        admission.evict();
+        admission.check_bounds();
+    }
+}
+
+/// The listener's and its clients' protection: a key pair and the pinned
+/// key for an even `mode`, a one-time code for an odd one.
+fn securities(mode: u8) -> (Security, Security) {
+    if mode.is_multiple_of(2) {
+        let key = Keypair::generate([5; 32]);
         (
             Security::server(key.clone()),
             Security::pinned(key.public()),
@@ -43,112 +80,120 @@ pub fn endpoint(data: &[u8]) {
             Security::code("7-amber-walrus"),
             Security::code("7-amber-walrus"),
         )
-    };
-    let cfg = |security| SessionConfig {
-        security,
-        ..SessionConfig::default()
-    };
-    let server_cfg = cfg(server);
-    let limits = EndpointConfig {
-        memory_budget: 6 * server_cfg.max_window,
-        ..LIMITS
-    };
-    let mut ep: Endpoint<u64> = Endpoint::new(limits.clone(), [3; 32]);
-    ep.listen(server_cfg).expect("valid");
-    let mut now = Instant::ZERO + Duration::from_secs(1000);
-    let mut sessions: BTreeMap<u64, Session> = BTreeMap::new();
-    let mut next_id = 1u64;
-    let mut buf = Vec::new();
-    while let [op, arg, rest @ ..] = script {
-        script = rest;
-        let from = SocketAddr::from(([10, arg % 4, arg / 4 % 4, arg % 7], 4000));
-        match op % 6 {
-            // A genuine opening, echoing its token when asked (op 1).
-            0 | 1 => {
-                let id = next_id;
-                next_id += 1;
-                let Ok(mut c) = Session::connect(cfg(client.clone()), id, now, [*arg; 32]) else {
-                    continue;
-                };
-                for _ in 0..2 {
-                    let Some(t) = c.poll_transmit(now, 1, &mut buf) else {
-                        break;
-                    };
-                    let d = buf[..t.size].to_vec();
-                    match handle(&mut ep, &mut sessions, now, from, &d) {
-                        Some(answer) if op % 6 == 1 => {
-                            c.handle_datagram(
-                                now,
-                                Datagram::new(now, PathId(0), &mut answer.to_vec()),
-                            );
-                        }
-                        _ => break,
-                    }
-                }
-            }
-            // Raw bytes, or a genuine header's session id with them.
-            2 => {
-                let len = usize::from(*arg).min(script.len());
-                let (raw, rest) = script.split_at(len);
-                script = rest;
-                handle(&mut ep, &mut sessions, now, from, raw);
-            }
-            // A session confirms (as far as the endpoint is told).
-            3 => {
-                if let Some(&id) = sessions.keys().nth(usize::from(*arg)) {
-                    ep.confirmed(id);
-                }
-            }
-            // A session ends.
-            4 => {
-                if let Some(&id) = sessions.keys().nth(usize::from(*arg)) {
-                    sessions.remove(&id);
-                    ep.remove(id);
-                }
-            }
-            _ => now += Duration::from_millis(u64::from(*arg) * 100),
-        }
-        while let Some(id) = ep.poll_evicted() {
-            assert!(sessions.remove(&id).is_some(), "evicted an unknown session");
-            ep.remove(id);
-        }
-        assert!(
-            ep.half_open() <= limits.max_half_open,
-            "half-open table past its bound"
-        );
-        assert!(
-            ep.len() <= limits.max_sessions,
-            "session table past its bound"
-        );
-        let stats = ep.stats();
-        assert!(
-            stats.code_unconfirmed <= limits.code_guess_limit,
-            "more unconfirmed code answers than the guess limit"
-        );
     }
 }
 
-/// Feeds one datagram; returns what the endpoint answered, if anything.
-fn handle(
-    ep: &mut Endpoint<u64>,
-    sessions: &mut BTreeMap<u64, Session>,
+fn session_cfg(security: Security) -> SessionConfig {
+    SessionConfig {
+        security,
+        ..SessionConfig::default()
+    }
+}
+
+/// The endpoint under test, the sessions it admitted and the time.
+struct Admission {
+    ep: Endpoint<u64>,
+    limits: EndpointConfig,
+    /// What the clients the script opens are secured by.
+    client: Security,
+    sessions: BTreeMap<u64, Session>,
     now: Instant,
-    from: SocketAddr,
-    d: &[u8],
-) -> Option<Vec<u8>> {
-    let id = Header::decode(d).map_or(0, |(h, _)| h.session_id);
-    match ep.handle(now, from, d, |s| {
-        sessions.insert(id, s);
-        id
-    })? {
-        DatagramEvent::Respond(answer) => Some(answer),
-        DatagramEvent::Accepted(_) => None,
-        DatagramEvent::Known(id) => {
-            let s = sessions
-                .get_mut(&id)
-                .expect("the endpoint knows only our sessions");
-            s.handle_datagram(now, Datagram::new(now, PathId(0), &mut d.to_vec()));
-            None
+    next_id: u64,
+    buf: Vec<u8>,
+}
+
+impl Admission {
+    fn new(mode: u8) -> Admission {
+        let (server, client) = securities(mode);
+        let server_cfg = session_cfg(server);
+        let limits = EndpointConfig {
+            memory_budget: 6 * server_cfg.max_window,
+            ..LIMITS
+        };
+        let mut ep: Endpoint<u64> = Endpoint::new(limits.clone(), [3; 32]);
+        ep.listen(server_cfg).expect("valid");
+        Admission {
+            ep,
+            limits,
+            client,
+            sessions: BTreeMap::new(),
+            now: Instant::ZERO + Duration::from_secs(1000),
+            next_id: 1,
+            buf: Vec::new(),
         }
+    }
+
+    /// A genuine client opens from `from`; with `echo_token` it answers a
+    /// retry with its token, as far as two datagrams.
+    fn open(&mut self, from: SocketAddr, arg: u8, echo_token: bool) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let now = self.now;
+        let Ok(mut c) = Session::connect(session_cfg(self.client.clone()), id, now, [arg; 32])
+        else {
+            return;
+        };
+        for _ in 0..2 {
+            let Some(t) = c.poll_transmit(now, 1, &mut self.buf) else {
+                break;
+            };
+            let d = self.buf[..t.size].to_vec();
+            match self.handle(from, &d) {
+                Some(answer) if echo_token => {
+                    c.handle_datagram(now, Datagram::new(now, PathId(0), &mut answer.to_vec()));
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Feeds one datagram; returns what the endpoint answered, if anything.
+    fn handle(&mut self, from: SocketAddr, d: &[u8]) -> Option<Vec<u8>> {
+        let now = self.now;
+        let sessions = &mut self.sessions;
+        let id = Header::decode(d).map_or(0, |(h, _)| h.session_id);
+        match self.ep.handle(now, from, d, |s| {
+            sessions.insert(id, s);
+            id
+        })? {
+            DatagramEvent::Respond(answer) => Some(answer),
+            DatagramEvent::Accepted(_) => None,
+            DatagramEvent::Known(id) => {
+                let s = sessions
+                    .get_mut(&id)
+                    .expect("the endpoint knows only our sessions");
+                s.handle_datagram(now, Datagram::new(now, PathId(0), &mut d.to_vec()));
+                None
+            }
+        }
+    }
+
+    /// Drops the sessions the endpoint evicted, as their drivers do.
+    fn evict(&mut self) {
+        while let Some(id) = self.ep.poll_evicted() {
+            assert!(
+                self.sessions.remove(&id).is_some(),
+                "evicted an unknown session"
+            );
+            self.ep.remove(id);
+        }
+    }
+
+    /// The endpoint's promises: its tables and unconfirmed code answers
+    /// stay within their limits.
+    fn check_bounds(&self) {
+        assert!(
+            self.ep.half_open() <= self.limits.max_half_open,
+            "half-open table past its bound"
+        );
+        assert!(
+            self.ep.len() <= self.limits.max_sessions,
+            "session table past its bound"
+        );
+        let stats = self.ep.stats();
+        assert!(
+            stats.code_unconfirmed <= self.limits.code_guess_limit,
+            "more unconfirmed code answers than the guess limit"
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::configs;
 use braid_proto::wire::Header;
-use braid_proto::{Datagram, Instant, PathId, Session};
+use braid_proto::{Datagram, Instant, PathId, Session, SessionConfig};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -20,9 +20,28 @@ struct Net {
     /// The last honest datagram each way, as an on-path attacker sees it.
     last_to_server: Vec<u8>,
     last_to_client: Vec<u8>,
+    buf: Vec<u8>,
 }
 
 impl Net {
+    /// Sends everything `s` has to send now (a bounded amount), each
+    /// datagram remembered as the last honest one its way.
+    fn send_all(&mut self, s: &mut Session, to_server: bool) {
+        for _ in 0..10_000 {
+            self.buf.clear();
+            let Some(t) = s.poll_transmit(self.now, 1, &mut self.buf) else {
+                break;
+            };
+            let d = self.buf[..t.size].to_vec();
+            if to_server {
+                self.last_to_server = d.clone();
+            } else {
+                self.last_to_client = d.clone();
+            }
+            self.send(to_server, t.path, d);
+        }
+    }
+
     fn send(&mut self, to_server: bool, path: PathId, d: Vec<u8>) {
         self.seq += 1;
         self.in_flight
@@ -75,110 +94,129 @@ pub fn session_pair(data: &[u8]) {
     let (server_cfg, client_cfg) = configs(mode);
     let sealed = client_cfg.security.is_sealed();
     let mut attacks = rest.split(|&b| b == 0xff).filter(|p| !p.is_empty());
-    let mut net = Net {
-        now: Instant::ZERO,
-        in_flight: BTreeMap::new(),
-        seq: 0,
-        last_to_server: Vec::new(),
-        last_to_client: Vec::new(),
-    };
     let content: Vec<u8> = (0..PAYLOAD).map(|i| (i * 13 % 251) as u8).collect();
-    let mut client = Session::connect(client_cfg, 42, net.now, [3; 32]).unwrap();
-    client.write(&content);
-    client.finish();
-    let mut server: Option<Session> = None;
-    let mut received = Vec::new();
-    let mut buf = Vec::new();
+    let mut pair = Pair::new(client_cfg, server_cfg, &content);
     for _ in 0..MAX_STEPS {
-        // Everything each side has to send now.
-        for to_server in [true, false] {
-            let s = if to_server {
-                Some(&mut client)
-            } else {
-                server.as_mut()
-            };
-            let Some(s) = s else { continue };
-            for _ in 0..10_000 {
-                buf.clear();
-                let Some(t) = s.poll_transmit(net.now, 1, &mut buf) else {
-                    break;
-                };
-                let d = buf[..t.size].to_vec();
-                if to_server {
-                    net.last_to_server = d.clone();
-                } else {
-                    net.last_to_client = d.clone();
-                }
-                net.send(to_server, t.path, d);
-            }
-            if !to_server {
-                s.read_with(net.now, |c| received.extend_from_slice(c));
-                if s.is_recv_finished() && !s.is_send_finished() {
-                    s.finish();
-                }
-            }
-        }
+        pair.transmit();
         if let Some(piece) = attacks.next() {
-            if let Some((to_server, d)) = forge(&net, piece) {
-                net.send(to_server, PathId(0), d);
+            if let Some((to_server, d)) = forge(&pair.net, piece) {
+                pair.net.send(to_server, PathId(0), d);
             }
         }
-        let done = client.is_closed() && server.as_ref().is_some_and(|s| s.is_closed());
-        let failed =
-            client.error().is_some() || server.as_ref().is_some_and(|s| s.error().is_some());
-        if done || (failed && !sealed) {
+        let failed = pair.failed();
+        if pair.done() || (failed && !sealed) {
             break;
         }
         assert!(
             !failed,
             "an attacker without the keys broke the session: {:?} / {:?}",
-            client.error(),
-            server.as_ref().and_then(|s| s.error())
+            pair.client.error(),
+            pair.server.as_ref().and_then(|s| s.error())
         );
-        // The next arrival or timer.
-        let timers = [
-            client.poll_timeout(),
-            server.as_ref().and_then(|s| s.poll_timeout()),
-        ];
-        let next_timer = timers.into_iter().flatten().min();
-        let next_packet = net.in_flight.keys().next().map(|k| k.0);
-        let Some(next) = [next_timer, next_packet].into_iter().flatten().min() else {
+        if !pair.advance() {
             break;
-        };
-        net.now = net.now.max(next);
-        if next_packet == Some(next) {
-            let (_, (to_server, path, mut d)) = net.in_flight.pop_first().unwrap();
-            if to_server {
-                match server.as_mut() {
-                    Some(s) => {
-                        s.handle_datagram(net.now, Datagram::new(net.now, path, &mut d));
-                    }
-                    None => {
-                        server =
-                            Session::accept(server_cfg.clone(), net.now, path, &d, [4; 32]).ok();
-                    }
-                }
-            } else {
-                client.handle_datagram(net.now, Datagram::new(net.now, path, &mut d));
-            }
-        } else {
-            client.handle_timeout(net.now);
-            if let Some(s) = server.as_mut() {
-                s.handle_timeout(net.now);
-            }
         }
     }
     if sealed {
         assert!(
-            received == content,
+            pair.received == content,
             "the stream differs: {} of {} bytes",
-            received.len(),
+            pair.received.len(),
             content.len()
         );
         assert!(
-            client.is_closed(),
+            pair.client.is_closed(),
             "the transfer did not end: {:?}",
-            client.error()
+            pair.client.error()
         );
+    }
+}
+
+/// The client sending `content`, the server it makes, and the network
+/// between them.
+struct Pair {
+    net: Net,
+    client: Session,
+    /// Made by the first datagram that reaches the server's side and opens a session.
+    server: Option<Session>,
+    server_cfg: SessionConfig,
+    /// What the server read.
+    received: Vec<u8>,
+}
+
+impl Pair {
+    fn new(client_cfg: SessionConfig, server_cfg: SessionConfig, content: &[u8]) -> Pair {
+        let net = Net {
+            now: Instant::ZERO,
+            in_flight: BTreeMap::new(),
+            seq: 0,
+            last_to_server: Vec::new(),
+            last_to_client: Vec::new(),
+            buf: Vec::new(),
+        };
+        let mut client = Session::connect(client_cfg, 42, net.now, [3; 32]).unwrap();
+        client.write(content);
+        client.finish();
+        Pair {
+            net,
+            client,
+            server: None,
+            server_cfg,
+            received: Vec::new(),
+        }
+    }
+
+    /// Everything each side has to send now; the server reads what
+    /// arrived and ends its direction once the client's has ended.
+    fn transmit(&mut self) {
+        self.net.send_all(&mut self.client, true);
+        if let Some(s) = self.server.as_mut() {
+            self.net.send_all(s, false);
+            s.read_with(self.net.now, |c| self.received.extend_from_slice(c));
+            if s.is_recv_finished() && !s.is_send_finished() {
+                s.finish();
+            }
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.client.is_closed() && self.server.as_ref().is_some_and(|s| s.is_closed())
+    }
+
+    fn failed(&self) -> bool {
+        self.client.error().is_some() || self.server.as_ref().is_some_and(|s| s.error().is_some())
+    }
+
+    /// Moves on to the next arrival or timer and serves it; false when
+    /// neither is left.
+    fn advance(&mut self) -> bool {
+        let timers = [
+            self.client.poll_timeout(),
+            self.server.as_ref().and_then(|s| s.poll_timeout()),
+        ];
+        let next_timer = timers.into_iter().flatten().min();
+        let next_packet = self.net.in_flight.keys().next().map(|k| k.0);
+        let Some(next) = [next_timer, next_packet].into_iter().flatten().min() else {
+            return false;
+        };
+        let now = self.net.now.max(next);
+        self.net.now = now;
+        if next_packet != Some(next) {
+            self.client.handle_timeout(now);
+            if let Some(s) = self.server.as_mut() {
+                s.handle_timeout(now);
+            }
+            return true;
+        }
+        let (_, (to_server, path, mut d)) = self.net.in_flight.pop_first().unwrap();
+        if !to_server {
+            self.client
+                .handle_datagram(now, Datagram::new(now, path, &mut d));
+        } else if let Some(s) = self.server.as_mut() {
+            s.handle_datagram(now, Datagram::new(now, path, &mut d));
+        } else {
+            self.server = Session::accept(self.server_cfg.clone(), now, path, &d, [4; 32]).ok();
+        }
+        true
     }
 }

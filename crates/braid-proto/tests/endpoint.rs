@@ -205,24 +205,12 @@ fn sequential_wrong_codes_use_up_the_code() {
 /// A clear CLOSE of `code` with `reason` in session `session_id`'s long
 /// header, as anyone who saw one of its datagrams could send.
 fn clear_close(session_id: u64, code: CloseCode, reason: &[u8]) -> Vec<u8> {
-    use braid_proto::wire::{Frame, Header, VERSION};
-    let mut d = Vec::new();
-    Header {
-        version: VERSION,
-        key_phase: false,
-        mbecn: 0,
-        short: false,
-        session_id,
-        path: PathId(0),
-        packet_number: 9,
-    }
-    .encode(&mut d);
-    Frame::Close {
+    use braid_proto::wire::{clear_datagram, Frame};
+    let close = Frame::Close {
         code: code.value(),
         reason,
-    }
-    .encode(&mut d);
-    d
+    };
+    clear_datagram(session_id, PathId(0), 9, &[close])
 }
 
 /// Ends the server sessions that failed, as their drivers do.

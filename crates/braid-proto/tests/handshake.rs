@@ -257,7 +257,7 @@ fn repeated_openings_hold_an_unconfirmed_server_for_90_s_at_most() {
 /// rather than ignoring it (no ping-pong either way).
 #[test]
 fn every_retry_token_is_kept_but_only_four_answered_at_once() {
-    use braid_proto::wire::{Frame, Frames, Header, HEADER_LEN, VERSION};
+    use braid_proto::wire::{clear_datagram, Frame, Frames, HEADER_LEN};
     use braid_proto::{Datagram, Instant, Keypair, PathId, Security, Session};
     let token_of = |d: &[u8]| match Frames::new(&d[HEADER_LEN..]).next() {
         Some(Ok(Frame::ClientHello { token, .. })) => token.to_vec(),
@@ -274,18 +274,7 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
     assert!(token_of(&buf).is_empty());
     for i in 1..=6u8 {
         now += 10 * MS;
-        let mut retry = Vec::new();
-        Header {
-            version: VERSION,
-            key_phase: false,
-            mbecn: 0,
-            short: false,
-            session_id: 42,
-            path: PathId(0),
-            packet_number: 0,
-        }
-        .encode(&mut retry);
-        Frame::Retry { token: &[i; 40] }.encode(&mut retry);
+        let retry = clear_datagram(42, PathId(0), 0, &[Frame::Retry { token: &[i; 40] }]);
         client.handle_datagram(now, Datagram::new(now, PathId(0), &mut retry.to_vec()));
         buf.clear();
         let answered = client.poll_transmit(now, 1, &mut buf).is_some();
@@ -310,7 +299,7 @@ fn every_retry_token_is_kept_but_only_four_answered_at_once() {
 /// retransmission fails the handshake, a fraction of a second in.
 #[test]
 fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
-    use braid_proto::wire::{Header, HEADER_LEN};
+    use braid_proto::wire::{clear_datagram, Header, HEADER_LEN};
     use braid_proto::{Instant, PathId, PathState, Session, SessionError};
     let cfg = SessionConfig {
         paths: 2,
@@ -374,17 +363,7 @@ fn port_unreachable_is_believed_only_about_our_own_unanswered_datagrams() {
     // A connection the peer answered on is not closed by any report.
     let mut pair = Pair::new(SessionConfig::default(), SessionConfig::default(), 10 * MS);
     pair.drive_until(Duration::from_secs(5), |p| p.client.is_established());
-    let mut q = Vec::new();
-    Header {
-        version: braid_proto::wire::VERSION,
-        key_phase: false,
-        mbecn: 0,
-        short: false,
-        session_id: pair.client.session_id(),
-        path: PathId(0),
-        packet_number: 0,
-    }
-    .encode(&mut q);
+    let q = clear_datagram(pair.client.session_id(), PathId(0), 0, &[]);
     pair.client.set_remote(PathId(0), peer);
     assert!(!pair.client.handle_unreachable(pair.now, peer, &q));
     assert!(pair.client.error().is_none());

@@ -7,7 +7,7 @@
 
 mod common;
 
-use braid_proto::wire::{AckFrame, Frame, Header, VERSION};
+use braid_proto::wire::{clear_datagram, AckFrame, Frame, Header};
 use braid_proto::{PathId, SessionConfig, SessionError, Violation};
 use common::{Pair, MS};
 use std::cell::Cell;
@@ -40,21 +40,7 @@ fn sending_pair() -> (Pair, Rc<Cell<u64>>) {
 
 /// An unprotected datagram of session 42, path 0, with `frames`.
 fn datagram(packet_number: u64, frames: &[Frame<'_>]) -> Vec<u8> {
-    let mut d = Vec::new();
-    Header {
-        version: VERSION,
-        key_phase: false,
-        mbecn: 0,
-        short: false,
-        session_id: 42,
-        path: PathId(0),
-        packet_number,
-    }
-    .encode(&mut d);
-    for f in frames {
-        f.encode(&mut d);
-    }
-    d
+    clear_datagram(42, PathId(0), packet_number, frames)
 }
 
 /// A packet number far ahead of any the pair has used, yet within the

@@ -6,7 +6,7 @@
 
 mod common;
 
-use braid_proto::wire::{Frame, Header, VERSION};
+use braid_proto::wire::{clear_datagram, Frame};
 use braid_proto::{Instant, PathId, SessionConfig, SessionError, Violation};
 use common::{greeted_pair, Pair, MS};
 use std::time::Duration;
@@ -18,20 +18,7 @@ const FRESH: u64 = 1 << 30;
 /// Delivers `frames` to the server as if the client had sent them, in one
 /// datagram with packet number `FRESH + n`, now (after any timer due).
 fn as_client(pair: &mut Pair, n: u64, frames: &[Frame<'_>]) {
-    let mut d = Vec::new();
-    Header {
-        version: VERSION,
-        key_phase: false,
-        mbecn: 0,
-        short: false,
-        session_id: 42,
-        path: PathId(0),
-        packet_number: FRESH + n,
-    }
-    .encode(&mut d);
-    for f in frames {
-        f.encode(&mut d);
-    }
+    let d = clear_datagram(42, PathId(0), FRESH + n, frames);
     pair.seq += 1;
     let key = (pair.now, pair.seq);
     pair.in_flight.insert(key, (true, PathId(0), d));

@@ -327,17 +327,7 @@ fn garbage_is_dropped_and_counted() {
     let now = pair.now;
     pair.client
         .handle_datagram(now, Datagram::new(now, PathId(0), &mut [1, 2, 3].to_vec()));
-    let mut forged = Vec::new();
-    braid_proto::wire::Header {
-        version: braid_proto::wire::VERSION,
-        key_phase: false,
-        mbecn: 0,
-        short: false,
-        session_id: 42,
-        path: PathId(0),
-        packet_number: 999,
-    }
-    .encode(&mut forged);
+    let mut forged = braid_proto::wire::clear_datagram(42, PathId(0), 999, &[]);
     forged.push(0x3f); // unknown frame type
     pair.client
         .handle_datagram(now, Datagram::new(now, PathId(0), &mut forged.to_vec()));

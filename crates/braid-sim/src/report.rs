@@ -4,7 +4,7 @@
 use crate::content::Transfer;
 use crate::flow_error::FlowError;
 use crate::scenario::{FlowSpec, Scenario};
-use braid_proto::{Instant, PathSample, Session, SessionStats};
+use braid_proto::{Instant, PathId, PathSample, PathStats, Session, SessionStats};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -214,6 +214,15 @@ fn delivery(
     )
 }
 
+/// Mbit/s of `bytes` over `duration_s` seconds (0 over no time).
+fn mbps(bytes: u64, duration_s: f64) -> f64 {
+    if duration_s > 0.0 {
+        bytes as f64 * 8.0 / 1e6 / duration_s
+    } else {
+        0.0
+    }
+}
+
 impl Delivery {
     /// One direction's figures from its sender's statistics: `bytes` to
     /// send, `delivered` read by the receiver in `duration_s` seconds.
@@ -226,28 +235,14 @@ impl Delivery {
         completed: bool,
         duration_s: f64,
     ) -> Delivery {
-        let rate = |bytes: u64| {
-            if duration_s > 0.0 {
-                bytes as f64 * 8.0 / 1e6 / duration_s
-            } else {
-                0.0
-            }
-        };
         let segment_size = f64::from(segment_size.max(1));
-        let mut rtt = RttMs {
-            min: f64::INFINITY,
-            avg: 0.0,
-            max: 0.0,
-            p95: 0.0,
-        };
-        let mut samples = 0u64;
         let mut d = Delivery {
             bytes,
             delivered,
             verified,
             completed,
             duration_s,
-            goodput_mbps: rate(delivered),
+            goodput_mbps: mbps(delivered, duration_s),
             segments: stats.segments_sent,
             retransmitted: stats.retransmitted,
             timeouts: stats.timeouts,
@@ -259,7 +254,7 @@ impl Delivery {
             lost_packets: 0,
             ecn_marks: stats.ecn_marks,
             ecn_decreases: 0,
-            rtt_ms: RttMs::default(),
+            rtt_ms: RttMs::over(&stats.paths),
             paths: Vec::new(),
             owd_p95_ms: None,
             queue_delay_p95_ms: None,
@@ -272,34 +267,57 @@ impl Delivery {
             d.loss_decreases += p.loss_decreases;
             d.ecn_decreases += p.ecn_decreases;
             d.lost_packets += p.lost_packets;
-            if p.rtt_samples > 0 {
-                rtt.min = rtt.min.min(ms(p.rtt_min));
-                rtt.max = rtt.max.max(ms(p.rtt_max));
-                rtt.p95 = rtt.p95.max(ms(p.rtt_p95));
-                rtt.avg += ms(p.rtt_avg) * p.rtt_samples as f64;
-                samples += p.rtt_samples;
-            }
-            d.paths.push(PathResult {
-                path: id.0,
-                goodput_mbps: rate(p.stream_bytes_acked),
-                packets_sent: p.packets_sent,
-                retransmitted: p.retransmitted,
-                final_window: p.window as f64 / segment_size,
-                final_ssthresh: p.ssthresh.map(|b| b as f64 / segment_size),
-                final_pacing_mbps: p.pacing_rate.map(|r| r * 8e-6),
-                timeouts: p.timeouts,
-                spurious_timeouts: p.spurious_timeouts,
-                lost_packets: p.lost_packets,
-                srtt_ms: ms(p.srtt),
-                max_datagram: p.max_datagram,
-                pmtu_black_holes: p.pmtu_black_holes,
-            });
-        }
-        if samples > 0 {
-            rtt.avg /= samples as f64;
-            d.rtt_ms = rtt;
+            d.paths
+                .push(PathResult::from_stats(id, &p, segment_size, duration_s));
         }
         d
+    }
+}
+
+impl RttMs {
+    /// Over every connection that took a sample: the extremes, the
+    /// highest p95 and the mean weighted by samples; all zero without any.
+    fn over(paths: &[(PathId, PathStats)]) -> RttMs {
+        let mut rtt = RttMs {
+            min: f64::INFINITY,
+            avg: 0.0,
+            max: 0.0,
+            p95: 0.0,
+        };
+        let mut samples = 0u64;
+        for (_, p) in paths.iter().filter(|(_, p)| p.rtt_samples > 0) {
+            rtt.min = rtt.min.min(ms(p.rtt_min));
+            rtt.max = rtt.max.max(ms(p.rtt_max));
+            rtt.p95 = rtt.p95.max(ms(p.rtt_p95));
+            rtt.avg += ms(p.rtt_avg) * p.rtt_samples as f64;
+            samples += p.rtt_samples;
+        }
+        if samples == 0 {
+            return RttMs::default();
+        }
+        rtt.avg /= samples as f64;
+        rtt
+    }
+}
+
+impl PathResult {
+    /// One connection's figures; windows in packets of `segment_size` bytes.
+    fn from_stats(id: PathId, p: &PathStats, segment_size: f64, duration_s: f64) -> PathResult {
+        PathResult {
+            path: id.0,
+            goodput_mbps: mbps(p.stream_bytes_acked, duration_s),
+            packets_sent: p.packets_sent,
+            retransmitted: p.retransmitted,
+            final_window: p.window as f64 / segment_size,
+            final_ssthresh: p.ssthresh.map(|b| b as f64 / segment_size),
+            final_pacing_mbps: p.pacing_rate.map(|r| r * 8e-6),
+            timeouts: p.timeouts,
+            spurious_timeouts: p.spurious_timeouts,
+            lost_packets: p.lost_packets,
+            srtt_ms: ms(p.srtt),
+            max_datagram: p.max_datagram,
+            pmtu_black_holes: p.pmtu_black_holes,
+        }
     }
 }
 
@@ -450,21 +468,17 @@ pub fn write_delivery(out: &mut String, label: &str, d: &Delivery) {
         pct(d.retransmitted, d.segments),
         d.spurious_retransmits
     );
-    let _ = writeln!(
-        out,
-        "  Lost packets: {} (caused {} window decreases)",
-        d.lost_packets, d.loss_decreases
-    );
-    let _ = writeln!(
-        out,
-        "  RTO timeouts: {} (caused {} window decreases; {} spurious, undone)",
-        d.timeouts, d.timeout_decreases, d.spurious_timeouts
-    );
-    let _ = writeln!(
-        out,
-        "  Congestion marks: {} (caused {} window decreases)",
-        d.ecn_marks, d.ecn_decreases
-    );
+    // Each congestion signal and the window decreases it caused.
+    let mut caused = |signal: &str, n: u64, decreases: u64, more: &str| {
+        let _ = writeln!(
+            out,
+            "  {signal}: {n} (caused {decreases} window decreases{more})"
+        );
+    };
+    caused("Lost packets", d.lost_packets, d.loss_decreases, "");
+    let spurious = format!("; {} spurious, undone", d.spurious_timeouts);
+    caused("RTO timeouts", d.timeouts, d.timeout_decreases, &spurious);
+    caused("Congestion marks", d.ecn_marks, d.ecn_decreases, "");
     let _ = writeln!(
         out,
         "  RTT min/avg/max = {:.3}/{:.3}/{:.3} ms",

@@ -19,19 +19,20 @@ fn delivered(toml: &str) -> Delivery {
     f
 }
 
+/// [`delivered`] of a flow that searches for its path MTU (with `flow`'s
+/// keys besides) over one `link`, a TOML inline table, within `time_limit`.
+fn searching(time_limit: &str, link: &str, flow: &str) -> Delivery {
+    delivered(&format!(
+        "time_limit = \"{time_limit}\"\npath = [{link}]\nflow = [{{ pmtud = true, {flow} }}]\n"
+    ))
+}
+
 #[test]
 fn a_flow_on_an_ethernet_link_finds_its_1472_byte_payload() {
-    let f = delivered(
-        r#"
-        time_limit = "60s"
-        [[path]]
-        rate = "20Mbit"
-        delay = "10ms"
-        queue = 100
-        [[flow]]
-        bytes = "5MB"
-        pmtud = true
-        "#,
+    let f = searching(
+        "60s",
+        r#"{ rate = "20Mbit", delay = "10ms", queue = 100 }"#,
+        r#"bytes = "5MB""#,
     );
     let p = &f.paths[0];
     assert_eq!(p.max_datagram, 1472, "1500-byte MTU less IPv4 and UDP");
@@ -42,17 +43,10 @@ fn a_flow_on_an_ethernet_link_finds_its_1472_byte_payload() {
 
 #[test]
 fn a_larger_mtu_is_found_as_far_as_the_link_carries() {
-    let f = delivered(
-        r#"
-        time_limit = "60s"
-        [[path]]
-        rate = "50Mbit"
-        delay = "5ms"
-        mtu = 9000
-        [[flow]]
-        bytes = "5MB"
-        pmtud = true
-        "#,
+    let f = searching(
+        "60s",
+        r#"{ rate = "50Mbit", delay = "5ms", mtu = 9000 }"#,
+        r#"bytes = "5MB""#,
     );
     assert_eq!(f.paths[0].max_datagram, 9000 - 28);
 }
@@ -77,19 +71,10 @@ fn a_flow_that_does_not_ask_stays_at_its_base_size() {
 #[test]
 fn an_mtu_falling_mid_transfer_is_a_black_hole_the_flow_falls_back_from() {
     // 1500 until 2 s, then 1280 (IPv6's minimum, as a tunnel on the route).
-    let f = delivered(
-        r#"
-        time_limit = "120s"
-        [[path]]
-        rate = "20Mbit"
-        delay = "10ms"
-        queue = 100
-        events = [ { at = "2s", do = "mtu", mtu = 1280 } ]
-        [[flow]]
-        bytes = "20MB"
-        segment_size = 1200
-        pmtud = true
-        "#,
+    let f = searching(
+        "120s",
+        r#"{ rate = "20Mbit", delay = "10ms", queue = 100, events = [{ at = "2s", do = "mtu", mtu = 1280 }] }"#,
+        r#"bytes = "20MB", segment_size = 1200"#,
     );
     let p = &f.paths[0];
     assert_eq!(p.pmtu_black_holes, 1, "{p:?}");
@@ -108,17 +93,10 @@ fn datagrams_larger_than_the_initial_window_still_fill_a_fast_short_link() {
     // acknowledged before the initial window (10 segments of 1,380 bytes)
     // holds two of them, and a lone packet in flight waits out the peer's
     // 10 ms ACK delay every round trip unless the window is at least two.
-    let f = delivered(
-        r#"
-        time_limit = "60s"
-        [[path]]
-        rate = "1Gbit"
-        delay = "50us"
-        mtu = 16412
-        [[flow]]
-        bytes = "20MB"
-        pmtud = true
-        "#,
+    let f = searching(
+        "60s",
+        r#"{ rate = "1Gbit", delay = "50us", mtu = 16412 }"#,
+        r#"bytes = "20MB""#,
     );
     assert_eq!(f.paths[0].max_datagram, 16384);
     let mbit = f.goodput_mbps;
@@ -132,18 +110,10 @@ fn an_outage_is_no_black_hole() {
     // the flow back to the base size. They count only once an ACK of a
     // later packet confirms them, and the full-size packets acknowledged
     // after the outage clear them.
-    let f = delivered(
-        r#"
-        time_limit = "120s"
-        [[path]]
-        rate = "20Mbit"
-        delay = "20ms"
-        queue = 100
-        events = [{ at = "3s", do = "down", for = "3s" }]
-        [[flow]]
-        bytes = "20MB"
-        pmtud = true
-        "#,
+    let f = searching(
+        "120s",
+        r#"{ rate = "20Mbit", delay = "20ms", queue = 100, events = [{ at = "3s", do = "down", for = "3s" }] }"#,
+        r#"bytes = "20MB""#,
     );
     let p = &f.paths[0];
     assert!(p.timeouts >= 2, "{p:?}");

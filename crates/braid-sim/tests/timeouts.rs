@@ -16,15 +16,10 @@ fn losses_found_after_a_spurious_timeout_are_not_random_loss() {
         r#"
         name = "outage on one of two paths"
         time_limit = "120s"
-        [[path]]
-        rate = "1024pps"
-        delay = "50ms"
-        queue = 20000
-        [[path]]
-        rate = "1024pps"
-        delay = "50ms"
-        queue = 20000
-        events = [{ at = "4s", do = "down", for = "1s" }]
+        path = [
+            { rate = "1024pps", delay = "50ms", queue = 20000 },
+            { rate = "1024pps", delay = "50ms", queue = 20000, events = [{ at = "4s", do = "down", for = "1s" }] },
+        ]
         [[flow]]
         cc = "bbr"
         bytes = "24MiB"

@@ -7,7 +7,7 @@
 mod common;
 
 use braid::{Listener, SessionConfig};
-use braid_proto::wire::{Frame, Header, VERSION};
+use braid_proto::wire::{clear_datagram, Frame};
 use braid_proto::PathId;
 use common::rss_bytes;
 use std::net::SocketAddr;
@@ -27,21 +27,7 @@ fn hello(session_id: u64) -> Vec<u8> {
 }
 
 fn datagram(session_id: u64, pn: u64, frames: &[Frame<'_>]) -> Vec<u8> {
-    let mut d = Vec::new();
-    Header {
-        version: VERSION,
-        key_phase: false,
-        mbecn: 0,
-        short: false,
-        session_id,
-        path: PathId(0),
-        packet_number: pn,
-    }
-    .encode(&mut d);
-    for f in frames {
-        f.encode(&mut d);
-    }
-    d
+    clear_datagram(session_id, PathId(0), pn, frames)
 }
 
 /// Sessions of a receiver that reads everything it can, as `braid recv

@@ -2,11 +2,12 @@
 
 mod common;
 
-use braid::{connect, Error, Listener, PathSpec, SessionConfig, SessionError};
+use braid::{connect, Error, Listener, PathSpec, Session, SessionConfig, SessionError};
 use common::{client_cfg, server_cfg};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinHandle;
 
 fn localhost() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -16,27 +17,41 @@ fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 % 251) as u8).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn graceful_close_delivers_everything_both_ways() {
+/// A listener on loopback serving one session: it reads the stream to its
+/// end, writes `reply` (if any), ends its own direction and hands back what
+/// it read with `then`'s account of the session at that moment.
+fn serve_one<T: Send + 'static>(
+    reply: &'static [u8],
+    then: impl FnOnce(&Session) -> T + Send + 'static,
+) -> (SocketAddr, JoinHandle<(Vec<u8>, T)>) {
     let listener = Listener::bind(localhost(), server_cfg()).unwrap();
     let to = listener.local_addr();
-    let data = pattern(8 << 20);
-    let expected = data.clone();
     let server = tokio::spawn(async move {
         let mut s = listener.accept().await.unwrap();
         let mut got = Vec::new();
         s.read_to_end(&mut got).await.unwrap();
-        s.write_all(b"thanks").await.unwrap();
+        if !reply.is_empty() {
+            s.write_all(reply).await.unwrap();
+        }
         s.shutdown().await.unwrap();
-        got
+        let account = then(&s);
+        (got, account)
     });
+    (to, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_close_delivers_everything_both_ways() {
+    let (to, server) = serve_one(b"thanks", |_| ());
+    let data = pattern(8 << 20);
+    let expected = data.clone();
     let mut s = connect(&[PathSpec::to(to)], client_cfg()).await.unwrap();
     s.write_all(&data).await.unwrap();
     s.shutdown().await.unwrap();
     let mut reply = Vec::new();
     s.read_to_end(&mut reply).await.unwrap();
     assert_eq!(reply, b"thanks");
-    let got = tokio::time::timeout(Duration::from_secs(30), server)
+    let (got, ()) = tokio::time::timeout(Duration::from_secs(30), server)
         .await
         .unwrap()
         .unwrap();
@@ -51,23 +66,15 @@ async fn graceful_close_delivers_everything_both_ways() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_connections_on_one_socket_share_the_stream() {
-    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
-    let to = listener.local_addr();
+    let (to, server) = serve_one(b"", |s| (s.paths().len(), s.stats().forged_dropped));
     let data = pattern(4 << 20);
     let expected = data.clone();
-    let server = tokio::spawn(async move {
-        let mut s = listener.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        s.shutdown().await.unwrap();
-        (got, s.paths().len(), s.stats().forged_dropped)
-    });
     let mut s = connect(&[PathSpec::to(to), PathSpec::to(to)], client_cfg())
         .await
         .unwrap();
     s.write_all(&data).await.unwrap();
     s.shutdown().await.unwrap();
-    let (got, server_paths, server_forged) = server.await.unwrap();
+    let (got, (server_paths, server_forged)) = server.await.unwrap();
     assert!(got == expected);
     assert_eq!(server_paths, 2);
     let stats = s.stats();
@@ -195,17 +202,10 @@ async fn handshake_to_a_closed_port_fails_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_port_beside_a_live_one_is_dropped_not_waited_for() {
-    let listener = Listener::bind(localhost(), server_cfg()).unwrap();
-    let (live, dead) = (listener.local_addr(), closed_port());
+    let (live, server) = serve_one(b"", |_| ());
+    let dead = closed_port();
     let data = pattern(4 << 20);
     let expected = data.clone();
-    let server = tokio::spawn(async move {
-        let mut s = listener.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        s.shutdown().await.unwrap();
-        got
-    });
     let started = Instant::now();
     let mut s = connect(&[PathSpec::to(dead), PathSpec::to(live)], client_cfg())
         .await
@@ -218,7 +218,7 @@ async fn a_closed_port_beside_a_live_one_is_dropped_not_waited_for() {
     assert_eq!(dead_state, braid::PathState::Closed, "{paths:?}");
     // Nothing waited for the dead connection's retransmission timeouts.
     assert!(took < Duration::from_secs(2), "{took:?}");
-    assert_eq!(server.await.unwrap(), expected);
+    assert_eq!(server.await.unwrap().0, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

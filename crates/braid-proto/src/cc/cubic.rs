@@ -27,23 +27,10 @@ const MIN_WINDOW: f64 = 2.0;
 /// Window after an RTO, segments (RFC 5681 §3.1: the loss window, 1).
 const LOSS_WINDOW: f64 = 1.0;
 
-/// State saved at a reduction so a spurious one can be undone (§4.9).
+/// What a reduction changes and an undo restores (§4.9): a copy of it is
+/// saved at each reduction so that a spurious one can be undone.
 #[derive(Debug, Clone, Copy)]
-struct Saved {
-    cwnd: f64,
-    ssthresh: f64,
-    w_max: f64,
-    w_last_max: f64,
-    w_est: f64,
-    k: f64,
-    epoch_start: Option<Instant>,
-    recovery_start: Option<Instant>,
-    hystart: Option<HyStart>,
-}
-
-/// CUBIC controller (RFC 9438) with HyStart++ and DCTCP-style ECN response.
-#[derive(Debug, Clone)]
-pub struct Cubic {
+struct State {
     cwnd: f64,
     ssthresh: f64,
     /// W_max: window before the last reduction.
@@ -56,12 +43,19 @@ pub struct Cubic {
     k: f64,
     epoch_start: Option<Instant>,
     recovery_start: Option<Instant>,
-    saved: Option<Saved>,
+    /// Only the initial slow start uses HyStart++ (RFC 9406 §4.3).
+    hystart: Option<HyStart>,
+}
+
+/// CUBIC controller (RFC 9438) with HyStart++ and DCTCP-style ECN response.
+#[derive(Debug, Clone)]
+pub struct Cubic {
+    state: State,
+    /// The state before the last reduction, until it is undone or proven.
+    saved: Option<State>,
     /// Losses of the current congestion event not yet proven spurious; the
     /// reduction is undone only when this reaches zero.
     unproven_losses: u64,
-    /// Only the initial slow start uses HyStart++ (RFC 9406 §4.3).
-    hystart: Option<HyStart>,
     dctcp: Dctcp,
     segments: Segments,
 }
@@ -70,17 +64,19 @@ impl Cubic {
     /// Starts in slow start at 10 segments, capped at the session's maximum window.
     pub fn new(ctx: CcContext) -> Self {
         Cubic {
-            cwnd: INITIAL_WINDOW,
-            ssthresh: f64::INFINITY,
-            w_max: 0.0,
-            w_last_max: 0.0,
-            w_est: 0.0,
-            k: 0.0,
-            epoch_start: None,
-            recovery_start: None,
+            state: State {
+                cwnd: INITIAL_WINDOW,
+                ssthresh: f64::INFINITY,
+                w_max: 0.0,
+                w_last_max: 0.0,
+                w_est: 0.0,
+                k: 0.0,
+                epoch_start: None,
+                recovery_start: None,
+                hystart: Some(HyStart::default()),
+            },
             saved: None,
             unproven_losses: 0,
-            hystart: Some(HyStart::default()),
             dctcp: Dctcp::default(),
             segments: Segments::new(ctx.segment_size, ctx.max_window_packets),
         }
@@ -89,44 +85,35 @@ impl Cubic {
     #[cfg(test)]
     /// Window in segments.
     pub fn window_segments(&self) -> f64 {
-        self.cwnd
+        self.state.cwnd
     }
 
     /// W_cubic(t) = C·(t − K)³ + W_max (§4.2, eq. 1).
     fn w_cubic(&self, t: f64) -> f64 {
-        C * (t - self.k).powi(3) + self.w_max
+        C * (t - self.state.k).powi(3) + self.state.w_max
     }
 
     /// A congestion event: the window falls to `beta` of itself.
     fn reduce(&mut self, now: Instant, beta: f64) {
         self.unproven_losses = 0;
-        self.saved = Some(Saved {
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh,
-            w_max: self.w_max,
-            w_last_max: self.w_last_max,
-            w_est: self.w_est,
-            k: self.k,
-            epoch_start: self.epoch_start,
-            recovery_start: self.recovery_start,
-            // Only the first slow start uses HyStart++, unless this is undone.
-            hystart: self.hystart.take(),
-        });
+        self.saved = Some(self.state);
+        // Only the first slow start uses HyStart++, unless this is undone.
+        self.state.hystart = None;
         // Fast convergence (§4.7): release bandwidth sooner when W_max shrinks.
-        if self.cwnd < self.w_last_max {
-            self.w_last_max = self.cwnd;
-            self.w_max = self.cwnd * (1.0 + BETA) / 2.0;
+        if self.state.cwnd < self.state.w_last_max {
+            self.state.w_last_max = self.state.cwnd;
+            self.state.w_max = self.state.cwnd * (1.0 + BETA) / 2.0;
         } else {
-            self.w_last_max = self.cwnd;
-            self.w_max = self.cwnd;
+            self.state.w_last_max = self.state.cwnd;
+            self.state.w_max = self.state.cwnd;
         }
-        self.ssthresh = (self.cwnd * beta).max(MIN_WINDOW);
-        self.cwnd = self.ssthresh;
+        self.state.ssthresh = (self.state.cwnd * beta).max(MIN_WINDOW);
+        self.state.cwnd = self.state.ssthresh;
         // K = ∛(W_max·(1 − β)/C) (§4.2, eq. 2), measured from the reduced window.
-        self.k = ((self.w_max - self.cwnd).max(0.0) / C).cbrt();
-        self.w_est = self.cwnd;
-        self.epoch_start = Some(now);
-        self.recovery_start = Some(now);
+        self.state.k = ((self.state.w_max - self.state.cwnd).max(0.0) / C).cbrt();
+        self.state.w_est = self.state.cwnd;
+        self.state.epoch_start = Some(now);
+        self.state.recovery_start = Some(now);
     }
 
     /// The last reduction was spurious: back to the state before it
@@ -134,15 +121,10 @@ impl Cubic {
     fn undo(&mut self) {
         self.unproven_losses = 0;
         if let Some(saved) = self.saved.take() {
-            self.cwnd = self.cwnd.max(saved.cwnd);
-            self.ssthresh = saved.ssthresh;
-            self.w_max = saved.w_max;
-            self.w_last_max = saved.w_last_max;
-            self.w_est = saved.w_est;
-            self.k = saved.k;
-            self.epoch_start = saved.epoch_start;
-            self.recovery_start = saved.recovery_start;
-            self.hystart = saved.hystart;
+            // The window keeps whatever it regrew meanwhile.
+            let cwnd = self.state.cwnd.max(saved.cwnd);
+            self.state = saved;
+            self.state.cwnd = cwnd;
         }
     }
 }
@@ -155,39 +137,41 @@ impl Controller for Cubic {
     fn on_ack(&mut self, now: Instant, acked: &Acked, rtt: &RttEstimator) {
         let segments = acked.bytes as f64 / self.segments.size() as f64;
         self.dctcp.on_ack(now, acked.sent_at, acked.bytes);
-        if self.cwnd < self.ssthresh {
-            let phase = match &mut self.hystart {
+        if self.state.cwnd < self.state.ssthresh {
+            let phase = match &mut self.state.hystart {
                 Some(h) => h.on_ack(now, acked.sent_at, now - acked.sent_at),
                 None => Phase::SlowStart,
             };
             match phase {
-                Phase::SlowStart => self.cwnd += segments,
-                Phase::Conservative => self.cwnd += segments / CSS_GROWTH_DIVISOR,
+                Phase::SlowStart => self.state.cwnd += segments,
+                Phase::Conservative => self.state.cwnd += segments / CSS_GROWTH_DIVISOR,
                 // RFC 9406 §4.2: ssthresh = cwnd, continue in avoidance.
-                Phase::Exit => self.ssthresh = self.cwnd,
+                Phase::Exit => self.state.ssthresh = self.state.cwnd,
             }
-            self.cwnd = self.cwnd.min(self.segments.max());
+            self.state.cwnd = self.state.cwnd.min(self.segments.max());
             return;
         }
-        let epoch = *self.epoch_start.get_or_insert_with(|| {
+        let epoch = *self.state.epoch_start.get_or_insert_with(|| {
             // Congestion avoidance without a prior reduction: start the curve here.
-            self.w_max = self.cwnd;
-            self.k = 0.0;
-            self.w_est = self.cwnd;
+            self.state.w_max = self.state.cwnd;
+            self.state.k = 0.0;
+            self.state.w_est = self.state.cwnd;
             now
         });
         let t = (now - epoch).as_secs_f64();
         let rtt = rtt.srtt_or(Duration::from_millis(100)).as_secs_f64();
         // Target one RTT ahead, kept within [cwnd, 1.5·cwnd] (§4.2).
-        let target = self.w_cubic(t + rtt).clamp(self.cwnd, 1.5 * self.cwnd);
+        let target = self
+            .w_cubic(t + rtt)
+            .clamp(self.state.cwnd, 1.5 * self.state.cwnd);
         // Reno-friendly estimate (§4.3).
-        self.w_est += ALPHA * segments / self.cwnd;
-        if self.w_cubic(t) < self.w_est {
-            self.cwnd = self.w_est;
+        self.state.w_est += ALPHA * segments / self.state.cwnd;
+        if self.w_cubic(t) < self.state.w_est {
+            self.state.cwnd = self.state.w_est;
         } else {
-            self.cwnd += (target - self.cwnd) / self.cwnd * segments;
+            self.state.cwnd += (target - self.state.cwnd) / self.state.cwnd * segments;
         }
-        self.cwnd = self.cwnd.min(self.segments.max());
+        self.state.cwnd = self.state.cwnd.min(self.segments.max());
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) -> bool {
@@ -208,11 +192,12 @@ impl Controller for Cubic {
                 self.reduce(now, BETA);
                 self.unproven_losses = event.packets;
             }
-            let cut = self.cwnd > LOSS_WINDOW;
-            self.cwnd = LOSS_WINDOW;
+            let cut = self.state.cwnd > LOSS_WINDOW;
+            self.state.cwnd = LOSS_WINDOW;
             return cut || !repeated;
         }
         if self
+            .state
             .recovery_start
             .is_some_and(|start| event.sent_at <= start)
         {
@@ -242,19 +227,19 @@ impl Controller for Cubic {
     }
 
     fn in_slow_start(&self) -> bool {
-        self.cwnd < self.ssthresh
+        self.state.cwnd < self.state.ssthresh
     }
 
     fn set_initial_window(&mut self, bytes: u64) {
-        self.cwnd = self.segments.window_of(bytes, MIN_WINDOW);
+        self.state.cwnd = self.segments.window_of(bytes, MIN_WINDOW);
     }
 
     fn window(&self) -> u64 {
-        self.segments.bytes_of(self.cwnd)
+        self.segments.bytes_of(self.state.cwnd)
     }
 
     fn metrics(&self) -> ControllerMetrics {
-        self.segments.metrics(self.cwnd, self.ssthresh)
+        self.segments.metrics(self.state.cwnd, self.state.ssthresh)
     }
 }
 
@@ -322,7 +307,7 @@ mod tests {
         assert!((c.window_segments() - 70.0).abs() < 1e-9, "β = 0.7");
         // K = ∛(100·0.3/0.4) ≈ 4.22 s: the window returns near W_max around then.
         let expected_k = (100.0f64 * 0.3 / 0.4).cbrt();
-        assert!((c.k - expected_k).abs() < 1e-9);
+        assert!((c.state.k - expected_k).abs() < 1e-9);
         assert!(
             !c.on_congestion(at(150), &signal(Cause::Loss, 90, 1)),
             "same RTT"
@@ -339,13 +324,13 @@ mod tests {
     #[test]
     fn fast_convergence_lowers_w_max() {
         let mut c = cubic();
-        c.cwnd = 100.0;
-        c.ssthresh = 50.0;
+        c.state.cwnd = 100.0;
+        c.state.ssthresh = 50.0;
         c.on_congestion(at(0), &signal(Cause::Loss, 0, 1));
-        assert_eq!(c.w_max, 100.0);
+        assert_eq!(c.state.w_max, 100.0);
         c.on_congestion(at(200), &signal(Cause::Ecn, 150, 1));
         assert!(
-            (c.w_max - 70.0 * 1.7 / 2.0).abs() < 1e-9,
+            (c.state.w_max - 70.0 * 1.7 / 2.0).abs() < 1e-9,
             "W_max = cwnd·(1+β)/2"
         );
     }
@@ -353,14 +338,14 @@ mod tests {
     #[test]
     fn spurious_reduction_is_undone_and_timeout_restarts_at_one_segment() {
         let mut c = cubic();
-        c.cwnd = 80.0;
+        c.state.cwnd = 80.0;
         c.on_congestion(at(0), &signal(Cause::Loss, 0, 1));
         assert!((c.window_segments() - 56.0).abs() < 1e-9);
         c.on_spurious_loss(at(10));
         assert_eq!(c.window_segments(), 80.0);
         c.on_congestion(at(20), &signal(Cause::Timeout, 15, 5));
         assert_eq!(c.window_segments(), 1.0);
-        assert!((c.ssthresh - 56.0).abs() < 1e-9);
+        assert!((c.state.ssthresh - 56.0).abs() < 1e-9);
     }
 
     /// RFC 5681 §3.1: ssthresh is held when the retransmission timer
@@ -370,20 +355,24 @@ mod tests {
     #[test]
     fn a_timeout_backing_off_in_an_outage_holds_ssthresh() {
         let mut c = cubic();
-        c.cwnd = 80.0;
-        c.ssthresh = 100.0;
+        c.state.cwnd = 80.0;
+        c.state.ssthresh = 100.0;
         c.on_congestion(at(0), &signal(Cause::Timeout, 0, 80));
-        assert!((c.ssthresh - 56.0).abs() < 1e-9);
+        assert!((c.state.ssthresh - 56.0).abs() < 1e-9);
         for t in [200, 600, 1400] {
             assert!(!c.on_congestion(at(t), &repeated_timeout(t - 1, 1)));
-            assert!((c.ssthresh - 56.0).abs() < 1e-9, "at {t} ms");
+            assert!((c.state.ssthresh - 56.0).abs() < 1e-9, "at {t} ms");
             assert_eq!(c.window_segments(), 1.0);
         }
         // Something got through: the path reports the next timeout as a
         // new congestion event.
         ack(&mut c, at(1500), &RttEstimator::default());
         c.on_congestion(at(2000), &signal(Cause::Timeout, 1900, 2));
-        assert!((c.ssthresh - MIN_WINDOW).abs() < 1e-9, "{}", c.ssthresh);
+        assert!(
+            (c.state.ssthresh - MIN_WINDOW).abs() < 1e-9,
+            "{}",
+            c.state.ssthresh
+        );
     }
 
     /// A timeout proved spurious (and the expiries backing off after it)
@@ -392,16 +381,16 @@ mod tests {
     #[test]
     fn a_spurious_timeout_restores_the_state_before_it() {
         let mut c = cubic();
-        c.cwnd = 80.0;
-        c.ssthresh = 100.0;
+        c.state.cwnd = 80.0;
+        c.state.ssthresh = 100.0;
         c.on_congestion(at(0), &signal(Cause::Loss, 0, 1));
-        let (cwnd, ssthresh, w_max, k) = (c.cwnd, c.ssthresh, c.w_max, c.k);
+        let (cwnd, ssthresh, w_max, k) = (c.state.cwnd, c.state.ssthresh, c.state.w_max, c.state.k);
         c.on_congestion(at(500), &signal(Cause::Timeout, 400, 56));
         c.on_congestion(at(1000), &repeated_timeout(999, 1));
         assert_eq!(c.window_segments(), 1.0);
         c.on_spurious_timeout(at(1200));
         assert_eq!(
-            (c.cwnd, c.ssthresh, c.w_max, c.k),
+            (c.state.cwnd, c.state.ssthresh, c.state.w_max, c.state.k),
             (cwnd, ssthresh, w_max, k)
         );
         assert!(c.on_congestion(at(1300), &signal(Cause::Loss, 300, 1)));
@@ -418,11 +407,11 @@ mod tests {
         for _ in 0..20 {
             ack(&mut c, at(0), &rtt);
         }
-        assert!(c.hystart.is_some() && c.ssthresh.is_infinite());
+        assert!(c.state.hystart.is_some() && c.state.ssthresh.is_infinite());
         c.on_congestion(at(500), &signal(Cause::Timeout, 400, 30));
-        assert!(c.hystart.is_none());
+        assert!(c.state.hystart.is_none());
         c.on_spurious_timeout(at(900));
-        assert!(c.hystart.is_some() && c.ssthresh.is_infinite());
+        assert!(c.state.hystart.is_some() && c.state.ssthresh.is_infinite());
         assert_eq!(c.window_segments(), 30.0);
     }
 }

@@ -272,7 +272,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use crate::trace::{EventKind, TraceEvent};
-    use crate::wire::{Header, VERSION};
+    use crate::wire::clear_datagram;
     use crate::{Datagram, Instant, Keypair, PathId, Security, Session, SessionConfig};
 
     /// A sealed client that records its events, its opening sent.
@@ -301,17 +301,7 @@ mod tests {
         for i in 0..2000u64 {
             // Our session's id and a plausible number, then bytes that
             // open with no key: what an off-path attacker can send.
-            let mut d = Vec::new();
-            Header {
-                version: VERSION,
-                key_phase: false,
-                mbecn: 0,
-                short: false,
-                session_id: 42,
-                path: PathId((i % 3) as u8),
-                packet_number: i,
-            }
-            .encode(&mut d);
+            let mut d = clear_datagram(42, PathId((i % 3) as u8), i, &[]);
             d.extend((0..100 + i % 1200).map(|b| (b * 31 + i) as u8));
             let at = Instant::from_nanos(i * 1000);
             s.handle_datagram(at, Datagram::new(at, PathId((i % 3) as u8), &mut d));

@@ -105,6 +105,33 @@ impl std::fmt::Display for FrameKind {
     }
 }
 
+/// An unprotected datagram in the long form: session `session_id`'s
+/// header on `path` with `packet_number`, then `frames`. Test support: how
+/// tests speak for a peer without keys, or for an attacker.
+#[doc(hidden)]
+pub fn clear_datagram(
+    session_id: u64,
+    path: crate::PathId,
+    packet_number: u64,
+    frames: &[Frame<'_>],
+) -> Vec<u8> {
+    let mut d = Vec::new();
+    Header {
+        version: VERSION,
+        key_phase: false,
+        mbecn: 0,
+        short: false,
+        session_id,
+        path,
+        packet_number,
+    }
+    .encode(&mut d);
+    for f in frames {
+        f.encode(&mut d);
+    }
+    d
+}
+
 // Decoding primitives shared by the frame and ACK decoders.
 
 fn take<'a>(input: &mut &'a [u8], n: usize) -> Result<&'a [u8], DecodeError> {
@@ -222,21 +249,7 @@ mod tests {
     }
 
     pub(super) fn encode_all(frames: &[Frame<'_>]) -> Vec<u8> {
-        let mut buf = Vec::new();
-        Header {
-            version: VERSION,
-            key_phase: false,
-            mbecn: 0,
-            short: false,
-            session_id: 0xdead_beef,
-            path: PathId(2),
-            packet_number: (1 << 50) + 77,
-        }
-        .encode(&mut buf);
-        for f in frames {
-            f.encode(&mut buf);
-        }
-        buf
+        clear_datagram(0xdead_beef, PathId(2), (1 << 50) + 77, frames)
     }
 
     #[test]

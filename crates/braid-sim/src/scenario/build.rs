@@ -347,82 +347,106 @@ impl Builder<'_> {
         Ok(events)
     }
 
+    fn flow_invalid(&self, i: usize, key: &str, message: impl Into<String>) -> ScenarioError {
+        self.invalid(format!("flow[{i}].{key}"), message)
+    }
+
     fn flow(&self, i: usize, raw: RawFlow, all: &[PathSpec]) -> Result<FlowSpec, ScenarioError> {
-        let n_paths = all.len();
-        let key = |k: &str| format!("flow[{i}].{k}");
-        let paths = match raw.paths {
-            None => (0..n_paths).collect(),
-            Some(list) => {
-                if list.is_empty() {
-                    return Err(self.invalid(key("paths"), "must name at least one path"));
-                }
-                let mut out = Vec::with_capacity(list.len());
-                for p in list {
-                    let idx = usize::try_from(p)
-                        .ok()
-                        .filter(|&x| x < n_paths)
-                        .ok_or_else(|| {
-                            self.invalid(
-                                key("paths"),
-                                format!("path {p} does not exist (paths are 0 to {})", n_paths - 1),
-                            )
-                        })?;
-                    if out.contains(&idx) {
-                        return Err(self.invalid(key("paths"), format!("path {p} is listed twice")));
-                    }
-                    out.push(idx);
-                }
-                out
-            }
+        let paths = match &raw.paths {
+            None => (0..all.len()).collect(),
+            Some(list) => self.flow_paths(i, list, all.len())?,
         };
-        // The file's integers become the configuration's types here; their
-        // ranges are `SessionConfig::validate`'s to check, below.
+        let mut session = self.session(i, &raw, paths.len())?;
+        // A flow that asks for discovery probes up to the smallest MTU its
+        // links start with, as the runtime reads its route's interface MTU.
+        // Off by default: the suites' rows compare with published figures
+        // and kernel TCP at the packet size they were set up with.
+        if raw.pmtud.unwrap_or(false) {
+            session.max_datagram = super::route_max_datagram(all, &paths);
+        }
+        self.check_session(i, &session)?;
+        Ok(FlowSpec {
+            bytes: raw.bytes.map_or(0, |b| b.0),
+            reverse_bytes: raw.reverse_bytes.map_or(0, |b| b.0),
+            start: raw.start.map_or(Duration::ZERO, |s| s.0),
+            paths,
+            session,
+            sealed: raw.sealed.unwrap_or(false),
+            verdict: raw.verdict.unwrap_or(false),
+        })
+    }
+
+    /// The indices of the paths a flow's `paths` key names: each one that
+    /// exists, once.
+    fn flow_paths(
+        &self,
+        i: usize,
+        list: &[i64],
+        n_paths: usize,
+    ) -> Result<Vec<usize>, ScenarioError> {
+        if list.is_empty() {
+            return Err(self.flow_invalid(i, "paths", "must name at least one path"));
+        }
+        let mut out = Vec::with_capacity(list.len());
+        for &p in list {
+            let idx = usize::try_from(p)
+                .ok()
+                .filter(|&x| x < n_paths)
+                .ok_or_else(|| {
+                    self.flow_invalid(
+                        i,
+                        "paths",
+                        format!("path {p} does not exist (paths are 0 to {})", n_paths - 1),
+                    )
+                })?;
+            if out.contains(&idx) {
+                return Err(self.flow_invalid(i, "paths", format!("path {p} is listed twice")));
+            }
+            out.push(idx);
+        }
+        Ok(out)
+    }
+
+    /// The flow's session: insecure, with the file's settings over the
+    /// defaults. The file's integers become the configuration's types here;
+    /// their ranges are [`Builder::check_session`]'s to check.
+    fn session(
+        &self,
+        i: usize,
+        raw: &RawFlow,
+        connections: usize,
+    ) -> Result<SessionConfig, ScenarioError> {
         let segment_size = match raw.segment_size {
             None => None,
             Some(m) => Some(u16::try_from(m).map_err(|_| {
-                self.invalid(
-                    key("segment_size"),
+                self.flow_invalid(
+                    i,
+                    "segment_size",
                     format!("{m} is out of range (not a 16-bit byte count)"),
                 )
             })?),
         };
-        let initial_windows = match raw.initial_windows {
+        let initial_windows = match &raw.initial_windows {
             None => Vec::new(),
-            Some(ws) => {
-                if ws.len() > paths.len() {
-                    return Err(self.invalid(
-                        key("initial_windows"),
-                        format!("{} windows for {} connections", ws.len(), paths.len()),
-                    ));
-                }
-                ws.iter()
-                    .map(|&w| {
-                        u32::try_from(w).map_err(|_| {
-                            self.invalid(
-                                key("initial_windows"),
-                                format!("{w}: expected a packet count"),
-                            )
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?
-            }
+            Some(ws) => self.initial_windows(i, ws, connections)?,
         };
         let retry_limit = match raw.retry_limit {
             None => None,
             Some(-1) => Some(None),
             Some(n) => Some(Some(u32::try_from(n).map_err(|_| {
-                self.invalid(
-                    key("retry_limit"),
+                self.flow_invalid(
+                    i,
+                    "retry_limit",
                     format!("{n}: expected -1 (unlimited) or 0 and up"),
                 )
             })?)),
         };
         let mut session = SessionConfig::insecure();
-        if let Some(cc) = raw.cc {
+        if let Some(cc) = &raw.cc {
             session.cc = cc
                 .parse()
                 .map_err(|e: braid_proto::cc::UnknownController| {
-                    self.invalid(key("cc"), e.to_string())
+                    self.flow_invalid(i, "cc", e.to_string())
                 })?;
         }
         if let Some(segment_size) = segment_size {
@@ -450,13 +474,39 @@ impl Builder<'_> {
             session.retry_limit = limit;
         }
         session.initial_windows = initial_windows;
-        // A flow that asks for discovery probes up to the smallest MTU its
-        // links start with, as the runtime reads its route's interface MTU.
-        // Off by default: the suites' rows compare with published figures
-        // and kernel TCP at the packet size they were set up with.
-        if raw.pmtud.unwrap_or(false) {
-            session.max_datagram = super::route_max_datagram(all, &paths);
+        Ok(session)
+    }
+
+    /// `initial_windows` as packet counts, at most one per connection.
+    fn initial_windows(
+        &self,
+        i: usize,
+        ws: &[i64],
+        connections: usize,
+    ) -> Result<Vec<u32>, ScenarioError> {
+        if ws.len() > connections {
+            return Err(self.flow_invalid(
+                i,
+                "initial_windows",
+                format!("{} windows for {} connections", ws.len(), connections),
+            ));
         }
+        ws.iter()
+            .map(|&w| {
+                u32::try_from(w).map_err(|_| {
+                    self.flow_invalid(
+                        i,
+                        "initial_windows",
+                        format!("{w}: expected a packet count"),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// `SessionConfig::validate`, its errors naming the key in the file
+    /// where a scenario can set the field.
+    fn check_session(&self, i: usize, session: &SessionConfig) -> Result<(), ScenarioError> {
         session.validate().map_err(|e| {
             let named = match &e {
                 ConfigError::OutOfRange {
@@ -468,18 +518,9 @@ impl Builder<'_> {
                 _ => None,
             };
             match named {
-                Some((k, message)) => self.invalid(key(k), message),
+                Some((k, message)) => self.flow_invalid(i, k, message),
                 None => self.invalid(format!("flow[{i}]"), e.to_string()),
             }
-        })?;
-        Ok(FlowSpec {
-            bytes: raw.bytes.map_or(0, |b| b.0),
-            reverse_bytes: raw.reverse_bytes.map_or(0, |b| b.0),
-            start: raw.start.map_or(Duration::ZERO, |s| s.0),
-            paths,
-            session,
-            sealed: raw.sealed.unwrap_or(false),
-            verdict: raw.verdict.unwrap_or(false),
         })
     }
 }
