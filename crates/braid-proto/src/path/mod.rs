@@ -118,6 +118,21 @@ pub(crate) struct Path {
 }
 
 impl Path {
+    /// A fresh CUBIC connection of `paths` in a session, as the unit tests
+    /// of recovery and the scheduler measure it: packet threshold 3, a
+    /// 1,024-packet session window, created at time zero.
+    #[cfg(test)]
+    pub(crate) fn cubic_for_test(id: PathId, segment_size: u64, paths: usize) -> Path {
+        let ctx = crate::cc::CcContext {
+            segment_size,
+            session_window_packets: 1024,
+            max_window_packets: 1 << 16,
+            paths,
+        };
+        let cc = crate::cc::Algorithm::Cubic.build(ctx);
+        Path::new(id, cc, 3, segment_size as u16, Instant::ZERO, Instant::ZERO)
+    }
+
     pub fn new(
         id: PathId,
         cc: Box<dyn Controller>,

@@ -504,7 +504,6 @@ impl Path {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::{self, CcContext};
     use crate::PathId;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
@@ -526,15 +525,8 @@ mod tests {
 
     impl Fixture {
         fn new() -> Self {
-            let ctx = CcContext {
-                segment_size: SEGMENT_SIZE,
-                session_window_packets: 1024,
-                max_window_packets: 1 << 16,
-                paths: 1,
-            };
-            let cc = cc::Algorithm::Cubic.build(ctx);
             Fixture {
-                path: Path::new(PathId(0), cc, 3, SEGMENT_SIZE as u16, at(0), at(0)),
+                path: Path::cubic_for_test(PathId(0), SEGMENT_SIZE, 1),
                 rng: ChaCha20Rng::seed_from_u64(3),
                 stream: SendStream::new(SEGMENT_SIZE as u32, 1 << 20, 1024, 0),
             }

@@ -346,7 +346,6 @@ pub(super) fn expected_arrival(p: &Path, charge: u64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::{self, CcContext};
     use crate::send_stream::SendStream;
     use crate::wire::AckFrame;
     use rand::SeedableRng;
@@ -360,15 +359,8 @@ mod tests {
     }
 
     fn path(id: u8) -> Path {
-        let ctx = CcContext {
-            segment_size: SEGMENT_SIZE,
-            session_window_packets: 1024,
-            max_window_packets: 1 << 16,
-            paths: 2,
-        };
         // CUBIC: window-based, so the queue cap applies to it.
-        let cc = cc::Algorithm::Cubic.build(ctx);
-        Path::new(PathId(id), cc, 3, SEGMENT_SIZE as u16, at(0), at(0))
+        Path::cubic_for_test(PathId(id), SEGMENT_SIZE, 2)
     }
 
     /// Sends `packets` full packets on `p` at `now`.
