@@ -62,7 +62,7 @@ fn verbose_is_offered_only_where_it_logs() {
     for cmd in ["send", "recv", "demo", "sim", "relay"] {
         assert!(help(cmd).contains("-v, --verbose"), "{cmd}");
     }
-    for cmd in ["keygen", "plot", "link"] {
+    for cmd in ["keygen", "plot", "link", "emulate"] {
         assert!(!help(cmd).contains("--verbose"), "{cmd}");
         let o = run(&[cmd, "-v"]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
@@ -244,7 +244,7 @@ fn runtime_errors_are_one_clear_line() {
     let held = UdpSocket::bind("127.0.0.1:0").unwrap();
     let in_use = held.local_addr().unwrap().to_string();
     let not_a_dir = format!("{}/sub/", input.display());
-    // Local errors exit 5; the relay is not a transfer and keeps 1.
+    // Local errors exit 5; the emulator is not a transfer and keeps 1.
     let cases: Vec<(Vec<&str>, &str, i32)> = vec![
         (
             vec![
@@ -264,7 +264,7 @@ fn runtime_errors_are_one_clear_line() {
             5,
         ),
         (
-            vec!["relay", "--listen", &in_use, "--to", &in_use],
+            vec!["emulate", "--listen", &in_use, "--to", &in_use],
             "address already in use",
             1,
         ),
@@ -663,11 +663,35 @@ fn long_and_hostile_names_arrive_and_print_escaped() {
 }
 
 #[test]
-fn a_relay_refuses_to_forward_to_itself() {
+fn an_emulator_refuses_to_forward_to_itself() {
     let port = free_port();
-    let o = run(&["relay", "--listen", &port, "--to", &port]);
+    let o = run(&["emulate", "--listen", &port, "--to", &port]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("forward to itself"), "{}", stderr(&o));
+}
+
+/// `braid relay` is the rendezvous relay: its help has no link options,
+/// and the emulator's old spelling, `braid relay --listen --to`, says to
+/// use `braid emulate` (and still runs it, for old scripts); beside
+/// --serve it is refused.
+#[test]
+fn the_relay_and_the_emulator_are_two_commands() {
+    let relay = String::from_utf8_lossy(&run(&["relay", "--help"]).stdout).into_owned();
+    assert!(relay.contains("--serve"), "{relay}");
+    for link_option in ["--listen", "--to ", "--rate", "--delay", "--loss", "--trace"] {
+        assert!(!relay.contains(link_option), "{link_option}: {relay}");
+    }
+    let emulate = String::from_utf8_lossy(&run(&["emulate", "--help"]).stdout).into_owned();
+    for option in ["--listen", "--to", "--rate", "--delay", "--loss", "--trace"] {
+        assert!(emulate.contains(option), "{option}: {emulate}");
+    }
+    let port = free_port();
+    let o = run(&["relay", "--listen", &port, "--to", &port]);
+    assert!(stderr(&o).contains("braid emulate"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("forward to itself"), "{}", stderr(&o));
+    let o = run(&["relay", "--serve", "127.0.0.1:0", "--listen", &port]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("braid emulate"), "{}", stderr(&o));
 }
 
 /// A sender whose input stalls mid-transfer: the receiver holds a partial
