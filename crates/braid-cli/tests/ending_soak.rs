@@ -94,7 +94,9 @@ fn both_sides_agree_on_how_every_transfer_ended() {
     let listen = format!("127.0.0.1:{recv_port}");
     let via = format!("127.0.0.1:{emulator_port}");
     let mut emulator = Command::new(BRAID)
-        .args(["emulate", "--listen", &via, "--to", &listen, "--loss", &loss])
+        .args([
+            "emulate", "--listen", &via, "--to", &listen, "--loss", &loss,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
