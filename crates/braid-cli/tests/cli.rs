@@ -378,9 +378,7 @@ fn a_pinned_key_transfer_verifies_and_a_wrong_key_is_named() {
     let mut args = recv.send_args(input.to_str().unwrap());
     args.push("--quiet");
     let sent = run(&args);
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(out.join("data.bin")).unwrap() == data);
+    delivered(&sent, recv, &out.join("data.bin"), &data);
 }
 
 #[test]
@@ -417,9 +415,7 @@ fn a_wrong_code_does_not_take_a_one_shot_receiver() {
     let mut args = recv.send_args(input.to_str().unwrap());
     args.push("--quiet");
     let sent = run(&args);
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
+    delivered(&sent, recv, &dir.path().join("got"), &data);
 }
 
 /// A guesser spends a code listener's guesses one after the other: the
@@ -504,9 +500,7 @@ fn an_existing_file_is_replaced_only_with_overwrite() {
 
     let recv = start_recv(&["--output", out.to_str().unwrap(), "--overwrite"]);
     let sent = run(&recv.send_args(input.to_str().unwrap()));
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(out.join("data.bin")).unwrap() == data);
+    delivered(&sent, recv, &out.join("data.bin"), &data);
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
 }
 
@@ -813,9 +807,7 @@ fn a_code_typed_with_spaces_and_capitals_works() {
         &typed,
         "--quiet",
     ]);
-    assert!(sent.status.success(), "{typed:?}: {}", stderr(&sent));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
+    delivered(&sent, recv, &dir.path().join("got"), &data);
 }
 
 #[test]
@@ -851,9 +843,7 @@ fn peer_takes_the_public_key_file_but_not_the_secret_one() {
         &pub_of(&key),
         "--quiet",
     ]);
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(dir.path().join("got")).unwrap() == data);
+    delivered(&sent, recv, &dir.path().join("got"), &data);
 }
 
 #[test]
@@ -910,9 +900,7 @@ fn recv_allow_admits_only_the_listed_senders() {
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
     }
     let (o, _) = send(Some(&alice));
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(out.join("data.bin")).unwrap() == data);
+    delivered(&o, recv, &out.join("data.bin"), &data);
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
 }
 

@@ -269,9 +269,7 @@ fn a_missing_output_directory_is_created_when_named_as_one() {
     let recv = start_recv(&["--output", &arg, "--insecure"]);
     assert!(target.is_dir(), "created before listening");
     let sent = run(&recv.send_args(input.to_str().unwrap()));
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(target.join("data.bin")).unwrap() == data);
+    delivered(&sent, recv, &target.join("data.bin"), &data);
     // A file in a missing directory: said clearly, nothing created.
     let file = dir.path().join("nowhere/x.bin");
     fails(

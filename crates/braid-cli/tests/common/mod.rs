@@ -36,6 +36,15 @@ pub fn fails<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
     o
 }
 
+/// Checks that a transfer went through: the sender's run `sent`
+/// succeeded, the receiver exited successfully (within 20 s), and `got`
+/// holds `data`.
+pub fn delivered(sent: &Output, recv: Recv, got: &Path, data: &[u8]) {
+    assert!(sent.status.success(), "{}", stderr(sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(got).unwrap() == data);
+}
+
 /// A key pair made by `braid keygen` in `dir`: the secret key's path
 /// (the public half is beside it, in NAME.pub).
 pub fn keygen(dir: &Path, name: &str) -> std::path::PathBuf {
