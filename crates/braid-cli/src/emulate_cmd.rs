@@ -11,7 +11,7 @@ use braid::emulator::{DirectionStats, Emulator, EmulatorConfig};
 use braid_link::LinkConfig;
 use clap::Args;
 
-use crate::link_args::{describe_both, direction_counters, LinkArgs, LOST_IN_FLIGHT, NO_ROOM};
+use crate::link_args::{describe_both, direction_counters, LinkArgs};
 
 #[derive(Args)]
 #[command(
@@ -105,13 +105,6 @@ pub fn run(args: EmulateArgs, ready: Ready) -> anyhow::Result<ExitCode> {
 }
 
 fn counters(d: &DirectionStats) -> String {
-    direction_counters(
-        &d.link,
-        d.sent,
-        [
-            (d.dropped_in_flight, LOST_IN_FLIGHT),
-            (d.dropped_overflow, NO_ROOM),
-            (d.send_errors, "send errors"),
-        ],
-    )
+    let lost = [d.dropped_in_flight, d.dropped_overflow];
+    direction_counters(&d.link, d.sent, lost, (d.send_errors, "send errors"))
 }

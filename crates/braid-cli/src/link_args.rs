@@ -191,23 +191,27 @@ pub fn link_counters(l: &LinkStats) -> String {
     )
 }
 
-/// What one direction did: its link's counters, what it sent on, and
-/// what it lost after the link, `(count, what)`, each said when nonzero.
-pub fn direction_counters(l: &LinkStats, sent: u64, after: [(u64, &str); 3]) -> String {
+/// What one direction did: its link's counters, what it sent on, and what
+/// it lost after the link (`[in flight when the link went down, for lack
+/// of memory]`, then the sender's own errors), each said when nonzero.
+pub fn direction_counters(
+    l: &LinkStats,
+    sent: u64,
+    [in_flight, overflow]: [u64; 2],
+    errors: (u64, &str),
+) -> String {
     let mut s = format!("{}, sent {sent}", link_counters(l));
-    for (n, what) in after {
+    for (n, what) in [
+        (in_flight, "lost in flight when the link went down"),
+        (overflow, "dropped for lack of memory"),
+        errors,
+    ] {
         if n > 0 {
             s += &format!(", {n} {what}");
         }
     }
     s
 }
-
-/// Packets a link delivered while it was up but that arrived after it
-/// went down.
-pub const LOST_IN_FLIGHT: &str = "lost in flight when the link went down";
-/// Packets the link delivered but nothing had room to hold.
-pub const NO_ROOM: &str = "dropped for lack of memory";
 
 #[cfg(test)]
 mod tests {

@@ -21,7 +21,7 @@ use braid_netns::Namespace;
 use braid_proto::Instant;
 use clap::Args;
 
-use crate::link_args::{describe_both, direction_counters, LinkArgs, LOST_IN_FLIGHT, NO_ROOM};
+use crate::link_args::{describe_both, direction_counters, LinkArgs};
 
 #[derive(Args)]
 #[command(
@@ -209,13 +209,6 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
 
 /// What a lane did, on one line.
 fn counters(l: &LaneStats) -> String {
-    direction_counters(
-        &l.link,
-        l.sent,
-        [
-            (l.dropped_in_flight, LOST_IN_FLIGHT),
-            (l.dropped_overflow, NO_ROOM),
-            (l.write_errors, "write errors"),
-        ],
-    )
+    let lost = [l.dropped_in_flight, l.dropped_overflow];
+    direction_counters(&l.link, l.sent, lost, (l.write_errors, "write errors"))
 }
