@@ -6,6 +6,7 @@ mod common;
 
 use common::{braid, fails, keygen, lines, run, spawn_piped, stderr, wait, write_data};
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -67,6 +68,22 @@ fn record(bytes: &[u8]) -> Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
+/// `braid send FILE --json --quiet` with `options`, then the receiver
+/// `recv`'s end: both succeed. Their records, and how long the sender ran.
+fn send_through(recv: Child, file: &Path, options: &[&str]) -> (Value, Value, Duration) {
+    let start = Instant::now();
+    let sent = braid()
+        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
+        .args(options)
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let recv_out = recv.wait_with_output().unwrap();
+    assert!(recv_out.status.success());
+    (record(&sent.stdout), record(&recv_out.stdout), took)
+}
+
 /// Both records: verified, the same hash, a relay connection and a direct
 /// one on the sender, the pairing and the direct path's time in `reach`.
 fn check_records(send: &Value, recv: &Value, relay: &str) {
@@ -100,19 +117,9 @@ fn a_code_and_a_relay_are_all_the_two_ends_need() {
     let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
     assert_eq!(option[..2], ["--relay".to_owned(), relay.addr.clone()]);
     assert_eq!(option[2], "--code");
-    let sent = braid()
-        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
-        .args(&option)
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    let recv_out = recv.wait_with_output().unwrap();
-    assert!(recv_out.status.success());
-    check_records(
-        &record(&sent.stdout),
-        &record(&recv_out.stdout),
-        &relay.addr,
-    );
+    let option: Vec<&str> = option.iter().map(String::as_str).collect();
+    let (send, recv, _) = send_through(recv, &file, &option);
+    check_records(&send, &recv, &relay.addr);
     assert_eq!(std::fs::read(out.join("data.bin")).unwrap(), data);
 }
 
@@ -131,18 +138,9 @@ fn a_receiver_is_found_by_its_public_key_alone() {
     );
     assert_eq!(option[2], "--peer");
     let pubkey = dir.path().join("r.key.pub");
-    let sent = braid()
-        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
-        .args(["--relay", &relay.addr, "--peer", pubkey.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    let recv_out = recv.wait_with_output().unwrap();
-    check_records(
-        &record(&sent.stdout),
-        &record(&recv_out.stdout),
-        &relay.addr,
-    );
+    let options = ["--relay", &relay.addr, "--peer", pubkey.to_str().unwrap()];
+    let (send, recv, _) = send_through(recv, &file, &options);
+    check_records(&send, &recv, &relay.addr);
 }
 
 #[test]
@@ -431,17 +429,9 @@ fn an_ipv6_relay_needs_no_listen_option() {
     let out = dir.path().join("out/");
     let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
     assert_eq!(option[..2], ["--relay".to_owned(), relay.addr.clone()]);
-    let start = Instant::now();
-    let sent = braid()
-        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
-        .args(&option)
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(start.elapsed() < Duration::from_secs(10));
-    let recv_out = recv.wait_with_output().unwrap();
-    assert!(recv_out.status.success());
-    let (send, recv) = (record(&sent.stdout), record(&recv_out.stdout));
+    let option: Vec<&str> = option.iter().map(String::as_str).collect();
+    let (send, recv, took) = send_through(recv, &file, &option);
+    assert!(took < Duration::from_secs(10));
     for r in [&send, &recv] {
         assert_eq!(r["outcome"], "verified", "{r}");
         assert_eq!(r["reach"]["relays"][0]["relay"], relay.addr, "{r}");
