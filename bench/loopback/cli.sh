@@ -1,7 +1,7 @@
 #!/bin/bash
 # The braid CLI on loopback, next to quinn's perf tool: `braid send FILE`
 # to `braid recv` file to file, to `braid recv -o -` (stdout, discarded),
-# and the same through one unimpaired `braid relay --listen --to`. Sealed
+# and the same through one unimpaired `braid emulate --listen --to`. Sealed
 # (a key pair), BLAKE3 on both ends, files on /dev/shm so no disk is timed.
 #
 #   bench/loopback/cli.sh [--mib 512] [--rounds 3] [--mtu 1500] BRAID [LOOPBACK_BENCH]
@@ -52,8 +52,8 @@ run() {
     local recv_pid=$!
     to=127.0.0.1:$port
     if [ "$kind" = relay ]; then
-        /usr/bin/time -f "%e %U %S" -o "$DIR/t.relay" "$BRAID" relay \
-            --listen "127.0.0.1:$((port + 1))" --to "$to" --stats-every 0 > /dev/null 2>&1 &
+        /usr/bin/time -f "%e %U %S" -o "$DIR/t.relay" "$BRAID" emulate \
+            --listen "127.0.0.1:$((port + 1))" --to "$to" > /dev/null 2>&1 &
         relay_pid=$!
         to=127.0.0.1:$((port + 1))
     fi

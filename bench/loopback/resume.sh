@@ -1,6 +1,6 @@
 #!/bin/bash
 # What resuming saves: one file through a rate-limited link emulator
-# (`braid relay --listen --to --rate`) into `braid recv --keep`, sent whole,
+# (`braid emulate --listen --to --rate`) into `braid recv --keep`, sent whole,
 # then cut (the sender killed) about half way and sent again. Prints, per
 # round, the whole transfer's time, the second send's time and how many
 # bytes it found already there. Files on /dev/shm, so no disk is timed;
@@ -38,10 +38,10 @@ mkdir out
 PIDS+=($!)
 for _ in $(seq 50); do grep -q 'listening on' recv.err && break; sleep 0.1; done
 PORT=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' recv.err | head -1)
-"$B" relay --listen 127.0.0.1:0 --to "127.0.0.1:$PORT" --rate "$RATE" > relay.out 2> /dev/null &
+"$B" emulate --listen 127.0.0.1:0 --to "127.0.0.1:$PORT" --rate "$RATE" > relay.out 2> /dev/null &
 PIDS+=($!)
 for _ in $(seq 50); do [ -s relay.out ] && break; sleep 0.1; done
-VIA=$(sed -n 's/^relay \([0-9.:]*\) .*/\1/p' relay.out)
+VIA=$(sed -n 's/^emulating \([0-9.:]*\) .*/\1/p' relay.out)
 SEND=("$B" send src.bin --to "$VIA" --peer braid.key.pub --quiet)
 
 now() { date +%s.%N; }

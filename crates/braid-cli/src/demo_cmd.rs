@@ -1,4 +1,4 @@
-//! `braid demo`: a receiver, one relay per emulated path and a sender of a
+//! `braid demo`: a receiver, one link emulator per path and a sender of a
 //! generated stream, all in this process on loopback, so anyone can watch
 //! braid split one transfer over very different paths.
 
@@ -9,7 +9,8 @@ use crate::summary::{Ended, Side};
 use crate::transfer::{self, Outcome, Output, Source};
 use anyhow::{bail, Context as _};
 use braid::{
-    Listener, Monitor, PathSpec, Relay, RelayConfig, Security, Session, SessionConfig, SessionStats,
+    Emulator, EmulatorConfig, Listener, Monitor, PathSpec, Security, Session, SessionConfig,
+    SessionStats,
 };
 use braid_link::units::{format_duration, parse_duration, parse_probability, parse_size};
 use braid_link::LinkConfig;
@@ -123,9 +124,9 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     };
     args.observe.configure(&mut server_cfg);
     let listener = Listener::bind(localhost, server_cfg)?;
-    let relays = start_relays(&args, &plans, localhost, listener.local_addr())?;
+    let emulators = start_emulators(&args, &plans, localhost, listener.local_addr())?;
     let capacity: f64 = plans.iter().map(|p| p.capacity_bps).sum();
-    announce(&args, &plans, &relays, capacity);
+    announce(&args, &plans, &emulators, capacity);
     let receiver = spawn_receiver(listener, args.observe.clone());
 
     let mut cfg = SessionConfig {
@@ -136,7 +137,7 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
         cfg.cc = *cc;
     }
     args.observe.configure(&mut cfg);
-    let paths: Vec<PathSpec> = relays
+    let paths: Vec<PathSpec> = emulators
         .iter()
         .map(|r| PathSpec::to(r.local_addr()))
         .collect();
@@ -164,31 +165,31 @@ async fn demo(args: DemoArgs, plans: Vec<PathPlan>) -> anyhow::Result<ExitCode> 
     if let Ok(Ok(end)) = receiver.await {
         print_receiver_end(end);
     }
-    print_relay_stats(&relays);
+    print_emulator_stats(&emulators);
     Ok(verdict(result, capacity))
 }
 
-/// One relay per path between the sender and `listener`, each with its
+/// One emulator per path between the sender and `listener`, each with its
 /// own seed so that the paths lose independently.
-fn start_relays(
+fn start_emulators(
     args: &DemoArgs,
     plans: &[PathPlan],
     localhost: SocketAddr,
     listener: SocketAddr,
-) -> anyhow::Result<Vec<Relay>> {
-    let mut relays = Vec::new();
+) -> anyhow::Result<Vec<Emulator>> {
+    let mut emulators = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
-        let mut cfg = RelayConfig::new(localhost, listener, plan.link.clone());
+        let mut cfg = EmulatorConfig::new(localhost, listener, plan.link.clone());
         // Loss on the data direction only, as in the simulator's paths.
         cfg.reverse.loss = 0.0;
         cfg.seed = braid_link::seeds::demo_relay(args.seed, i);
-        relays.push(Relay::start(cfg)?);
+        emulators.push(Emulator::start(cfg)?);
     }
-    Ok(relays)
+    Ok(emulators)
 }
 
 /// Tells, before the transfer starts, what is sent over which paths.
-fn announce(args: &DemoArgs, plans: &[PathPlan], relays: &[Relay], capacity: f64) {
+fn announce(args: &DemoArgs, plans: &[PathPlan], emulators: &[Emulator], capacity: f64) {
     eprintln!(
         "braid demo: {} over {} emulated path{} on loopback ({:.1} Mbit/s after loss in total)",
         braid_link::units::format_size(args.size),
@@ -196,8 +197,12 @@ fn announce(args: &DemoArgs, plans: &[PathPlan], relays: &[Relay], capacity: f64
         if plans.len() == 1 { "" } else { "s" },
         capacity / 1e6
     );
-    for (i, (plan, relay)) in plans.iter().zip(relays).enumerate() {
-        eprintln!("  path {i}: relay {} — {}", relay.local_addr(), plan.spec);
+    for (i, (plan, emulator)) in plans.iter().zip(emulators).enumerate() {
+        eprintln!(
+            "  path {i}: emulated at {} — {}",
+            emulator.local_addr(),
+            plan.spec
+        );
     }
 }
 
@@ -319,11 +324,11 @@ fn print_receiver_end((result, stats, config): ReceiverEnd) {
 }
 
 /// What each emulated path did to the datagrams it carried.
-fn print_relay_stats(relays: &[Relay]) {
-    for (i, r) in relays.iter().enumerate() {
+fn print_emulator_stats(emulators: &[Emulator]) {
+    for (i, r) in emulators.iter().enumerate() {
         let s = r.stats();
         eprintln!(
-            "  relay {i}: forwarded {} datagrams, dropped {} by loss and {} by the queue",
+            "  path {i}: forwarded {} datagrams, dropped {} by loss and {} by the queue",
             s.forward.link.delivered, s.forward.link.dropped_loss, s.forward.link.dropped_queue
         );
     }

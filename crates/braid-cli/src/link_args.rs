@@ -1,4 +1,4 @@
-//! The link options `braid relay` and `braid link` share: one parser and
+//! The link options `braid emulate` and `braid link` share: one parser and
 //! one description of a link, in the syntax of scenario files.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use clap::Args;
 
 /// Both directions get the same settings, except where a flag says otherwise.
 /// "Forward" is the direction the data of the tool's usual use goes: client to
-/// target for the relay, the command's side to the outside for `braid link`.
+/// target for the emulator, the command's side to the outside for `braid link`.
 #[derive(Args, Clone, Debug)]
 pub struct LinkArgs {
     /// Service rate of each direction, e.g. "40Mbit" or "1024pps". Default: unlimited.
@@ -189,6 +189,28 @@ pub fn link_counters(l: &LinkStats) -> String {
         "offered {}, delivered {}, dropped {} by loss / {} by queue / {} while down, {} CE marks",
         l.offered, l.delivered, l.dropped_loss, l.dropped_queue, l.dropped_down, l.ce_marked
     )
+}
+
+/// What one direction did: its link's counters, what it sent on, and what
+/// it lost after the link (`[in flight when the link went down, for lack
+/// of memory]`, then the sender's own errors), each said when nonzero.
+pub fn direction_counters(
+    l: &LinkStats,
+    sent: u64,
+    [in_flight, overflow]: [u64; 2],
+    errors: (u64, &str),
+) -> String {
+    let mut s = format!("{}, sent {sent}", link_counters(l));
+    for (n, what) in [
+        (in_flight, "lost in flight when the link went down"),
+        (overflow, "dropped for lack of memory"),
+        errors,
+    ] {
+        if n > 0 {
+            s += &format!(", {n} {what}");
+        }
+    }
+    s
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
-//! `braid`: send, receive, relay, simulate, benchmark, and see it all at once in `demo`.
+//! `braid`: send, receive, relay, emulate, simulate, benchmark, and see it all at once in `demo`.
 
 mod bench_cmd;
 mod demo_cmd;
+mod emulate_cmd;
 mod failure;
 mod file_io;
 mod filled;
@@ -103,13 +104,15 @@ enum Command {
         #[command(flatten)]
         log: LogArgs,
     },
-    /// Run a rendezvous relay for peers behind NATs (--serve), or an emulated link (--listen, --to).
+    /// Run a rendezvous relay where peers behind NATs meet by code or key (--serve).
     Relay {
         #[command(flatten)]
         args: relay_cmd::RelayArgs,
         #[command(flatten)]
         log: LogArgs,
     },
+    /// Forward UDP from --listen to --to through an emulated link (rate, delay, loss, ...), in real time.
+    Emulate(emulate_cmd::EmulateArgs),
     /// Run a command (iperf3, curl, braid, ...) behind an emulated link, in a network namespace of its own (root).
     Link(link_cmd::LinkCmdArgs),
     /// Run the scenario suites with every controller and several seeds; write reports and plots (runs braid-bench).
@@ -120,7 +123,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let ready = match emulate_cmd::respell(&mut argv) {
+        Ok(ready) => ready,
+        Err(e) => {
+            eprintln!("braid: {e} (see braid --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
@@ -143,6 +154,7 @@ fn main() -> ExitCode {
             sim_cmd::run(args)
         }
         Command::Relay { args, .. } => relay_cmd::run(args),
+        Command::Emulate(args) => emulate_cmd::run(args, ready),
         Command::Link(args) => link_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Plot(args) => plot::run(args),
@@ -174,9 +186,11 @@ impl Command {
             | Command::Recv { log, .. }
             | Command::Sim { log, .. }
             | Command::Relay { log, .. } => *log,
-            Command::Keygen(_) | Command::Link(_) | Command::Plot(_) | Command::Bench(_) => {
-                LogArgs::default()
-            }
+            Command::Keygen(_)
+            | Command::Emulate(_)
+            | Command::Link(_)
+            | Command::Plot(_)
+            | Command::Bench(_) => LogArgs::default(),
         }
     }
 }

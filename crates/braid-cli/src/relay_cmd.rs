@@ -1,102 +1,77 @@
-//! `braid relay`: with --serve, a public rendezvous relay that pairs braid
-//! peers by code or key and forwards between them; with --listen and --to,
-//! an emulated link that forwards UDP between clients and one target
-//! through the simulator's link model, in real time. Both run until Ctrl-C.
+//! `braid relay --serve`: a public rendezvous relay that pairs braid peers
+//! by code or key and forwards between them, until Ctrl-C or SIGTERM.
+//! (The link emulator, once `braid relay --listen --to`, is `braid emulate`.)
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use braid::relay::{DirectionStats, Relay, RelayConfig};
 use braid::rendezvous::{RendezvousRelay, ServerConfig, TcpOptions};
-use braid_link::LinkConfig;
 use clap::Args;
+use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::link_args::{describe_both, link_counters, LinkArgs};
 use crate::metrics;
 
 #[derive(Args)]
-#[command(
-    after_help = "Delay, jitter, loss, queue and ECN apply to each direction; --trace, \
---reverse-trace and --reverse-rate shape one direction only (forward is client to target). \
-Values use the syntax of scenario files (docs/scenarios.md). Run several relays to emulate several paths. Ctrl-C stops the relay \
-and prints its counters."
-)]
 pub struct RelayArgs {
-    /// Run a public rendezvous relay on this address (e.g. 0.0.0.0:7000):
-    /// `braid send --relay` and `braid recv --relay` meet here by code or
-    /// key, learn their public addresses, punch a direct path, and use the
-    /// relay as a path of their session. It forwards only between two
-    /// paired peers and sees only sealed datagrams.
-    #[arg(long, value_name = "ADDR", conflicts_with_all = ["listen", "to"])]
-    serve: Option<SocketAddr>,
-    /// With --serve: answer `GET /metrics` over HTTP at this address (e.g.
+    /// Where to serve (e.g. 0.0.0.0:7000): `braid send --relay` and `braid
+    /// recv --relay` meet here by code or key, learn their public
+    /// addresses, punch a direct path, and use the relay as a path of their
+    /// session. It forwards only between two paired peers and sees only
+    /// sealed datagrams.
+    #[arg(long, value_name = "ADDR")]
+    serve: SocketAddr,
+    /// Answer `GET /metrics` over HTTP at this address (e.g.
     /// 127.0.0.1:9400) with the relay's counters in Prometheus's text
     /// format. Off by default; anyone who reaches the address can read them.
-    // `requires` alone lets it through beside --listen and --to, which
-    // conflict with --serve.
-    #[arg(long, value_name = "ADDR", requires = "serve", conflicts_with_all = ["listen", "to"])]
+    #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
     #[command(flatten)]
     limits: ServeLimits,
-    /// Emulated link: the address clients send to, e.g. 127.0.0.1:7001.
-    #[arg(long, value_name = "ADDR", required_unless_present = "serve")]
-    listen: Option<SocketAddr>,
-    /// Emulated link: where their datagrams are forwarded; replies go back the same way.
-    #[arg(long, value_name = "ADDR", required_unless_present = "serve")]
-    to: Option<SocketAddr>,
-    #[command(flatten)]
-    link: LinkArgs,
 }
 
 /// An operator's bounds on a rendezvous relay.
 #[derive(Args)]
 struct ServeLimits {
     /// Peers waiting under a code or key at once.
-    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "serve")]
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_registrations: usize,
     /// Pairs forwarding at once.
-    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "serve")]
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_pairs: usize,
     /// Registrations, and pairs joined, one host may hold at once (an IPv4
     /// address or an IPv6 /64), so no host can take the relay.
-    #[arg(long, value_name = "N", default_value_t = 32, requires = "serve")]
+    #[arg(long, value_name = "N", default_value_t = 32)]
     max_per_host: usize,
     /// Most one pair may be forwarded, both ways together (e.g. 100mbit);
     /// the excess is dropped. Default: no limit.
-    #[arg(long, value_name = "RATE", requires = "serve")]
+    #[arg(long, value_name = "RATE")]
     pair_rate: Option<braid_link::units::Rate>,
     /// Most one pair may be forwarded in all (e.g. 10GB); then it ends.
     /// Default: no limit.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "serve")]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pair_quota: Option<u64>,
     /// Print the counters this often (0: only when stopped).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::parse_duration, requires = "serve")]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::parse_duration)]
     stats_every: Duration,
     /// A pair that forwarded nothing for this long ends.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::parse_timeout, requires = "serve")]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::parse_timeout)]
     pair_idle: Duration,
     /// Where peers whose UDP is blocked reach the relay over TCP [default:
     /// the --serve address, on TCP].
-    #[arg(
-        long,
-        value_name = "ADDR",
-        requires = "serve",
-        conflicts_with = "no_tcp"
-    )]
+    #[arg(long, value_name = "ADDR", conflicts_with = "no_tcp")]
     tcp: Option<SocketAddr>,
     /// Serve over UDP only.
-    #[arg(long, requires = "serve")]
+    #[arg(long)]
     no_tcp: bool,
     /// TCP connections open at once; more are closed as they come.
-    #[arg(long, value_name = "N", default_value_t = 1024, requires = "serve")]
+    #[arg(long, value_name = "N", default_value_t = 1024)]
     max_tcp: usize,
     /// Threads forwarding UDP, each on a socket of its own on the same
     /// port (Linux; 1 elsewhere) [default: one per core].
-    #[arg(long, value_name = "N", requires = "serve", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     workers: Option<u16>,
 }
 
@@ -105,40 +80,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
-    if let Some(listen) = args.serve {
-        return serve(listen, args.metrics, &args.limits);
-    }
-    let (Some(listen), Some(to)) = (args.listen, args.to) else {
-        return Err(
-            crate::UsageError::new("give --serve ADDR, or --listen ADDR and --to ADDR").into(),
-        );
-    };
-    let links = args.link.links()?;
-    let (forward, reverse) = (&links.forward, &links.reverse);
-    let cfg = RelayConfig {
-        forward: forward.config.clone(),
-        reverse: reverse.config.clone(),
-        seed: links.seed,
-        path: links.path,
-        ..RelayConfig::new(listen, to, LinkConfig::default())
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let relay = Relay::start(cfg.clone())?;
-        let links = describe_both(forward, reverse, ["forward", "reverse"]);
-        println!("relay {} -> {}: {links}", relay.local_addr(), cfg.to);
-        tokio::signal::ctrl_c()
-            .await
-            .context("cannot wait for Ctrl-C")?;
-        let stats = relay.stats();
-        // Counters to stderr, beside the rest of what a command says.
-        eprintln!("forward: {}", counters(&stats.forward));
-        eprintln!("reverse: {}", counters(&stats.reverse));
-        Ok(ExitCode::SUCCESS)
-    })
+    serve(args.serve, args.metrics, &args.limits)
 }
 
 /// Runs a rendezvous relay until Ctrl-C or SIGTERM, then prints its
@@ -296,21 +238,4 @@ fn serve_counters(
         );
     }
     line
-}
-
-fn counters(d: &DirectionStats) -> String {
-    let mut s = format!("{}, sent {}", link_counters(&d.link), d.sent);
-    for (n, what) in [
-        (
-            d.dropped_in_flight,
-            "lost in flight when the link went down",
-        ),
-        (d.dropped_overflow, "dropped for lack of memory"),
-        (d.send_errors, "send errors"),
-    ] {
-        if n > 0 {
-            s += &format!(", {n} {what}");
-        }
-    }
-    s
 }

@@ -1,6 +1,6 @@
-//! How transfers end through a lossy relay, repeated: a soak, not part of
+//! How transfers end through a lossy emulated link, repeated: a soak, not part of
 //! the default run (it takes minutes). Each transfer goes from `braid send`
-//! through one `braid relay --loss` to a fresh `braid recv` on loopback,
+//! through one `braid emulate --loss` to a fresh `braid recv` on loopback,
 //! sealed with a pinned key. The two sides must agree on every transfer
 //! (both verified, or both failed with no file kept), and the time from
 //! the receiver's outcome to both processes' exits is printed.
@@ -90,11 +90,13 @@ fn both_sides_agree_on_how_every_transfer_ended() {
         .unwrap();
     assert!(made.status.success());
     let peer = key.with_extension("key.pub");
-    let (recv_port, relay_port) = (free_udp_port(), free_udp_port());
+    let (recv_port, emulator_port) = (free_udp_port(), free_udp_port());
     let listen = format!("127.0.0.1:{recv_port}");
-    let via = format!("127.0.0.1:{relay_port}");
-    let mut relay = Command::new(BRAID)
-        .args(["relay", "--listen", &via, "--to", &listen, "--loss", &loss])
+    let via = format!("127.0.0.1:{emulator_port}");
+    let mut emulator = Command::new(BRAID)
+        .args([
+            "emulate", "--listen", &via, "--to", &listen, "--loss", &loss,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -149,10 +151,10 @@ fn both_sides_agree_on_how_every_transfer_ended() {
         }
         let _ = std::fs::remove_file(&out);
     }
-    let _ = relay.kill();
-    let _ = relay.wait();
+    let _ = emulator.kill();
+    let _ = emulator.wait();
     println!(
-        "{runs} transfers of {size} bytes through braid relay --loss {loss} (loopback, sealed)"
+        "{runs} transfers of {size} bytes through braid emulate --loss {loss} (loopback, sealed)"
     );
     for (k, n) in &outcomes {
         println!("  {n:4}  {k}");

@@ -72,7 +72,7 @@ fn a_folder_and_a_file_arrive_in_one_transfer() {
 fn slow_link(to: &str) -> (Child, String) {
     let mut child = braid()
         .args([
-            "relay",
+            "emulate",
             "--listen",
             "127.0.0.1:0",
             "--to",
@@ -87,7 +87,7 @@ fn slow_link(to: &str) -> (Child, String) {
     let out = lines(child.stdout.take().unwrap());
     let line = out.recv_timeout(LIMIT).unwrap();
     let addr = line
-        .strip_prefix("relay ")
+        .strip_prefix("emulating ")
         .and_then(|l| l.split_once(' '))
         .map(|(a, _)| a.to_owned())
         .unwrap_or_else(|| panic!("{line}"));

@@ -102,9 +102,11 @@ fn a_file_without_series_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("summary.json");
     std::fs::write(&file, r#"{"scenario":"x","flows":[{"flow":0}]}"#).unwrap();
-    let o = run(&["plot", file.to_str().unwrap(), "--out", "/nonexistent"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("--json --series"), "{}", stderr(&o));
+    fails(
+        &["plot", file.to_str().unwrap(), "--out", "/nonexistent"],
+        1,
+        "--json --series",
+    );
     let file = dir.path().join("x.sqlog");
     std::fs::write(&file, "\u{1e}{\"title\":\"no header\"}\n").unwrap();
     let o = run(&["plot", file.to_str().unwrap()]);

@@ -4,8 +4,9 @@
 
 mod common;
 
-use common::{braid, lines, run, stderr, wait, write_data};
+use common::{braid, fails, keygen, lines, run, spawn_piped, stderr, wait, write_data};
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -43,14 +44,11 @@ fn serve_at(addr: String) -> Served {
 /// A `braid recv --relay` with `extra`; returns it, its stderr lines and
 /// the sender options it printed.
 fn recv_via(relay: &str, dir: &str, extra: &[&str]) -> (Child, Receiver<String>, Vec<String>) {
-    let mut child = braid()
-        .args(["recv", "--relay", relay, "-o", dir, "--json", "--quiet"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = lines(child.stderr.take().unwrap());
+    let (child, err) = spawn_piped(
+        braid()
+            .args(["recv", "--relay", relay, "-o", dir, "--json", "--quiet"])
+            .args(extra),
+    );
     let mut said = String::new();
     let option = loop {
         let line = err
@@ -68,6 +66,22 @@ fn recv_via(relay: &str, dir: &str, extra: &[&str]) -> (Child, Receiver<String>,
 fn record(bytes: &[u8]) -> Value {
     let text = String::from_utf8_lossy(bytes);
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// `braid send FILE --json --quiet` with `options`, then the receiver
+/// `recv`'s end: both succeed. Their records, and how long the sender ran.
+fn send_through(recv: Child, file: &Path, options: &[&str]) -> (Value, Value, Duration) {
+    let start = Instant::now();
+    let sent = braid()
+        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
+        .args(options)
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let recv_out = recv.wait_with_output().unwrap();
+    assert!(recv_out.status.success());
+    (record(&sent.stdout), record(&recv_out.stdout), took)
 }
 
 /// Both records: verified, the same hash, a relay connection and a direct
@@ -103,19 +117,9 @@ fn a_code_and_a_relay_are_all_the_two_ends_need() {
     let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
     assert_eq!(option[..2], ["--relay".to_owned(), relay.addr.clone()]);
     assert_eq!(option[2], "--code");
-    let sent = braid()
-        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
-        .args(&option)
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    let recv_out = recv.wait_with_output().unwrap();
-    assert!(recv_out.status.success());
-    check_records(
-        &record(&sent.stdout),
-        &record(&recv_out.stdout),
-        &relay.addr,
-    );
+    let option: Vec<&str> = option.iter().map(String::as_str).collect();
+    let (send, recv, _) = send_through(recv, &file, &option);
+    check_records(&send, &recv, &relay.addr);
     assert_eq!(std::fs::read(out.join("data.bin")).unwrap(), data);
 }
 
@@ -123,10 +127,7 @@ fn a_code_and_a_relay_are_all_the_two_ends_need() {
 fn a_receiver_is_found_by_its_public_key_alone() {
     let relay = serve();
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("r.key");
-    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
-        .status
-        .success());
+    let key = keygen(dir.path(), "r.key");
     let file = dir.path().join("data.bin");
     write_data(&file, 20_000_000);
     let out = dir.path().join("out/");
@@ -137,18 +138,9 @@ fn a_receiver_is_found_by_its_public_key_alone() {
     );
     assert_eq!(option[2], "--peer");
     let pubkey = dir.path().join("r.key.pub");
-    let sent = braid()
-        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
-        .args(["--relay", &relay.addr, "--peer", pubkey.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    let recv_out = recv.wait_with_output().unwrap();
-    check_records(
-        &record(&sent.stdout),
-        &record(&recv_out.stdout),
-        &relay.addr,
-    );
+    let options = ["--relay", &relay.addr, "--peer", pubkey.to_str().unwrap()];
+    let (send, recv, _) = send_through(recv, &file, &options);
+    check_records(&send, &recv, &relay.addr);
 }
 
 #[test]
@@ -184,49 +176,47 @@ fn a_sender_with_nobody_waiting_says_so_and_exits_3() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("data.bin");
     write_data(&file, 1000);
-    let o = run(&[
-        "send",
-        file.to_str().unwrap(),
-        "--relay",
-        &relay.addr,
-        "--code",
-        "5-acid-acorn",
-        "--handshake-timeout",
-        "1s",
-    ]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(&format!(
+    fails(
+        &[
+            "send",
+            file.to_str().unwrap(),
+            "--relay",
+            &relay.addr,
+            "--code",
+            "5-acid-acorn",
+            "--handshake-timeout",
+            "1s",
+        ],
+        3,
+        &format!(
             "no receiver came: {} said nobody is waiting under that code or key",
             relay.addr
-        )),
-        "{}",
-        stderr(&o)
+        ),
     );
     // A relay address where nothing answers is named as such.
     let (_silent, nobody) = common::silent_port();
-    let o = run(&[
-        "send",
-        file.to_str().unwrap(),
-        "--relay",
-        &nobody,
-        "--code",
-        "5-acid-acorn",
-        "--handshake-timeout",
-        "1s",
-    ]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no relay answered"), "{}", stderr(&o));
+    fails(
+        &[
+            "send",
+            file.to_str().unwrap(),
+            "--relay",
+            &nobody,
+            "--code",
+            "5-acid-acorn",
+            "--handshake-timeout",
+            "1s",
+        ],
+        3,
+        "no relay answered",
+    );
 }
 
 #[test]
 fn insecure_cannot_meet_at_a_relay_and_recv_needs_listen_or_relay() {
-    let o = run(&["send", "x", "--relay", "127.0.0.1:9", "--insecure"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("--relay pairs the two ends"),
-        "{}",
-        stderr(&o)
+    fails(
+        &["send", "x", "--relay", "127.0.0.1:9", "--insecure"],
+        2,
+        "--relay pairs the two ends",
     );
     let o = run(&["recv", "--code", "5-acid-acorn"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -439,17 +429,9 @@ fn an_ipv6_relay_needs_no_listen_option() {
     let out = dir.path().join("out/");
     let (recv, _err, option) = recv_via(&relay.addr, out.to_str().unwrap(), &[]);
     assert_eq!(option[..2], ["--relay".to_owned(), relay.addr.clone()]);
-    let start = Instant::now();
-    let sent = braid()
-        .args(["send", file.to_str().unwrap(), "--json", "--quiet"])
-        .args(&option)
-        .output()
-        .unwrap();
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(start.elapsed() < Duration::from_secs(10));
-    let recv_out = recv.wait_with_output().unwrap();
-    assert!(recv_out.status.success());
-    let (send, recv) = (record(&sent.stdout), record(&recv_out.stdout));
+    let option: Vec<&str> = option.iter().map(String::as_str).collect();
+    let (send, recv, took) = send_through(recv, &file, &option);
+    assert!(took < Duration::from_secs(10));
     for r in [&send, &recv] {
         assert_eq!(r["outcome"], "verified", "{r}");
         assert_eq!(r["reach"]["relays"][0]["relay"], relay.addr, "{r}");
@@ -463,10 +445,7 @@ fn an_ipv6_relay_needs_no_listen_option() {
 fn a_key_receiver_started_again_at_once_takes_the_next_transfer() {
     let relay = serve();
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("r.key");
-    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
-        .status
-        .success());
+    let key = keygen(dir.path(), "r.key");
     let pubkey = dir.path().join("r.key.pub");
     let file = dir.path().join("data.bin");
     write_data(&file, 1_000_000);

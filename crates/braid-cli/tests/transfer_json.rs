@@ -177,24 +177,23 @@ fn failures_have_a_code_an_exit_status_and_words() {
 #[test]
 fn the_receiver_says_each_refused_try() {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("r.key");
-    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
-        .status
-        .success());
+    let key = keygen(dir.path(), "r.key");
     let input = dir.path().join("f");
     write_data(&input, 1000);
     let recv = start_recv(&["--key", key.to_str().unwrap(), "--keep"]);
-    let sent = run(&[
-        "send",
-        input.to_str().unwrap(),
-        "--to",
-        &recv.addr,
-        "--code",
-        "1-abc-def",
-        "--quiet",
-    ]);
-    assert_eq!(sent.status.code(), Some(4), "{}", stderr(&sent));
-    assert!(stderr(&sent).contains("refused by"), "{}", stderr(&sent));
+    fails(
+        &[
+            "send",
+            input.to_str().unwrap(),
+            "--to",
+            &recv.addr,
+            "--code",
+            "1-abc-def",
+            "--quiet",
+        ],
+        4,
+        "refused by",
+    );
     let line = recv.said("refused a sender", Duration::from_secs(10));
     assert!(line.contains("another key"), "{line}");
     recv.stop();
@@ -270,24 +269,20 @@ fn a_missing_output_directory_is_created_when_named_as_one() {
     let recv = start_recv(&["--output", &arg, "--insecure"]);
     assert!(target.is_dir(), "created before listening");
     let sent = run(&recv.send_args(input.to_str().unwrap()));
-    assert!(sent.status.success(), "{}", stderr(&sent));
-    assert!(wait(recv.child, Duration::from_secs(20)).success());
-    assert!(std::fs::read(target.join("data.bin")).unwrap() == data);
+    delivered(&sent, recv, &target.join("data.bin"), &data);
     // A file in a missing directory: said clearly, nothing created.
     let file = dir.path().join("nowhere/x.bin");
-    let o = run(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--insecure",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(5));
-    assert!(
-        stderr(&o).contains("does not exist (end --output with /"),
-        "{}",
-        stderr(&o)
+    fails(
+        &[
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--insecure",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+        5,
+        "does not exist (end --output with /",
     );
     assert!(!dir.path().join("nowhere").exists());
 }
@@ -328,10 +323,7 @@ fn a_dead_path_beside_a_live_one_is_shown_by_its_address() {
 #[test]
 fn a_receiver_that_cannot_listen_says_its_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("key");
-    assert!(run(&["keygen", "-o", key.to_str().unwrap()])
-        .status
-        .success());
+    let key = keygen(dir.path(), "key");
     let held = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let in_use = held.local_addr().unwrap().to_string();
     for (extra, mode) in [

@@ -14,12 +14,15 @@
 //!   other when the link delivers it.
 //! - [`Loopback`] (`loopback`): a namespace with nothing but its loopback,
 //!   at a real path's MTU.
+//! - [`hop`]: two TUN devices joined by the simulator's link model, one
+//!   lane each way; the one forwarding loop of `braid link` and the lab.
 //! - [`ns`]: the lab's namespaces, entering one, and the `ip` calls
 //!   everything here makes.
 //!
 //! Each namespace is named after the pid that made it, so one left by a
 //! process that was killed is recognised and removed by the next one.
 
+pub mod hop;
 mod loopback;
 mod namespace;
 pub mod ns;

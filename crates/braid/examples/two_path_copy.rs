@@ -1,11 +1,11 @@
 //! Copies a file over two paths at once, each through its own emulated
-//! link (a relay in this process), and checks the copy.
+//! link (an emulator in this process), and checks the copy.
 //!
 //! ```sh
 //! cargo run --release --example two_path_copy -- SOURCE DEST
 //! ```
 
-use braid::{connect, Listener, PathSpec, Relay, RelayConfig, Security, SessionConfig};
+use braid::{connect, Emulator, EmulatorConfig, Listener, PathSpec, Security, SessionConfig};
 use braid_link::{LinkConfig, Rate};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -35,12 +35,12 @@ async fn main() -> anyhow::Result<()> {
     )?;
     let server = listener.local_addr();
     // A fast short path and a slow long one, as Wi-Fi and LTE might be.
-    let fast = Relay::start(RelayConfig::new(
+    let fast = Emulator::start(EmulatorConfig::new(
         localhost,
         server,
         LinkConfig::new(Rate::mbit(40), Duration::from_millis(10)),
     ))?;
-    let slow = Relay::start(RelayConfig::new(
+    let slow = Emulator::start(EmulatorConfig::new(
         localhost,
         server,
         LinkConfig::new(Rate::mbit(10), Duration::from_millis(40)),

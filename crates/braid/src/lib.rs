@@ -38,11 +38,11 @@
 
 pub mod clock;
 mod driver;
+pub mod emulator;
 mod endpoint;
 mod error;
 pub mod mtu;
 mod qlog;
-pub mod relay;
 pub mod rendezvous;
 mod route;
 mod session;
@@ -56,9 +56,9 @@ pub use braid_proto::{
     CloseCode, ConfigError, EndpointConfig, EndpointStats, Freshness, Keypair, PathId, PathSample,
     PathState, PublicKey, Security, SessionConfig, SessionError, SessionStats, Violation,
 };
+pub use emulator::{Emulator, EmulatorConfig, EmulatorStats};
 pub use endpoint::{connect, Endpoint, Listener, PathSpec, CODE_GUESS_LIMIT};
 pub use error::{Error, Result};
-pub use relay::{Relay, RelayConfig, RelayStats};
 pub use session::{Monitor, PathInfo, Session};
 
 /// A fresh key pair from the operating system's random source.

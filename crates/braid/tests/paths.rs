@@ -1,9 +1,11 @@
-//! Sessions over emulated paths (relays on loopback): loss, reordering, a
+//! Sessions over emulated paths (emulators on loopback): loss, reordering, a
 //! path that fails and comes back, and every path failing.
 
 mod common;
 
-use braid::{connect, Error, Listener, PathSpec, Relay, RelayConfig, SessionConfig, SessionError};
+use braid::{
+    connect, Emulator, EmulatorConfig, Error, Listener, PathSpec, SessionConfig, SessionError,
+};
 use braid_link::{LinkConfig, Rate};
 use common::{answer_with_hash, client_cfg, content, server_cfg};
 use std::net::SocketAddr;
@@ -22,10 +24,10 @@ fn lossy_jittery(mbit: u64, one_way_ms: u64, jitter_ms: u64, loss: f64) -> LinkC
     }
 }
 
-fn relay(listen: SocketAddr, to: SocketAddr, link: LinkConfig, seed: u64) -> Relay {
-    let mut cfg = RelayConfig::new(listen, to, link);
+fn emulator(listen: SocketAddr, to: SocketAddr, link: LinkConfig, seed: u64) -> Emulator {
+    let mut cfg = EmulatorConfig::new(listen, to, link);
     cfg.seed = seed;
-    Relay::start(cfg).unwrap()
+    Emulator::start(cfg).unwrap()
 }
 
 /// A receiver that answers each session with the BLAKE3 of what it read.
@@ -39,18 +41,18 @@ fn hashing_receiver(listener: Listener) -> tokio::task::JoinHandle<std::io::Resu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lossy_reordering_paths_survive_a_relay_restart() {
+async fn lossy_reordering_paths_survive_an_emulator_restart() {
     let listener = Listener::bind(loopback(), server_cfg()).unwrap();
     let server = listener.local_addr();
     let link_a = lossy_jittery(20, 5, 3, 0.02);
     let link_b = lossy_jittery(10, 15, 5, 0.01);
-    let relay_a = relay(loopback(), server, link_a, 1);
-    let relay_b = relay(loopback(), server, link_b.clone(), 2);
-    let b_addr = relay_b.local_addr();
+    let emulator_a = emulator(loopback(), server, link_a, 1);
+    let emulator_b = emulator(loopback(), server, link_b.clone(), 2);
+    let b_addr = emulator_b.local_addr();
     let receiver = hashing_receiver(listener);
 
     let data = content(10 << 20);
-    let paths = [PathSpec::to(relay_a.local_addr()), PathSpec::to(b_addr)];
+    let paths = [PathSpec::to(emulator_a.local_addr()), PathSpec::to(b_addr)];
     let mut session = connect(&paths, client_cfg()).await.unwrap();
     let monitor = session.monitor();
     let sender = tokio::spawn(async move {
@@ -62,10 +64,10 @@ async fn lossy_reordering_paths_survive_a_relay_restart() {
     });
 
     tokio::time::sleep(Duration::from_millis(600)).await;
-    drop(relay_b);
+    drop(emulator_b);
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let acked_before_restart = path_acked(&monitor, 1);
-    let relay_b = relay(b_addr, server, link_b, 3);
+    let emulator_b = emulator(b_addr, server, link_b, 3);
 
     let (verified, session) = tokio::time::timeout(Duration::from_secs(60), sender)
         .await
@@ -78,10 +80,10 @@ async fn lossy_reordering_paths_survive_a_relay_restart() {
     assert!(stats.retransmitted > 0, "the links were lossy");
     assert!(
         path_acked(&monitor, 1) > acked_before_restart,
-        "path 1 carried data again after its relay came back"
+        "path 1 carried data again after its emulator came back"
     );
-    assert!(relay_b.stats().forward.link.delivered > 0);
-    drop(relay_a);
+    assert!(emulator_b.stats().forward.link.delivered > 0);
+    drop(emulator_a);
 }
 
 fn path_acked(monitor: &braid::Monitor, path: u8) -> u64 {
@@ -99,21 +101,21 @@ async fn losing_every_path_is_an_all_paths_down_error() {
     let listener = Listener::bind(loopback(), server_cfg()).unwrap();
     let server = listener.local_addr();
     let link = LinkConfig::new(Rate::mbit(20), Duration::from_millis(5));
-    let relay_a = relay(loopback(), server, link.clone(), 1);
-    let relay_b = relay(loopback(), server, link, 2);
+    let emulator_a = emulator(loopback(), server, link.clone(), 1);
+    let emulator_b = emulator(loopback(), server, link, 2);
     let _receiver = hashing_receiver(listener);
     let cfg = SessionConfig {
         idle_timeout: Duration::from_millis(1500),
         ..client_cfg()
     };
     let paths = [
-        PathSpec::to(relay_a.local_addr()),
-        PathSpec::to(relay_b.local_addr()),
+        PathSpec::to(emulator_a.local_addr()),
+        PathSpec::to(emulator_b.local_addr()),
     ];
     let mut session = connect(&paths, cfg).await.unwrap();
     session.write_all(&content(1 << 20)).await.unwrap();
-    drop(relay_a);
-    drop(relay_b);
+    drop(emulator_a);
+    drop(emulator_b);
     let big = content(64 << 20);
     let err = tokio::time::timeout(Duration::from_secs(20), async {
         session.write_all(&big).await?;

@@ -22,6 +22,38 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Runs `braid args` and checks that it fails with exit status `status`,
+/// saying `needle` on stderr; returns its output.
+pub fn fails<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    args: &[S],
+    status: i32,
+    needle: &str,
+) -> Output {
+    let o = run(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(status), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    o
+}
+
+/// Checks that a transfer went through: the sender's run `sent`
+/// succeeded, the receiver exited successfully (within 20 s), and `got`
+/// holds `data`.
+pub fn delivered(sent: &Output, recv: Recv, got: &Path, data: &[u8]) {
+    assert!(sent.status.success(), "{}", stderr(sent));
+    assert!(wait(recv.child, Duration::from_secs(20)).success());
+    assert!(std::fs::read(got).unwrap() == data);
+}
+
+/// A key pair made by `braid keygen` in `dir`: the secret key's path
+/// (the public half is beside it, in NAME.pub).
+pub fn keygen(dir: &Path, name: &str) -> std::path::PathBuf {
+    let key = dir.join(name);
+    let o = run(&["keygen", "-o", key.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    key
+}
+
 /// A port that was just free: nobody listens there, and the host says so.
 pub fn free_port() -> String {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -87,15 +119,23 @@ pub struct Recv {
     out: Option<Receiver<String>>,
 }
 
-pub fn start_recv(extra: &[&str]) -> Recv {
-    let mut child = braid()
-        .args(["recv", "--listen", "127.0.0.1:0", "--quiet"])
-        .args(extra)
+/// Starts `cmd` with its stdout piped, and its stderr read line by line.
+pub fn spawn_piped(cmd: &mut Command) -> (Child, Receiver<String>) {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let err = lines(child.stderr.take().unwrap());
+    (child, err)
+}
+
+pub fn start_recv(extra: &[&str]) -> Recv {
+    let (child, err) = spawn_piped(
+        braid()
+            .args(["recv", "--listen", "127.0.0.1:0", "--quiet"])
+            .args(extra),
+    );
     let mut addr = None;
     let auth = loop {
         let line = err

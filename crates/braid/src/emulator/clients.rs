@@ -1,4 +1,4 @@
-//! The relay's clients: one upstream socket each, NAT-style, and the
+//! The emulator's clients: one upstream socket each, NAT-style, and the
 //! tasks that read from the clients and from the target.
 
 use std::collections::HashMap;
@@ -130,7 +130,7 @@ async fn serve_replies(
     loop {
         let n = receiver.recv(&upstream).await;
         for (from, received) in receiver.buffers(n) {
-            // Only the target may answer: the relay is not an open proxy.
+            // Only the target may answer: the emulator is not an open proxy.
             if from == to {
                 shared
                     .reverse

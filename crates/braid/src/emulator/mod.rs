@@ -1,19 +1,19 @@
 //! The real-time link emulator: forwards UDP datagrams both ways through the
 //! simulator's link model ([`braid_link`]'s [`Link`]), on a real clock.
 //!
-//! Clients send to the relay's listen address. Each client gets its own
+//! Clients send to the emulator's listen address. Each client gets its own
 //! upstream socket, NAT-style, so replies from the target find their way
 //! back. Every datagram is offered to the link of its direction at the
 //! moment it is received and, if the link delivers it, sent on at the
 //! arrival time the link computed. Datagrams are opaque bytes: the only
-//! change the relay makes is OR-ing the link's MB-ECN level into the byte
+//! change the emulator makes is OR-ing the link's MB-ECN level into the byte
 //! at [`wire::MBECN_OFFSET`] of datagrams long enough to hold a braid header.
 //! What the link delivers at once (an unimpaired link) leaves straight from
 //! the receive buffers, consecutive GRO batches joined into one GSO send
 //! (`udp_gather`); only delayed datagrams are copied into the queue.
 //!
-//! Link instants count from the relay's start, so a trace's time 0 and
-//! the events of [`LinkConfig::events`] are relative to [`Relay::start`].
+//! Link instants count from the emulator's start, so a trace's time 0 and
+//! the events of [`LinkConfig::events`] are relative to [`Emulator::start`].
 
 use std::io;
 use std::net::SocketAddr;
@@ -44,10 +44,10 @@ const UPSTREAM_BATCH: usize = 4;
 /// Datagrams sent per lock of a direction's scheduler.
 const SEND_BATCH: usize = 64;
 
-/// What a relay listens on, where it forwards to, and the link of each
+/// What an emulator listens on, where it forwards to, and the link of each
 /// direction.
 #[derive(Debug, Clone)]
-pub struct RelayConfig {
+pub struct EmulatorConfig {
     /// Where clients send to.
     pub listen: SocketAddr,
     /// Where their datagrams go.
@@ -66,10 +66,10 @@ pub struct RelayConfig {
     pub socket_buffer: usize,
 }
 
-impl RelayConfig {
+impl EmulatorConfig {
     /// The same link both ways, seed 1, default socket buffers.
-    pub fn new(listen: SocketAddr, to: SocketAddr, link: LinkConfig) -> RelayConfig {
-        RelayConfig {
+    pub fn new(listen: SocketAddr, to: SocketAddr, link: LinkConfig) -> EmulatorConfig {
+        EmulatorConfig {
             listen,
             to,
             forward: link.clone(),
@@ -91,16 +91,16 @@ pub struct DirectionStats {
     /// Datagrams the link delivered but that were still in flight when it
     /// went down; the simulator discards those too.
     pub dropped_in_flight: u64,
-    /// Datagrams the link delivered but the relay had no room to hold.
+    /// Datagrams the link delivered but the emulator had no room to hold.
     pub dropped_overflow: u64,
     /// Datagrams the socket refused, or for which no upstream socket could
     /// be opened.
     pub send_errors: u64,
 }
 
-/// Counters of a running relay.
+/// Counters of a running emulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RelayStats {
+pub struct EmulatorStats {
     /// Client → target.
     pub forward: DirectionStats,
     /// Target → client.
@@ -109,9 +109,9 @@ pub struct RelayStats {
     pub clients: usize,
 }
 
-/// A running relay. Dropping it stops its tasks, which closes its sockets.
+/// A running emulator. Dropping it stops its tasks, which closes its sockets.
 #[derive(Debug)]
-pub struct Relay {
+pub struct Emulator {
     shared: Arc<Shared>,
     local: SocketAddr,
     _tasks: Vec<Task>,
@@ -135,12 +135,12 @@ fn is_own_address(ip: std::net::IpAddr) -> bool {
     ip.is_loopback() || std::net::UdpSocket::bind((ip, 0)).is_ok()
 }
 
-impl Relay {
+impl Emulator {
     /// Binds the listen address and starts forwarding. Needs a tokio runtime.
-    pub fn start(cfg: RelayConfig) -> Result<Relay> {
+    pub fn start(cfg: EmulatorConfig) -> Result<Emulator> {
         if tokio::runtime::Handle::try_current().is_err() {
             let e = io::Error::other("no tokio runtime is running");
-            return Err(Error::io("cannot start the relay", &e));
+            return Err(Error::io("cannot start the emulator", &e));
         }
         let listen = UdpIo::bind(cfg.listen, cfg.socket_buffer)
             .map_err(|e| Error::io(format!("cannot listen on {}", cfg.listen), &e))?;
@@ -150,11 +150,11 @@ impl Relay {
             let e = io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "{} is the relay's own address: it would forward to itself",
+                    "{} is the emulator's own address: it would forward to itself",
                     cfg.to
                 ),
             );
-            return Err(Error::io(format!("cannot relay to {}", cfg.to), &e));
+            return Err(Error::io(format!("cannot forward to {}", cfg.to), &e));
         }
         let [forward_seed, reverse_seed] = seeds::links(cfg.seed, cfg.path);
         let shared = Arc::new(Shared {
@@ -181,7 +181,7 @@ impl Relay {
             Task::spawn(deliver(Arc::clone(&shared), Dir::Reverse)),
             Task::spawn(apply_changes(Arc::clone(&shared), later)),
         ];
-        Ok(Relay {
+        Ok(Emulator {
             shared,
             local,
             _tasks: tasks,
@@ -194,8 +194,8 @@ impl Relay {
     }
 
     /// Counters so far.
-    pub fn stats(&self) -> RelayStats {
-        RelayStats {
+    pub fn stats(&self) -> EmulatorStats {
+        EmulatorStats {
             forward: self.shared.forward.stats(),
             reverse: self.shared.reverse.stats(),
             clients: self.shared.clients.load(atomic::Ordering::Relaxed),
@@ -209,7 +209,7 @@ impl Relay {
     }
 }
 
-/// State shared by the relay's tasks.
+/// State shared by the emulator's tasks.
 #[derive(Debug)]
 struct Shared {
     /// Link instant zero.
@@ -250,7 +250,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_relay_to_its_own_address_is_recognised() {
+    fn an_emulator_forwarding_to_its_own_address_is_recognised() {
         let a = |s: &str| s.parse::<SocketAddr>().unwrap();
         assert!(forwards_to_itself(a("127.0.0.1:7000"), a("127.0.0.1:7000")));
         assert!(forwards_to_itself(a("0.0.0.0:7000"), a("127.0.0.1:7000")));

@@ -1,13 +1,13 @@
-//! The real-time relay on loopback: delay, rate, loss, marking, clients and
+//! The real-time link emulator on loopback: delay, rate, loss, marking, clients and
 //! link state. Bounds are loose where they depend on the scheduler; where the
 //! link model guarantees something (a datagram is never early) they are tight.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use braid::relay::RelayStats;
+use braid::emulator::EmulatorStats;
 use braid::udp::{self, UdpIo};
-use braid::{Relay, RelayConfig};
+use braid::{Emulator, EmulatorConfig};
 use braid_link::{EcnMode, LinkConfig, LinkEvent, LinkEventKind, LinkState, QueueLimit, Rate};
 use braid_proto::{wire, Ecn};
 use quinn_udp::RecvMeta;
@@ -27,8 +27,8 @@ async fn socket() -> UdpSocket {
     UdpSocket::bind(loopback()).await.unwrap()
 }
 
-fn start(to: SocketAddr, link: LinkConfig) -> Relay {
-    Relay::start(RelayConfig::new(loopback(), to, link)).unwrap()
+fn start(to: SocketAddr, link: LinkConfig) -> Emulator {
+    Emulator::start(EmulatorConfig::new(loopback(), to, link)).unwrap()
 }
 
 /// A UDP echo server for the rest of the test.
@@ -52,11 +52,11 @@ async fn recv(sock: &UdpSocket, wait: Duration) -> Option<(Vec<u8>, SocketAddr)>
     }
 }
 
-/// Polls the relay's counters until `done` holds, or fails after a while.
-async fn wait_for(relay: &Relay, done: impl Fn(&RelayStats) -> bool) -> RelayStats {
+/// Polls the emulator's counters until `done` holds, or fails after a while.
+async fn wait_for(emulator: &Emulator, done: impl Fn(&EmulatorStats) -> bool) -> EmulatorStats {
     let give_up = Instant::now() + PATIENCE;
     loop {
-        let s = relay.stats();
+        let s = emulator.stats();
         if done(&s) {
             return s;
         }
@@ -80,7 +80,7 @@ fn number(d: &[u8]) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn echo_waits_the_one_way_delay_each_way() {
-    let relay = start(
+    let emulator = start(
         echo_server().await,
         LinkConfig {
             delay: ms(10),
@@ -90,14 +90,20 @@ async fn echo_waits_the_one_way_delay_each_way() {
     let client = socket().await;
     for _ in 0..3 {
         let sent = Instant::now();
-        client.send_to(b"ping", relay.local_addr()).await.unwrap();
+        client
+            .send_to(b"ping", emulator.local_addr())
+            .await
+            .unwrap();
         let (reply, from) = recv(&client, PATIENCE).await.expect("no echo");
         let rtt = sent.elapsed();
-        assert_eq!((reply.as_slice(), from), (&b"ping"[..], relay.local_addr()));
+        assert_eq!(
+            (reply.as_slice(), from),
+            (&b"ping"[..], emulator.local_addr())
+        );
         assert!(rtt >= ms(20), "round trip of {rtt:?} beat 2 × 10 ms");
         assert!(rtt < ms(1000), "round trip of {rtt:?}");
     }
-    let s = wait_for(&relay, |s| s.reverse.sent == 3).await;
+    let s = wait_for(&emulator, |s| s.reverse.sent == 3).await;
     assert_eq!((s.forward.sent, s.forward.link.delivered), (3, 3));
     assert_eq!(s.clients, 1);
 }
@@ -105,7 +111,7 @@ async fn echo_waits_the_one_way_delay_each_way() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_spreads_a_burst_over_its_serialisation_time() {
     let sink = socket().await;
-    let relay = start(
+    let emulator = start(
         sink.local_addr().unwrap(),
         LinkConfig {
             rate: Some(Rate::mbit(8)),
@@ -115,7 +121,7 @@ async fn rate_spreads_a_burst_over_its_serialisation_time() {
     );
     let client = socket().await;
     let first_sent = Instant::now();
-    send_numbered(&client, relay.local_addr(), 200, 1000).await;
+    send_numbered(&client, emulator.local_addr(), 200, 1000).await;
     let mut last = None;
     let mut numbers = Vec::new();
     while numbers.len() < 200 {
@@ -131,7 +137,7 @@ async fn rate_spreads_a_burst_over_its_serialisation_time() {
     let spread = last.unwrap() - first_sent;
     assert!(spread >= ms(205), "{spread:?}");
     assert!(spread < ms(1500), "{spread:?}");
-    let s = relay.stats();
+    let s = emulator.stats();
     assert_eq!(s.forward.link.delivered, 200);
     assert!(s.forward.link.max_queue_packets >= 50, "{s:#?}");
 }
@@ -139,7 +145,7 @@ async fn rate_spreads_a_burst_over_its_serialisation_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_loss_delivers_nothing_and_counts_drops() {
     let sink = socket().await;
-    let relay = start(
+    let emulator = start(
         sink.local_addr().unwrap(),
         LinkConfig {
             loss: 1.0,
@@ -147,14 +153,14 @@ async fn full_loss_delivers_nothing_and_counts_drops() {
         },
     );
     let client = socket().await;
-    send_numbered(&client, relay.local_addr(), 50, 100).await;
-    let s = wait_for(&relay, |s| s.forward.link.offered == 50).await;
+    send_numbered(&client, emulator.local_addr(), 50, 100).await;
+    let s = wait_for(&emulator, |s| s.forward.link.offered == 50).await;
     assert_eq!(
         (s.forward.link.dropped_loss, s.forward.link.delivered),
         (50, 0)
     );
     assert!(recv(&sink, ms(100)).await.is_none());
-    assert_eq!(relay.stats().forward.sent, 0);
+    assert_eq!(emulator.stats().forward.sent, 0);
 }
 
 /// An unimpaired link forwards straight from the receive buffers: GSO
@@ -170,7 +176,7 @@ async fn an_unimpaired_link_forwards_batches_intact_and_in_order() {
 
 async fn forward_batches(short_tail: bool) {
     let sink = UdpIo::bind(loopback(), 1 << 20).unwrap();
-    let relay = start(sink.local_addr(), LinkConfig::default());
+    let emulator = start(sink.local_addr(), LinkConfig::default());
     let client = UdpIo::bind(loopback(), 1 << 20).unwrap();
     let segs = client.max_gso_segments().clamp(1, 8) as u32;
     let (batches, len) = (20u32, 1200);
@@ -186,7 +192,7 @@ async fn forward_batches(short_tail: bool) {
             batch.extend_from_slice(&d);
         }
         client
-            .send(relay.local_addr(), Ecn::Ect0, &batch, Some(len))
+            .send(emulator.local_addr(), Ecn::Ect0, &batch, Some(len))
             .await
             .unwrap();
     }
@@ -211,20 +217,20 @@ async fn forward_batches(short_tail: bool) {
         assert_eq!(d.len(), if last { short } else { len });
         assert!(d[HEADER_PAD..].iter().all(|&b| b == want as u8));
     }
-    let s = wait_for(&relay, |s| s.forward.sent == u64::from(next)).await;
+    let s = wait_for(&emulator, |s| s.forward.sent == u64::from(next)).await;
     assert_eq!(
         (s.forward.send_errors, s.forward.link.delivered),
         (0, u64::from(next))
     );
 }
 
-/// Past any braid header, so the relay's MB-ECN byte is not in the pattern.
+/// Past any braid header, so the emulator's MB-ECN byte is not in the pattern.
 const HEADER_PAD: usize = 64;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mbecn_writes_the_queue_depth_into_the_header() {
     let sink = socket().await;
-    let relay = start(
+    let emulator = start(
         sink.local_addr().unwrap(),
         LinkConfig {
             rate: Some(Rate::mbit(1)),
@@ -233,10 +239,10 @@ async fn mbecn_writes_the_queue_depth_into_the_header() {
         },
     );
     let client = socket().await;
-    send_numbered(&client, relay.local_addr(), 100, 100).await;
+    send_numbered(&client, emulator.local_addr(), 100, 100).await;
     // Too short for a braid header: left alone however deep the queue.
     let short = [0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0];
-    client.send_to(&short, relay.local_addr()).await.unwrap();
+    client.send_to(&short, emulator.local_addr()).await.unwrap();
 
     let mut levels = vec![None; 100];
     let mut short_seen = None;
@@ -261,7 +267,7 @@ async fn mbecn_writes_the_queue_depth_into_the_header() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn threshold_marks_ce_on_the_wire() {
     let sink = UdpIo::bind(loopback(), 1 << 20).unwrap();
-    let relay = start(
+    let emulator = start(
         sink.local_addr(),
         LinkConfig {
             rate: Some(Rate::mbit(1)),
@@ -272,7 +278,7 @@ async fn threshold_marks_ce_on_the_wire() {
     let client = UdpIo::bind(loopback(), 1 << 20).unwrap();
     for _ in 0..30 {
         client
-            .send(relay.local_addr(), Ecn::Ect0, &[0; 100], None)
+            .send(emulator.local_addr(), Ecn::Ect0, &[0; 100], None)
             .await
             .unwrap();
     }
@@ -291,12 +297,12 @@ async fn threshold_marks_ce_on_the_wire() {
     assert_eq!(codepoints[0], Ecn::Ect0, "{codepoints:?}");
     let ce = codepoints.iter().filter(|&&c| c == Ecn::Ce).count();
     assert!(ce >= 10, "{codepoints:?}");
-    assert_eq!(ce as u64, relay.stats().forward.link.ce_marked);
+    assert_eq!(ce as u64, emulator.stats().forward.link.ce_marked);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_client_gets_its_own_replies() {
-    let relay = start(
+    let emulator = start(
         echo_server().await,
         LinkConfig {
             delay: ms(2),
@@ -305,21 +311,21 @@ async fn each_client_gets_its_own_replies() {
     );
     let (a, b) = (socket().await, socket().await);
     for _ in 0..5 {
-        a.send_to(b"from a", relay.local_addr()).await.unwrap();
-        b.send_to(b"from b", relay.local_addr()).await.unwrap();
+        a.send_to(b"from a", emulator.local_addr()).await.unwrap();
+        b.send_to(b"from b", emulator.local_addr()).await.unwrap();
     }
     for (sock, want) in [(&a, &b"from a"[..]), (&b, &b"from b"[..])] {
         for _ in 0..5 {
             let (d, from) = recv(sock, PATIENCE).await.expect("reply lost");
-            assert_eq!((d.as_slice(), from), (want, relay.local_addr()));
+            assert_eq!((d.as_slice(), from), (want, emulator.local_addr()));
         }
     }
-    assert_eq!(relay.stats().clients, 2);
+    assert_eq!(emulator.stats().clients, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduled_outage_drops_until_the_link_comes_back() {
-    let relay = start(
+    let emulator = start(
         echo_server().await,
         LinkConfig {
             events: vec![LinkEvent {
@@ -333,27 +339,39 @@ async fn scheduled_outage_drops_until_the_link_comes_back() {
     );
     let started = Instant::now();
     let client = socket().await;
-    client.send_to(b"early", relay.local_addr()).await.unwrap();
-    let s = wait_for(&relay, |s| s.forward.link.offered == 1).await;
+    client
+        .send_to(b"early", emulator.local_addr())
+        .await
+        .unwrap();
+    let s = wait_for(&emulator, |s| s.forward.link.offered == 1).await;
     assert_eq!(s.forward.link.dropped_down, 1);
     tokio::time::sleep_until((started + ms(1100)).into()).await;
-    client.send_to(b"late", relay.local_addr()).await.unwrap();
+    client
+        .send_to(b"late", emulator.local_addr())
+        .await
+        .unwrap();
     let (d, _) = recv(&client, PATIENCE).await.expect("still down");
     assert_eq!(d, b"late");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_state_takes_both_directions_down_and_up() {
-    let relay = start(echo_server().await, LinkConfig::default());
+    let emulator = start(echo_server().await, LinkConfig::default());
     let client = socket().await;
-    relay.set_state(LinkState::Down);
-    client.send_to(b"lost", relay.local_addr()).await.unwrap();
+    emulator.set_state(LinkState::Down);
+    client
+        .send_to(b"lost", emulator.local_addr())
+        .await
+        .unwrap();
     assert!(recv(&client, ms(100)).await.is_none());
-    relay.set_state(LinkState::Up);
-    client.send_to(b"back", relay.local_addr()).await.unwrap();
+    emulator.set_state(LinkState::Up);
+    client
+        .send_to(b"back", emulator.local_addr())
+        .await
+        .unwrap();
     let (d, _) = recv(&client, PATIENCE).await.expect("still down");
     assert_eq!(d, b"back");
-    let s = relay.stats();
+    let s = emulator.stats();
     assert_eq!(
         (s.forward.link.dropped_down, s.reverse.link.offered),
         (1, 1)
@@ -363,7 +381,7 @@ async fn set_state_takes_both_directions_down_and_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn datagrams_in_flight_are_lost_when_the_link_goes_down() {
     let sink = socket().await;
-    let relay = start(
+    let emulator = start(
         sink.local_addr().unwrap(),
         LinkConfig {
             delay: ms(500),
@@ -371,11 +389,14 @@ async fn datagrams_in_flight_are_lost_when_the_link_goes_down() {
         },
     );
     let client = socket().await;
-    client.send_to(b"doomed", relay.local_addr()).await.unwrap();
-    wait_for(&relay, |s| s.forward.link.delivered == 1).await;
-    relay.set_state(LinkState::Down);
+    client
+        .send_to(b"doomed", emulator.local_addr())
+        .await
+        .unwrap();
+    wait_for(&emulator, |s| s.forward.link.delivered == 1).await;
+    emulator.set_state(LinkState::Down);
     assert!(recv(&sink, ms(700)).await.is_none());
-    let s = relay.stats();
+    let s = emulator.stats();
     assert_eq!((s.forward.dropped_in_flight, s.forward.sent), (1, 0));
 }
 
@@ -383,7 +404,7 @@ async fn datagrams_in_flight_are_lost_when_the_link_goes_down() {
 async fn port_in_use_is_a_clear_error() {
     let taken = std::net::UdpSocket::bind(loopback()).unwrap();
     let addr = taken.local_addr().unwrap();
-    let e = Relay::start(RelayConfig::new(addr, addr, LinkConfig::default())).unwrap_err();
+    let e = Emulator::start(EmulatorConfig::new(addr, addr, LinkConfig::default())).unwrap_err();
     assert_eq!(
         e.to_string(),
         format!("cannot listen on {addr}: address already in use")

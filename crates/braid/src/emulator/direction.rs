@@ -1,4 +1,4 @@
-//! One direction of the relay: its link, the datagrams in flight on it
+//! One direction of the emulator: its link, the datagrams in flight on it
 //! and the task that sends them on when the link says they arrive.
 
 use std::net::SocketAddr;
