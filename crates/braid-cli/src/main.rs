@@ -1,6 +1,7 @@
 //! `braid`: send, receive, relay, simulate, benchmark, and see it all at once in `demo`.
 
 mod bench_cmd;
+mod close_codes;
 mod demo_cmd;
 mod failure;
 mod file_io;
@@ -24,6 +25,7 @@ mod recv_cmd;
 mod relay_cmd;
 mod rendezvous;
 mod send_cmd;
+mod side;
 mod sim_cmd;
 mod staging;
 mod summary;

@@ -1,12 +1,15 @@
 //! `braid recv`: accept a transfer from `braid send`, verify it, and keep it.
 
+use crate::close_codes::CLOSE_INTERRUPTED;
 use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::keys::RecvIdentity;
 use crate::plot::Recorder;
 use crate::progress::Progress;
+use crate::record;
 use crate::rendezvous::Meet;
-use crate::summary::{Report, Side, Written};
-use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
+use crate::side::Side;
+use crate::summary::{Report, Written};
+use crate::transfer::{self, Output};
 use crate::UsageError;
 use braid::rendezvous::{Meeting, Refusal};
 use braid::{Listener, Session, SessionConfig};
@@ -186,7 +189,7 @@ fn failed(f: Failure, args: &RecvArgs, began: Began, setup: Option<&Setup>) -> E
     report.started = began.at;
     report.duration = began.clock.elapsed();
     report.failure = Some(f);
-    report.print(args.report.json)
+    record::print(&report, args.report.json)
 }
 
 /// Checks the output, binds, and tells the user what to run on the sender.
@@ -455,7 +458,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
                 Some(p) => Written::File(p),
                 None => Written::Stdout,
             });
-            let status = report.print(args.report.json);
+            let status = record::print(&report, args.report.json);
             transfer::verdict_acknowledged(&mut session).await;
             // The sender's CLOSE is a round trip behind the verdict's ACK:
             // answering it lets the sender exit at once.
@@ -466,7 +469,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
             say_kept(&seen);
             report.duration = started.elapsed();
             report.failure = Some(failure::classify(&e, &ctx));
-            report.print(args.report.json)
+            record::print(&report, args.report.json)
         }
     }
 }

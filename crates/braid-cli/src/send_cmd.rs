@@ -1,13 +1,16 @@
 //! `braid send`: files, folders or stdin to a `braid recv`, over one or more connections.
 
+use crate::close_codes::CLOSE_INTERRUPTED;
 use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::manifest::Manifest;
 use crate::outgoing::Outgoing;
 use crate::plot::Recorder;
 use crate::progress::Progress;
+use crate::record;
 use crate::rendezvous::{Kept, Meet};
-use crate::summary::{Report, Side};
-use crate::transfer::{self, Source, CLOSE_INTERRUPTED};
+use crate::side::Side;
+use crate::summary::Report;
+use crate::transfer::{self, Source};
 use crate::UsageError;
 use anyhow::bail;
 use braid::rendezvous::Meeting;
@@ -101,7 +104,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
             None
         }
     };
-    let status = report.print(args.report.json);
+    let status = record::print(&report, args.report.json);
     if let Some((session, meeting)) = session {
         // CLOSE_DONE goes out before we exit, through the relays too: the
         // meeting leaves them (and ends our pairs there) only after.

@@ -4,30 +4,13 @@
 
 use crate::failure::{Failure, Kind, Mode};
 use crate::human;
+pub use crate::side::Side;
 use braid_proto::{PathId, PathState, PathStats, SessionStats};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
-
-/// Which side of a transfer: `braid send` or `braid recv`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    Send,
-    Recv,
-}
-
-impl Side {
-    /// The other side, in words.
-    pub fn peer(self) -> &'static str {
-        match self {
-            Side::Send => "the receiver",
-            Side::Recv => "the sender",
-        }
-    }
-}
 
 /// One connection of the session at its end.
 #[derive(Debug, Clone)]
@@ -254,20 +237,6 @@ impl Report {
             None => ExitCode::SUCCESS,
             Some(f) => ExitCode::from(f.kind.exit_status()),
         }
-    }
-
-    /// Prints the outcome: on failure the error first, on stderr; then
-    /// the record on stdout (`json`) or the summary on stderr.
-    pub fn print(&self, json: bool) -> ExitCode {
-        if let Some(f) = &self.failure {
-            eprintln!("braid: {}", f.message);
-        }
-        if json {
-            println!("{}", crate::record::to_json(self));
-        } else {
-            eprint!("{}", self.summary());
-        }
-        self.exit_code()
     }
 
     /// The human summary: nothing when a failure left nothing to show.

@@ -7,7 +7,7 @@
 
 use super::model::{Model, Point, Series, TICK};
 use crate::human;
-use crate::summary::Side;
+use crate::side::Side;
 use braid_proto::PathState;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

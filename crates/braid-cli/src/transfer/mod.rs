@@ -36,13 +36,6 @@ const HASH_LEN: usize = 32;
 const RECV_BUFFERS: usize = 16;
 /// Longest verdict line read back.
 const MAX_VERDICT: u64 = 4096;
-/// Close codes of the application (the core's own are below 16).
-pub const CLOSE_FAILED: u64 = 16;
-pub const CLOSE_INTERRUPTED: u64 = 17;
-/// The sender has the receiver's verdict: the transfer is over, and the
-/// receiver need not wait for the ACK of its verdict (QUIC's
-/// CONNECTION_CLOSE after the application is done).
-pub const CLOSE_DONE: u64 = 18;
 
 fn protocol(message: &str) -> anyhow::Error {
     Failure::err(Kind::Protocol, message)

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{
-    close_reason, parent, protocol, Outcome, Output, CLOSE_FAILED, HASH_LEN, MAGIC, RECV_BUFFERS,
-};
+use super::{close_reason, parent, protocol, Outcome, Output, HASH_LEN, MAGIC, RECV_BUFFERS};
+use crate::close_codes::CLOSE_FAILED;
 use crate::failure::{Failure, Kind};
 use crate::file_io::{HashingWriter, Sink};
 use crate::filled::Filled;
