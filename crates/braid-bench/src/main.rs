@@ -7,9 +7,7 @@
 //! own; `braid bench ARGS` runs this program with ARGS.
 
 mod bench;
-mod human;
 mod lab;
-mod proc_usage;
 mod tcp_file;
 
 use clap::Parser;

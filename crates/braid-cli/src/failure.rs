@@ -276,7 +276,7 @@ fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure 
                 "a relay paired us with {}, but the handshake through it got no answer \
                  within {} (the peer stopped, or the relay stopped forwarding)",
                 ctx.side.peer(),
-                crate::human::duration(*after)
+                braid::text::duration(*after)
             ),
         ),
         SessionError::HandshakeTimeout(after) => Failure::new(
@@ -284,7 +284,7 @@ fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure 
             format!(
                 "no answer from {peer}: the handshake timed out after {} \
                  (is `braid recv` running there?)",
-                crate::human::duration(*after)
+                braid::text::duration(*after)
             ),
         ),
         SessionError::ListenerBusy { after, .. } => Failure::new(
@@ -292,7 +292,7 @@ fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure 
             format!(
                 "{peer} is busy: it had no room for the session in {} (it said so \
                  unauthenticated; try again later)",
-                crate::human::duration(*after)
+                braid::text::duration(*after)
             ),
         ),
         SessionError::CodeRejected => wrong_code(),

@@ -1,12 +1,15 @@
 //! `braid`: send, receive, relay, simulate, benchmark, and see it all at once in `demo`.
 
+// relay_cmd.rs still names these by their former module names.
+use braid::process as proc_usage;
+use braid::text as human;
+
 mod bench_cmd;
 mod close_codes;
 mod demo_cmd;
 mod failure;
 mod file_io;
 mod filled;
-mod human;
 mod keys;
 mod landing;
 mod lent;
@@ -18,7 +21,6 @@ mod metrics;
 mod observe;
 mod outgoing;
 mod plot;
-mod proc_usage;
 mod progress;
 mod record;
 mod recv_cmd;

@@ -150,7 +150,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("braid: {what}");
                     return Ok(ExitCode::from(status));
                 }
-                let waited = crate::human::duration(began.clock.elapsed());
+                let waited = braid::text::duration(began.clock.elapsed());
                 let f = Failure::new(
                     Kind::Interrupted(status),
                     format!("{what} while waiting for a sender: none came in {waited}"),
@@ -479,7 +479,7 @@ fn say_kept(seen: &transfer::Seen) {
     if let Some((path, bytes)) = &seen.kept {
         eprintln!(
             "kept {} in {}: the same transfer sent again goes on from there",
-            crate::human::size(*bytes),
+            braid::text::size(*bytes),
             braid::text::escape(&path.display().to_string())
         );
     }

@@ -41,6 +41,7 @@ mod driver;
 mod endpoint;
 mod error;
 pub mod mtu;
+pub mod process;
 mod qlog;
 pub mod relay;
 pub mod rendezvous;

@@ -411,7 +411,7 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
     if !cases.is_empty() {
         eprintln!(
             "braid bench reach: {} per transfer, {} rounds of {} cases, rotated",
-            crate::human::size(args.size),
+            braid::text::size(args.size),
             args.rounds,
             cases.len()
         );

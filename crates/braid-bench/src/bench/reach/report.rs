@@ -473,7 +473,7 @@ impl Report {
              starting the sender to its session being open (when its record arrived, less its \
              `duration_s`). Goodput = the sender's, from the handshake to the receiver's verdict.\n",
             crate::bench::command_line(),
-            crate::human::size(self.size),
+            braid::text::size(self.size),
             self.rounds,
             name = self.name,
         );
