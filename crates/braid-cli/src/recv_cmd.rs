@@ -1,9 +1,7 @@
 //! `braid recv`: accept a transfer from `braid send`, verify it, and keep it.
 
-use crate::close_codes::CLOSE_INTERRUPTED;
 use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::keys::RecvIdentity;
-use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::record;
 use crate::rendezvous::Meet;
@@ -398,7 +396,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let mut report = Report::new(Side::Recv);
     report.mode = Some(setup.mode);
     report.started = SystemTime::now();
-    let recording = args.observe.record(&session, "recv", "braid recv");
+    let watching = args.observe.watch(&session, Side::Recv, "braid recv");
     let view = || crate::live::Setup {
         side: Side::Recv,
         title: "braid recv".into(),
@@ -411,7 +409,6 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let live = args.observe.live.unwrap_or(false);
     let progress = Progress::with_live(bar && args.report.live(), live, None, "recv", view);
     let watch = progress.watch(session.monitor(), Side::Recv);
-    let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Recv);
     let started = Instant::now();
     let mut seen = transfer::Seen::default();
     let receiving = transfer::receive_telling(
@@ -424,20 +421,11 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let outcome = tokio::select! {
         r = receiving => r,
         (what, status) = crate::interrupted() => {
-            // What arrived stays in the staging folder for the same
-            // transfer sent again.
-            session.abort(CLOSE_INTERRUPTED, &format!("receiver {what}"));
-            Err(Failure::err(Kind::Interrupted(status), what))
+            Err(transfer::interrupted(&session, Side::Recv, what, status))
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
-    // The record's counts first, then the log's end: what the session
-    // sends meanwhile (its CLOSE) is in the log, never only in the counts.
-    report.observe(&session);
-    recording.finish(&session).await;
-    if let Some(r) = recorder {
-        r.write(&report).await;
-    }
+    watching.end(&session, &mut report).await;
     report.reach = setup.meeting.reach();
     report.resumed = seen.start;
     if let Some(m) = &seen.manifest {

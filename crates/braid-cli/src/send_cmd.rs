@@ -1,10 +1,8 @@
 //! `braid send`: files, folders or stdin to a `braid recv`, over one or more connections.
 
-use crate::close_codes::CLOSE_INTERRUPTED;
 use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::manifest::Manifest;
 use crate::outgoing::Outgoing;
-use crate::plot::Recorder;
 use crate::progress::Progress;
 use crate::record;
 use crate::rendezvous::{Kept, Meet};
@@ -227,11 +225,10 @@ async fn send_and_report(
     meet: Option<&Meet>,
     meeting: &Kept,
 ) -> anyhow::Result<Session> {
-    let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
+    let title = format!("braid send {}", manifest.label());
+    let watching = args.observe.watch(&session, Side::Send, &title);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
-    let title = format!("braid send {}", manifest.label());
-    let recording = args.observe.record(&session, "send", &title);
     let view = || crate::live::Setup {
         side: Side::Send,
         title: format!("braid send {}", braid::text::escape(&manifest.label())),
@@ -249,20 +246,11 @@ async fn send_and_report(
         // Noticed even while waiting for input, as from a stalled pipe.
         e = monitor.failed() => Err(e.into()),
         (what, status) = crate::interrupted() => {
-            // The receiver learns why at once, and keeps what it has for
-            // the same transfer sent again.
-            session.abort(CLOSE_INTERRUPTED, &format!("sender {what}"));
-            Err(Failure::err(Kind::Interrupted(status), what))
+            Err(transfer::interrupted(&session, Side::Send, what, status))
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
-    // The record's counts first, then the log's end: what the session
-    // sends meanwhile (its CLOSE) is in the log, never only in the counts.
-    report.observe(&session);
-    recording.finish(&session).await;
-    if let Some(r) = recorder {
-        r.write(report).await;
-    }
+    watching.end(&session, report).await;
     report.reach = meeting.reach();
     match outcome {
         Ok(o) => {

@@ -11,6 +11,14 @@ pub enum Side {
 }
 
 impl Side {
+    /// This side, in words.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Send => "sender",
+            Side::Recv => "receiver",
+        }
+    }
+
     /// The other side, in words.
     pub fn peer(self) -> &'static str {
         match self {

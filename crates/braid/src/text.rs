@@ -2,7 +2,8 @@
 //! text from the peer made safe to print (a file name or a close reason
 //! may carry terminal escapes, line breaks or bidirectional overrides),
 //! and figures with three significant digits and a unit that fits
-//! (decimal throughout: kB, MB and Mbit/s are all powers of 1000).
+//! (decimal throughout: kB, MB and Mbit/s are all powers of 1000), and a
+//! timeout read back from the command line.
 
 use std::time::Duration;
 
@@ -76,6 +77,14 @@ pub fn ms(d: Duration) -> String {
     sig3(d.as_secs_f64() * 1e3)
 }
 
+/// A timeout from the command line ("90s", "500ms"): zero would fail at once.
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    match braid_link::units::parse_duration(s).map_err(|e| e.to_string())? {
+        d if d.is_zero() => Err("a timeout must be longer than 0".into()),
+        d => Ok(d),
+    }
+}
+
 fn scaled(mut x: f64, units: &[&str]) -> String {
     let mut unit = 0;
     // Compare the rounded text so that 999.6 kB shows as "1.00 MB".
@@ -128,5 +137,12 @@ mod tests {
         assert_eq!(duration(Duration::from_millis(16_984)), "17.0 s");
         assert_eq!(duration(Duration::from_micros(90_120)), "90.1 ms");
         assert_eq!(ms(Duration::from_micros(257)), "0.257");
+    }
+
+    #[test]
+    fn a_timeout_is_longer_than_zero() {
+        assert_eq!(parse_timeout("90s"), Ok(Duration::from_secs(90)));
+        assert!(parse_timeout("0s").is_err());
+        assert!(parse_timeout("soon").is_err());
     }
 }

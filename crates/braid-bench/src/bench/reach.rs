@@ -96,7 +96,7 @@ pub struct ReachArgs {
     #[arg(long, value_name = "PATH")]
     wormhole: Option<PathBuf>,
     /// A transfer without a verdict after this long counts as failed.
-    #[arg(long, default_value = "90s", value_parser = crate::parse_timeout)]
+    #[arg(long, default_value = "90s", value_parser = braid::text::parse_timeout)]
     timeout: Duration,
     /// Seed of the links' randomness.
     #[arg(long, default_value_t = 1)]
