@@ -13,7 +13,6 @@ mod tcp_file;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
