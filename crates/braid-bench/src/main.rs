@@ -7,15 +7,12 @@
 //! own; `braid bench ARGS` runs this program with ARGS.
 
 mod bench;
-mod human;
 mod lab;
-mod proc_usage;
 mod tcp_file;
 
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -87,17 +84,4 @@ fn braid_exe() -> anyhow::Result<PathBuf> {
 /// (`tcp-send`, `tcp-recv`).
 fn own_exe() -> anyhow::Result<PathBuf> {
     std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find this program's own path: {e}"))
-}
-
-fn parse_cc(name: &str) -> Result<braid_proto::cc::Algorithm, String> {
-    name.parse()
-        .map_err(|e: braid_proto::cc::UnknownController| e.to_string())
-}
-
-/// A timeout: zero would fail at once.
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    match braid_link::units::parse_duration(s).map_err(|e| e.to_string())? {
-        d if d.is_zero() => Err("a timeout must be longer than 0".into()),
-        d => Ok(d),
-    }
 }

@@ -3,7 +3,7 @@
 //! reach" (the peer was reached), and a socket we could not bind is ours,
 //! not the network's.
 
-use crate::summary::Side;
+use crate::side::Side;
 use braid_proto::{CloseCode, SessionError};
 use std::fmt;
 
@@ -276,7 +276,7 @@ fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure 
                 "a relay paired us with {}, but the handshake through it got no answer \
                  within {} (the peer stopped, or the relay stopped forwarding)",
                 ctx.side.peer(),
-                crate::human::duration(*after)
+                braid::text::duration(*after)
             ),
         ),
         SessionError::HandshakeTimeout(after) => Failure::new(
@@ -284,7 +284,7 @@ fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure 
             format!(
                 "no answer from {peer}: the handshake timed out after {} \
                  (is `braid recv` running there?)",
-                crate::human::duration(*after)
+                braid::text::duration(*after)
             ),
         ),
         SessionError::ListenerBusy { after, .. } => Failure::new(
@@ -292,7 +292,7 @@ fn from_session(session: &SessionError, ctx: &Context, said: String) -> Failure 
             format!(
                 "{peer} is busy: it had no room for the session in {} (it said so \
                  unauthenticated; try again later)",
-                crate::human::duration(*after)
+                braid::text::duration(*after)
             ),
         ),
         SessionError::CodeRejected => wrong_code(),
@@ -325,8 +325,8 @@ fn from_peer_abort(code: u64, reason: &str, ctx: &Context, said: String) -> Fail
     let peer = &ctx.peer;
     let reason = braid::text::escape(reason);
     match (code, CloseCode::from_value(code)) {
-        (crate::transfer::CLOSE_FAILED, _) => Failure::new(Kind::PeerFailed, reason),
-        (crate::transfer::CLOSE_INTERRUPTED, _) => Failure::new(Kind::Aborted, reason),
+        (crate::close_codes::CLOSE_FAILED, _) => Failure::new(Kind::PeerFailed, reason),
+        (crate::close_codes::CLOSE_INTERRUPTED, _) => Failure::new(Kind::Aborted, reason),
         // Authenticated, so its reason can be trusted and shown.
         (_, Some(CloseCode::Security)) if ctx.mode == Mode::Key => Failure::new(
             Kind::WrongKey,
@@ -511,7 +511,7 @@ mod tests {
     #[test]
     fn errors_are_found_under_context_and_inside_io_errors() {
         let aborted = braid::Error::Session(SessionError::PeerAborted {
-            code: crate::transfer::CLOSE_FAILED,
+            code: crate::close_codes::CLOSE_FAILED,
             reason: "receiver failed: No space left on device".into(),
         });
         let e = Err::<(), _>(std::io::Error::from(aborted))
@@ -546,9 +546,9 @@ mod tests {
             aborted(CloseCode::Protocol.into(), Mode::Key),
             Kind::Protocol
         );
-        let failed = crate::transfer::CLOSE_FAILED;
+        let failed = crate::close_codes::CLOSE_FAILED;
         assert_eq!(aborted(failed, Mode::Key), Kind::PeerFailed);
-        let interrupted = crate::transfer::CLOSE_INTERRUPTED;
+        let interrupted = crate::close_codes::CLOSE_INTERRUPTED;
         assert_eq!(aborted(interrupted, Mode::Key), Kind::Aborted);
     }
 }

@@ -1,12 +1,16 @@
 //! `braid`: send, receive, relay, emulate, simulate, benchmark, and see it all at once in `demo`.
 
+// relay_cmd.rs still names these by their former module names.
+use braid::process as proc_usage;
+use braid::text as human;
+
 mod bench_cmd;
+mod close_codes;
 mod demo_cmd;
 mod emulate_cmd;
 mod failure;
 mod file_io;
 mod filled;
-mod human;
 mod keys;
 mod landing;
 mod lent;
@@ -18,13 +22,13 @@ mod metrics;
 mod observe;
 mod outgoing;
 mod plot;
-mod proc_usage;
 mod progress;
 mod record;
 mod recv_cmd;
 mod relay_cmd;
 mod rendezvous;
 mod send_cmd;
+mod side;
 mod sim_cmd;
 mod staging;
 mod summary;

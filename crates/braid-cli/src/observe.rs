@@ -1,6 +1,9 @@
 //! What a transfer records besides its summary: a qlog per session, plots
 //! of its connections, and the live view.
 
+use crate::plot::Recorder;
+use crate::side::Side;
+use crate::summary::Report;
 use braid::Session;
 use braid_proto::SessionConfig;
 use clap::Args;
@@ -39,6 +42,18 @@ impl ObserveArgs {
         cfg.trace |= self.qlog.is_some();
     }
 
+    /// Starts the qlog and the plots of one transfer, as asked for.
+    pub fn watch(&self, session: &Session, side: Side, title: &str) -> Watching {
+        let short = match side {
+            Side::Send => "send",
+            Side::Recv => "recv",
+        };
+        Watching {
+            recorder: Recorder::start(self.plot.as_deref(), session, side),
+            recording: self.record(session, short, title),
+        }
+    }
+
     /// Starts the qlog of `session`, if asked for: `DIR/SIDE-ID.sqlog`,
     /// the session id shared by both sides' files (as the plots' names).
     pub fn record(&self, session: &Session, side: &str, title: &str) -> Recording {
@@ -70,6 +85,27 @@ impl Recording {
         match session.finish_qlog().await {
             Ok(()) => eprintln!("braid: qlog {}", file.display()),
             Err(e) => eprintln!("braid: the qlog {} is incomplete: {e}", file.display()),
+        }
+    }
+}
+
+/// The qlog and the plots of one transfer, ended together after it.
+#[must_use = "end it, or the qlog may be cut short and the plots unwritten"]
+pub struct Watching {
+    recording: Recording,
+    recorder: Option<Recorder>,
+}
+
+impl Watching {
+    /// Takes the session's figures into `report`, then ends the qlog and
+    /// draws the plots.
+    pub async fn end(self, session: &Session, report: &mut Report) {
+        // The record's counts first, then the log's end: what the session
+        // sends meanwhile (its CLOSE) is in the log, never only in the counts.
+        report.observe(session);
+        self.recording.finish(session).await;
+        if let Some(r) = self.recorder {
+            r.write(report).await;
         }
     }
 }

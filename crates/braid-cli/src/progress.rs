@@ -6,7 +6,7 @@
 //! transfer's.
 
 use crate::live::{self, Live};
-use crate::summary::Side;
+use crate::side::Side;
 use braid::Monitor;
 use braid_proto::PathId;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

@@ -3,9 +3,11 @@
 //! by field in docs/transfer-json.md. Fields are added, never renamed or
 //! given another meaning, within one schema version.
 
-use crate::summary::{Connection, Report, Side, Written};
+use crate::side::Side;
+use crate::summary::{Connection, Report, Written};
 use braid_proto::PathState;
 use serde::Serialize;
+use std::process::ExitCode;
 use std::time::UNIX_EPOCH;
 
 pub const SCHEMA: &str = "braid.transfer/1";
@@ -130,6 +132,20 @@ pub struct RttRecord {
     pub p95: f64,
     pub smoothed: f64,
     pub samples: u64,
+}
+
+/// Prints the outcome: on failure the error first, on stderr; then the
+/// record on stdout (`json`) or the summary on stderr.
+pub fn print(r: &Report, json: bool) -> ExitCode {
+    if let Some(f) = &r.failure {
+        eprintln!("braid: {}", f.message);
+    }
+    if json {
+        println!("{}", to_json(r));
+    } else {
+        eprint!("{}", r.summary());
+    }
+    r.exit_code()
 }
 
 pub fn to_json(r: &Report) -> String {

@@ -2,11 +2,12 @@
 
 use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::keys::RecvIdentity;
-use crate::plot::Recorder;
 use crate::progress::Progress;
+use crate::record;
 use crate::rendezvous::Meet;
-use crate::summary::{Report, Side, Written};
-use crate::transfer::{self, Output, CLOSE_INTERRUPTED};
+use crate::side::Side;
+use crate::summary::{Report, Written};
+use crate::transfer::{self, Output};
 use crate::UsageError;
 use braid::rendezvous::{Meeting, Refusal};
 use braid::{Listener, Session, SessionConfig};
@@ -147,7 +148,7 @@ async fn recv(args: RecvArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("braid: {what}");
                     return Ok(ExitCode::from(status));
                 }
-                let waited = crate::human::duration(began.clock.elapsed());
+                let waited = braid::text::duration(began.clock.elapsed());
                 let f = Failure::new(
                     Kind::Interrupted(status),
                     format!("{what} while waiting for a sender: none came in {waited}"),
@@ -186,7 +187,7 @@ fn failed(f: Failure, args: &RecvArgs, began: Began, setup: Option<&Setup>) -> E
     report.started = began.at;
     report.duration = began.clock.elapsed();
     report.failure = Some(f);
-    report.print(args.report.json)
+    record::print(&report, args.report.json)
 }
 
 /// Checks the output, binds, and tells the user what to run on the sender.
@@ -395,7 +396,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let mut report = Report::new(Side::Recv);
     report.mode = Some(setup.mode);
     report.started = SystemTime::now();
-    let recording = args.observe.record(&session, "recv", "braid recv");
+    let watching = args.observe.watch(&session, Side::Recv, "braid recv");
     let view = || crate::live::Setup {
         side: Side::Recv,
         title: "braid recv".into(),
@@ -408,7 +409,6 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let live = args.observe.live.unwrap_or(false);
     let progress = Progress::with_live(bar && args.report.live(), live, None, "recv", view);
     let watch = progress.watch(session.monitor(), Side::Recv);
-    let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Recv);
     let started = Instant::now();
     let mut seen = transfer::Seen::default();
     let receiving = transfer::receive_telling(
@@ -421,20 +421,11 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     let outcome = tokio::select! {
         r = receiving => r,
         (what, status) = crate::interrupted() => {
-            // What arrived stays in the staging folder for the same
-            // transfer sent again.
-            session.abort(CLOSE_INTERRUPTED, &format!("receiver {what}"));
-            Err(Failure::err(Kind::Interrupted(status), what))
+            Err(transfer::interrupted(&session, Side::Recv, what, status))
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
-    // The record's counts first, then the log's end: what the session
-    // sends meanwhile (its CLOSE) is in the log, never only in the counts.
-    report.observe(&session);
-    recording.finish(&session).await;
-    if let Some(r) = recorder {
-        r.write(&report).await;
-    }
+    watching.end(&session, &mut report).await;
     report.reach = setup.meeting.reach();
     report.resumed = seen.start;
     if let Some(m) = &seen.manifest {
@@ -455,7 +446,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
                 Some(p) => Written::File(p),
                 None => Written::Stdout,
             });
-            let status = report.print(args.report.json);
+            let status = record::print(&report, args.report.json);
             transfer::verdict_acknowledged(&mut session).await;
             // The sender's CLOSE is a round trip behind the verdict's ACK:
             // answering it lets the sender exit at once.
@@ -466,7 +457,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
             say_kept(&seen);
             report.duration = started.elapsed();
             report.failure = Some(failure::classify(&e, &ctx));
-            report.print(args.report.json)
+            record::print(&report, args.report.json)
         }
     }
 }
@@ -476,7 +467,7 @@ fn say_kept(seen: &transfer::Seen) {
     if let Some((path, bytes)) = &seen.kept {
         eprintln!(
             "kept {} in {}: the same transfer sent again goes on from there",
-            crate::human::size(*bytes),
+            braid::text::size(*bytes),
             braid::text::escape(&path.display().to_string())
         );
     }

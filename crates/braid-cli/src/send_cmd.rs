@@ -3,11 +3,12 @@
 use crate::failure::{self, Context, Failure, Kind, Mode};
 use crate::manifest::Manifest;
 use crate::outgoing::Outgoing;
-use crate::plot::Recorder;
 use crate::progress::Progress;
+use crate::record;
 use crate::rendezvous::{Kept, Meet};
-use crate::summary::{Report, Side};
-use crate::transfer::{self, Source, CLOSE_INTERRUPTED};
+use crate::side::Side;
+use crate::summary::Report;
+use crate::transfer::{self, Source};
 use crate::UsageError;
 use anyhow::bail;
 use braid::rendezvous::Meeting;
@@ -101,7 +102,7 @@ async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
             None
         }
     };
-    let status = report.print(args.report.json);
+    let status = record::print(&report, args.report.json);
     if let Some((session, meeting)) = session {
         // CLOSE_DONE goes out before we exit, through the relays too: the
         // meeting leaves them (and ends our pairs there) only after.
@@ -224,11 +225,10 @@ async fn send_and_report(
     meet: Option<&Meet>,
     meeting: &Kept,
 ) -> anyhow::Result<Session> {
-    let recorder = Recorder::start(args.observe.plot.as_deref(), &session, Side::Send);
+    let title = format!("braid send {}", manifest.label());
+    let watching = args.observe.watch(&session, Side::Send, &title);
     // From here on as `transfer::send` times itself: from the handshake's end.
     let started = Instant::now();
-    let title = format!("braid send {}", manifest.label());
-    let recording = args.observe.record(&session, "send", &title);
     let view = || crate::live::Setup {
         side: Side::Send,
         title: format!("braid send {}", braid::text::escape(&manifest.label())),
@@ -246,20 +246,11 @@ async fn send_and_report(
         // Noticed even while waiting for input, as from a stalled pipe.
         e = monitor.failed() => Err(e.into()),
         (what, status) = crate::interrupted() => {
-            // The receiver learns why at once, and keeps what it has for
-            // the same transfer sent again.
-            session.abort(CLOSE_INTERRUPTED, &format!("sender {what}"));
-            Err(Failure::err(Kind::Interrupted(status), what))
+            Err(transfer::interrupted(&session, Side::Send, what, status))
         }
     };
     crate::wind_down(watch, &progress, &session, outcome.is_err()).await;
-    // The record's counts first, then the log's end: what the session
-    // sends meanwhile (its CLOSE) is in the log, never only in the counts.
-    report.observe(&session);
-    recording.finish(&session).await;
-    if let Some(r) = recorder {
-        r.write(report).await;
-    }
+    watching.end(&session, report).await;
     report.reach = meeting.reach();
     match outcome {
         Ok(o) => {

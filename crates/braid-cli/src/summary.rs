@@ -3,31 +3,14 @@
 //! measured, each connection by its address, in human units.
 
 use crate::failure::{Failure, Kind, Mode};
-use crate::human;
+pub use crate::side::Side;
+use braid::text;
 use braid_proto::{PathId, PathState, PathStats, SessionStats};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
-
-/// Which side of a transfer: `braid send` or `braid recv`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    Send,
-    Recv,
-}
-
-impl Side {
-    /// The other side, in words.
-    pub fn peer(self) -> &'static str {
-        match self {
-            Side::Send => "the receiver",
-            Side::Recv => "the sender",
-        }
-    }
-}
 
 /// One connection of the session at its end.
 #[derive(Debug, Clone)]
@@ -224,8 +207,14 @@ impl Report {
         self.failure.is_none() && self.hash.is_some()
     }
 
+    /// Goodput in bit/s of what this run moved; zero for an empty interval.
     pub fn goodput_bps(&self) -> f64 {
-        human::bits_per_s(self.bytes.saturating_sub(self.resumed), self.duration)
+        let s = self.duration.as_secs_f64();
+        if s > 0.0 {
+            self.bytes.saturating_sub(self.resumed) as f64 * 8.0 / s
+        } else {
+            0.0
+        }
     }
 
     /// Each connection's share of the transfer: of the stream bytes
@@ -254,20 +243,6 @@ impl Report {
             None => ExitCode::SUCCESS,
             Some(f) => ExitCode::from(f.kind.exit_status()),
         }
-    }
-
-    /// Prints the outcome: on failure the error first, on stderr; then
-    /// the record on stdout (`json`) or the summary on stderr.
-    pub fn print(&self, json: bool) -> ExitCode {
-        if let Some(f) = &self.failure {
-            eprintln!("braid: {}", f.message);
-        }
-        if json {
-            println!("{}", crate::record::to_json(self));
-        } else {
-            eprint!("{}", self.summary());
-        }
-        self.exit_code()
     }
 
     /// The human summary: nothing when a failure left nothing to show.
@@ -335,15 +310,15 @@ impl Report {
             .map(|f| format!(" {}{count}", braid::text::escape(f)))
             .unwrap_or_default();
         let resumed = if self.resumed > 0 {
-            format!(", {} of it there before", human::size(self.resumed))
+            format!(", {} of it there before", text::size(self.resumed))
         } else {
             String::new()
         };
         let amount = match (self.failure.is_some(), self.size) {
             (true, Some(size)) => {
-                format!("{} of {}", human::size(self.bytes), human::size(size))
+                format!("{} of {}", text::size(self.bytes), text::size(size))
             }
-            _ => human::size(self.bytes),
+            _ => text::size(self.bytes),
         };
         let amount = amount + &resumed;
         let carried = |c: &&Connection| c.carried(self.side);
@@ -367,13 +342,13 @@ impl Report {
         let _ = writeln!(
             out,
             "{verb}{file}: {amount} in {}{}, {} over {n} connection{}{cc}",
-            human::duration(self.duration),
+            text::duration(self.duration),
             if self.failure.is_some() {
                 " before the failure"
             } else {
                 ""
             },
-            human::rate(self.goodput_bps()),
+            text::rate(self.goodput_bps()),
             if n == 1 { "" } else { "s" },
         );
     }
@@ -397,7 +372,7 @@ impl Report {
         let s = &c.stats;
         let mut line = format!(
             "{} ({:.0} %)",
-            human::rate(self.goodput_bps() * share),
+            text::rate(self.goodput_bps() * share),
             share * 100.0
         );
         match self.side {
@@ -408,7 +383,7 @@ impl Report {
                     line,
                     ", {} data packets, {lost} lost ({} %)",
                     s.data_packets_sent,
-                    human::sig3(percent(lost, s.data_packets_sent))
+                    text::sig3(percent(lost, s.data_packets_sent))
                 );
                 if s.retransmitted > 0 {
                     let _ = write!(line, ", {} resends sent on it", s.retransmitted);
@@ -438,7 +413,7 @@ impl Report {
                     out,
                     "  direct path to {} open {} after the pairing",
                     c.label_among(&self.connections),
-                    human::duration(after)
+                    text::duration(after)
                 );
             }
             _ if reach.relays.iter().any(|r| r.peer.is_some()) => {
@@ -460,7 +435,7 @@ impl Report {
                     "  retransmitted {} of {} segments ({} %), {} needlessly; {} timeouts",
                     s.retransmitted,
                     s.segments_sent,
-                    human::sig3(pct),
+                    text::sig3(pct),
                     s.spurious_retransmits,
                     s.timeouts
                 );
@@ -490,7 +465,7 @@ packets lost on it; resends: retransmissions it carried, of any connection's los
 /// any (its ACKs all came back first as copies on a faster connection),
 /// the controller's samples, said to be out on it and back on another.
 fn rtt_figure(s: &PathStats) -> String {
-    let ms = |a, b, c| format!("{}/{}/{} ms", human::ms(a), human::ms(b), human::ms(c));
+    let ms = |a, b, c| format!("{}/{}/{} ms", text::ms(a), text::ms(b), text::ms(c));
     if s.own_rtt_samples > 0 {
         format!(", RTT {}", ms(s.own_rtt_min, s.own_rtt_avg, s.own_rtt_max))
     } else if s.rtt_samples > 0 {

@@ -88,33 +88,17 @@ impl UdpIo {
         contents: &[u8],
         segment: Option<usize>,
     ) -> io::Result<()> {
-        let Some(seg) = segment.filter(|&s| s > 0 && s < contents.len()) else {
-            return self.send_gso(to, ecn, contents, None).await;
-        };
-        for piece in contents.chunks(gso_batch_bytes(seg, self.max_gso_segments())) {
-            self.send_gso(to, ecn, piece, Some(seg)).await?;
+        for batch in gso_batches(to, ecn, contents, segment, self.max_gso_segments()) {
+            self.send_gso(&batch).await?;
         }
         Ok(())
     }
 
-    /// [`UdpIo::send`] in one call: a batch within the socket's limits.
-    async fn send_gso(
-        &self,
-        to: SocketAddr,
-        ecn: Ecn,
-        contents: &[u8],
-        segment: Option<usize>,
-    ) -> io::Result<()> {
-        let transmit = Transmit {
-            destination: to,
-            ecn: to_codepoint(ecn),
-            contents,
-            segment_size: segment.filter(|&s| s < contents.len()),
-            src_ip: None,
-        };
+    /// One batch of [`UdpIo::send`] in one call.
+    async fn send_gso(&self, transmit: &Transmit<'_>) -> io::Result<()> {
         let try_send = || {
             self.io.async_io(Interest::WRITABLE, || {
-                self.state.try_send((&self.io).into(), &transmit)
+                self.state.try_send((&self.io).into(), transmit)
             })
         };
         let sent = match try_send().await {
@@ -122,15 +106,9 @@ impl UdpIo {
             Err(e) if udp_errors::is_icmp_report(&e) => try_send().await,
             r => r,
         };
-        match (sent, transmit.segment_size) {
-            // A kernel or device that refuses GSO: send the datagrams one by one.
-            (Err(e), Some(seg)) if e.kind() != io::ErrorKind::WouldBlock => {
-                for chunk in contents.chunks(seg) {
-                    let single = Transmit {
-                        contents: chunk,
-                        segment_size: None,
-                        ..transmit.clone()
-                    };
+        match sent {
+            Err(e) if refused_gso(&e, transmit) => {
+                for single in one_by_one(transmit) {
                     self.io
                         .async_io(Interest::WRITABLE, || {
                             self.state.try_send((&self.io).into(), &single)
@@ -139,7 +117,7 @@ impl UdpIo {
                 }
                 Ok(())
             }
-            (r, _) => r,
+            r => r,
         }
     }
 
@@ -237,6 +215,48 @@ pub fn bind_std(
 /// at least.
 pub(crate) fn gso_batch_bytes(segment: usize, max_segments: usize) -> usize {
     segment * (MAX_GSO_BYTES / segment).min(max_segments).max(1)
+}
+
+/// The sends that carry `contents` to `to`: one datagram, or datagrams of
+/// `segment` bytes (the last may be shorter) in as few GSO calls as
+/// [`gso_batch_bytes`] allows.
+pub(crate) fn gso_batches(
+    to: SocketAddr,
+    ecn: Ecn,
+    contents: &[u8],
+    segment: Option<usize>,
+    max_segments: usize,
+) -> impl Iterator<Item = Transmit<'_>> {
+    let seg = segment.filter(|&s| s > 0 && s < contents.len());
+    let batch = seg.map_or(contents.len(), |s| gso_batch_bytes(s, max_segments));
+    // An empty datagram is sent too; `chunks` alone would yield nothing.
+    let empty = contents.is_empty().then_some(contents);
+    contents
+        .chunks(batch.max(1))
+        .chain(empty)
+        .map(move |piece| Transmit {
+            destination: to,
+            ecn: to_codepoint(ecn),
+            contents: piece,
+            segment_size: seg.filter(|&s| s < piece.len()),
+            src_ip: None,
+        })
+}
+
+/// Whether a failed GSO send is worth sending again datagram by datagram:
+/// a kernel or device that refuses GSO (not a full socket).
+pub(crate) fn refused_gso(e: &io::Error, t: &Transmit<'_>) -> bool {
+    t.segment_size.is_some() && e.kind() != io::ErrorKind::WouldBlock
+}
+
+/// `t`'s datagrams one by one, for a kernel or device that refuses GSO.
+pub(crate) fn one_by_one<'a>(t: &'a Transmit<'a>) -> impl Iterator<Item = Transmit<'a>> {
+    let seg = t.segment_size.unwrap_or(t.contents.len()).max(1);
+    t.contents.chunks(seg).map(|one| Transmit {
+        contents: one,
+        segment_size: None,
+        ..t.clone()
+    })
 }
 
 /// The codepoint quinn-udp writes for `ecn`.

@@ -99,7 +99,7 @@ pub struct SuiteArgs {
     #[arg(long, short)]
     jobs: Option<usize>,
     /// Controllers to run each row with (comma-separated).
-    #[arg(long, default_value = DEFAULT_CCS.as_str(), value_delimiter = ',', value_parser = crate::parse_cc)]
+    #[arg(long, default_value = DEFAULT_CCS.as_str(), value_delimiter = ',')]
     cc: Vec<Algorithm>,
     /// Where the suites are.
     #[arg(long, default_value = "scenarios")]

@@ -30,7 +30,7 @@ pub struct PairingsArgs {
     #[arg(long, default_value_t = 2)]
     flooded: usize,
     /// How long the flood lasts.
-    #[arg(long, default_value = "3s", value_parser = crate::parse_timeout)]
+    #[arg(long, default_value = "3s", value_parser = braid::text::parse_timeout)]
     flood_for: Duration,
     /// Write pairings.md here too.
     #[arg(long)]

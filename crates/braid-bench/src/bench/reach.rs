@@ -96,7 +96,7 @@ pub struct ReachArgs {
     #[arg(long, value_name = "PATH")]
     wormhole: Option<PathBuf>,
     /// A transfer without a verdict after this long counts as failed.
-    #[arg(long, default_value = "90s", value_parser = crate::parse_timeout)]
+    #[arg(long, default_value = "90s", value_parser = braid::text::parse_timeout)]
     timeout: Duration,
     /// Seed of the links' randomness.
     #[arg(long, default_value_t = 1)]
@@ -411,7 +411,7 @@ pub fn run(args: ReachArgs) -> anyhow::Result<ExitCode> {
     if !cases.is_empty() {
         eprintln!(
             "braid bench reach: {} per transfer, {} rounds of {} cases, rotated",
-            crate::human::size(args.size),
+            braid::text::size(args.size),
             args.rounds,
             cases.len()
         );

@@ -69,7 +69,7 @@ pub struct RealArgs {
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_KINDS.as_str())]
     kinds: Vec<Kind>,
     /// braid's controller (the simulator's figure uses the same).
-    #[arg(long, default_value = "bbr", value_parser = crate::parse_cc)]
+    #[arg(long, default_value = "bbr")]
     cc: braid_proto::cc::Algorithm,
     /// Output directory: real.md, real.json, plots/real-*.svg.
     #[arg(long, default_value = "bench-out")]

@@ -253,7 +253,7 @@ pub fn run(args: TransfersArgs) -> anyhow::Result<ExitCode> {
     let cases = cases(&args);
     eprintln!(
         "{} per transfer, {} rounds of {} cases, rotated{}",
-        crate::human::size(args.size),
+        braid::text::size(args.size),
         args.rounds,
         cases.len(),
         args.mtu

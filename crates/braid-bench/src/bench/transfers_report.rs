@@ -97,7 +97,7 @@ pub(super) fn markdown(summaries: &[Summary], set: &Setting) -> String {
         "{} per transfer, {} rounds, cases rotated each round, medians; the \
          receiver writes to {}; sealed means a pinned key. `runs` in \
          [transfers.json](transfers.json) has every run.\n",
-        crate::human::size(set.size),
+        braid::text::size(set.size),
         set.rounds,
         match set.sink {
             Sink::File => "a file",

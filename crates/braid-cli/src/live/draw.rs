@@ -6,8 +6,8 @@
 //! same without borders, then one line each.
 
 use super::model::{Model, Point, Series, TICK};
-use crate::human;
-use crate::summary::Side;
+use crate::side::Side;
+use braid::text;
 use braid_proto::PathState;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -30,8 +30,8 @@ const RATE: Metric = Metric {
     name: "rate",
     color: Color::Green,
     value: |p| p.rate_bps,
-    now: |s| human::rate(s.recent_rate_bps()),
-    top: human::rate,
+    now: |s| text::rate(s.recent_rate_bps()),
+    top: text::rate,
 };
 
 const SEND_METRICS: [Metric; 4] = [
@@ -40,8 +40,8 @@ const SEND_METRICS: [Metric; 4] = [
         name: "window",
         color: Color::Cyan,
         value: |p| p.window as f64,
-        now: |s| s.now().map_or_else(String::new, |p| human::size(p.window)),
-        top: |v| human::size(v as u64),
+        now: |s| s.now().map_or_else(String::new, |p| text::size(p.window)),
+        top: |v| text::size(v as u64),
     },
     Metric {
         name: "sRTT",
@@ -49,9 +49,9 @@ const SEND_METRICS: [Metric; 4] = [
         value: |p| p.srtt.as_secs_f64(),
         now: |s| {
             s.now()
-                .map_or_else(String::new, |p| format!("{} ms", human::ms(p.srtt)))
+                .map_or_else(String::new, |p| format!("{} ms", text::ms(p.srtt)))
         },
-        top: |v| format!("{} ms", human::sig3(v * 1e3)),
+        top: |v| format!("{} ms", text::sig3(v * 1e3)),
     },
     Metric {
         name: "lost",
@@ -161,17 +161,17 @@ fn header(m: &Model, rows: &mut Rect, buf: &mut Buffer) {
         Span::raw("  "),
     ];
     let amount = match m.total {
-        Some(t) => format!("{} of {}", human::size(m.content), human::size(t)),
-        None => human::size(m.content),
+        Some(t) => format!("{} of {}", text::size(m.content), text::size(t)),
+        None => text::size(m.content),
     };
     spans.push(Span::raw(amount));
     spans.push(Span::raw(format!(
         "  {}  elapsed {}",
-        human::rate(m.rate_bps()),
-        human::duration(m.elapsed)
+        text::rate(m.rate_bps()),
+        text::duration(m.elapsed)
     )));
     if m.total.is_some() {
-        let eta = m.eta().map_or_else(|| "–".into(), human::duration);
+        let eta = m.eta().map_or_else(|| "–".into(), text::duration);
         spans.push(Span::raw(format!("  ETA {eta}")));
     }
     take_line(Line::from(spans), rows, buf);
@@ -345,8 +345,8 @@ fn path_lines(m: &Model, area: Rect, buf: &mut Buffer) -> u16 {
             let p = s.now().unwrap_or_default();
             figures += &format!(
                 "{:>9}{:>10}{:>10}",
-                human::size(p.window),
-                format!("{} ms", human::ms(p.srtt)),
+                text::size(p.window),
+                format!("{} ms", text::ms(p.srtt)),
                 format!("{} lost", s.lost)
             );
         }
@@ -374,7 +374,7 @@ fn footer(m: &Model, metrics: &[Metric], columns: u16, area: Rect, buf: &mut Buf
         .collect();
     let mut line = format!(
         "charts: last {} · tops: {}",
-        human::duration(span),
+        text::duration(span),
         tops.join(", ")
     );
     if m.side == Side::Recv {

@@ -8,7 +8,7 @@ mod draw;
 mod model;
 mod screen;
 
-use crate::summary::Side;
+use crate::side::Side;
 use braid::Monitor;
 use braid_proto::PathId;
 use model::{Model, Reading, TICK};

@@ -3,7 +3,7 @@
 //! (rate, window, sRTT, losses) aligned on the same ticks, each
 //! connection's share and the session's totals. Pure: time is an input.
 
-use crate::summary::Side;
+use crate::side::Side;
 use braid_proto::{PathId, PathState, SessionStats};
 use std::collections::VecDeque;
 use std::time::Duration;

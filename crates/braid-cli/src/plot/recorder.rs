@@ -4,7 +4,7 @@
 //! reads it back) and draws them, whether the transfer succeeded or not.
 
 use super::{charts, Trace};
-use crate::summary::Side;
+use crate::side::Side;
 use braid::{Monitor, Session};
 use braid_proto::{PathId, PathSample, SessionStats};
 use braid_sim::report::SeriesPoint;

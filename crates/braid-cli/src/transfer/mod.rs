@@ -20,8 +20,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
+use crate::close_codes::CLOSE_INTERRUPTED;
 use crate::failure::{Failure, Kind};
 use crate::manifest::Manifest;
+use crate::side::Side;
 
 mod receive;
 mod send;
@@ -36,13 +38,14 @@ const HASH_LEN: usize = 32;
 const RECV_BUFFERS: usize = 16;
 /// Longest verdict line read back.
 const MAX_VERDICT: u64 = 4096;
-/// Close codes of the application (the core's own are below 16).
-pub const CLOSE_FAILED: u64 = 16;
-pub const CLOSE_INTERRUPTED: u64 = 17;
-/// The sender has the receiver's verdict: the transfer is over, and the
-/// receiver need not wait for the ACK of its verdict (QUIC's
-/// CONNECTION_CLOSE after the application is done).
-pub const CLOSE_DONE: u64 = 18;
+
+/// Ends a transfer that was interrupted (`what`, exit status `status`): the
+/// peer learns why at once, and keeps what it has for the same transfer
+/// sent again.
+pub fn interrupted(session: &Session, side: Side, what: &str, status: u8) -> anyhow::Error {
+    session.abort(CLOSE_INTERRUPTED, &format!("{} {what}", side.name()));
+    Failure::err(Kind::Interrupted(status), what)
+}
 
 fn protocol(message: &str) -> anyhow::Error {
     Failure::err(Kind::Protocol, message)

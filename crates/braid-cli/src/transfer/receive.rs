@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{
-    close_reason, parent, protocol, Outcome, Output, CLOSE_FAILED, HASH_LEN, MAGIC, RECV_BUFFERS,
-};
+use super::{close_reason, parent, protocol, Outcome, Output, HASH_LEN, MAGIC, RECV_BUFFERS};
+use crate::close_codes::CLOSE_FAILED;
 use crate::failure::{Failure, Kind};
 use crate::file_io::{HashingWriter, Sink};
 use crate::filled::Filled;
@@ -54,7 +53,8 @@ pub async fn receive_telling(
     seen: &mut Seen,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let result = receive_inner(session, output, overwrite, progress, seen).await;
+    let plan = |m: &Manifest| Plan::new(output, m, overwrite);
+    let result = receive_planned(session, plan, progress, seen).await;
     match &result {
         Ok(o) => {
             // The contents are verified and kept: that is the outcome,
@@ -78,8 +78,13 @@ pub async fn receive_telling(
 enum Plan {
     /// One file's content into a stream (or nowhere).
     Stream(Sink),
-    /// Everything at the top lands in `dir`, under `names`.
-    Land { dir: PathBuf, names: Vec<String> },
+    /// Everything at the top lands in `dir`, under `names`, replacing
+    /// what is there if `overwrite`.
+    Land {
+        dir: PathBuf,
+        names: Vec<String>,
+        overwrite: bool,
+    },
 }
 
 impl Plan {
@@ -130,14 +135,18 @@ impl Plan {
                 )));
             }
         }
-        Ok(Plan::Land { dir, names })
+        Ok(Plan::Land {
+            dir,
+            names,
+            overwrite,
+        })
     }
 }
 
-async fn receive_inner(
+/// Receives one transfer where `plan` says once the manifest is known.
+async fn receive_planned(
     session: &mut Session,
-    output: &Output,
-    overwrite: bool,
+    plan: impl FnOnce(&Manifest) -> anyhow::Result<Plan>,
     progress: &Progress,
     seen: &mut Seen,
 ) -> anyhow::Result<Outcome> {
@@ -148,7 +157,7 @@ async fn receive_inner(
         progress.set_length(size);
     }
     progress.set_files(&manifest);
-    let (dir, names) = match Plan::new(output, &manifest, overwrite)? {
+    let (dir, names, overwrite) = match plan(&manifest)? {
         Plan::Stream(sink) => {
             offer(session, 0, None).await?;
             read_start(session, 0).await?;
@@ -165,7 +174,11 @@ async fn receive_inner(
             let (bytes, hash) = copied.await?;
             return Ok(outcome(bytes, 0, hash, None));
         }
-        Plan::Land { dir, names } => (dir, names),
+        Plan::Land {
+            dir,
+            names,
+            overwrite,
+        } => (dir, names, overwrite),
     };
     let path = match names.as_slice() {
         [one] => dir.join(one),

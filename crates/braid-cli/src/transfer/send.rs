@@ -7,7 +7,8 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
-use super::{protocol, Outcome, CLOSE_DONE, HASH_LEN, MAGIC, MAX_VERDICT};
+use super::{protocol, Outcome, HASH_LEN, MAGIC, MAX_VERDICT};
+use crate::close_codes::CLOSE_DONE;
 use crate::failure::{Failure, Kind};
 use crate::file_io::{hash_prefix, HashingReader};
 use crate::lent::Lent;

@@ -77,26 +77,11 @@ impl UdpOut {
         contents: &[u8],
         segment: Option<usize>,
     ) -> io::Result<()> {
-        let seg = segment
-            .filter(|&s| s > 0 && s < contents.len())
-            .unwrap_or(contents.len().max(1));
-        for piece in contents.chunks(udp::gso_batch_bytes(seg, self.state.max_gso_segments())) {
-            let t = Transmit {
-                destination: to,
-                ecn: udp::to_codepoint(ecn),
-                contents: piece,
-                segment_size: (seg < piece.len()).then_some(seg),
-                src_ip: None,
-            };
+        let max_segments = self.state.max_gso_segments();
+        for t in udp::gso_batches(to, ecn, contents, segment, max_segments) {
             match self.send_waiting(&t) {
-                // A kernel or device that refuses GSO: one by one.
-                Err(e) if t.segment_size.is_some() && e.kind() != io::ErrorKind::WouldBlock => {
-                    for one in piece.chunks(seg) {
-                        let single = Transmit {
-                            contents: one,
-                            segment_size: None,
-                            ..t.clone()
-                        };
+                Err(e) if udp::refused_gso(&e, &t) => {
+                    for single in udp::one_by_one(&t) {
                         self.send_waiting(&single)?;
                     }
                 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-pub use crate::proc_usage::usage;
+pub use braid::process::usage;
 
 /// A line a program printed, and when it arrived.
 #[derive(Clone, Debug)]

@@ -110,6 +110,26 @@ pub(super) fn fixed(v: Option<f64>, d: usize) -> String {
     v.map_or("—".to_owned(), |v| format!("{v:.d$}"))
 }
 
+/// One row of a markdown table.
+pub(super) fn row(md: &mut String, cells: impl IntoIterator<Item = String>) {
+    let cells: Vec<String> = cells.into_iter().collect();
+    let _ = writeln!(md, "| {} |", cells.join(" | "));
+}
+
+impl Summary {
+    /// The cells that open a table of cases between two sites: case,
+    /// NATs, relays, runs and how many were verified (or survived).
+    pub(super) fn lead(&self) -> [String; 5] {
+        [
+            self.case.clone(),
+            self.pair.clone(),
+            self.relays.clone(),
+            self.runs.to_string(),
+            self.verified.to_string(),
+        ]
+    }
+}
+
 /// A share as a whole percentage, "—" for none.
 pub(super) fn percent(v: Option<f64>) -> String {
     v.map_or("—".into(), |d| format!("{:.0} %", d * 100.0))
@@ -473,7 +493,7 @@ impl Report {
              starting the sender to its session being open (when its record arrived, less its \
              `duration_s`). Goodput = the sender's, from the handshake to the receiver's verdict.\n",
             crate::bench::command_line(),
-            crate::human::size(self.size),
+            braid::text::size(self.size),
             self.rounds,
             name = self.name,
         );
@@ -503,20 +523,23 @@ impl Report {
         md.push_str("\n## NAT pairs (relays A and B given to both sides)\n\n");
         md.push_str("| pair | runs | verified | direct validated | within 1 RTT + 300 ms | validated ms | to data s (median / worst) | share direct | goodput Mbit/s |\n|---|---|---|---|---|---|---|---|---|\n");
         for s in self.part(Part::Pairs) {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
-                s.case,
-                s.runs,
-                s.verified,
-                s.direct_validated,
-                s.direct_in_time,
-                fixed(s.validated_ms, 0),
+            let to_data = format!(
+                "{} / {}",
                 fixed(s.to_data_s, 2),
-                fixed(s.to_data_s_worst, 2),
-                percent(s.direct_share),
-                fixed(s.goodput_mbps, 1)
+                fixed(s.to_data_s_worst, 2)
             );
+            let cells = [
+                s.case.clone(),
+                s.runs.to_string(),
+                s.verified.to_string(),
+                s.direct_validated.to_string(),
+                s.direct_in_time.to_string(),
+                fixed(s.validated_ms, 0),
+                to_data,
+                percent(s.direct_share),
+                fixed(s.goodput_mbps, 1),
+            ];
+            row(md, cells);
         }
     }
 
@@ -526,19 +549,13 @@ impl Report {
         }
         md.push_str("\n## Capacity\n\n| case | NATs | relays | runs | verified | goodput Mbit/s | share direct | relay CPU s/GB | relay peak RSS MB |\n|---|---|---|---|---|---|---|---|---|\n");
         for s in self.part(Part::Capacity) {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                s.case,
-                s.pair,
-                s.relays,
-                s.runs,
-                s.verified,
+            let more = [
                 fixed(s.goodput_mbps, 1),
                 percent(s.direct_share),
                 fixed(s.relay_cpu_s_per_gb, 2),
-                fixed(s.relay_rss_peak_mb, 1)
-            );
+                fixed(s.relay_rss_peak_mb, 1),
+            ];
+            row(md, s.lead().into_iter().chain(more));
         }
     }
 
@@ -552,18 +569,12 @@ impl Report {
             super::EVENT_AT * 100.0
         );
         for s in self.part(Part::Failover) {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                s.case,
-                s.pair,
-                s.relays,
-                s.runs,
-                s.verified,
+            let more = [
                 fixed(s.event_at_s, 2),
                 fixed(s.goodput_mbps, 1),
                 percent(s.direct_share),
-            );
+            ];
+            row(md, s.lead().into_iter().chain(more));
         }
     }
 

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY, LAN_WORMHOLE};
-use super::report::{fixed, percent, Report, Summary, Verdict};
+use super::report::{fixed, percent, row, Report, Summary, Verdict};
 use super::{Case, Expect, Part, Program};
 
 /// Goodput through the relay (both hosts on one LAN) over the direct
@@ -231,21 +231,20 @@ fn topology_table(r: &Report, md: &mut String) {
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for s in parts.iter().flat_map(|&p| r.part(p)) {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            s.case,
-            s.topology,
-            s.pair,
-            s.program.label(),
-            s.runs,
-            s.verified,
-            s.direct_validated,
+        let cells = [
+            s.case.clone(),
+            s.topology.clone(),
+            s.pair.clone(),
+            s.program.label().to_string(),
+            s.runs.to_string(),
+            s.verified.to_string(),
+            s.direct_validated.to_string(),
             fixed(s.validated_ms, 0),
             percent(s.direct_share),
             fixed(s.goodput_mbps, 1),
-            fixed(s.wall_s, 2)
-        );
+            fixed(s.wall_s, 2),
+        ];
+        row(md, cells);
     }
 }
 
@@ -261,22 +260,22 @@ fn blocked_table(r: &Report, md: &mut String) {
          |---|---|---|---|---|---|---|---|\n",
     );
     for s in r.part(Part::UdpBlocked) {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            s.case,
-            s.runs,
-            s.as_expected,
-            s.verified,
+        let codes = if s.error_codes.is_empty() {
+            "—".into()
+        } else {
+            s.error_codes.join(", ")
+        };
+        let cells = [
+            s.case.clone(),
+            s.runs.to_string(),
+            s.as_expected.to_string(),
+            s.verified.to_string(),
             fixed(s.fail_s[0], 2),
             fixed(s.fail_s[1], 2),
-            if s.error_codes.is_empty() {
-                "—".into()
-            } else {
-                s.error_codes.join(", ")
-            },
-            fixed(s.wall_s, 2)
-        );
+            codes,
+            fixed(s.wall_s, 2),
+        ];
+        row(md, cells);
     }
 }
 
@@ -295,23 +294,15 @@ pub fn markdown(r: &Report, md: &mut String) {
             super::EVENT_AT * 100.0
         );
         for s in r.part(Part::Rebinding) {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} of {} | {} | {} | {} | {} / {} |",
-                s.case,
-                s.pair,
-                s.relays,
-                s.runs,
-                s.verified,
+            let more = [
                 fixed(s.event_at_s, 2),
-                s.direct_back,
-                s.runs,
+                format!("{} of {}", s.direct_back, s.runs),
                 fixed(s.goodput_mbps, 1),
                 percent(s.direct_share),
                 fixed(s.sender_s, 2),
-                fixed(s.wall_s, 2),
-                fixed(s.wall_s_worst, 2)
-            );
+                format!("{} / {}", fixed(s.wall_s, 2), fixed(s.wall_s_worst, 2)),
+            ];
+            row(md, s.lead().into_iter().chain(more));
         }
     }
     if r.part(Part::KeyRestart).next().is_some() {
@@ -324,16 +315,15 @@ pub fn markdown(r: &Report, md: &mut String) {
              |---|---|---|---|---|---|\n",
         );
         for s in r.part(Part::KeyRestart) {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} |",
-                s.case,
-                s.runs,
-                s.verified,
+            let cells = [
+                s.case.clone(),
+                s.runs.to_string(),
+                s.verified.to_string(),
                 fixed(s.second_s, 2),
                 fixed(s.second_total_s, 2),
-                fixed(s.goodput_mbps, 1)
-            );
+                fixed(s.goodput_mbps, 1),
+            ];
+            row(md, cells);
         }
     }
 }

@@ -1,27 +1,30 @@
 //! CPU time and memory of a running process, from /proc (Linux): what
-//! the bench reads of the programs it runs, and what `braid relay
-//! --metrics` says of itself.
+//! `braid relay --metrics` says of itself, and what the bench reads of the
+//! programs it runs to give CPU per gigabyte moved. Not part of the
+//! transport; it lives here because both binaries depend on this crate.
 
-use anyhow::Context;
+use std::io;
 
 /// CPU time and memory of a running process, from /proc.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Usage {
     /// User and system CPU seconds.
     pub cpu_s: f64,
-    /// Resident memory now and at its peak, in bytes.
+    /// Resident memory now, in bytes.
     pub rss: u64,
+    /// Resident memory at its peak, in bytes.
     pub rss_peak: u64,
 }
 
 /// Reads `pid`'s /proc/<pid>/stat (CPU ticks) and status (VmRSS, VmHWM).
-pub fn usage(pid: u32) -> anyhow::Result<Usage> {
+pub fn usage(pid: u32) -> io::Result<Usage> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("no process {pid}"))?;
+        .map_err(|e| io::Error::new(e.kind(), format!("no process {pid}: {e}")))?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    parse_usage(&stat, &status, ticks).context("cannot read /proc/<pid>/stat")
+    parse_usage(&stat, &status, ticks)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "cannot read /proc/<pid>/stat"))
 }
 
 fn parse_usage(stat: &str, status: &str, ticks_per_s: f64) -> Option<Usage> {
@@ -64,5 +67,11 @@ mod tests {
         assert_eq!(u.rss, 10_485_760);
         assert_eq!(u.rss_peak, 20_971_520);
         assert!(parse_usage("4242 (braid) S 1", status, 100.0).is_none());
+    }
+
+    #[test]
+    fn this_process_has_usage() {
+        let u = usage(std::process::id()).unwrap();
+        assert!(u.rss > 0 && u.rss_peak >= u.rss);
     }
 }
