@@ -207,40 +207,41 @@ fn write_frames(s: &mut String, f: &FrameSummary) {
 }
 
 fn write_metrics(s: &mut String, sep: &str, m: &Metrics) {
-    let mut sep = sep;
-    let mut field = |s: &mut String, name: &str, value: std::fmt::Arguments<'_>| {
-        let _ = write!(s, "{sep}\"{name}\":{value}");
-        sep = ",";
-    };
-    if let Some(v) = m.cwnd {
-        field(s, "congestion_window", format_args!("{v}"));
-    }
-    if let Some(v) = m.in_flight {
-        field(s, "bytes_in_flight", format_args!("{v}"));
-    }
-    if let Some(v) = m.srtt {
-        field(s, "smoothed_rtt", format_args!("{}", ms(v)));
-    }
-    if let Some(v) = m.latest_rtt {
-        field(s, "latest_rtt", format_args!("{}", ms(v)));
-    }
-    if let Some(v) = m.min_rtt {
-        field(s, "min_rtt", format_args!("{}", ms(v)));
-    }
-    if let Some(v) = m.rttvar {
-        field(s, "rtt_variance", format_args!("{}", ms(v)));
-    }
-    if let Some(v) = m.pacing_rate {
+    use Figure::{Count, Ms};
+    let fields = [
+        ("congestion_window", m.cwnd.map(Count)),
+        ("bytes_in_flight", m.in_flight.map(Count)),
+        ("smoothed_rtt", m.srtt.map(Ms)),
+        ("latest_rtt", m.latest_rtt.map(Ms)),
+        ("min_rtt", m.min_rtt.map(Ms)),
+        ("rtt_variance", m.rttvar.map(Ms)),
         // qlog's pacing rate is in bits per second.
-        field(s, "pacing_rate", format_args!("{}", v.saturating_mul(8)));
+        ("pacing_rate", m.pacing_rate.map(|v| Count(v.saturating_mul(8)))),
+        ("ssthresh", m.ssthresh.map(Count)),
+        ("braid_slot_budget", m.slot_budget.map(Count)),
+        ("braid_slot_width", m.slot_width.map(Ms)),
+    ];
+    let mut sep = sep;
+    for (name, value) in fields {
+        if let Some(value) = value {
+            let _ = write!(s, "{sep}\"{name}\":{value}");
+            sep = ",";
+        }
     }
-    if let Some(v) = m.ssthresh {
-        field(s, "ssthresh", format_args!("{v}"));
-    }
-    if let Some(v) = m.slot_budget {
-        field(s, "braid_slot_budget", format_args!("{v}"));
-    }
-    if let Some(v) = m.slot_width {
-        field(s, "braid_slot_width", format_args!("{}", ms(v)));
+}
+
+/// A metric's value as qlog writes it.
+enum Figure {
+    Count(u64),
+    /// In ms, with µs precision.
+    Ms(Duration),
+}
+
+impl std::fmt::Display for Figure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Figure::Count(v) => write!(f, "{v}"),
+            Figure::Ms(d) => write!(f, "{}", ms(*d)),
+        }
     }
 }
