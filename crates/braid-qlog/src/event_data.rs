@@ -69,7 +69,7 @@ pub(crate) fn data(s: &mut String, sep: &str, kind: &EventKind) {
 fn braid_data(s: &mut String, sep: &str, kind: &EventKind) {
     use EventKind::*;
     match kind {
-        SpuriousLoss { .. } | PathValidated { .. } => {}
+        SpuriousLoss { .. } | PathValidated { .. } | SchedulerPick { previous: None, .. } => {}
         StreamAcked { bytes, .. } => {
             let _ = write!(s, "{sep}\"bytes\":{bytes}");
         }
@@ -79,10 +79,10 @@ fn braid_data(s: &mut String, sep: &str, kind: &EventKind) {
         WindowNormalised { old, new, .. } => {
             let _ = write!(s, "{sep}\"old\":{old},\"new\":{new}");
         }
-        SchedulerPick { previous, .. } => {
-            if let Some(p) = previous {
-                let _ = write!(s, "{sep}\"previous\":{}", p.0);
-            }
+        SchedulerPick {
+            previous: Some(p), ..
+        } => {
+            let _ = write!(s, "{sep}\"previous\":{}", p.0);
         }
         AckCopy { of, .. } => {
             let _ = write!(s, "{sep}\"of_path_id\":{}", of.0);
@@ -208,6 +208,8 @@ fn write_frames(s: &mut String, f: &FrameSummary) {
 
 fn write_metrics(s: &mut String, sep: &str, m: &Metrics) {
     use Figure::{Count, Ms};
+    // qlog's pacing rate is in bits per second.
+    let pacing_bits = m.pacing_rate.map(|v| Count(v.saturating_mul(8)));
     let fields = [
         ("congestion_window", m.cwnd.map(Count)),
         ("bytes_in_flight", m.in_flight.map(Count)),
@@ -215,8 +217,7 @@ fn write_metrics(s: &mut String, sep: &str, m: &Metrics) {
         ("latest_rtt", m.latest_rtt.map(Ms)),
         ("min_rtt", m.min_rtt.map(Ms)),
         ("rtt_variance", m.rttvar.map(Ms)),
-        // qlog's pacing rate is in bits per second.
-        ("pacing_rate", m.pacing_rate.map(|v| Count(v.saturating_mul(8)))),
+        ("pacing_rate", pacing_bits),
         ("ssthresh", m.ssthresh.map(Count)),
         ("braid_slot_budget", m.slot_budget.map(Count)),
         ("braid_slot_width", m.slot_width.map(Ms)),
