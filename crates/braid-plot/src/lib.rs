@@ -6,7 +6,6 @@
 
 pub mod charts;
 pub mod draw;
-pub mod qlog_read;
 pub mod series_read;
 
 pub use charts::{flow_throughput_chart, window_chart};
@@ -63,6 +62,18 @@ pub struct Trace {
     pub names: std::collections::BTreeMap<u64, String>,
 }
 
+impl From<braid_qlog::read::Sample> for Point {
+    fn from(s: braid_qlog::read::Sample) -> Point {
+        Point {
+            t: s.t,
+            window: s.window,
+            srtt_ms: s.srtt_ms,
+            in_flight: s.in_flight,
+            throughput_mbps: s.throughput_mbps,
+        }
+    }
+}
+
 impl Conn {
     /// Whether it carried any of the run: some throughput in a sample.
     pub fn carried(&self) -> bool {
@@ -109,6 +120,28 @@ impl Trace {
             conns,
             names: Default::default(),
         }
+    }
+
+    /// A qlog's series (windows in kB, as it counts bytes); `fallback`
+    /// titles it if the qlog has no title.
+    pub fn from_qlog(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
+        let q = braid_qlog::read::read(bytes, fallback)?;
+        let conns = q
+            .paths
+            .into_iter()
+            .map(|p| Conn {
+                flow: 0,
+                path: p.path,
+                points: p.points.into_iter().map(Point::from).collect(),
+            })
+            .collect();
+        Ok(Trace {
+            title: q.title,
+            window_unit: "kB",
+            sender: q.sender,
+            conns,
+            names: Default::default(),
+        })
     }
 
     /// A simulated run's client series (windows in packets).

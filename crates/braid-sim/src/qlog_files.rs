@@ -2,9 +2,9 @@
 //! virtual time (reference time 0), the same events a real transfer writes.
 
 use braid_link::seeds::Side;
-use braid_proto::trace::qlog::{QlogHeader, QlogWriter};
 use braid_proto::trace::TraceEvent;
 use braid_proto::{Instant, Role, Session};
+use braid_qlog::{QlogHeader, QlogWriter};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

@@ -8,8 +8,8 @@
 //! the channel is bounded (a disk slower than the session slows the
 //! session) and the spill is on disk.
 
-use braid_proto::trace::qlog::{QlogHeader, QlogWriter};
-use braid_proto::trace::{spill, TraceEvent};
+use braid_proto::trace::TraceEvent;
+use braid_qlog::{spill, QlogHeader, QlogWriter};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};

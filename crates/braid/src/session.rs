@@ -441,7 +441,7 @@ impl Session {
         // The wall clock when the session's clock started.
         let since = clock::now().saturating_duration_since(g.proto.created_at());
         let reference = clock::wall().saturating_sub(since);
-        let header = braid_proto::trace::qlog::QlogHeader {
+        let header = braid_qlog::QlogHeader {
             title: title.to_owned(),
             role: g.proto.role(),
             session_id: g.proto.session_id(),

@@ -24,7 +24,7 @@ pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
     let mut stem = stem(&args.file);
     let qlog = is_qlog(&args.file, &bytes);
     let trace = if qlog {
-        super::qlog_read::read(&bytes, &stem)
+        super::Trace::from_qlog(&bytes, &stem)
     } else {
         serde_json::from_slice(&bytes)
             .map_err(anyhow::Error::from)

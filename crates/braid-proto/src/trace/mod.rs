@@ -5,13 +5,11 @@
 //! acknowledged and lost, its controllers' state, its own choices) as plain
 //! values, and its driver drains them with
 //! [`Session::drain_trace`](crate::Session::drain_trace) to write them
-//! somewhere, typically as qlog through [`qlog::QlogWriter`]. Recording
-//! costs a branch when off and a copy when on; formatting happens in the
-//! driver, off the session's path.
+//! somewhere, typically as qlog (the `braid-qlog` crate writes the files:
+//! the core has no file format). Recording costs a branch when off and a
+//! copy when on; formatting happens in the driver, off the session's path.
 
 mod frames;
-pub mod qlog;
-pub mod spill;
 
 pub use frames::{AckSummary, FrameSummary, StreamRange};
 

@@ -22,7 +22,6 @@
 //! had none acknowledged is a receiver's: its throughput is the bytes of the data packets it
 //! received, and its windows and RTTs (its ACKs') are not drawn.
 
-use super::{Conn, Point, Trace};
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -32,8 +31,45 @@ const BIN_S: f64 = 0.1;
 /// The bins a trace may span (about 12 days): past that, a broken time.
 const MAX_BINS: u64 = 1 << 23;
 
+/// A qlog's series: each connection's, in time order.
+#[derive(Debug, Clone)]
+pub struct QlogSeries {
+    /// The trace's title (the header's, or the one `read` was given).
+    pub title: String,
+    /// Whether the side that wrote it sent the data: only its windows,
+    /// bytes in flight and RTTs describe the transfer.
+    pub sender: bool,
+    /// By path id.
+    pub paths: Vec<PathSeries>,
+}
+
+/// One connection's series.
+#[derive(Debug, Clone)]
+pub struct PathSeries {
+    /// Its `path_id`.
+    pub path: u64,
+    /// A sample at the end of each bin.
+    pub points: Vec<Sample>,
+}
+
+/// One connection at the end of a bin; NaN where the log did not say yet.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// Seconds since the trace began.
+    pub t: f64,
+    /// Congestion window, kB.
+    pub window: f64,
+    /// Smoothed RTT, milliseconds.
+    pub srtt_ms: f64,
+    /// Bytes in flight, kB.
+    pub in_flight: f64,
+    /// Stream bytes acknowledged (see above for the fallbacks) over the
+    /// bin, Mbit/s.
+    pub throughput_mbps: f64,
+}
+
 /// The series of a qlog; `fallback` titles it if the header has no title.
-pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
+pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<QlogSeries> {
     let text = std::str::from_utf8(bytes).context("not UTF-8 text")?;
     let (header, events) = records(text)?;
     let mut clock = Clock::of(&header);
@@ -75,8 +111,8 @@ pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
     }
     // Acknowledged data was sent here too.
     let sender = sent_data || acks_seen;
-    let conns = bins.finish(acks_seen, sender);
-    if conns.is_empty() {
+    let paths = bins.finish(acks_seen, sender);
+    if paths.is_empty() {
         bail!("no events of any connection in it");
     }
     let title = header["title"]
@@ -85,12 +121,10 @@ pub fn read(bytes: &[u8], fallback: &str) -> anyhow::Result<Trace> {
         .filter(|t| !t.is_empty())
         .unwrap_or(fallback)
         .to_owned();
-    Ok(Trace {
+    Ok(QlogSeries {
         title,
-        window_unit: "kB",
         sender,
-        conns,
-        names: Default::default(),
+        paths,
     })
 }
 
@@ -198,7 +232,7 @@ struct PathState {
     received: f64,
     /// The finished bins: a point, and the rates of data sent and
     /// received in its bin.
-    points: Vec<(Point, [f64; 2])>,
+    points: Vec<(Sample, [f64; 2])>,
 }
 
 impl Default for PathState {
@@ -242,7 +276,7 @@ impl Bins {
     /// A point of each connection at `t`, the end of a bin.
     fn close(&mut self, t: f64) {
         for s in self.paths.values_mut() {
-            let p = Point {
+            let p = Sample {
                 t,
                 window: s.window,
                 srtt_ms: s.srtt_ms,
@@ -262,14 +296,13 @@ impl Bins {
     /// if nothing was sent (a receiver's trace). The last bin counts
     /// as a whole one, though the trace may end early in it: a transfer's
     /// rate falling at its end is no surprise, a spike would mislead.
-    fn finish(mut self, acks_seen: bool, sent_data: bool) -> Vec<Conn> {
+    fn finish(mut self, acks_seen: bool, sent_data: bool) -> Vec<PathSeries> {
         if let Some(b) = self.current {
             self.close((b + 1) as f64 * BIN_S);
         }
         self.paths
             .into_iter()
-            .map(|(path, s)| Conn {
-                flow: 0,
+            .map(|(path, s)| PathSeries {
                 path,
                 points: s
                     .points
@@ -315,7 +348,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.title, "t");
-        let p0 = &t.conns[0].points;
+        let p0 = &t.paths[0].points;
         assert_eq!(p0.len(), 3);
         assert_eq!((p0[0].t, p0[0].window, p0[0].srtt_ms), (0.1, 20.0, 30.0));
         assert!(p0[0].in_flight.is_nan());
@@ -323,7 +356,7 @@ mod tests {
         assert!((p0[0].throughput_mbps - 1.0).abs() < 1e-9);
         assert_eq!((p0[1].window, p0[1].in_flight), (20.0, 5.0));
         assert_eq!(p0[1].throughput_mbps, 0.0);
-        let p1 = &t.conns[1];
+        let p1 = &t.paths[1];
         assert_eq!(
             (p1.path, p1.points.len(), p1.points[0].srtt_ms),
             (1, 1, 40.0)
@@ -341,7 +374,7 @@ mod tests {
             "f",
         )
         .unwrap();
-        let p = &t.conns[0].points;
+        let p = &t.paths[0].points;
         assert!((p[0].throughput_mbps - 0.1).abs() < 1e-9, "{p:?}");
         assert!(t.sender);
     }
@@ -360,7 +393,7 @@ mod tests {
         )
         .unwrap();
         assert!(!t.sender);
-        let p = &t.conns[0].points;
+        let p = &t.paths[0].points;
         assert!((p[0].throughput_mbps - 0.1).abs() < 1e-9, "{p:?}");
     }
 
