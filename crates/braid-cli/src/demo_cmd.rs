@@ -5,7 +5,8 @@
 use crate::manifest::Manifest;
 use crate::plot::Recorder;
 use crate::progress::Progress;
-use crate::summary::{Ended, Side};
+use crate::side::Side;
+use crate::summary::Ended;
 use crate::transfer::{self, Outcome, Output, Source};
 use anyhow::{bail, Context as _};
 use braid::{
@@ -33,7 +34,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "100MB", value_parser = parse_bytes)]
     size: u64,
     /// Congestion controller (aimd, bbr, cubic, mbecn, ncp) [default: bbr].
-    #[arg(long, value_parser = crate::parse_cc)]
+    #[arg(long)]
     cc: Option<braid_proto::cc::Algorithm>,
     /// Seed of the emulated links' randomness (loss, jitter).
     #[arg(long, default_value_t = 1)]

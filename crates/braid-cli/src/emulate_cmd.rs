@@ -33,22 +33,10 @@ pub struct EmulateArgs {
     link: LinkArgs,
 }
 
-/// The first word of the line that says the link is up: scripts wait for
-/// it before they send.
-pub enum Ready {
-    /// `emulating ADDR -> ADDR: ...`
-    Emulating,
-    /// `relay ADDR -> ADDR: ...`, as the command said when it was
-    /// `braid relay --listen`, for scripts that still wait for that.
-    Relay,
-}
-
-/// Rewrites `braid relay --listen A --to B [link options]`, the
-/// emulator's old spelling, into `braid emulate ...`, saying so on stderr,
-/// and then answers as it did; beside --serve, says which command each
-/// option belongs to. Scripts (and benchmarks) written for the old spelling
-/// keep working while they move.
-pub fn respell(argv: &mut [OsString]) -> Result<Ready, String> {
+/// `braid relay --listen A --to B`, the emulator's former spelling, is
+/// refused with the command it is now (`braid relay` is the rendezvous
+/// relay only), rather than clap's bare "unexpected argument".
+pub fn refuse_old_spelling(argv: &[OsString]) -> Result<(), String> {
     let given = |flag: &str| {
         argv.iter()
             .skip(2)
@@ -57,25 +45,17 @@ pub fn respell(argv: &mut [OsString]) -> Result<Ready, String> {
             .any(|a| a == flag || a.strip_prefix(flag).is_some_and(|v| v.starts_with('=')))
     };
     let is_relay = argv.get(1).is_some_and(|c| c == "relay");
-    if !is_relay || !(given("--listen") || given("--to")) {
-        return Ok(Ready::Emulating);
-    }
-    if given("--serve") {
+    if is_relay && (given("--listen") || given("--to")) {
         return Err(
-            "--listen and --to belong to the link emulator, braid emulate; \
-                    braid relay --serve runs a rendezvous relay"
+            "--listen and --to belong to the link emulator: braid emulate --listen ADDR \
+                    --to ADDR [link options]; braid relay --serve ADDR runs a rendezvous relay"
                 .into(),
         );
     }
-    eprintln!(
-        "braid: the link emulator is braid emulate now (braid emulate --listen ADDR --to ADDR \
-         [link options]); braid relay --listen still runs it, for old scripts"
-    );
-    argv[1] = "emulate".into();
-    Ok(Ready::Relay)
+    Ok(())
 }
 
-pub fn run(args: EmulateArgs, ready: Ready) -> anyhow::Result<ExitCode> {
+pub fn run(args: EmulateArgs) -> anyhow::Result<ExitCode> {
     let links = args.link.links()?;
     let (forward, reverse) = (&links.forward, &links.reverse);
     let cfg = EmulatorConfig {
@@ -88,11 +68,7 @@ pub fn run(args: EmulateArgs, ready: Ready) -> anyhow::Result<ExitCode> {
     crate::block_on(async {
         let emulator = Emulator::start(cfg.clone())?;
         let links = describe_both(forward, reverse, ["forward", "reverse"]);
-        let word = match ready {
-            Ready::Emulating => "emulating",
-            Ready::Relay => "relay",
-        };
-        println!("{word} {} -> {}: {links}", emulator.local_addr(), cfg.to);
+        println!("emulating {} -> {}: {links}", emulator.local_addr(), cfg.to);
         tokio::signal::ctrl_c()
             .await
             .context("cannot wait for Ctrl-C")?;

@@ -148,7 +148,7 @@ impl std::error::Error for Failure {}
 /// `e` as a local failure (a file, a key file, a socket of ours), unless
 /// it is a usage error or already classified.
 pub fn local(e: anyhow::Error) -> anyhow::Error {
-    if e.is::<crate::UsageError>() || e.chain().any(|c| c.is::<Failure>()) {
+    if e.is::<crate::usage::UsageError>() || e.chain().any(|c| c.is::<Failure>()) {
         return e;
     }
     Failure::err(Kind::Local, braid::text::escape(&format!("{e:#}")))

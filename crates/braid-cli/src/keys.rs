@@ -2,7 +2,7 @@
 //! public keys, one-time codes, or an explicit `--insecure`.
 
 use crate::failure::{Failure, Kind};
-use crate::UsageError;
+use crate::usage::UsageError;
 use anyhow::{bail, Context as _};
 use braid::{Keypair, PublicKey, Security};
 use clap::Args;

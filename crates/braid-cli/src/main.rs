@@ -1,9 +1,5 @@
 //! `braid`: send, receive, relay, emulate, simulate, benchmark, and see it all at once in `demo`.
 
-// relay_cmd.rs still names these by their former module names.
-use braid::process as proc_usage;
-use braid::text as human;
-
 mod bench_cmd;
 mod close_codes;
 mod demo_cmd;
@@ -33,12 +29,14 @@ mod sim_cmd;
 mod staging;
 mod summary;
 mod transfer;
+mod usage;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
+use usage::UsageError;
 
 /// `braid --version`: the release and the wire version it speaks (peers
 /// of another wire version are refused).
@@ -127,14 +125,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let ready = match emulate_cmd::respell(&mut argv) {
-        Ok(ready) => ready,
-        Err(e) => {
-            eprintln!("braid: {e} (see braid --help)");
-            return ExitCode::from(2);
-        }
-    };
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Err(e) = emulate_cmd::refuse_old_spelling(&argv) {
+        eprintln!("braid: {e} (see braid --help)");
+        return ExitCode::from(2);
+    }
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
@@ -158,7 +153,7 @@ fn main() -> ExitCode {
             sim_cmd::run(args)
         }
         Command::Relay { args, .. } => relay_cmd::run(args),
-        Command::Emulate(args) => emulate_cmd::run(args, ready),
+        Command::Emulate(args) => emulate_cmd::run(args),
         Command::Link(args) => link_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Plot(args) => plot::run(args),
@@ -217,24 +212,6 @@ fn install_log(verbose: u8) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
-
-/// A command line that cannot work, found after parsing (exit status 2).
-#[derive(Debug)]
-pub struct UsageError(String);
-
-impl UsageError {
-    pub fn new(message: impl Into<String>) -> UsageError {
-        UsageError(message.into())
-    }
-}
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// Help and version print in full; a bad command line is one line and exit 2.
 fn usage_error(e: clap::Error) -> ExitCode {
@@ -342,21 +319,8 @@ async fn resolve_all(addr: &str) -> anyhow::Result<Vec<SocketAddr>> {
     Ok(found)
 }
 
-fn parse_cc(name: &str) -> Result<braid_proto::cc::Algorithm, String> {
-    name.parse()
-        .map_err(|e: braid_proto::cc::UnknownController| e.to_string())
-}
-
 fn parse_duration(s: &str) -> Result<Duration, String> {
     braid_link::units::parse_duration(s).map_err(|e| e.to_string())
-}
-
-/// A timeout: zero would fail at once.
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    match parse_duration(s)? {
-        d if d.is_zero() => Err("a timeout must be longer than 0".into()),
-        d => Ok(d),
-    }
 }
 
 /// How a transfer reports: live progress on a terminal, then a summary or JSON.

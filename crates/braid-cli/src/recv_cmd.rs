@@ -8,7 +8,7 @@ use crate::rendezvous::Meet;
 use crate::side::Side;
 use crate::summary::{Report, Written};
 use crate::transfer::{self, Output};
-use crate::UsageError;
+use crate::usage::UsageError;
 use braid::rendezvous::{Meeting, Refusal};
 use braid::{Listener, Session, SessionConfig};
 use clap::Args;
@@ -38,7 +38,7 @@ pub struct RecvArgs {
     /// With --relay: give up if no relay registers us within this time
     /// [default: 5s]. Once one has, we wait for a sender for as long as
     /// it takes.
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout, requires = "relay")]
+    #[arg(long, value_name = "DURATION", value_parser = braid::text::parse_timeout, requires = "relay")]
     relay_timeout: Option<Duration>,
     /// With --relay: reach the relays over TCP from the start (a network
     /// known to block UDP). Without it, a relay whose UDP does not answer

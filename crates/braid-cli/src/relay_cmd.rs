@@ -57,7 +57,7 @@ struct ServeLimits {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::parse_duration)]
     stats_every: Duration,
     /// A pair that forwarded nothing for this long ends.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::parse_timeout)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = braid::text::parse_timeout)]
     pair_idle: Duration,
     /// Where peers whose UDP is blocked reach the relay over TCP [default:
     /// the --serve address, on TCP].
@@ -138,9 +138,10 @@ fn server_config(limits: &ServeLimits) -> anyhow::Result<(ServerConfig, Option<T
         None => None,
         Some(braid_link::units::Rate::BitsPerSec(b)) => Some(b / 8),
         Some(_) => {
-            return Err(
-                crate::UsageError::new("--pair-rate is in bits per second, e.g. 100mbit").into(),
+            return Err(crate::usage::UsageError::new(
+                "--pair-rate is in bits per second, e.g. 100mbit",
             )
+            .into())
         }
     };
     let cfg = ServerConfig {
@@ -170,7 +171,7 @@ async fn serve_metrics(
         return std::future::pending().await;
     };
     let render: metrics::Render = Arc::new(move || {
-        let process = crate::proc_usage::usage(std::process::id()).ok();
+        let process = braid::process::usage(std::process::id()).ok();
         metrics::exposition(&relay.stats(), process)
     });
     metrics::serve(listener, metrics::Limits::default(), render).await
@@ -211,10 +212,10 @@ fn serve_counters(
          answered, {} released",
         s.paired,
         s.pairs,
-        crate::human::duration(pair_idle),
+        braid::text::duration(pair_idle),
         s.registrations,
         s.forwarded_datagrams,
-        crate::human::size(s.forwarded_bytes),
+        braid::text::size(s.forwarded_bytes),
         s.dropped_over_limit,
         s.dropped_unknown,
         s.cookies,
@@ -231,9 +232,9 @@ fn serve_counters(
             t.accepted,
             t.refused,
             t.datagrams_in,
-            crate::human::size(t.bytes_in),
+            braid::text::size(t.bytes_in),
             t.datagrams_out,
-            crate::human::size(t.bytes_out),
+            braid::text::size(t.bytes_out),
             t.dropped,
         );
     }

@@ -9,7 +9,7 @@ use braid::rendezvous::{
 };
 use braid::Security;
 
-use crate::UsageError;
+use crate::usage::UsageError;
 
 /// Where to meet, and the address to bind for it when none is given.
 pub struct Meet {

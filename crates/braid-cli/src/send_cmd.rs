@@ -9,7 +9,7 @@ use crate::rendezvous::{Kept, Meet};
 use crate::side::Side;
 use crate::summary::Report;
 use crate::transfer::{self, Source};
-use crate::UsageError;
+use crate::usage::UsageError;
 use anyhow::bail;
 use braid::rendezvous::Meeting;
 use braid::{PathSpec, Session, SessionConfig};
@@ -52,17 +52,17 @@ pub struct SendArgs {
     #[arg(long = "bind", value_name = "ADDR")]
     bind: Vec<SocketAddr>,
     /// Congestion controller (aimd, bbr, cubic, mbecn, ncp) [default: bbr].
-    #[arg(long, value_parser = crate::parse_cc)]
+    #[arg(long)]
     cc: Option<braid_proto::cc::Algorithm>,
     /// Give up if the receiver does not answer within this time [default:
     /// 75s, about as long as TCP's connect; a `braid recv` started
     /// meanwhile is found].
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout)]
+    #[arg(long, value_name = "DURATION", value_parser = braid::text::parse_timeout)]
     handshake_timeout: Option<Duration>,
     /// With --relay: give up if no relay answers within this time
     /// [default: 5s]; then --handshake-timeout bounds the wait for the
     /// receiver.
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse_timeout, requires = "relay")]
+    #[arg(long, value_name = "DURATION", value_parser = braid::text::parse_timeout, requires = "relay")]
     relay_timeout: Option<Duration>,
     /// With --relay: reach the relays over TCP from the start (a network
     /// known to block UDP). Without it, a relay whose UDP does not answer

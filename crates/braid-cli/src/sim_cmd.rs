@@ -13,7 +13,7 @@ pub struct SimArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Congestion controller for every flow, overriding the scenario's.
-    #[arg(long, value_parser = crate::parse_cc)]
+    #[arg(long)]
     cc: Option<braid_proto::cc::Algorithm>,
     /// Start every flow this much later than the file says (and allow the
     /// run as much longer): on a trace link, the transfer meets another

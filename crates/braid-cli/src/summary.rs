@@ -3,7 +3,7 @@
 //! measured, each connection by its address, in human units.
 
 use crate::failure::{Failure, Kind, Mode};
-pub use crate::side::Side;
+use crate::side::Side;
 use braid::text;
 use braid_proto::{PathId, PathState, PathStats, SessionStats};
 use std::fmt::Write as _;

@@ -96,7 +96,7 @@ fn braid_data(s: &mut String, sep: &str, kind: &EventKind) {
         Dropped { count } => {
             let _ = write!(s, "\"count\":{count}");
         }
-        // Kinds newer than this writer.
+        // qlog's own categories, written by `data`.
         _ => {}
     }
 }

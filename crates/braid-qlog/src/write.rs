@@ -137,7 +137,5 @@ fn name_and_path(kind: &EventKind) -> (&'static str, Option<PathId>) {
         TailCopy { path, .. } => ("braid:tail_copy", Some(path)),
         MbEcn { path, .. } => ("braid:mbecn_feedback", Some(path)),
         Dropped { .. } => ("braid:events_dropped", None),
-        // A kind newer than this writer: its name at least.
-        _ => ("braid:unknown", None),
     }
 }

@@ -11,7 +11,7 @@ use braid_link::seeds::{self, Side};
 use braid_link::{state_changes, Link, LinkState, Offer, IP_UDP_OVERHEAD};
 use braid_proto::{
     wire, Datagram, Ecn, Event, Instant, Keypair, PathId, PathSample, Security, Session,
-    SessionConfig,
+    SessionConfig, Transmit,
 };
 use std::time::Duration;
 
@@ -403,81 +403,22 @@ impl Sim {
         };
         let Some(s) = ep.session.as_mut() else { return };
         if !s.is_closed() {
-            let pump = |s: &mut Session, writer: &mut Transfer| {
-                writer.pump(s.writable(), |n| s.write_generated(n));
-                if writer.is_written() {
-                    s.finish();
-                }
-            };
             // A verdict is written once the forward bytes have all been read.
             let holds_answer = spec.verdict && side == Side::Server;
-            if !holds_answer {
-                pump(s, writer);
-            }
-            s.read_with(now, |d| reader.on_read(d));
-            if holds_answer && s.is_recv_finished() && reader.read == reader.total {
-                pump(s, writer);
-            }
+            run_application(now, s, writer, reader, holds_answer);
         }
-        let dir = usize::from(side == Side::Server);
-        let to = if side == Side::Client {
-            Side::Server
-        } else {
-            Side::Client
-        };
         let mut out = std::mem::take(&mut self.out);
-        let spare = &mut self.spare;
-        loop {
-            // Written straight into the buffer it travels in.
-            let mut buf = spare.pop().unwrap_or_default();
-            let Some(t) = s.poll_transmit(now, 1, &mut buf) else {
-                spare.push(buf);
-                break;
-            };
-            buf.truncate(t.size);
-            let Some(&scenario_path) = spec.paths.get(t.path.index()) else {
-                spare.push(buf);
-                continue;
-            };
-            let link = &mut self.links[scenario_path][dir];
-            let size = t.size as u32 + IP_UDP_OVERHEAD;
-            let datagram = &mut buf[..];
-            let level = datagram.get(wire::MBECN_OFFSET).copied().unwrap_or(0);
-            let offer = link.offer(now, size, t.ecn, level);
-            let log = &mut links[dir];
-            log.offered += 1;
-            if matches!(offer, Offer::Dropped(_)) {
-                log.dropped += 1;
-            }
-            if let Offer::Deliver {
-                at,
-                ecn,
-                mbecn,
-                duplicate_at,
-                queue_delay,
-            } = offer
-            {
-                log.record(at - now, queue_delay);
-                wire::mark_mbecn(datagram, mbecn);
-                let deliver = |datagram: Vec<u8>| Action::Deliver {
-                    flow,
-                    to,
-                    conn: t.path,
-                    scenario_path,
-                    ecn,
-                    datagram,
-                };
-                if let Some(dup) = duplicate_at {
-                    let mut copy = spare.pop().unwrap_or_default();
-                    copy.clear();
-                    copy.extend_from_slice(&buf);
-                    out.push((dup, deliver(copy)));
-                }
-                out.push((at, deliver(buf)));
-            } else {
-                spare.push(buf);
-            }
-        }
+        let mut sending = Sending {
+            now,
+            flow,
+            side,
+            scenario_paths: &spec.paths,
+            links: &mut self.links,
+            logs: links,
+            spare: &mut self.spare,
+            out: &mut out,
+        };
+        sending.transmit_all(s);
         let mut connected = false;
         while let Some(ev) = s.poll_event() {
             connected |= ev == Event::Connected;
@@ -485,8 +426,7 @@ impl Sim {
         if let Some(q) = self.qlog.as_mut() {
             q.drain(flow, side, s);
         }
-        let keep_series = side == Side::Client || spec.bytes == 0;
-        if keep_series {
+        if side == Side::Client || spec.bytes == 0 {
             samples.extend(s.drain_samples());
         }
         if side == Side::Server {
@@ -581,5 +521,108 @@ impl Sim {
             self.delivered_datagrams,
             &flows,
         )
+    }
+}
+
+/// The application at one end: writes what the session takes and reads
+/// (and checks) what arrived. An end that `holds_answer` writes only once
+/// it has read the whole forward stream.
+fn run_application(
+    now: Instant,
+    s: &mut Session,
+    writer: &mut Transfer,
+    reader: &mut Transfer,
+    holds_answer: bool,
+) {
+    let pump = |s: &mut Session, writer: &mut Transfer| {
+        writer.pump(s.writable(), |n| s.write_generated(n));
+        if writer.is_written() {
+            s.finish();
+        }
+    };
+    if !holds_answer {
+        pump(s, writer);
+    }
+    s.read_with(now, |d| reader.on_read(d));
+    if holds_answer && s.is_recv_finished() && reader.read == reader.total {
+        pump(s, writer);
+    }
+}
+
+/// One end's datagrams on their way into the links, for one wake-up.
+struct Sending<'a> {
+    now: Instant,
+    flow: usize,
+    side: Side,
+    /// The scenario path each of the flow's connections runs over.
+    scenario_paths: &'a [usize],
+    links: &'a mut [[Link; 2]],
+    logs: &'a mut [LinkLog; 2],
+    spare: &'a mut Vec<Vec<u8>>,
+    /// What arrives when, for the event queue.
+    out: &'a mut Vec<(Instant, Action)>,
+}
+
+impl Sending<'_> {
+    /// Offers everything the session sends now to its connection's link,
+    /// each datagram written straight into the buffer it travels in.
+    fn transmit_all(&mut self, s: &mut Session) {
+        loop {
+            let mut buf = self.spare.pop().unwrap_or_default();
+            let Some(t) = s.poll_transmit(self.now, 1, &mut buf) else {
+                self.spare.push(buf);
+                break;
+            };
+            buf.truncate(t.size);
+            match self.scenario_paths.get(t.path.index()) {
+                Some(&scenario_path) => self.offer(scenario_path, &t, buf),
+                None => self.spare.push(buf),
+            }
+        }
+    }
+
+    fn offer(&mut self, scenario_path: usize, t: &Transmit, mut buf: Vec<u8>) {
+        let (now, dir) = (self.now, usize::from(self.side == Side::Server));
+        let to = match self.side {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        };
+        let size = t.size as u32 + IP_UDP_OVERHEAD;
+        let level = buf.get(wire::MBECN_OFFSET).copied().unwrap_or(0);
+        let offer = self.links[scenario_path][dir].offer(now, size, t.ecn, level);
+        let log = &mut self.logs[dir];
+        log.offered += 1;
+        let Offer::Deliver {
+            at,
+            ecn,
+            mbecn,
+            duplicate_at,
+            queue_delay,
+        } = offer
+        else {
+            if matches!(offer, Offer::Dropped(_)) {
+                log.dropped += 1;
+            }
+            self.spare.push(buf);
+            return;
+        };
+        log.record(at - now, queue_delay);
+        wire::mark_mbecn(&mut buf, mbecn);
+        let (flow, conn) = (self.flow, t.path);
+        let deliver = |datagram: Vec<u8>| Action::Deliver {
+            flow,
+            to,
+            conn,
+            scenario_path,
+            ecn,
+            datagram,
+        };
+        if let Some(dup) = duplicate_at {
+            let mut copy = self.spare.pop().unwrap_or_default();
+            copy.clear();
+            copy.extend_from_slice(&buf);
+            self.out.push((dup, deliver(copy)));
+        }
+        self.out.push((at, deliver(buf)));
     }
 }

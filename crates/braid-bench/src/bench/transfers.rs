@@ -396,12 +396,12 @@ fn transfer(bench: &Bench, case: &Case) -> anyhow::Result<Run> {
         let rport = super::real::free_udp_port()?;
         to = format!("127.0.0.1:{rport}");
         let mut cmd = bench.command()?;
-        cmd.args(["relay", "--listen", &to, "--to", &listen])
+        cmd.args(["emulate", "--listen", &to, "--to", &listen])
             .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let child = procs.start("braid relay", &mut cmd)?;
-        said(child.stdout.take(), "relay ", "braid relay")?;
+        let child = procs.start("braid emulate", &mut cmd)?;
+        said(child.stdout.take(), "emulating ", "braid emulate")?;
         relay = true;
     }
     let mut send = send

@@ -34,7 +34,6 @@ pub struct TraceEvent {
 /// What happened. Names follow qlog's QUIC events where braid does the same
 /// thing; the rest are braid's own.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum EventKind {
     /// The session's settings (qlog `parameters_set`), once at its start.
     Parameters(Box<Parameters>),

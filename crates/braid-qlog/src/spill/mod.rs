@@ -44,7 +44,6 @@ macro_rules! event_kinds {
                     tag.put(out);
                     fields!(put out $fields);
                 })*
-                _ => {}
             }
         }
 
