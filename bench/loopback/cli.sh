@@ -21,14 +21,9 @@ MIB=512
 ROUNDS=3
 MTU=
 ARGS=("$@")
-while [ $# -gt 0 ]; do
-    case $1 in
-        --mib) MIB=$2; shift 2 ;;
-        --rounds) ROUNDS=$2; shift 2 ;;
-        --mtu) MTU=$2; shift 2 ;;
-        *) break ;;
-    esac
-done
+. "$(dirname "$0")/options.sh"
+read_options "mib rounds mtu" "$@"
+set -- "${ARGV[@]}"
 BRAID=${1:?usage: cli.sh [--mib N] [--rounds R] [--mtu N] BRAID [LOOPBACK_BENCH]}
 if [ -n "$MTU" ] && [ -z "${BRAID_CLI_BENCH_NS:-}" ]; then
     # Once more, inside the namespace (removed when this ends).

@@ -14,15 +14,10 @@ FILES=10000
 KIB=10
 ROUNDS=3
 CROC=
-while [ $# -gt 1 ]; do
-    case $1 in
-        --files) FILES=$2; shift 2 ;;
-        --kib) KIB=$2; shift 2 ;;
-        --rounds) ROUNDS=$2; shift 2 ;;
-        --croc) CROC=$(realpath "$2"); shift 2 ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-done
+. "$(dirname "$0")/options.sh"
+read_options "files kib rounds croc" "$@"
+set -- "${ARGV[@]}"
+[ -z "$CROC" ] || CROC=$(realpath "$CROC")
 [ $# -eq 1 ] || { echo "usage: folders.sh [--files N] [--kib K] [--rounds N] [--croc PATH] BRAID" >&2; exit 2; }
 B=$(realpath "$1")
 

@@ -16,15 +16,9 @@ ROUNDS=3
 SENDERS=4
 MTU=
 ARGS=("$@")
-while [ $# -gt 0 ]; do
-    case $1 in
-        --mib) MIB=$2; shift 2 ;;
-        --rounds) ROUNDS=$2; shift 2 ;;
-        --senders) SENDERS=$2; shift 2 ;;
-        --mtu) MTU=$2; shift 2 ;;
-        *) break ;;
-    esac
-done
+. "$(dirname "$0")/options.sh"
+read_options "mib rounds senders mtu" "$@"
+set -- "${ARGV[@]}"
 BRAID=${1:?usage: keep.sh [--mib N] [--rounds R] [--senders N] [--mtu N] BRAID}
 if [ -n "$MTU" ] && [ -z "${BRAID_KEEP_BENCH_NS:-}" ]; then
     exec "$(dirname "$0")/in-mtu.sh" "$MTU" -- env BRAID_KEEP_BENCH_NS=1 "$0" "${ARGS[@]}"

@@ -15,14 +15,9 @@ set -eu
 MIB=60
 RATE=100mbit
 ROUNDS=3
-while [ $# -gt 1 ]; do
-    case $1 in
-        --mib) MIB=$2; shift 2 ;;
-        --rate) RATE=$2; shift 2 ;;
-        --rounds) ROUNDS=$2; shift 2 ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-done
+. "$(dirname "$0")/options.sh"
+read_options "mib rate rounds" "$@"
+set -- "${ARGV[@]}"
 [ $# -eq 1 ] || { echo "usage: resume.sh [--mib N] [--rate R] [--rounds N] BRAID" >&2; exit 2; }
 B=$(realpath "$1")
 

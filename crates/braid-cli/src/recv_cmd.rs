@@ -438,10 +438,7 @@ async fn receive_one(mut session: Session, setup: &Setup, args: &RecvArgs, bar: 
     }
     match outcome {
         Ok(o) => {
-            report.bytes = o.bytes;
-            report.resumed = o.resumed;
-            report.hash = Some(o.hash);
-            report.duration = o.elapsed;
+            report.completed(&o);
             report.written = Some(match o.path {
                 Some(p) => Written::File(p),
                 None => Written::Stdout,

@@ -254,10 +254,7 @@ async fn send_and_report(
     report.reach = meeting.reach();
     match outcome {
         Ok(o) => {
-            report.bytes = o.bytes;
-            report.resumed = o.resumed;
-            report.hash = Some(o.hash);
-            report.duration = o.elapsed;
+            report.completed(&o);
             Ok(session)
         }
         Err(e) => {

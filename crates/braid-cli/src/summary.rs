@@ -129,6 +129,14 @@ impl Report {
         self.manifest_hash = Some(m.hash());
     }
 
+    /// What the report says of a transfer that completed.
+    pub fn completed(&mut self, o: &crate::transfer::Outcome) {
+        self.bytes = o.bytes;
+        self.resumed = o.resumed;
+        self.hash = Some(o.hash);
+        self.duration = o.elapsed;
+    }
+
     pub fn new(side: Side) -> Report {
         Report {
             side,

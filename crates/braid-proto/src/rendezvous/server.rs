@@ -336,6 +336,16 @@ impl Server {
         Some(self.pairs[&id].token)
     }
 
+    /// Whether a table is `at_limit`, even after what lapsed is dropped
+    /// (only then: expiring is a walk over every entry).
+    fn full(&mut self, now: Instant, at_limit: impl Fn(&Self) -> bool) -> bool {
+        if !at_limit(self) {
+            return false;
+        }
+        self.expire(now);
+        at_limit(self)
+    }
+
     /// Drops lapsed registrations and idle pairs; call about once a second.
     pub fn expire(&mut self, now: Instant) {
         let hosts = &mut self.registered_hosts;
@@ -455,11 +465,8 @@ impl Server {
         if self.registered_hosts.at_bound(from, self.cfg.max_per_host) {
             return self.refuse(from, req.nonce, Cause::HostFull, replies);
         }
-        if self.registrations.len() >= self.cfg.max_registrations {
-            self.expire(now);
-            if self.registrations.len() >= self.cfg.max_registrations {
-                return self.refuse(from, req.nonce, Cause::RelayFull, replies);
-            }
+        if self.full(now, |s| s.registrations.len() >= s.cfg.max_registrations) {
+            return self.refuse(from, req.nonce, Cause::RelayFull, replies);
         }
         let Some(mut end) = self.new_end(from, req) else {
             self.stats.dropped_unknown += 1;
@@ -514,11 +521,8 @@ impl Server {
         if self.joined_hosts.at_bound(from, self.cfg.max_per_host) {
             return self.refuse(from, req.nonce, Cause::HostFull, replies);
         }
-        if self.pairs.len() >= self.cfg.max_pairs {
-            self.expire(now);
-            if self.pairs.len() >= self.cfg.max_pairs {
-                return self.refuse(from, req.nonce, Cause::RelayFull, replies);
-            }
+        if self.full(now, |s| s.pairs.len() >= s.cfg.max_pairs) {
+            return self.refuse(from, req.nonce, Cause::RelayFull, replies);
         }
         let Some(joiner) = self.new_end(from, req) else {
             self.stats.dropped_unknown += 1;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::procs::{self, Procs};
 use super::{
     direct_share, prepare, relay_name, start_relays, Case, Ctx, Event, RelayUse, Run, DIRECT_PORT,
-    EVENT_AT, READY_LIMIT,
+    EVENT_AT,
 };
 use crate::lab::{Lab, Node, Topology};
 
@@ -81,9 +81,7 @@ fn start(ctx: &Ctx, lab: &mut Lab, case: &Case, run: &Run) -> anyhow::Result<Tra
     } else {
         recv.args(&relay_args);
     }
-    procs
-        .start("braid recv", recv)?
-        .wait_for(READY_LIMIT, |l| l.text.contains("listening"))?;
+    procs.start_receiver(recv)?;
     let mut send = lab.command(Node::HostA, &ctx.exe)?;
     send.arg("send")
         .arg(&ctx.input)

@@ -275,9 +275,7 @@ fn braid_once(
     .arg("--output")
     .arg(&out);
     let first = Instant::now();
-    procs
-        .start("braid recv", recv)?
-        .wait_for(READY_LIMIT, |l| l.text.contains("listening"))?;
+    procs.start_receiver(recv)?;
     let mut send = lab.command(Node::HostA, &ctx.exe)?;
     send.arg("send")
         .arg(&ctx.input)

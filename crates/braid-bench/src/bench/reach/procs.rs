@@ -199,6 +199,13 @@ impl Procs {
         Ok(self.0.last_mut().expect("just pushed"))
     }
 
+    /// Starts a `braid recv` and waits until it says it is listening.
+    pub fn start_receiver(&mut self, recv: Command) -> anyhow::Result<()> {
+        self.start("braid recv", recv)?
+            .wait_for(super::READY_LIMIT, |l| l.text.contains("listening"))?;
+        Ok(())
+    }
+
     pub fn get(&mut self, name: &str) -> Option<&mut Proc> {
         self.0.iter_mut().find(|p| p.name == name)
     }

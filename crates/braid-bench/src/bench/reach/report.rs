@@ -354,7 +354,7 @@ impl Report {
             };
             v.push(Verdict {
                 target: format!("{what} ≥ {:.0} %", RELAY_SHARE * 100.0),
-                measured: s.goodput_mbps.map_or("no transfer verified".into(), |g| {
+                measured: verified_or(s.goodput_mbps, |g| {
                     format!("{:.1} % ({g:.1} of {cap:.0} Mbit/s)", g / cap * 100.0)
                 }),
                 met: Some(s.goodput_mbps.is_some_and(|g| g >= RELAY_SHARE * cap)),
@@ -369,7 +369,7 @@ impl Report {
                 .map(|(b, a)| b / a);
             v.push(Verdict {
                 target: "direct + relay vs direct alone: goodput ≥ 1x".into(),
-                measured: ratio.map_or("no transfer verified".into(), |r| {
+                measured: verified_or(ratio, |r| {
                     format!(
                         "{r:.2}x ({:.1} vs {:.1} Mbit/s)",
                         both.goodput_mbps.unwrap_or(0.0),
@@ -615,6 +615,11 @@ impl Report {
     }
 }
 
+/// A verdict's measurement, or what it says when no transfer verified.
+pub(super) fn verified_or(figure: Option<f64>, say: impl FnOnce(f64) -> String) -> String {
+    figure.map_or("no transfer verified".into(), say)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{cases, RelayUse};
@@ -712,19 +717,7 @@ mod tests {
     /// it did (report_golden.md); REACH_GOLDEN_WRITE=PATH writes it anew.
     #[test]
     fn every_part_renders_as_before() {
-        let all = [
-            Part::Pairs,
-            Part::Capacity,
-            Part::Failover,
-            Part::Croc,
-            Part::Lan,
-            Part::Cgnat,
-            Part::Ipv6,
-            Part::UdpBlocked,
-            Part::Rebinding,
-            Part::KeyRestart,
-        ];
-        let cases = cases(&all);
+        let cases = cases(<Part as clap::ValueEnum>::value_variants());
         let mut runs = Vec::new();
         for (i, _) in cases.iter().enumerate() {
             for round in 1..=3u32 {

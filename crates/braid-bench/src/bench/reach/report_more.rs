@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::cases::{LAN_CROC, LAN_DIRECT, LAN_RELAY, LAN_WORMHOLE};
-use super::report::{fixed, percent, row, Report, Summary, Verdict};
+use super::report::{fixed, percent, row, verified_or, Report, Summary, Verdict};
 use super::{Case, Expect, Part, Program};
 
 /// Goodput through the relay (both hosts on one LAN) over the direct
@@ -24,7 +24,7 @@ fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
         target: format!(
             "same LAN: braid --relay goodput ≥ {LAN_RATIO}x braid --to the LAN address"
         ),
-        measured: ratio.map_or("no transfer verified".into(), |x| {
+        measured: verified_or(ratio, |x| {
             format!(
                 "{x:.2}x ({} vs {} Mbit/s; wall {} vs {} s; direct path in {} of {} runs)",
                 fixed(relay.goodput_mbps, 1),
@@ -46,7 +46,7 @@ fn lan_verdicts(r: &Report, v: &mut Vec<Verdict>) {
             target: format!(
                 "same LAN: braid --relay faster than {program} (wall time to verified receipt)"
             ),
-            measured: ratio.map_or("no transfer verified".into(), |x| {
+            measured: verified_or(ratio, |x| {
                 format!(
                     "{program} / braid {x:.2}x ({} vs {} s)",
                     fixed(other.wall_s, 2),
