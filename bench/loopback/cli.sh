@@ -21,7 +21,7 @@ MIB=512
 ROUNDS=3
 MTU=
 ARGS=("$@")
-. "$(dirname "$0")/options.sh"
+. "$(dirname "$0")/common.sh"
 read_options "mib rounds mtu" "$@"
 set -- "${ARGV[@]}"
 BRAID=${1:?usage: cli.sh [--mib N] [--rounds R] [--mtu N] BRAID [LOOPBACK_BENCH]}

@@ -14,17 +14,14 @@ FILES=10000
 KIB=10
 ROUNDS=3
 CROC=
-. "$(dirname "$0")/options.sh"
+. "$(dirname "$0")/common.sh"
 read_options "files kib rounds croc" "$@"
 set -- "${ARGV[@]}"
 [ -z "$CROC" ] || CROC=$(realpath "$CROC")
 [ $# -eq 1 ] || { echo "usage: folders.sh [--files N] [--kib K] [--rounds N] [--croc PATH] BRAID" >&2; exit 2; }
 B=$(realpath "$1")
 
-W=$(mktemp -d /dev/shm/braid-folders.XXXXXX)
-PIDS=()
-trap 'kill "${PIDS[@]}" 2> /dev/null || true; rm -rf "$W"' EXIT
-cd "$W"
+enter_scratch folders
 python3 - "$FILES" "$KIB" << 'EOF'
 import os, sys
 files, kib = int(sys.argv[1]), int(sys.argv[2])

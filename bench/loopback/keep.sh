@@ -16,7 +16,7 @@ ROUNDS=3
 SENDERS=4
 MTU=
 ARGS=("$@")
-. "$(dirname "$0")/options.sh"
+. "$(dirname "$0")/common.sh"
 read_options "mib rounds senders mtu" "$@"
 set -- "${ARGV[@]}"
 BRAID=${1:?usage: keep.sh [--mib N] [--rounds R] [--senders N] [--mtu N] BRAID}

@@ -15,16 +15,13 @@ set -eu
 MIB=60
 RATE=100mbit
 ROUNDS=3
-. "$(dirname "$0")/options.sh"
+. "$(dirname "$0")/common.sh"
 read_options "mib rate rounds" "$@"
 set -- "${ARGV[@]}"
 [ $# -eq 1 ] || { echo "usage: resume.sh [--mib N] [--rate R] [--rounds N] BRAID" >&2; exit 2; }
 B=$(realpath "$1")
 
-W=$(mktemp -d /dev/shm/braid-resume.XXXXXX)
-PIDS=()
-trap 'kill "${PIDS[@]}" 2> /dev/null || true; rm -rf "$W"' EXIT
-cd "$W"
+enter_scratch resume
 head -c $((MIB << 20)) /dev/urandom > src.bin
 mkdir out
 (cd "$W" && "$B" keygen > /dev/null 2>&1)

@@ -1,4 +1,4 @@
-# Sourced by the scripts here: `read_options "mib rounds" "$@"` reads the
+# Sourced by the scripts here. `read_options "mib rounds" "$@"` reads the
 # leading `--name VALUE` options into NAME (upper case, `-` as `_`), for
 # the names listed only, and leaves the rest of the arguments in ARGV.
 read_options() {
@@ -15,4 +15,14 @@ read_options() {
         shift 2
     done
     ARGV=("$@")
+}
+
+# `enter_scratch NAME`: makes a scratch folder in /dev/shm, enters it (W
+# names it) and, when the script ends, stops the processes in PIDS and
+# removes the folder.
+enter_scratch() {
+    W=$(mktemp -d "/dev/shm/braid-$1.XXXXXX")
+    PIDS=()
+    trap 'kill "${PIDS[@]}" 2> /dev/null || true; rm -rf "$W"' EXIT
+    cd "$W"
 }
