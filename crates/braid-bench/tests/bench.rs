@@ -533,10 +533,11 @@ fn transfers_to_a_null_sink_are_verified_too() {
     assert!(md.contains("| insecure, direct | 1 |"), "{md}");
 }
 
-/// A relay that cannot start (a bad flag) fails the bench at once with its
-/// reason, and leaves no receiver waiting behind.
+/// An emulated link (the `relay` route) that cannot start (a bad flag)
+/// fails the bench at once with its reason, and leaves no receiver waiting
+/// behind.
 #[test]
-fn a_relay_that_cannot_start_fails_the_run_at_once() {
+fn an_emulator_that_cannot_start_fails_the_run_at_once() {
     let out = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let o = transfers(
@@ -554,7 +555,7 @@ fn a_relay_that_cannot_start_fails_the_run_at_once() {
     );
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("braid relay did not start"), "{err}");
+    assert!(err.contains("braid emulate did not start"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
 }
 
