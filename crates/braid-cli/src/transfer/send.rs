@@ -52,7 +52,14 @@ pub async fn send(
     let len = preamble.len();
     stream.push(preamble, len);
     write_lent(session, len).await?;
-    let offer = read_offer(session).await?;
+    // A one-shot input starts at 0 whatever the receiver holds: its
+    // contents follow the manifest at once, and the offer is read later.
+    let once = matches!(source, Source::Once(_));
+    let offer = if once {
+        (0, None)
+    } else {
+        read_offer(session).await?
+    };
     let (start, hasher, input) = start_at(offer, size, source).await?;
     *start_at_out = start;
     // The start and the content travel together from here: 8 bytes of
@@ -98,6 +105,9 @@ pub async fn send(
     stream.push(hash.as_bytes().to_vec(), HASH_LEN);
     write_lent(session, HASH_LEN).await?;
     let total = skip + sent + HASH_LEN as u64;
+    if once {
+        read_offer(session).await?;
+    }
     verdict(session, total, hash).await?;
     Ok(Outcome {
         bytes: start + sent,
