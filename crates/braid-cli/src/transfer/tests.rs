@@ -105,16 +105,7 @@ async fn send_to_receiver_with(
     let mut session = braid::connect(&[braid::PathSpec::to(addr)], client)
         .await
         .unwrap();
-    let manifest = crate::manifest::Manifest::single("f.bin", Some(size));
-    let source = Source::Once(Box::new(content));
-    let sent = send(
-        &mut session,
-        &manifest,
-        source,
-        &Progress::disabled(),
-        &mut 0,
-    )
-    .await;
+    let sent = send_once(&mut session, content, size).await;
     // As `braid send` does on failure: the receiver learns of it.
     drop(session);
     let received = tokio::time::timeout(Duration::from_secs(20), receiver)
@@ -122,6 +113,17 @@ async fn send_to_receiver_with(
         .expect("the receiver learns of the failure")
         .unwrap();
     (sent, received)
+}
+
+/// Sends `content`, read once, as the file `f.bin` of `size` bytes.
+async fn send_once(
+    session: &mut braid::Session,
+    content: impl Read + Send + 'static,
+    size: u64,
+) -> anyhow::Result<Outcome> {
+    let manifest = crate::manifest::Manifest::single("f.bin", Some(size));
+    let source = Source::Once(Box::new(content));
+    send(session, &manifest, source, &Progress::disabled(), &mut 0).await
 }
 
 /// Gives nothing for `stall`, then `data`, as a slow pipe does.
@@ -244,43 +246,20 @@ async fn a_file_arrives_whole_through_the_filled_buffers_even_with_a_small_windo
 async fn a_one_shot_input_does_not_wait_for_the_offer() {
     use tokio::io::AsyncReadExt;
     let size = 300_000u64;
-    let key = braid::random_keypair();
-    let client = braid::SessionConfig {
-        security: braid::Security::pinned(key.public()),
-        ..braid::SessionConfig::default()
-    };
-    let server = braid::SessionConfig {
-        security: braid::Security::server(key),
-        ..braid::SessionConfig::default()
-    };
-    let listener = braid::Listener::bind("127.0.0.1:0".parse().unwrap(), server).unwrap();
-    let addr = listener.local_addr();
+    let (mut session, mut receiver) = super::trees::pair().await;
     // Reads what arrives and never answers: no offer, no verdict.
     let silent = tokio::spawn(async move {
-        let mut session = listener.accept().await.unwrap();
         let (mut buf, mut got) = (vec![0; 1 << 16], 0u64);
         while got < size {
-            match session.read(&mut buf).await {
+            match receiver.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => got += n as u64,
             }
         }
         got
     });
-    let mut session = braid::connect(&[braid::PathSpec::to(addr)], client)
-        .await
-        .unwrap();
     let sender = tokio::spawn(async move {
-        let manifest = crate::manifest::Manifest::single("f.bin", Some(size));
-        let source = Source::Once(Box::new(io::repeat(7).take(size)));
-        let _ = send(
-            &mut session,
-            &manifest,
-            source,
-            &Progress::disabled(),
-            &mut 0,
-        )
-        .await;
+        let _ = send_once(&mut session, io::repeat(7).take(size), size).await;
     });
     let got = tokio::time::timeout(Duration::from_secs(10), silent)
         .await

@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// A listener and a session to it.
-async fn pair() -> (braid::Session, braid::Session) {
+pub(super) async fn pair() -> (braid::Session, braid::Session) {
     let key = braid::random_keypair();
     let client = braid::SessionConfig {
         security: braid::Security::pinned(key.public()),
