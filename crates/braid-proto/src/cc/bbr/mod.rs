@@ -641,6 +641,15 @@ impl Bbr {
     }
 
     fn set_pacing_rate(&mut self) {
+        // Until the pipe is full the rate only rises, from HIGH_GAIN × the
+        // window over the RTT at the first sample (Linux
+        // `bbr_init_pacing_rate_from_rtt`): a first sample of a small
+        // request sent before the data would start the data at a trickle.
+        if self.pacing_rate.is_none() {
+            if let Some(rtt) = self.min_rtt.filter(|r| !r.is_zero()) {
+                self.pacing_rate = Some(HIGH_GAIN * self.cwnd as f64 / rtt.as_secs_f64());
+            }
+        }
         let bw = self.btl_bw.get();
         if bw <= 0.0 {
             return;

@@ -640,3 +640,19 @@ fn probe_bw_start_phase_is_deterministic_and_never_the_drain_phase() {
     assert_eq!(seen[1], 0);
     assert!(seen.iter().enumerate().all(|(i, &n)| i == 1 || n > 800));
 }
+
+/// A first sample from a small request sent before the data (a file
+/// sender's manifest, answered before the contents go) does not set the
+/// pacing rate to its trickle: STARTUP starts from the initial window over
+/// the RTT, as Linux does, and only rises from there.
+#[test]
+fn a_small_first_sample_does_not_start_the_data_at_a_trickle() {
+    let mut net = Net::new();
+    // 75 bytes in a round trip.
+    net.ack(750.0, RTT, true);
+    let initial = HIGH_GAIN * (10 * SEGMENT_SIZE) as f64 / RTT.as_secs_f64();
+    let rate = net.bbr.pacing_rate().expect("paced after a sample");
+    assert!(rate >= initial, "{rate} < {initial}");
+    net.run(2, BW / 100.0, RTT, true);
+    assert!(net.bbr.pacing_rate().expect("paced") >= rate);
+}
