@@ -29,6 +29,12 @@ pub enum Source {
     Files(Outgoing),
 }
 
+/// Contents smaller than this start at once instead of waiting a round
+/// trip for the receiver's offer: resuming them could save little more
+/// than that round trip, and only after an interruption, while every
+/// transfer would pay the wait.
+const WAIT_FOR_OFFER_FROM: u64 = 256 << 10;
+
 /// Sends `manifest` and the contents of `source`, then waits for the
 /// receiver's verdict. The contents are read and hashed on a thread of
 /// their own, and their buffers lent to the session as they are (see
@@ -52,9 +58,10 @@ pub async fn send(
     let len = preamble.len();
     stream.push(preamble, len);
     write_lent(session, len).await?;
-    // A one-shot input starts at 0 whatever the receiver holds: its
-    // contents follow the manifest at once, and the offer is read later.
-    let once = matches!(source, Source::Once(_));
+    // A one-shot input, or a small one, starts at 0 whatever the receiver
+    // holds: its contents follow the manifest at once, and the offer is
+    // read later.
+    let once = matches!(source, Source::Once(_)) || size.is_some_and(|s| s < WAIT_FOR_OFFER_FROM);
     let offer = if once {
         (0, None)
     } else {
