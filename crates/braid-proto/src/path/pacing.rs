@@ -13,12 +13,14 @@ use std::time::Duration;
 const BURST_INTERVAL: Duration = Duration::from_millis(2);
 /// Fewest packets the bucket admits in one burst.
 const MIN_BURST_PACKETS: u64 = 2;
-/// Most packets in one burst, so a fast path still spreads its window
-/// (quinn's cap is 256 too). A driver woken by a millisecond timer (tokio)
-/// reaches the rate only while the bucket outlasts that millisecond: 256
-/// packets of 1,472 bytes do so up to 3 Gbit/s; 64 stopped at 750 Mbit/s
-/// and held the CLI on a 1,500-byte-MTU loopback to ~0.8x of 256's goodput.
-const MAX_BURST_PACKETS: u64 = 256;
+/// Most bytes in one burst, so a fast path still spreads its window: 256
+/// Ethernet-sized packets (quinn caps its bursts at 256 packets). A driver
+/// woken by a millisecond timer (tokio) reaches the rate only while the
+/// bucket outlasts that millisecond: this does up to 3 Gbit/s; 64 packets
+/// stopped at 750 Mbit/s and held the CLI on a 1,500-byte-MTU loopback to
+/// ~0.8x of this goodput. Counted in bytes, so that 16 KiB datagrams
+/// (loopback) do not burst 4 MB into a receive buffer.
+const MAX_BURST_BYTES: u64 = 256 * 1500;
 /// Gain over window / sRTT in slow start, so the window can double per RTT
 /// (Linux `sysctl_tcp_pacing_ss_ratio`: 200 %).
 pub(crate) const SLOW_START_GAIN: f64 = 2.0;
@@ -57,7 +59,7 @@ impl Pacer {
         if let Some(rate) = self.rate {
             let burst = rate * BURST_INTERVAL.as_secs_f64();
             let lo = (MIN_BURST_PACKETS * segment_size) as f64;
-            let hi = (MAX_BURST_PACKETS * segment_size) as f64;
+            let hi = MAX_BURST_BYTES.max(MIN_BURST_PACKETS * segment_size) as f64;
             self.depth = burst.clamp(lo, hi);
             self.tokens = self.tokens.min(self.depth);
         }
