@@ -247,6 +247,11 @@ pub trait Controller: Send + fmt::Debug {
     fn pacing_rate(&self) -> Option<f64> {
         None
     }
+    /// Whether the next packets leave unpaced, whatever the rate: a
+    /// measurement that needs them back to back.
+    fn unpaced(&self) -> bool {
+        false
+    }
     /// Whether the controller is still in slow start (paced faster).
     fn in_slow_start(&self) -> bool {
         false

@@ -465,8 +465,12 @@ impl Path {
     }
 
     /// The controller's pacing rate, or a gain over window / sRTT; `None`
-    /// before the first RTT sample.
+    /// before the first RTT sample, or while the controller wants packets
+    /// back to back (see [`Controller::unpaced`]).
     pub fn pacing_rate(&self) -> Option<f64> {
+        if self.cc.unpaced() {
+            return None;
+        }
         self.cc.pacing_rate().or_else(|| {
             let srtt = self
                 .rtt

@@ -63,6 +63,10 @@ use std::time::Duration;
 const MAX_SEND_GAP: Duration = Duration::from_millis(1);
 /// Fewest gaps between ACK frames for an estimate (three ACKs).
 const MIN_GAPS: u32 = 2;
+/// A first flight of fewer packets was the application's (a request, a
+/// file's manifest before the receiver answers), not a train: the train
+/// waits for the next flight, once.
+const MIN_TRAIN_PACKETS: u32 = 4;
 /// Largest ratio of two ACK gaps, each per byte acknowledged. A receiver
 /// acknowledging every packet or every other one gives equal gaps per byte.
 const MAX_GAP_SPREAD: f64 = 2.5;
@@ -129,6 +133,8 @@ pub(super) struct AckTrain {
     /// Whether any frame carried a receive time: the peer sends them, so a
     /// frame without one showed reordering.
     any_rx: bool,
+    /// The first flight was too short and the train waits for the next.
+    rearmed: bool,
 }
 
 impl AckTrain {
@@ -147,7 +153,15 @@ impl AckTrain {
             frame_rx: None,
             last_rx: None,
             any_rx: false,
+            rearmed: false,
         }
+    }
+
+    /// Whether the train waits for the flight after a first one too short
+    /// to be one: that flight leaves back to back, as the first would
+    /// have before any RTT was known, or its ACKs show only the pacing.
+    pub fn awaits_flight(&self) -> bool {
+        self.rearmed && self.state == State::Sending
     }
 
     /// An ACK frame arrives: the peer's clock when it received the frame's
@@ -234,6 +248,13 @@ impl AckTrain {
 
     fn complete(&mut self, now: Instant) -> Option<Estimate> {
         if self.acked.saturating_add(self.lost) < self.packets {
+            return None;
+        }
+        if self.packets < MIN_TRAIN_PACKETS && !self.rearmed {
+            *self = AckTrain {
+                rearmed: true,
+                ..AckTrain::new()
+            };
             return None;
         }
         let estimate = self.finish(now);

@@ -105,6 +105,9 @@
 //! - Before the first bandwidth sample `pacing_rate` is `None`: the
 //!   connection paces at its own gain over cwnd / sRTT, and not at all
 //!   before its first RTT sample, so IW10 leaves as one burst (the train).
+//!   A first flight of a few packets (a request, a file's manifest sent
+//!   before the receiver answers) is not a train: the next flight is,
+//!   and leaves unpaced too, within the window.
 //! - The first RTT sample usually comes from the handshake's confirming
 //!   PING (no payload), a packet's serialisation time below what data can
 //!   reach. It understates the BDP by that time only, and where a data
@@ -823,6 +826,10 @@ impl Controller for Bbr {
 
     fn pacing_rate(&self) -> Option<f64> {
         self.pacing_rate
+    }
+
+    fn unpaced(&self) -> bool {
+        self.mode == BbrMode::Startup && !self.full_bw_reached && self.train.awaits_flight()
     }
 
     fn in_slow_start(&self) -> bool {

@@ -407,3 +407,44 @@ fn a_train_received_within_the_floor_grants_its_delivery_rate() {
     let est = dated(&rx).expect("trusted");
     assert!(!est.lower_bound && est.bw > 1e8, "{est:?}");
 }
+
+/// One packet acknowledged at `ack_us`, sent at `sent_us`.
+fn one_packet(t: &mut AckTrain, sent_us: u64, ack_us: u64) -> Option<Estimate> {
+    t.on_sent(at_us(sent_us), 75);
+    t.on_ack(at_us(ack_us), at_us(sent_us), 75, None)
+}
+
+/// A first flight of one packet (a file's manifest, before the receiver
+/// answers) is not a train: the flight after it is measured instead, and
+/// leaves unpaced until the train closes.
+#[test]
+fn a_short_first_flight_leaves_the_train_to_the_next() {
+    let mut t = AckTrain::new();
+    assert!(!t.awaits_flight());
+    assert_eq!(one_packet(&mut t, 0, 100_000), None);
+    assert!(t.awaits_flight());
+    let start = at_us(200_000);
+    for _ in 0..10 {
+        t.on_sent(start, SEGMENT_SIZE);
+    }
+    let mut est = None;
+    for frame in 0..5 {
+        for _ in 0..2 {
+            est = t.on_ack(at_us(300_000 + frame * 460), start, SEGMENT_SIZE, None);
+        }
+        assert!(!t.awaits_flight(), "the first ACK closes the train");
+    }
+    let expected = (8 * SEGMENT_SIZE) as f64 / 1840e-6;
+    assert!((est.expect("trusted").bw - expected).abs() < 1e-6 * expected);
+}
+
+/// Only once: an application that keeps sending single packets gets no
+/// train and is paced as usual after its second.
+#[test]
+fn a_second_short_flight_ends_the_train() {
+    let mut t = AckTrain::new();
+    assert_eq!(one_packet(&mut t, 0, 100_000), None);
+    assert_eq!(one_packet(&mut t, 200_000, 300_000), None);
+    assert_eq!(t.state, State::Done(None));
+    assert!(!t.awaits_flight());
+}
