@@ -182,6 +182,11 @@ impl Path {
         &self.rtt
     }
 
+    /// The RTO's multiplier of RTTVAR (see [`RttEstimator::set_var_factor`]).
+    pub fn set_rto_var_factor(&mut self, k: f64) {
+        self.rtt.set_var_factor(k);
+    }
+
     /// The least round trip measured here: by acknowledged packets, or
     /// else by the handshake or a path challenge.
     pub fn least_rtt(&self) -> Option<Duration> {

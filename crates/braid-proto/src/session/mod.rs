@@ -312,6 +312,7 @@ impl Session {
         path.trace.tracer = crate::trace::Tracer::new(self.is_tracing());
         path.trace.stale = true;
         path.offer_short_headers(self.peer.short_on_new_paths());
+        path.set_rto_var_factor(self.cfg.rto.k);
         // A connection's first event: qvis opens the first group it meets.
         let state = path.state();
         (self.trace.tracer).record(now, crate::trace::EventKind::PathState { path: id, state });
