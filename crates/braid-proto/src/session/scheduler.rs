@@ -194,8 +194,8 @@ pub(super) fn pick_tail_copy_path(
 
 /// Among the connections `eligible` admits whose pacer lets `charge`
 /// bytes go now, the one where they would arrive earliest, with that
-/// arrival ([`expected_arrival`]; unmeasured first). Pacers that hold a
-/// packet back remember when to wake.
+/// arrival ([`expected_arrival`]; unmeasured first, and `None` for a
+/// connection alone). Pacers that hold a packet back remember when to wake.
 fn earliest_ready(
     paths: &mut PathMap,
     now: Instant,
@@ -204,9 +204,17 @@ fn earliest_ready(
     eligible: impl Fn(&Path) -> bool,
 ) -> Option<(Option<i64>, PathId)> {
     let mut best: Option<(Option<i64>, PathId)> = None;
+    // Alone, a connection's arrival has nothing to be compared with (and
+    // `is_worth_waiting` nothing to wait for): its float arithmetic is skipped.
+    let alone = paths.len() == 1;
     for p in paths.values_mut() {
         if eligible(p) && p.is_pacer_ready(now, charge, segment_size) {
-            let key = (expected_arrival(p, charge), p.id());
+            let arrival = if alone {
+                None
+            } else {
+                expected_arrival(p, charge)
+            };
+            let key = (arrival, p.id());
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
