@@ -58,7 +58,7 @@ pub(super) struct AckedPackets {
     /// Newly acknowledged, by ascending packet number.
     pub newly: Acked,
     /// Revived packets newly acknowledged (out of `newly`), ascending.
-    pub late: Acked,
+    pub late: Vec<(u64, SentPacket)>,
     /// Declared lost, yet acknowledged now.
     pub spurious: Vec<SentPacket>,
     /// The largest packet number acknowledged before this ACK.
@@ -242,9 +242,9 @@ impl SentPackets {
         let late = if any_revived {
             let (late, current): (Acked, Acked) = newly.into_iter().partition(|(_, p)| p.revived);
             newly = current;
-            late
+            late.into_vec()
         } else {
-            Acked::new()
+            Vec::new()
         };
         if let (Some(&(first, _)), Some(&(largest, _))) = (newly.first(), newly.last()) {
             if largest_before.is_none_or(|l| largest > l) {
