@@ -625,11 +625,23 @@ impl Path {
 
     /// Builds the ACK frame for this path's received packets (without the
     /// single receive times: [`Path::ack_rx_times`]).
-    pub fn ack_frame(&self, now: Instant, cumulative: u64, fin: bool, max_data: u64) -> AckFrame {
+    pub fn ack_frame(
+        &mut self,
+        now: Instant,
+        cumulative: u64,
+        fin: bool,
+        max_data: u64,
+    ) -> AckFrame {
         AckFrame {
             short_headers: self.short.offered(),
             ..self.acks.frame(now, self.epoch, cumulative, fin, max_data)
         }
+    }
+
+    /// An ACK frame from [`Self::ack_frame`] went out: its vectors serve
+    /// the next one.
+    pub fn recycle_ack_frame(&mut self, frame: AckFrame) {
+        self.acks.recycle(frame);
     }
 
     /// The first packets' receive times still owed, for an ACK with room.

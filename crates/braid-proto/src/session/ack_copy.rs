@@ -122,12 +122,10 @@ impl Session {
         let max_data = self.streams.recv.max_data();
         let mut left = Vec::new();
         for slow in std::mem::take(&mut self.copies.acks.pending) {
-            let Some(p) = self.paths.get(&slow) else {
-                continue;
-            };
-            if self.ack_copy_route(slow) != Some(fast) {
+            if !self.paths.contains_key(&slow) || self.ack_copy_route(slow) != Some(fast) {
                 continue;
             }
+            let p = self.paths.get_mut(&slow).expect("checked");
             let mut ack = p.ack_frame(now, cumulative, fin, max_data);
             ack.ranges.truncate(COPY_RANGES);
             // The first flight's receive times date the bottleneck

@@ -269,6 +269,9 @@ impl Session {
         }
         self.streams.on_window_advertised();
         self.on_own_ack_sent(now, path);
+        if let (Frame::Ack(ack), Some(p)) = (frame, self.paths.get_mut(&path)) {
+            p.recycle_ack_frame(ack);
+        }
     }
 
     /// A copy of our CLOSE, when one is due (see `close`).
