@@ -69,6 +69,11 @@ impl Session {
     /// Where copies of `slow`'s ACKs go: the usable, validated connection
     /// with the least RTT, if it is clearly faster than `slow`.
     pub(super) fn ack_copy_route(&self, slow: PathId) -> Option<PathId> {
+        // Alone, a connection is its own fastest: no copies, at no cost
+        // (this runs for every ACK sent).
+        if self.paths.len() < 2 {
+            return None;
+        }
         let (fast, fast_rtt) = self
             .paths
             .values()
