@@ -111,6 +111,13 @@ pub struct RttEstimator {
     histogram: RttHistogram,
     /// The connection's own round trips, for reports only.
     own: OwnRtt,
+    /// The RTO's multiplier of RTTVAR, when its owner said it (see
+    /// [`RttEstimator::set_var_factor`]).
+    var_factor: Option<f64>,
+    /// `rttvar.mul_f64(k)` as of the latest sample, with the bits of `k`:
+    /// the RTO is read after every datagram, and the float product's exact
+    /// conversion back was most of its cost.
+    scaled_var: Option<(u64, Duration)>,
 }
 
 /// Which way an ACK came back (see [`RttEstimator::min`]).
@@ -137,6 +144,8 @@ impl Default for RttEstimator {
             samples: 0,
             histogram: RttHistogram::default(),
             own: OwnRtt::default(),
+            var_factor: None,
+            scaled_var: None,
         }
     }
 }
@@ -175,6 +184,20 @@ impl RttEstimator {
                 self.rttvar = (self.rttvar * 3 + diff) / 4;
                 self.srtt = Some((srtt * 7 + adjusted) / 8);
             }
+        }
+        self.scale_var();
+    }
+
+    /// The RTO's `k` (see [`RtoConfig::k`]): each sample then scales
+    /// RTTVAR by it once, for every RTO read until the next.
+    pub fn set_var_factor(&mut self, k: f64) {
+        self.var_factor = Some(k);
+        self.scale_var();
+    }
+
+    fn scale_var(&mut self) {
+        if let Some(k) = self.var_factor {
+            self.scaled_var = Some((k.to_bits(), self.rttvar.mul_f64(k)));
         }
     }
 
@@ -242,7 +265,11 @@ impl RttEstimator {
             None => cfg.initial_rto,
             Some(srtt) => {
                 // RFC 6298 §2.3 uses max(G, K·RTTVAR); 1 ms stands in for the clock granularity G.
-                let var = self.rttvar.mul_f64(cfg.k).max(Duration::from_millis(1));
+                let var = match self.scaled_var {
+                    Some((k, var)) if k == cfg.k.to_bits() => var,
+                    _ => self.rttvar.mul_f64(cfg.k),
+                };
+                let var = var.max(Duration::from_millis(1));
                 (srtt + var).clamp(cfg.min_rto, cfg.max_rto)
             }
         };
@@ -269,6 +296,28 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn an_rto_from_the_scaled_variation_is_the_one_computed_afresh() {
+        let cfg = RtoConfig::default();
+        let other = RtoConfig { k: 2.5, ..cfg };
+        let (mut plain, mut scaled) = (RttEstimator::default(), RttEstimator::default());
+        scaled.set_var_factor(cfg.k);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let sample = Duration::from_nanos(x % 3_000_000_000);
+            plain.update(sample, Duration::ZERO);
+            scaled.update(sample, Duration::ZERO);
+            for backoffs in [0, 1, 5] {
+                assert_eq!(plain.rto(&cfg, backoffs), scaled.rto(&cfg, backoffs));
+            }
+            // Another k than the one scaled by is computed afresh.
+            assert_eq!(plain.rto(&other, 0), scaled.rto(&other, 0));
+        }
+    }
 
     #[test]
     fn an_rto_not_backed_off_is_the_float_paths_answer() {

@@ -57,6 +57,9 @@ pub(super) struct AcksOwed {
     /// MB-ECN level of what arrives here, and an update owed to the peer.
     ece: EceReceiver,
     ece_pending: Option<u16>,
+    /// The ranges vector of the last ACK frame sent, for the next one to
+    /// fill: a vector allocated per ACK cost more than filling it.
+    spare_ranges: Vec<(u64, u64)>,
 }
 
 impl AcksOwed {
@@ -75,6 +78,7 @@ impl AcksOwed {
             ce_received: 0,
             ece: EceReceiver::default(),
             ece_pending: None,
+            spare_ranges: Vec::new(),
         }
     }
 
@@ -182,15 +186,18 @@ impl AcksOwed {
     /// The ACK frame for the packets received, without single receive times
     /// (see [`Self::rx_times`]); timestamps count from `epoch`.
     pub fn frame(
-        &self,
+        &mut self,
         now: Instant,
         epoch: Instant,
         cumulative: u64,
         fin: bool,
         max_data: u64,
     ) -> AckFrame {
+        let mut ranges = std::mem::take(&mut self.spare_ranges);
+        ranges.clear();
+        ranges.extend(self.received.iter_desc(MAX_ACK_RANGES));
         AckFrame {
-            ranges: self.received.iter_desc(MAX_ACK_RANGES).collect(),
+            ranges,
             ack_delay_us: (now - self.largest_received_at).as_micros() as u64,
             cumulative,
             fin,
@@ -204,6 +211,12 @@ impl AcksOwed {
             rx_times: Vec::new(),
             short_headers: false,
         }
+    }
+
+    /// An ACK frame from [`Self::frame`] was sent: its ranges vector
+    /// serves the next one.
+    pub fn recycle(&mut self, frame: AckFrame) {
+        self.spare_ranges = frame.ranges;
     }
 
     /// The receive times still owed, for [`AckFrame::rx_times`] of an ACK
@@ -307,7 +320,7 @@ mod tests {
     #[test]
     fn the_first_packets_are_dated_one_by_one_in_three_acks() {
         let mut acks = AcksOwed::new(at(0));
-        let frame = |acks: &AcksOwed| AckFrame {
+        let frame = |acks: &mut AcksOwed| AckFrame {
             rx_times: acks.rx_times(at(0)),
             ..acks.frame(at(100), at(0), 0, false, 0)
         };
@@ -316,19 +329,23 @@ mod tests {
             receive(&mut acks, at(10 + pn), pn);
         }
         let dated = vec![(2, 12_000), (1, 11_000), (0, 10_000)];
-        assert_eq!(frame(&acks).rx_times, dated);
+        assert_eq!(frame(&mut acks).rx_times, dated);
         // An ACK riding on data has no room for them: still owed.
         acks.on_sent(at(100), 100, None, false);
         for pn in 0..u64::from(RX_TIME_REPORTS) {
-            assert_eq!(frame(&acks).rx_times, dated, "one lost ACK loses nothing");
+            assert_eq!(
+                frame(&mut acks).rx_times,
+                dated,
+                "one lost ACK loses nothing"
+            );
             acks.on_sent(at(100), 101 + pn, None, true);
         }
-        assert!(frame(&acks).rx_times.is_empty());
+        assert!(frame(&mut acks).rx_times.is_empty());
         // Only the first MAX_RX_TIMES packets are dated.
         for pn in 3..100 {
             receive(&mut acks, at(20), pn);
         }
-        let dated = frame(&acks).rx_times;
+        let dated = frame(&mut acks).rx_times;
         assert_eq!(dated.len(), MAX_RX_TIMES - 3);
         assert_eq!(dated.last(), Some(&(3, 20_000)));
         assert_eq!(dated.first(), Some(&(MAX_RX_TIMES as u64 - 1, 20_000)));

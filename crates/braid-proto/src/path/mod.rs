@@ -182,6 +182,11 @@ impl Path {
         &self.rtt
     }
 
+    /// The RTO's multiplier of RTTVAR (see [`RttEstimator::set_var_factor`]).
+    pub fn set_rto_var_factor(&mut self, k: f64) {
+        self.rtt.set_var_factor(k);
+    }
+
     /// The least round trip measured here: by acknowledged packets, or
     /// else by the handshake or a path challenge.
     pub fn least_rtt(&self) -> Option<Duration> {
@@ -624,11 +629,23 @@ impl Path {
 
     /// Builds the ACK frame for this path's received packets (without the
     /// single receive times: [`Path::ack_rx_times`]).
-    pub fn ack_frame(&self, now: Instant, cumulative: u64, fin: bool, max_data: u64) -> AckFrame {
+    pub fn ack_frame(
+        &mut self,
+        now: Instant,
+        cumulative: u64,
+        fin: bool,
+        max_data: u64,
+    ) -> AckFrame {
         AckFrame {
             short_headers: self.short.offered(),
             ..self.acks.frame(now, self.epoch, cumulative, fin, max_data)
         }
+    }
+
+    /// An ACK frame from [`Self::ack_frame`] went out: its vectors serve
+    /// the next one.
+    pub fn recycle_ack_frame(&mut self, frame: AckFrame) {
+        self.acks.recycle(frame);
     }
 
     /// The first packets' receive times still owed, for an ACK with room.

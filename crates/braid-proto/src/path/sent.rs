@@ -18,6 +18,7 @@ use super::delivery_rate::SendState;
 use crate::deque_map::DequeMap;
 use crate::rtt::RttEstimator;
 use crate::Instant;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -46,11 +47,16 @@ pub(super) struct SentPacket {
     pub delivery: SendState,
 }
 
+/// Packets an ACK frame acknowledged, by ascending number: inline, since
+/// an ACK mostly covers a packet or two and a vector's allocation per ACK
+/// was most of the cost of gathering them.
+pub(super) type Acked = SmallVec<[(u64, SentPacket); 4]>;
+
 /// What an ACK frame's ranges did to the packets tracked.
 #[derive(Debug)]
 pub(super) struct AckedPackets {
     /// Newly acknowledged, by ascending packet number.
-    pub newly: Vec<(u64, SentPacket)>,
+    pub newly: Acked,
     /// Revived packets newly acknowledged (out of `newly`), ascending.
     pub late: Vec<(u64, SentPacket)>,
     /// Declared lost, yet acknowledged now.
@@ -181,7 +187,7 @@ impl SentPackets {
     pub fn on_ack(&mut self, now: Instant, ranges: &[(u64, u64)], srtt: Duration) -> AckedPackets {
         let mut timeout = self.revive_if_timed_out_spuriously(ranges);
         let largest_before = self.largest_acked;
-        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
+        let mut newly = Acked::new();
         let mut spurious = Vec::new();
         // ACKs repeat old ranges, which acknowledge nothing new but the
         // holes they fill. Below the largest acknowledged before, only
@@ -234,9 +240,9 @@ impl SentPackets {
         // Delayed through the stall that timed out: their RTTs and the
         // burst of their ACKs say nothing of the path since.
         let late = if any_revived {
-            let (late, current): (Vec<_>, Vec<_>) = newly.into_iter().partition(|(_, p)| p.revived);
+            let (late, current): (Acked, Acked) = newly.into_iter().partition(|(_, p)| p.revived);
             newly = current;
-            late
+            late.into_vec()
         } else {
             Vec::new()
         };

@@ -69,6 +69,11 @@ impl Session {
     /// Where copies of `slow`'s ACKs go: the usable, validated connection
     /// with the least RTT, if it is clearly faster than `slow`.
     pub(super) fn ack_copy_route(&self, slow: PathId) -> Option<PathId> {
+        // Alone, a connection is its own fastest: no copies, at no cost
+        // (this runs for every ACK sent).
+        if self.paths.len() < 2 {
+            return None;
+        }
         let (fast, fast_rtt) = self
             .paths
             .values()
@@ -122,12 +127,10 @@ impl Session {
         let max_data = self.streams.recv.max_data();
         let mut left = Vec::new();
         for slow in std::mem::take(&mut self.copies.acks.pending) {
-            let Some(p) = self.paths.get(&slow) else {
-                continue;
-            };
-            if self.ack_copy_route(slow) != Some(fast) {
+            if !self.paths.contains_key(&slow) || self.ack_copy_route(slow) != Some(fast) {
                 continue;
             }
+            let p = self.paths.get_mut(&slow).expect("checked");
             let mut ack = p.ack_frame(now, cumulative, fin, max_data);
             ack.ranges.truncate(COPY_RANGES);
             // The first flight's receive times date the bottleneck

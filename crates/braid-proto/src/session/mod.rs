@@ -37,6 +37,7 @@ mod handshake;
 mod liveness;
 mod migration;
 mod packets;
+mod path_map;
 mod peer;
 mod pmtu;
 mod receive;
@@ -66,8 +67,8 @@ use close::Close;
 use handshake::Handshake;
 use liveness::Liveness;
 use packets::Packets;
+use path_map::PathMap;
 use stats::Sampler;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use streams::{Finished, Streams};
 
@@ -137,7 +138,7 @@ pub struct Session {
     cfg: SessionConfig,
     session_id: u64,
     state: State,
-    paths: BTreeMap<PathId, Path>,
+    paths: PathMap,
     /// The two streams, and which of them finished.
     streams: Streams,
     /// The events not polled yet, and why the session failed.
@@ -247,7 +248,7 @@ impl Session {
             role,
             session_id,
             state: State::Established,
-            paths: BTreeMap::new(),
+            paths: PathMap::default(),
             streams: Streams::new(send, recv),
             notices: events::Notices::default(),
             ending: close::Ending::default(),
@@ -311,6 +312,7 @@ impl Session {
         path.trace.tracer = crate::trace::Tracer::new(self.is_tracing());
         path.trace.stale = true;
         path.offer_short_headers(self.peer.short_on_new_paths());
+        path.set_rto_var_factor(self.cfg.rto.k);
         // A connection's first event: qvis opens the first group it meets.
         let state = path.state();
         (self.trace.tracer).record(now, crate::trace::EventKind::PathState { path: id, state });

@@ -21,11 +21,11 @@
 //! The scheduler reads the connections and the backlog and changes nothing
 //! but their pacers' wake-ups, so it runs on paths alone, without a session.
 
+use super::path_map::PathMap;
 use crate::path::Path;
 use crate::stats::PathState;
 use crate::Instant;
 use crate::PathId;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Packets a connection may have in flight before its first RTT sample
@@ -44,7 +44,7 @@ const QUEUE_CAP_BDPS: u64 = 4;
 /// first). When only pacing holds packets back, the paths remember when
 /// to wake.
 pub(super) fn pick_data_path(
-    paths: &mut BTreeMap<PathId, Path>,
+    paths: &mut PathMap,
     now: Instant,
     charge: u64,
     segment_size: u64,
@@ -143,7 +143,7 @@ struct Silence {
 }
 
 impl Silence {
-    fn of(paths: &BTreeMap<PathId, Path>, now: Instant) -> Silence {
+    fn of(paths: &PathMap, now: Instant) -> Silence {
         let alive = paths
             .values()
             .any(|p| p.is_usable() && heard_lately(p, now));
@@ -181,7 +181,7 @@ fn heard_lately(p: &Path, now: Instant) -> bool {
 /// is the only bound: a copy takes room nothing else wants, since nothing
 /// else is left to send.
 pub(super) fn pick_tail_copy_path(
-    paths: &mut BTreeMap<PathId, Path>,
+    paths: &mut PathMap,
     now: Instant,
     charge: u64,
     segment_size: u64,
@@ -194,19 +194,27 @@ pub(super) fn pick_tail_copy_path(
 
 /// Among the connections `eligible` admits whose pacer lets `charge`
 /// bytes go now, the one where they would arrive earliest, with that
-/// arrival ([`expected_arrival`]; unmeasured first). Pacers that hold a
-/// packet back remember when to wake.
+/// arrival ([`expected_arrival`]; unmeasured first, and `None` for a
+/// connection alone). Pacers that hold a packet back remember when to wake.
 fn earliest_ready(
-    paths: &mut BTreeMap<PathId, Path>,
+    paths: &mut PathMap,
     now: Instant,
     charge: u64,
     segment_size: u64,
     eligible: impl Fn(&Path) -> bool,
 ) -> Option<(Option<i64>, PathId)> {
     let mut best: Option<(Option<i64>, PathId)> = None;
+    // Alone, a connection's arrival has nothing to be compared with (and
+    // `is_worth_waiting` nothing to wait for): its float arithmetic is skipped.
+    let alone = paths.len() == 1;
     for p in paths.values_mut() {
         if eligible(p) && p.is_pacer_ready(now, charge, segment_size) {
-            let key = (expected_arrival(p, charge), p.id());
+            let arrival = if alone {
+                None
+            } else {
+                expected_arrival(p, charge)
+            };
+            let key = (arrival, p.id());
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
@@ -221,7 +229,7 @@ fn earliest_ready(
 /// bandwidth-delay product of the best measured path, at least an
 /// initial window (RFC 9002 §7.2); `None` (no limit but the
 /// controller's) on a single connection.
-fn blind_window(paths: &BTreeMap<PathId, Path>, segment_size: u64) -> Option<u64> {
+fn blind_window(paths: &PathMap, segment_size: u64) -> Option<u64> {
     if paths.values().filter(|p| p.is_usable()).count() < 2 {
         return None;
     }
@@ -239,7 +247,7 @@ fn blind_window(paths: &BTreeMap<PathId, Path>, segment_size: u64) -> Option<u64
 /// deliver the `backlog` bytes ahead of it before a packet sent now on
 /// `id` arrived (see [`Demand::ahead`]; unbounded, no path waits).
 fn is_worth_waiting(
-    paths: &BTreeMap<PathId, Path>,
+    paths: &PathMap,
     id: PathId,
     arrival: Option<i64>,
     charge: u64,
@@ -410,14 +418,14 @@ mod tests {
         p
     }
 
-    fn paths(list: Vec<Path>) -> BTreeMap<PathId, Path> {
+    fn paths(list: Vec<Path>) -> PathMap {
         list.into_iter().map(|p| (p.id(), p)).collect()
     }
 
     #[test]
     fn the_path_that_acknowledges_sooner_takes_the_packet() {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
-        let pick = |paths: &mut BTreeMap<PathId, Path>| {
+        let pick = |paths: &mut PathMap| {
             pick_data_path(
                 paths,
                 at(200),
@@ -441,7 +449,7 @@ mod tests {
         // by 30 ms, long before the slow path's packet arrived at 100 ms.
         let fast = paths.get_mut(&PathId(1)).unwrap();
         fast.start_validation(at(200), 1200, Some([1; 8]));
-        let pick = |paths: &mut BTreeMap<PathId, Path>, backlog| {
+        let pick = |paths: &mut PathMap, backlog| {
             let demand = Demand::backlog(backlog);
             pick_data_path(paths, at(200), SEGMENT_SIZE, SEGMENT_SIZE, demand)
         };
@@ -463,7 +471,7 @@ mod tests {
         let mut paths = paths(vec![measured(0, 200), measured(1, 20)]);
         let fast = paths.get_mut(&PathId(1)).unwrap();
         fast.start_validation(at(200), 1200, Some([1; 8]));
-        let pick = |paths: &mut BTreeMap<PathId, Path>, window| {
+        let pick = |paths: &mut PathMap, window| {
             let demand = Demand {
                 backlog: None,
                 ahead: Some(window),
@@ -483,7 +491,7 @@ mod tests {
         while fast.can_send_data(SEGMENT_SIZE) {
             send(fast, at(200), 1);
         }
-        let pick = |paths: &mut BTreeMap<PathId, Path>, known_len| {
+        let pick = |paths: &mut PathMap, known_len| {
             let demand = Demand {
                 backlog: None,
                 ahead: None,

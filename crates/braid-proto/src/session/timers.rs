@@ -5,7 +5,9 @@
 //! `handle_timeout` acts on the same timers, in the same order, asking the
 //! same function whether each is due. A new timer is a variant, its
 //! deadline and its arm in `Session::fire` (the match is exhaustive), so
-//! the two cannot list different deadlines.
+//! the two cannot list different deadlines. A running session's
+//! `poll_timeout` reads the deadlines written out (`earliest_running`),
+//! which debug builds, the tests', check against the table on every call.
 
 use super::{Session, State, MID_STREAM_PROBE};
 use crate::error::SessionError;
@@ -98,6 +100,27 @@ fn path_timers(id: PathId) -> [Timer; 5] {
     ]
 }
 
+/// The earlier of two deadlines, either of which may be unset.
+#[inline(always)]
+fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// When connection `p`'s delayed ACK is due, if one is owed. An
+/// unvalidated connection out of credit acknowledges when the peer's next
+/// datagram brings some.
+#[inline(always)]
+fn ack_deadline(p: &Path) -> Option<Instant> {
+    let can_send = p.amplification_allows(super::transmit::CONTROL_ESTIMATE);
+    (p.is_ack_owed() && can_send)
+        .then(|| p.ack_deadline())
+        .flatten()
+}
+
 impl Session {
     /// Every timer the session could have, in the order `handle_timeout`
     /// acts on them.
@@ -184,43 +207,67 @@ impl Session {
             Timer::Tlp(_) => p.tlp_deadline(self.peer.max_ack_delay()),
             Timer::Rto(_) => p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval),
             Timer::Loss(_) => p.loss_deadline(),
-            Timer::Ack(id) => {
-                // An unvalidated connection out of credit acknowledges when
-                // the peer's next datagram brings some.
-                let can_send = self.amplification_allows(id, super::transmit::CONTROL_ESTIMATE);
-                (p.is_ack_owed() && can_send)
-                    .then(|| p.ack_deadline())
-                    .flatten()
-            }
+            Timer::Ack(_) => ack_deadline(p),
             _ => None,
         }
     }
 
     /// The earliest instant at which `handle_timeout` has work to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if !matches!(self.state, State::Established | State::Draining { .. }) {
-            return self.each_timer().filter_map(|t| self.deadline(t)).min();
-        }
-        // The same deadlines, in plain loops, each connection's read from
-        // the connection at hand rather than looked up five times: this
-        // runs after every datagram, and the iterator chain and lookups
-        // were most of its cost.
-        let mut earliest: Option<Instant> = None;
-        let mut note = |at: Option<Instant>| {
-            if let Some(at) = at {
-                earliest = Some(earliest.map_or(at, |e| e.min(at)));
-            }
+        let earliest = match self.state {
+            State::Established | State::Draining { .. } => self.earliest_running(),
+            _ => self.earliest_of_all(),
         };
-        for timer in SESSION_TIMERS {
-            note(self.deadline(timer));
-        }
-        for (&id, p) in &self.paths {
-            for timer in path_timers(id) {
-                note(self.path_deadline(timer, p));
-            }
-        }
-        for timer in LAST_TIMERS {
-            note(self.deadline(timer));
+        debug_assert_eq!(earliest, self.earliest_of_all(), "as the table has it");
+        earliest
+    }
+
+    /// The earliest deadline over [`Session::timers`]: what `poll_timeout`
+    /// answers, by definition.
+    fn earliest_of_all(&self) -> Option<Instant> {
+        self.each_timer().filter_map(|t| self.deadline(t)).min()
+    }
+
+    /// [`Session::earliest_of_all`] of an established or draining session,
+    /// written out: each arm of [`Session::deadline`] once, without a
+    /// dispatch per timer, and each connection's read from the connection
+    /// at hand. This runs after every datagram, and the table's walk was
+    /// most of its cost; `poll_timeout` checks the two agree.
+    fn earliest_running(&self) -> Option<Instant> {
+        let unconfirmed = self.unconfirmed_deadline();
+        let drain = match self.state {
+            State::Draining { until } => Some(until),
+            _ => None,
+        };
+        let idle = unconfirmed
+            .is_none()
+            .then(|| self.liveness.idle_deadline(self.cfg.idle_timeout));
+        // Keep-alive and persist probes share their condition.
+        let probes = earlier(self.keep_alive_deadline(), self.persist_deadline())
+            .filter(|_| self.has_active_path());
+        let session = [
+            drain,
+            idle,
+            self.first_data_deadline(),
+            unconfirmed,
+            self.validation_deadline(),
+            probes,
+            self.ack_copy_due().map(|(_, at)| at),
+            self.tail_copy_deadline(),
+            self.sampler.deadline(),
+        ];
+        let mut earliest = session.into_iter().fold(None, earlier);
+        for p in self.paths.values() {
+            let rto = p.rto_deadline(&self.cfg.rto, self.cfg.max_probe_interval);
+            let tlp = p.tlp_deadline(self.peer.max_ack_delay());
+            let timers = [
+                p.pacing_wakeup(),
+                tlp,
+                rto,
+                p.loss_deadline(),
+                ack_deadline(p),
+            ];
+            earliest = timers.into_iter().fold(earliest, earlier);
         }
         earliest
     }

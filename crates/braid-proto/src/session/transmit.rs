@@ -65,7 +65,11 @@ impl Session {
     ) -> Option<Transmit> {
         buf.clear();
         let max = max_datagrams.max(1);
-        let mut batch = self.packets.held_mut().take_batch(max, buf);
+        // Nothing is held unless batches were asked for: no call then.
+        let held = self.packets.held_mut();
+        let mut batch = (held.len() > 0)
+            .then(|| held.take_batch(max, buf))
+            .flatten();
         while batch.as_ref().is_none_or(Batch::is_open) {
             let start = buf.len();
             self.packets.begin(start);
@@ -269,6 +273,9 @@ impl Session {
         }
         self.streams.on_window_advertised();
         self.on_own_ack_sent(now, path);
+        if let (Frame::Ack(ack), Some(p)) = (frame, self.paths.get_mut(&path)) {
+            p.recycle_ack_frame(ack);
+        }
     }
 
     /// A copy of our CLOSE, when one is due (see `close`).
