@@ -61,8 +61,9 @@ pub async fn send(
     // A one-shot input, or a small one, starts at 0 whatever the receiver
     // holds: its contents follow the manifest at once, and the offer is
     // read later.
-    let once = matches!(source, Source::Once(_)) || size.is_some_and(|s| s < WAIT_FOR_OFFER_FROM);
-    let offer = if once {
+    let at_once =
+        matches!(source, Source::Once(_)) || size.is_some_and(|s| s < WAIT_FOR_OFFER_FROM);
+    let offer = if at_once {
         (0, None)
     } else {
         read_offer(session).await?
@@ -112,7 +113,7 @@ pub async fn send(
     stream.push(hash.as_bytes().to_vec(), HASH_LEN);
     write_lent(session, HASH_LEN).await?;
     let total = skip + sent + HASH_LEN as u64;
-    if once {
+    if at_once {
         read_offer(session).await?;
     }
     verdict(session, total, hash).await?;

@@ -59,7 +59,7 @@ impl Pacer {
         if let Some(rate) = self.rate {
             let burst = rate * BURST_INTERVAL.as_secs_f64();
             let lo = (MIN_BURST_PACKETS * segment_size) as f64;
-            let hi = MAX_BURST_BYTES.max(MIN_BURST_PACKETS * segment_size) as f64;
+            let hi = lo.max(MAX_BURST_BYTES as f64);
             self.depth = burst.clamp(lo, hi);
             self.tokens = self.tokens.min(self.depth);
         }
@@ -196,10 +196,11 @@ mod tests {
         let err = (sent as f64 - rate).abs() / rate;
         assert!(err < 0.01, "sent {sent} bytes in 1 s at rate {rate}");
     }
+
     /// A driver that only wakes once a millisecond (a tokio timer) still
     /// sends at 3 Gbit/s of 1,472-byte datagrams: each wake-up finds a
-    /// millisecond's tokens in the bucket. At 6 Gbit/s the bucket (256
-    /// packets) runs dry, so such a driver falls behind.
+    /// millisecond's tokens in the bucket. At 6 Gbit/s the bucket (384 KB)
+    /// runs dry, so such a driver falls behind.
     #[test]
     fn a_millisecond_timer_reaches_three_gigabits() {
         let sent_in_a_second = |rate: f64| {
